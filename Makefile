@@ -1,0 +1,71 @@
+# Everything starts from python3 and make: the first target that needs Python builds .venv
+# from requirements.txt. Run `make help` for the list.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+HTML   := _build/html
+
+# JAX on the CPU with 8 simulated devices, set before JAX first initialises; no GPU probing,
+# no downloads, no telemetry at run time.
+export XLA_FLAGS := --xla_force_host_platform_device_count=8
+export JAX_PLATFORMS := cpu
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help book test test-fast serve clean check-system grade-demo generate lock
+
+help:
+	@echo "make book        build the HTML book, every page executed (cached), warnings as errors"
+	@echo "make test        build the book, then run the whole test suite"
+	@echo "make test-fast   unit tests only (no book build, no notebooks, no browser)"
+	@echo "make serve       serve the built book on http://127.0.0.1:8000"
+	@echo "make generate    regenerate exercises/ from solutions/ (nbgrader)"
+	@echo "make grade-demo  run the whole grading loop on the sample submissions"
+	@echo "make clean       remove build outputs (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
+	@echo "The book is at $(CURDIR)/$(HTML)/index.html (make serve to browse it)"
+
+test: book check-system
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser and not sandbox"
+
+check-system:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	if [ -n "$$missing" ]; then \
+	  echo "ERROR: missing Debian packages:$$missing"; \
+	  echo "       install them with: apt-get install -y chromium chromium-driver bubblewrap"; \
+	  echo "       (.ci/run does this), or run 'make test-fast' for the tests that need none."; \
+	  exit 1; \
+	fi
+
+serve: $(STAMP)
+	$(PY) -m http.server --directory $(HTML) --bind 127.0.0.1 8000
+
+generate: $(STAMP)
+	$(PY) -m autograder generate
+
+grade-demo: $(STAMP)
+	$(PY) -m autograder demo
+
+lock:
+	@echo "To update pins: make a fresh venv, pip install the unpinned top-level packages"
+	@echo "(jupyter-book>=1.0.4,<2 nbgrader>=0.9,<0.10 ipywidgets>=8,<9 matplotlib numpy jax pytest"
+	@echo " jupyter-cache selenium distributed), then pip freeze > requirements.txt and add '-e .'."
+
+clean:
+	rm -rf _build .pytest_cache

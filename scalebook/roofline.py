@@ -1,0 +1,245 @@
+"""Roofline arithmetic: FLOPs, bytes, arithmetic intensity and time bounds.
+
+A kernel that does ``F`` FLOPs and moves ``M`` bytes on a chip with peak ``C`` FLOPs/s and
+bandwidth ``W`` bytes/s needs at least
+
+    T_math  = F / C        (s)
+    T_comms = M / W        (s)
+
+If the two overlap perfectly the runtime is ``max(T_math, T_comms)``; if they do not overlap at
+all it is ``T_math + T_comms``. The sum is never more than twice the max, so the lower bound is
+within 2x of the truth. Arithmetic intensity ``I = F / M`` (FLOPs/byte) decides which side
+binds: compute when ``I > C / W``, the chip's critical intensity.
+
+Sizes may be numpy arrays (for plots); they must be positive.
+Reference for the model: Austin et al., "How to Scale Your Model" (2025), part 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+from .hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+
+Number = Union[float, int, np.ndarray]
+
+
+def _positive(name: str, value: Number) -> Number:
+    array = np.asarray(value, dtype=float)
+    if array.size == 0 or not np.all(np.isfinite(array)) or np.any(array <= 0):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return value if isinstance(value, np.ndarray) else float(value)
+
+
+@dataclass(frozen=True)
+class MatmulCost:
+    """FLOPs and HBM traffic of one matmul. FLOPs count a multiply-add as 2; bytes are bytes."""
+
+    flops: Number
+    bytes_read: Number
+    bytes_written: Number
+
+    @property
+    def total_bytes(self) -> Number:
+        """Bytes read + bytes written."""
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> Number:
+        """Arithmetic intensity: FLOPs / total bytes (FLOPs per byte)."""
+        return self.flops / self.total_bytes
+
+
+def matmul_cost(
+    B: Number,
+    D: Number,
+    F: Number,
+    *,
+    x_dtype: str = "bf16",
+    w_dtype: str | None = None,
+    out_dtype: str | None = None,
+    batched_weights: bool = False,
+) -> MatmulCost:
+    """Exact cost of ``Out[B, F] = X[B, D] ·_D W[D, F]``.
+
+    FLOPs = 2·B·D·F. Bytes read = B·D·x + D·F·w, bytes written = B·F·o, where x, w, o are the
+    bytes per element of ``x_dtype``, ``w_dtype`` (default: ``x_dtype``) and ``out_dtype``
+    (default: ``x_dtype``). With ``batched_weights=True`` every example has its own weight
+    matrix ``W[B, D, F]``, so the weights cost B·D·F·w bytes and the intensity tends to 2/w
+    whatever B is.
+
+    No B << D approximation is made: this is the number a plot of exact byte counts uses.
+    """
+    B, D, F = _positive("B", B), _positive("D", D), _positive("F", F)
+    x = bytes_per_element(x_dtype)
+    w = bytes_per_element(w_dtype or x_dtype)
+    o = bytes_per_element(out_dtype or x_dtype)
+    weight_elements = B * D * F if batched_weights else D * F
+    return MatmulCost(
+        flops=2.0 * B * D * F,
+        bytes_read=B * D * x + weight_elements * w,
+        bytes_written=B * F * o,
+    )
+
+
+def dot_product_cost(N: Number, *, dtype: str = "bf16") -> MatmulCost:
+    """Cost of ``x[N] · y[N]``: 2·N FLOPs over 2·N·b + b bytes, intensity ≈ 1/b.
+
+    A dot product is a matmul with B = F = 1; in bf16 its intensity is below 0.5 FLOPs/byte,
+    hundreds of times under any accelerator's critical intensity.
+    """
+    return matmul_cost(1, N, 1, x_dtype=dtype)
+
+
+def critical_intensity(chip: Chip | str, dtype: str = "bf16", *, bandwidth: float | None = None) -> float:
+    """The chip's critical arithmetic intensity C / W in FLOPs/byte.
+
+    C is the dense peak in ``dtype``; W is HBM bandwidth unless ``bandwidth`` (bytes/s) is given,
+    e.g. an ICI link for a network roofline. TPU v5e bf16: 1.97e14 / 8.1e11 ≈ 243.
+    """
+    chip = get_chip(chip)
+    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    return chip.flops(dtype) / w
+
+
+def critical_batch_size(
+    chip: Chip | str, *, compute_dtype: str = "bf16", weight_dtype: str | None = None
+) -> float:
+    """Tokens per matmul above which ``X[B, D] · W[D, F]`` is compute-bound (B << D, F).
+
+    With B small the weights dominate the traffic: bytes ≈ D·F·w, FLOPs = 2·B·D·F, so the
+    intensity is ≈ 2B / w. Setting it equal to C / W gives
+
+        B* = (C / W) · w / 2     (tokens)
+
+    C is the peak in ``compute_dtype``; w is the bytes per element of ``weight_dtype`` (default:
+    ``compute_dtype``). TPU v5e: bf16 ≈ 243, int8 weights with bf16 compute ≈ 122, int8
+    everything ≈ 243. H100 bf16 (dense 9.89e14 FLOPs/s) ≈ 295.
+    """
+    chip = get_chip(chip)
+    w = bytes_per_element(weight_dtype or compute_dtype)
+    return critical_intensity(chip, compute_dtype) * w / 2.0
+
+
+@dataclass(frozen=True)
+class TimeBounds:
+    """Lower and upper bounds on runtime from compute time and communication time (s)."""
+
+    t_math: Number
+    t_comms: Number
+
+    @property
+    def lower(self) -> Number:
+        """max(T_math, T_comms): perfect overlap."""
+        return np.maximum(self.t_math, self.t_comms)
+
+    @property
+    def upper(self) -> Number:
+        """T_math + T_comms: no overlap; at most 2x the lower bound."""
+        return self.t_math + self.t_comms
+
+    @property
+    def bound_by(self) -> str | np.ndarray:
+        """"compute" where T_math ≥ T_comms, else "comms" (memory or network bandwidth)."""
+        result = np.where(np.asarray(self.t_math) >= np.asarray(self.t_comms), "compute", "comms")
+        return str(result) if result.ndim == 0 else result
+
+
+def time_bounds(flops: Number, nbytes: Number, *, flops_per_s: float, bytes_per_s: float) -> TimeBounds:
+    """T_math = flops / flops_per_s and T_comms = nbytes / bytes_per_s, in seconds.
+
+    ``nbytes`` may be zero (a kernel that moves nothing); ``flops`` may be zero too.
+    """
+    for name, value in (("flops", flops), ("nbytes", nbytes)):
+        array = np.asarray(value, dtype=float)
+        if not np.all(np.isfinite(array)) or np.any(array < 0):
+            raise ValueError(f"{name} must be non-negative and finite, got {value!r}")
+    flops_per_s = _positive("flops_per_s", flops_per_s)
+    bytes_per_s = _positive("bytes_per_s", bytes_per_s)
+    return TimeBounds(t_math=flops / flops_per_s, t_comms=nbytes / bytes_per_s)
+
+
+def matmul_time(
+    B: Number,
+    D: Number,
+    F: Number,
+    chip: Chip | str,
+    *,
+    x_dtype: str = "bf16",
+    w_dtype: str | None = None,
+    out_dtype: str | None = None,
+    compute_dtype: str | None = None,
+    batched_weights: bool = False,
+) -> TimeBounds:
+    """Time bounds of one matmul on one chip, weights and activations in HBM.
+
+    T_math = 2·B·D·F / C with C the peak in ``compute_dtype`` (default: the wider of x and w,
+    i.e. int8 weights with bf16 activations compute in bf16); T_comms = exact bytes / HBM BW.
+    """
+    chip = get_chip(chip)
+    cost = matmul_cost(B, D, F, x_dtype=x_dtype, w_dtype=w_dtype, out_dtype=out_dtype,
+                       batched_weights=batched_weights)
+    if compute_dtype is None:
+        wider = max((x_dtype, w_dtype or x_dtype), key=bytes_per_element)
+        compute_dtype = canonical_dtype(wider)
+    return time_bounds(cost.flops, cost.total_bytes, flops_per_s=chip.flops(compute_dtype),
+                       bytes_per_s=chip.hbm_bandwidth)
+
+
+def attainable_flops(intensity: Number, chip: Chip | str, dtype: str = "bf16",
+                     *, bandwidth: float | None = None) -> Number:
+    """The roofline: min(C, I · W) FLOPs/s for arithmetic intensity I (FLOPs/byte)."""
+    chip = get_chip(chip)
+    intensity = _positive("intensity", intensity)
+    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    return np.minimum(chip.flops(dtype), np.asarray(intensity) * w) if isinstance(
+        intensity, np.ndarray) else min(chip.flops(dtype), intensity * w)
+
+
+def two_chip_sharded_matmul(
+    B: Number, D: Number, F: Number, chip: Chip | str, *, dtype: str = "bf16",
+    bandwidth: float | None = None,
+) -> TimeBounds:
+    """Network roofline of ``X[B, D_X] ·_D W[D_X, F]`` split over 2 chips along D.
+
+    Each chip multiplies its half: T_math = 2·B·(D/2)·F / C = B·D·F / C. The two partial
+    sums must then be added, so each chip sends its ``B·F`` partial result (b bytes each) over
+    one link: T_comms = B·F·b / W, with W the one-way link bandwidth unless ``bandwidth`` is
+    given. Compute-bound when D > b·C / W — a condition on D, not B, since both times scale
+    with B·F.
+    """
+    chip = get_chip(chip)
+    B, D, F = _positive("B", B), _positive("D", D), _positive("F", F)
+    w = chip.link_bandwidth_one_way if bandwidth is None else _positive("bandwidth", bandwidth)
+    b = bytes_per_element(dtype)
+    return time_bounds(2.0 * B * (D / 2.0) * F, B * F * b, flops_per_s=chip.flops(dtype),
+                       bytes_per_s=w)
+
+
+def critical_contracting_dim(chip: Chip | str, *, dtype: str = "bf16",
+                             bandwidth: float | None = None) -> float:
+    """The D above which :func:`two_chip_sharded_matmul` is compute-bound: b·C / W.
+
+    TPU v5e bf16 over one ICI link one way: 2 · 1.97e14 / 4.5e10 ≈ 8,756.
+    """
+    chip = get_chip(chip)
+    w = chip.link_bandwidth_one_way if bandwidth is None else _positive("bandwidth", bandwidth)
+    return bytes_per_element(dtype) * chip.flops(dtype) / w
+
+
+def weight_load_time(param_bytes: Number, chip: Chip | str, *, n_chips: int = 1,
+                     bandwidth: float | None = None) -> Number:
+    """Lower bound on the time to read every parameter once: bytes / (n_chips · W) seconds.
+
+    Sampling one token needs every weight read from HBM at least once, so this is the floor on
+    per-token latency of a model split over ``n_chips`` chips (W = HBM bandwidth by default).
+    """
+    chip = get_chip(chip)
+    param_bytes = _positive("param_bytes", param_bytes)
+    if not isinstance(n_chips, (int, np.integer)) or n_chips < 1:
+        raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
+    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    return param_bytes / (n_chips * w)

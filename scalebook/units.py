@@ -1,0 +1,81 @@
+"""Human-readable printing of SI quantities. Computation stays in SI; only printing converts.
+
+>>> format_seconds(3.2e-5)
+'32 µs'
+>>> format_bytes(2 * 2**20)
+'2 MiB'
+>>> format_flops(9.89e14)
+'989 TFLOP/s'
+"""
+
+from __future__ import annotations
+
+import math
+
+_DECIMAL = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_BINARY = ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+_TIME = ((86400.0, "days"), (3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "µs"),
+         (1e-9, "ns"))
+
+
+def _number(value: float, digits: int) -> str:
+    """``value`` with ``digits`` significant figures, without a trailing '.0'."""
+    if value == 0:
+        return "0"
+    text = f"{value:.{digits}g}"
+    if "e" in text:  # e.g. 1e+03 from rounding up: fall back to a plain integer
+        text = f"{value:.0f}"
+    return text
+
+
+def _check(value: float, what: str) -> float:
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{what} must be a non-negative number, got {value!r}")
+    return value
+
+
+def format_seconds(seconds: float, digits: int = 3) -> str:
+    """Seconds as ns / µs / ms / s / min / h / days, e.g. 0.0123 -> '12.3 ms'."""
+    seconds = _check(seconds, "seconds")
+    if math.isinf(seconds):
+        return "∞ s"
+    for scale, unit in _TIME:
+        if seconds >= scale:
+            return f"{_number(seconds / scale, digits)} {unit}"
+    return f"{_number(seconds / 1e-9, digits)} ns"
+
+
+def format_bytes(nbytes: float, digits: int = 3, *, binary: bool = True) -> str:
+    """Bytes in KiB/MiB/GiB (``binary=True``) or kB/MB/GB (``binary=False``)."""
+    nbytes = _check(nbytes, "bytes")
+    if binary:
+        for scale, unit in _BINARY:
+            if nbytes >= scale:
+                return f"{_number(nbytes / scale, digits)} {unit}"
+        return f"{_number(nbytes, digits)} B"
+    return _decimal(nbytes, "B", digits)
+
+
+def format_bandwidth(bytes_per_s: float, digits: int = 3) -> str:
+    """Bytes/s in decimal units, as datasheets print them: 3.35e12 -> '3.35 TB/s'."""
+    return _decimal(_check(bytes_per_s, "bandwidth"), "B/s", digits)
+
+
+def format_flops(flops_per_s: float, digits: int = 3) -> str:
+    """FLOPs/s in decimal units: 1.97e14 -> '197 TFLOP/s'."""
+    return _decimal(_check(flops_per_s, "FLOPs/s"), "FLOP/s", digits)
+
+
+def format_count(value: float, digits: int = 3) -> str:
+    """A plain count (FLOPs, parameters, tokens) with a decimal prefix: 6.0e9 -> '6 G'."""
+    return _decimal(_check(value, "count"), "", digits).rstrip()
+
+
+def _decimal(value: float, unit: str, digits: int) -> str:
+    if math.isinf(value):
+        return f"∞ {unit}"
+    for scale, prefix in _DECIMAL:
+        if value >= scale:
+            return f"{_number(value / scale, digits)} {prefix}{unit}"
+    return f"{_number(value, digits)} {unit}"
