@@ -1,0 +1,703 @@
+"""Parallelism strategies for training a stack of MLP layers, priced as per-chip rooflines.
+
+The model is the one "How to Scale Your Model" (HSYM; Austin et al., 2025, part 5) prices every
+strategy on: ``n_layers`` blocks, each ``Out[B, D] = In[B, D] · W_in[D, F] · W_out[F, D]``,
+trained on a global batch of ``B`` tokens per step. Attention, norms and the gating matrix are
+left out; :mod:`scalebook.transformer` counts a full Transformer.
+
+Notation (HSYM part 5):
+
+- ``D`` = d_model, ``F`` = d_ff, ``L`` = n_layers, ``B`` = global batch in tokens;
+- ``X`` = data-parallel (DP or FSDP) degree, ``Y`` = tensor-parallel degree, ``K`` = pipeline
+  stages, ``M`` = microbatches, ``N = X·Y·K`` chips;
+- ``C`` = peak FLOPs/s of one chip in the compute dtype;
+- ``W`` = the bytes/s one chip pushes out along one mesh axis in a ring collective (see
+  :func:`axis_bandwidth`). Sharding over ``n`` mesh axes at once multiplies it by ``n``.
+
+Conventions (every strategy uses them, so the strategies compare fairly):
+
+- **FLOPs.** A matmul ``[b, d] · [d, f]`` costs ``2·b·d·f`` FLOPs. One layer's forward pass is two
+  of them, ``4·B·D·F``; the backward pass is twice that, ``8·B·D·F`` (one matmul for the weight
+  gradient and one for the input gradient per forward matmul). Training therefore costs
+  ``12·B·D·F = 6·B·(2·D·F)`` FLOPs per layer: 6 FLOPs per token per parameter. A chip does
+  ``1/N`` of them, taking ``FLOPs / C`` seconds.
+- **Collectives** use HSYM's closed forms for a ring, large-degree limit: an AllGather or a
+  ReduceScatter of an array whose full size is ``V`` bytes takes ``V / W``; an AllReduce takes
+  ``2·V / W``. A degree-1 axis communicates nothing.
+- **Overlap.** Within the forward pass, and within the backward pass, communication overlaps
+  compute: a layer's time is ``max(compute_fwd, comms_fwd) + max(compute_bwd, comms_bwd)``.
+  Collectives on different axes add up (HSYM's FSDP+TP accounting). The result is a lower bound
+  on the step time; the optimizer update and the loss are not priced.
+- **Memory** per chip: parameters (``param_dtype``), gradients (``grad_dtype``, sharded like the
+  parameters), Adam state (two moments in ``optimizer_dtype``, fp32 by default, plus an optional
+  fp32 master copy of the weights, off by default as in HSYM's "bf16 parameters + fp32 Adam =
+  10 bytes per parameter"; with it on, mixed precision costs the familiar 16 bytes per parameter
+  with gradients), and activations: with full rematerialisation, each layer keeps only its input
+  ``In`` (``tokens × D`` in ``activation_dtype``, bf16 by default) for the backward pass. Transient
+  buffers (the ``[B, F]`` intermediate, FSDP's gathered weights) are not counted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+
+ArrayLike = Union[float, int, np.ndarray]
+
+#: Bytes per parameter of the fp32 master copy of the weights, when kept.
+MASTER_WEIGHT_BYTES = 4.0
+
+__all__ = [
+    "MLPStack",
+    "Layout",
+    "MemoryPerChip",
+    "TrainingEstimate",
+    "axis_bandwidth",
+    "point_to_point_bandwidth",
+    "estimate",
+    "data_parallel",
+    "fsdp",
+    "tensor_parallel",
+    "fsdp_tensor_parallel",
+    "pipeline_parallel",
+    "best_layout",
+    "critical_batch_per_chip_dp",
+    "critical_batch_per_chip_fsdp",
+    "max_tensor_parallel",
+    "min_batch_per_chip_fsdp_tp",
+    "optimal_fsdp_degree",
+    "max_chips_compute_bound",
+    "pipeline_bubble_fraction",
+    "min_microbatches",
+    "STRATEGIES",
+]
+
+#: Strategy names accepted by :func:`max_chips_compute_bound`.
+STRATEGIES: tuple[str, ...] = ("dp", "fsdp", "tp", "fsdp_tp")
+_STRATEGY_ALIASES = {"fsdp+tp": "fsdp_tp", "2d": "fsdp_tp", "zero3": "fsdp", "zero-3": "fsdp",
+                     "megatron": "tp", "data": "dp"}
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _positive(value: object, what: str) -> ArrayLike:
+    """``value`` as a float, or a float array when it is array-like; all entries finite and > 0."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be a positive number, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a positive number, got {value!r}") from None
+    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{what} must be positive and finite, got {value!r}")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def _scalar_or_array(value: ArrayLike) -> ArrayLike:
+    arr = np.asarray(value)
+    return arr.item() if arr.ndim == 0 else arr
+
+
+# --------------------------------------------------------------------------- model and layout
+
+
+@dataclass(frozen=True)
+class MLPStack:
+    """A stack of ``n_layers`` MLP blocks ``In[B, D] · W_in[D, F] · W_out[F, D]``, with its formats.
+
+    Attributes:
+        d_model: D, the residual width.
+        d_ff: F, the hidden width.
+        n_layers: L.
+        param_dtype: dtype the weights are stored and gathered in (bf16).
+        grad_dtype: dtype gradients are stored and reduced in (bf16).
+        activation_dtype: dtype of the checkpointed layer inputs and of tensor-parallel
+            activation collectives (bf16).
+        compute_dtype: dtype of the matmuls; sets the chip's FLOPs/s (bf16).
+        optimizer_dtype: dtype of Adam's two moment estimates (fp32).
+        master_weights: keep an fp32 master copy of the weights in the optimizer state
+            (default False, HSYM's accounting; True gives the ZeRO paper's mixed-precision 16
+            bytes per parameter together with bf16 parameters and gradients).
+    """
+
+    d_model: int
+    d_ff: int
+    n_layers: int
+    param_dtype: str = "bf16"
+    grad_dtype: str = "bf16"
+    activation_dtype: str = "bf16"
+    compute_dtype: str = "bf16"
+    optimizer_dtype: str = "fp32"
+    master_weights: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "d_ff", "n_layers"):
+            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+        for name in ("param_dtype", "grad_dtype", "activation_dtype", "compute_dtype",
+                     "optimizer_dtype"):
+            object.__setattr__(self, name, canonical_dtype(getattr(self, name)))
+        if not isinstance(self.master_weights, bool):
+            raise ValueError(f"master_weights must be True or False, got {self.master_weights!r}")
+
+    @property
+    def params_per_layer(self) -> int:
+        """Weights in one layer: W_in and W_out, ``2·D·F``."""
+        return 2 * self.d_model * self.d_ff
+
+    @property
+    def n_params(self) -> int:
+        """Weights in the whole stack: ``2·D·F·L``."""
+        return self.params_per_layer * self.n_layers
+
+    @property
+    def optimizer_bytes_per_param(self) -> float:
+        """Adam state per parameter in bytes: two moments, plus 4 with an fp32 master copy."""
+        extra = MASTER_WEIGHT_BYTES if self.master_weights else 0.0
+        return 2.0 * bytes_per_element(self.optimizer_dtype) + extra
+
+    @property
+    def training_bytes_per_param(self) -> float:
+        """Parameters + gradients + Adam state in bytes per parameter: 12, or 16 with master."""
+        return (bytes_per_element(self.param_dtype) + bytes_per_element(self.grad_dtype)
+                + self.optimizer_bytes_per_param)
+
+    def training_flops(self, tokens: ArrayLike) -> ArrayLike:
+        """Training FLOPs for one step over ``tokens`` tokens: ``6 · tokens · 2·D·F · L``."""
+        tokens = _positive(tokens, "tokens")
+        return 6.0 * tokens * self.n_params
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How ``N = data · tensor · stages`` chips share the work.
+
+    Attributes:
+        data: X, the number of batch shards (data-parallel degree).
+        tensor: Y, the tensor (Megatron) parallel degree: W_in is split along F, W_out along F,
+            activations between layers along D.
+        stages: K, the number of pipeline stages, each holding ``L / K`` consecutive layers.
+        microbatches: M, the number of microbatches a pipelined step is cut into (1 without
+            pipelining; gradient accumulation is not modelled).
+        shard_params: FSDP (ZeRO-3): parameters, gradients and optimizer state are also split
+            X ways and gathered layer by layer. False is plain data parallelism (replicas).
+        data_axes: how many mesh axes the data degree spans (multiplies its bandwidth).
+        tensor_axes: how many mesh axes the tensor degree spans (multiplies its bandwidth).
+    """
+
+    data: int = 1
+    tensor: int = 1
+    stages: int = 1
+    microbatches: int = 1
+    shard_params: bool = False
+    data_axes: int = 1
+    tensor_axes: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("data", "tensor", "stages", "microbatches", "data_axes", "tensor_axes"):
+            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+        if not isinstance(self.shard_params, bool):
+            raise ValueError(f"shard_params must be True or False, got {self.shard_params!r}")
+        if self.microbatches > 1 and self.stages == 1:
+            raise ValueError("microbatches > 1 needs stages > 1: gradient accumulation without a "
+                             "pipeline is not modelled")
+        if self.shard_params and self.stages > 1:
+            raise ValueError("FSDP (shard_params=True) combined with pipelining is not modelled")
+
+    @property
+    def n_chips(self) -> int:
+        """N = data · tensor · stages."""
+        return self.data * self.tensor * self.stages
+
+    @property
+    def strategy(self) -> str:
+        """A short name: "dp", "fsdp", "tp", "fsdp+tp", "pp", "dp+pp", ... or "single chip"."""
+        parts = []
+        if self.shard_params:
+            parts.append("fsdp")
+        elif self.data > 1:
+            parts.append("dp")
+        if self.tensor > 1:
+            parts.append("tp")
+        if self.stages > 1:
+            parts.append("pp")
+        return "+".join(parts) or "single chip"
+
+
+# --------------------------------------------------------------------------- bandwidths
+
+
+def axis_bandwidth(chip: Chip | str, *, wraparound: bool = True) -> float:
+    """Bytes/s one chip sends along one mesh axis during a ring collective: HSYM's ``W``.
+
+    - TPU, axis with wraparound (a true ring): both directions of the axis link are used,
+      ``2 × link_bandwidth_one_way`` (v5p: 1.8e11, HSYM part 5's ``W_ici``). Without wraparound
+      only one direction's worth, ``link_bandwidth_one_way``.
+    - GPU inside an NVSwitch node: every link reaches every other GPU, so a collective uses
+      the chip's whole one-way NVLink bandwidth, ``links × one-way`` (H100: 4.5e11, HSYM part 12).
+    Across GPU nodes or TPU pods the figure is far lower: pass ``bandwidth=`` to the estimators.
+    """
+    chip = get_chip(chip)
+    if chip.is_gpu:
+        return chip.interconnect_bandwidth_one_way
+    return chip.link_bandwidth_bidirectional if wraparound else chip.link_bandwidth_one_way
+
+
+def point_to_point_bandwidth(chip: Chip | str) -> float:
+    """Bytes/s one chip sends to one neighbour (pipeline stage to stage).
+
+    TPU: one direction of one ICI link. GPU in an NVSwitch node: all its NVLinks, one way.
+    """
+    chip = get_chip(chip)
+    return chip.interconnect_bandwidth_one_way if chip.is_gpu else chip.link_bandwidth_one_way
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True)
+class MemoryPerChip:
+    """Bytes one chip holds during training (each field a float, or an array over a sweep)."""
+
+    parameters: ArrayLike
+    gradients: ArrayLike
+    optimizer_state: ArrayLike
+    activations: ArrayLike
+
+    @property
+    def total(self) -> ArrayLike:
+        return self.parameters + self.gradients + self.optimizer_state + self.activations
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """The per-chip roofline of one training step. Times in seconds, memory in bytes.
+
+    Fields that depend on the batch are arrays when ``global_batch_tokens`` was an array.
+
+    Attributes:
+        model, layout, chip, global_batch_tokens: the inputs.
+        tokens_per_data_shard: ``B / X``, the per-chip batch HSYM compares with ``C / W``.
+        memory: per-chip memory; ``fits`` says whether ``memory.total <= chip.hbm_bytes``.
+        forward_compute_time, backward_compute_time: per layer, per chip
+            (``4·B·D·F / (X·Y·C)`` and twice that).
+        forward_comms_time, backward_comms_time: per layer, per chip, summed over axes.
+        bubble_fraction: idle fraction of a pipelined step, ``(K-1)/(M+K-1)``; 0 without one.
+        compute_time: the chip's FLOPs for the step at peak, ``(L/K)·12·B·D·F / (X·Y·C)``.
+        step_time: lower bound, ``(L/K)·(max(fwd) + max(bwd)) / (1 - bubble)``.
+        bound: "compute" when compute covers communication in both passes, else "comms".
+    """
+
+    model: MLPStack
+    layout: Layout
+    chip: Chip
+    global_batch_tokens: ArrayLike
+    tokens_per_data_shard: ArrayLike
+    memory: MemoryPerChip
+    fits: bool | np.ndarray
+    forward_compute_time: ArrayLike
+    backward_compute_time: ArrayLike
+    forward_comms_time: ArrayLike
+    backward_comms_time: ArrayLike
+    bubble_fraction: float
+    compute_time: ArrayLike
+    step_time: ArrayLike
+    bound: str | np.ndarray
+
+    @property
+    def strategy(self) -> str:
+        return self.layout.strategy
+
+    @property
+    def n_chips(self) -> int:
+        return self.layout.n_chips
+
+    @property
+    def compute_time_per_layer(self) -> ArrayLike:
+        """Forward + backward compute for one layer on one chip, seconds."""
+        return self.forward_compute_time + self.backward_compute_time
+
+    @property
+    def comms_time_per_layer(self) -> ArrayLike:
+        """Forward + backward communication for one layer on one chip, seconds."""
+        return self.forward_comms_time + self.backward_comms_time
+
+    @property
+    def compute_fraction(self) -> ArrayLike:
+        """``compute_time / step_time``: the best model-FLOPs utilisation this layout allows."""
+        return self.compute_time / self.step_time
+
+
+def estimate(model: MLPStack, layout: Layout, chip: Chip | str, global_batch_tokens: ArrayLike,
+             *, bandwidth: float | None = None,
+             p2p_bandwidth: float | None = None) -> TrainingEstimate:
+    """Price one training step of ``model`` laid out as ``layout`` on ``chip``.
+
+    ``global_batch_tokens`` (B) may be a number or an array (a batch sweep). ``bandwidth``
+    overrides the per-axis ring bandwidth ``W`` (default :func:`axis_bandwidth`);
+    ``p2p_bandwidth`` the stage-to-stage bandwidth (default :func:`point_to_point_bandwidth`).
+
+    Per layer and per chip, with ``B_x = B/X`` tokens per data shard, ``P = 2·D·F/Y`` weights
+    of the layer per tensor shard, bytes per element ``b_p, b_g, b_a``, ``W_x = data_axes·W``,
+    ``W_y = tensor_axes·W``:
+
+    - compute: forward ``4·B_x·D·F/(Y·C)``, backward twice that;
+    - DP: backward AllReduce of the gradients, ``2·P·b_g / W_x``;
+    - FSDP: forward AllGather of the weights ``P·b_p / W_x``; backward AllGather again plus a
+      ReduceScatter of the gradients, ``P·(b_p + b_g) / W_x``;
+    - TP: in each pass an AllGather of the layer input and a ReduceScatter of its output,
+      ``2·B_x·D·b_a / W_y`` (HSYM shares the backward pass's re-gather of ``In`` with the forward);
+    - PP: each stage sends its ``B_x × D`` boundary activations forward and their gradients back,
+      ``B_x·D·b_a / p2p`` per pass, spread over its ``L/K`` layers.
+    """
+    chip = get_chip(chip)
+    if not isinstance(model, MLPStack):
+        raise ValueError(f"model must be an MLPStack, got {type(model).__name__}")
+    if not isinstance(layout, Layout):
+        raise ValueError(f"layout must be a Layout, got {type(layout).__name__}")
+    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    ring = axis_bandwidth(chip) if bandwidth is None else _positive(bandwidth, "bandwidth")
+    p2p = (point_to_point_bandwidth(chip) if p2p_bandwidth is None
+           else _positive(p2p_bandwidth, "p2p_bandwidth"))
+    if np.ndim(ring) or np.ndim(p2p):
+        raise ValueError("bandwidth and p2p_bandwidth must be single numbers")
+
+    D, F, L = model.d_model, model.d_ff, model.n_layers
+    X, Y, K, M = layout.data, layout.tensor, layout.stages, layout.microbatches
+    if Y > min(D, F):
+        raise ValueError(f"tensor degree {Y} exceeds min(d_model, d_ff) = {min(D, F)}")
+    if K > L:
+        raise ValueError(f"{K} pipeline stages exceed the model's {L} layers")
+    if np.any(np.asarray(tokens) < X * M):
+        raise ValueError(f"global_batch_tokens must be at least data × microbatches = {X * M} "
+                         f"so every shard gets a token, got {global_batch_tokens!r}")
+
+    C = chip.flops(model.compute_dtype)
+    b_p = bytes_per_element(model.param_dtype)
+    b_g = bytes_per_element(model.grad_dtype)
+    b_a = bytes_per_element(model.activation_dtype)
+    W_x = layout.data_axes * ring
+    W_y = layout.tensor_axes * ring
+    layers_per_stage = L / K
+    tokens_per_shard = tokens / X
+    weights_per_shard = 2.0 * D * F / Y  # one layer's weights after tensor sharding
+
+    forward_compute = 4.0 * tokens_per_shard * D * F / (Y * C)
+    backward_compute = 2.0 * forward_compute
+
+    forward_comms = 0.0 * tokens_per_shard
+    backward_comms = 0.0 * tokens_per_shard
+    if X > 1 and layout.shard_params:
+        gather = weights_per_shard * b_p / W_x
+        forward_comms = forward_comms + gather
+        backward_comms = backward_comms + gather + weights_per_shard * b_g / W_x
+    elif X > 1:
+        backward_comms = backward_comms + 2.0 * weights_per_shard * b_g / W_x
+    if Y > 1:
+        tensor_comms = 2.0 * tokens_per_shard * D * b_a / W_y
+        forward_comms = forward_comms + tensor_comms
+        backward_comms = backward_comms + tensor_comms
+    if K > 1:
+        send = tokens_per_shard * D * b_a / (p2p * layers_per_stage)
+        forward_comms = forward_comms + send
+        backward_comms = backward_comms + send
+
+    bubble = pipeline_bubble_fraction(K, M)
+    compute_time = layers_per_stage * (forward_compute + backward_compute)
+    busy = np.maximum(forward_compute, forward_comms) + np.maximum(backward_compute, backward_comms)
+    step_time = layers_per_stage * busy / (1.0 - bubble)
+    comms_bound = (forward_comms > forward_compute) | (backward_comms > backward_compute)
+
+    param_shards = Y * (X if layout.shard_params else 1)
+    params_per_chip = layers_per_stage * model.params_per_layer / param_shards
+    resident_tokens = tokens_per_shard if K == 1 else tokens_per_shard * min(M, K) / M
+    memory = MemoryPerChip(
+        parameters=params_per_chip * b_p,
+        gradients=params_per_chip * b_g,
+        optimizer_state=params_per_chip * model.optimizer_bytes_per_param,
+        activations=_scalar_or_array(layers_per_stage * resident_tokens * (D / Y) * b_a),
+    )
+    fits = memory.total <= chip.hbm_bytes
+    return TrainingEstimate(
+        model=model, layout=layout, chip=chip, global_batch_tokens=tokens,
+        tokens_per_data_shard=_scalar_or_array(tokens_per_shard),
+        memory=memory,
+        fits=bool(fits) if np.ndim(fits) == 0 else fits,
+        forward_compute_time=_scalar_or_array(forward_compute),
+        backward_compute_time=_scalar_or_array(backward_compute),
+        forward_comms_time=_scalar_or_array(forward_comms),
+        backward_comms_time=_scalar_or_array(backward_comms),
+        bubble_fraction=float(bubble),
+        compute_time=_scalar_or_array(compute_time),
+        step_time=_scalar_or_array(step_time),
+        bound=_scalar_or_array(np.where(comms_bound, "comms", "compute")),
+    )
+
+
+def data_parallel(model: MLPStack, chip: Chip | str, global_batch_tokens: ArrayLike,
+                  n_chips: int, *, n_axes: int = 1,
+                  bandwidth: float | None = None) -> TrainingEstimate:
+    """Pure data parallelism over ``n_chips``: ``In[B_X, D] · W_in[D, F] · W_out[F, D]``.
+
+    Every chip holds the whole model and optimizer; gradients are AllReduced in the backward
+    pass. Compute-bound when ``B / N > C / (n_axes · W)`` (:func:`critical_batch_per_chip_dp`).
+    """
+    layout = Layout(data=n_chips, data_axes=n_axes)
+    return estimate(model, layout, chip, global_batch_tokens, bandwidth=bandwidth)
+
+
+def fsdp(model: MLPStack, chip: Chip | str, global_batch_tokens: ArrayLike, n_chips: int, *,
+         n_axes: int = 1, bandwidth: float | None = None) -> TrainingEstimate:
+    """FSDP / ZeRO-3 over ``n_chips``: ``In[B_X, D] · W_in[D_X, F] · W_out[F, D_X]``.
+
+    Weights, gradients and Adam state are split ``N`` ways; weights are AllGathered in both
+    passes and gradients ReduceScattered. Same threshold as DP, ``B / N > C / (n_axes · W)``.
+    """
+    layout = Layout(data=n_chips, shard_params=True, data_axes=n_axes)
+    return estimate(model, layout, chip, global_batch_tokens, bandwidth=bandwidth)
+
+
+def tensor_parallel(model: MLPStack, chip: Chip | str, global_batch_tokens: ArrayLike,
+                    n_chips: int, *, n_axes: int = 1,
+                    bandwidth: float | None = None) -> TrainingEstimate:
+    """Tensor (Megatron) parallelism: ``In[B, D_Y] · W_in[D, F_Y] · W_out[F_Y, D]``.
+
+    Weights split ``Y = n_chips`` ways along F; activations AllGathered before ``W_in`` and
+    ReduceScattered after ``W_out``. Compute-bound when ``Y < n_axes · F · W / C``
+    (:func:`max_tensor_parallel`), whatever the batch.
+    """
+    layout = Layout(tensor=n_chips, tensor_axes=n_axes)
+    return estimate(model, layout, chip, global_batch_tokens, bandwidth=bandwidth)
+
+
+def fsdp_tensor_parallel(model: MLPStack, chip: Chip | str, global_batch_tokens: ArrayLike,
+                         fsdp_degree: int, tensor_degree: int, *, fsdp_axes: int = 1,
+                         tensor_axes: int = 1,
+                         bandwidth: float | None = None) -> TrainingEstimate:
+    """FSDP over X chips times tensor parallelism over Y: ``In[B_X, D_Y] · W_in[D_X, F_Y] ...``.
+
+    FSDP gathers ``2·D·F/Y`` weights per layer over the X axis; TP gathers and scatters
+    ``B/X × D`` activations over Y. See :func:`min_batch_per_chip_fsdp_tp` for its limit.
+    """
+    layout = Layout(data=fsdp_degree, tensor=tensor_degree, shard_params=True,
+                    data_axes=fsdp_axes, tensor_axes=tensor_axes)
+    return estimate(model, layout, chip, global_batch_tokens, bandwidth=bandwidth)
+
+
+def pipeline_parallel(model: MLPStack, chip: Chip | str, global_batch_tokens: ArrayLike,
+                      stages: int, microbatches: int, *,
+                      p2p_bandwidth: float | None = None) -> TrainingEstimate:
+    """Pipeline parallelism: ``stages`` chips each hold ``L / K`` consecutive layers.
+
+    The batch is cut into ``microbatches``; the step takes ``(M + K - 1)`` microbatch slots of
+    which ``K - 1`` are bubble (:func:`pipeline_bubble_fraction`). Memory assumes a 1F1B
+    schedule: the first stage holds the checkpointed inputs of ``min(M, K)`` microbatches for
+    each of its layers. Each stage holds all the weights and Adam state of its layers.
+    """
+    layout = Layout(stages=stages, microbatches=microbatches)
+    return estimate(model, layout, chip, global_batch_tokens, p2p_bandwidth=p2p_bandwidth)
+
+
+def best_layout(model: MLPStack, chip: Chip | str, global_batch_tokens: float, n_chips: int,
+                *, bandwidth: float | None = None) -> TrainingEstimate:
+    """The fastest DP / FSDP / TP / FSDP+TP / DP+TP layout of ``n_chips`` that fits in HBM.
+
+    Tries every split ``X · Y = n_chips`` (Y at most min(D, F)), with and without parameter
+    sharding, one mesh axis each. Ties go to the layout using less memory. Raises ``ValueError``
+    if nothing fits.
+    """
+    n_chips = _positive_int(n_chips, "n_chips")
+    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    if np.ndim(tokens):
+        raise ValueError("best_layout takes a single global batch size, not an array")
+    best: TrainingEstimate | None = None
+    for tensor in range(1, n_chips + 1):
+        if n_chips % tensor or tensor > min(model.d_model, model.d_ff):
+            continue
+        data = n_chips // tensor
+        if data > tokens:
+            continue
+        for shard in (False, True) if data > 1 else (False,):
+            est = estimate(model, Layout(data=data, tensor=tensor, shard_params=shard), chip,
+                           tokens, bandwidth=bandwidth)
+            if not est.fits:
+                continue
+            key = (est.step_time, est.memory.total)
+            if best is None or key < (best.step_time, best.memory.total):
+                best = est
+    if best is None:
+        raise ValueError(f"no DP/FSDP/TP layout of {n_chips} chips fits {model} in "
+                         f"{get_chip(chip).name}'s {get_chip(chip).hbm_bytes:.3g} bytes of HBM")
+    return best
+
+
+# --------------------------------------------------------------------------- closed-form limits
+
+
+def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str) -> float:
+    """HSYM's ``alpha = C / W`` in tokens, for any dtype: ``C · (b / 2) / (n_axes · W)``.
+
+    The ``b / 2`` makes the result dtype-independent when compute and traffic share a dtype
+    (HSYM part 5: int8 doubles C and halves the bytes).
+    """
+    n_axes = _positive_int(n_axes, "n_axes")
+    ring = axis_bandwidth(chip) if bandwidth is None else _positive(bandwidth, "bandwidth")
+    if np.ndim(ring):
+        raise ValueError("bandwidth must be a single number")
+    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
+
+
+def critical_batch_per_chip_fsdp(chip: Chip | str, *, n_axes: int = 1,
+                                 bandwidth: float | None = None, dtype: str = "bf16") -> float:
+    """Tokens per chip above which FSDP (and DP) is compute-bound: ``B / X > C / (n_axes · W)``.
+
+    Derivation (HSYM part 5): per layer, FSDP's forward pass computes ``4·B·D·F/X`` FLOPs while
+    AllGathering ``2·D·F`` bf16 weights (``4·D·F / W`` seconds); the backward pass doubles both.
+    DP's backward AllReduce of the same gradients costs the same. So compute wins when
+    ``B/X · 4DF / C > 4DF / W``. TPU v5p, one axis: ``4.59e14 / 1.8e11 = 2550`` tokens.
+    For another ``dtype`` (compute and traffic both in it) the value is ``C·(b/2) / W``.
+    """
+    return _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+
+
+def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
+                               bandwidth: float | None = None, dtype: str = "bf16") -> float:
+    """Tokens per chip above which pure data parallelism is compute-bound; equal to FSDP's.
+
+    DP's backward pass computes ``8·B·D·F/X`` FLOPs per layer against an AllReduce of ``2·D·F``
+    bf16 gradients (``2 · 4·D·F / W`` seconds): ``B / X > C / W`` again.
+    """
+    return critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
+
+
+def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
+                        bandwidth: float | None = None, dtype: str = "bf16") -> int:
+    """Largest tensor-parallel degree Y that stays compute-bound: ``floor(n_axes · F · W / C)``.
+
+    Derivation (HSYM part 5): the forward pass computes ``4·B·D·F / Y`` FLOPs per layer and
+    AllGathers plus ReduceScatters ``B × D`` bf16 activations (``4·B·D / W`` seconds); compute
+    wins when ``F / Y > C / W``, i.e. ``Y < F·W/C``, independent of the batch. TPU v5p with
+    F = 28672: 11. Returns at least 1 (no tensor parallelism); 1 means any Y >= 2 is comms-bound.
+    """
+    d_ff = _positive_int(d_ff, "d_ff")
+    limit = d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    return max(1, math.floor(limit * (1 + 1e-12)))
+
+
+def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 1,
+                               tensor_axes: int = 1, bandwidth: float | None = None,
+                               dtype: str = "bf16") -> float:
+    """Smallest per-chip batch ``B / N`` at which the best FSDP × TP split is compute-bound.
+
+    Result: ``B / N > 4·α² / (F · M_X · M_Y)`` with ``α = C / W`` (one axis), ``M_X, M_Y`` the
+    mesh axes given to FSDP and TP.
+
+    Derivation (HSYM part 5, forward pass, which has the most communication per FLOP): with
+    ``N = X·Y``, ``T_math = 4·B·D·F / (N·C)``, ``T_fsdp = 4·D·F / (Y·M_X·W)`` and
+    ``T_tp = 4·B·D / (X·M_Y·W)``. Their sum is smallest at ``X² = B·N·M_X / (F·M_Y)``
+    (:func:`optimal_fsdp_degree`), where it equals ``(8·D / W)·sqrt(B·F / (N·M_X·M_Y))``.
+    Requiring ``T_math`` to exceed it gives the bound. HSYM's headline ``2·2550² / F`` is the
+    case ``M_X = 2, M_Y = 1`` on TPU v5p (F = 32768: 397 tokens; one axis each: 794).
+    """
+    d_ff = _positive_int(d_ff, "d_ff")
+    fsdp_axes = _positive_int(fsdp_axes, "fsdp_axes")
+    tensor_axes = _positive_int(tensor_axes, "tensor_axes")
+    alpha = _intensity(get_chip(chip), 1, bandwidth, dtype)
+    return 4.0 * alpha ** 2 / (d_ff * fsdp_axes * tensor_axes)
+
+
+def optimal_fsdp_degree(global_batch_tokens: ArrayLike, n_chips: int, d_ff: int, *,
+                        fsdp_axes: int = 1, tensor_axes: int = 1) -> ArrayLike:
+    """FSDP degree X minimising FSDP + TP communication time: ``sqrt(B·N·M_X / (F·M_Y))``.
+
+    Clipped to ``[1, N]``; the tensor degree is ``N / X``. Real layouts round to a divisor of N.
+    """
+    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    n_chips = _positive_int(n_chips, "n_chips")
+    d_ff = _positive_int(d_ff, "d_ff")
+    fsdp_axes = _positive_int(fsdp_axes, "fsdp_axes")
+    tensor_axes = _positive_int(tensor_axes, "tensor_axes")
+    x = np.sqrt(tokens * n_chips * fsdp_axes / (d_ff * tensor_axes))
+    return _scalar_or_array(np.clip(x, 1.0, n_chips))
+
+
+def max_chips_compute_bound(global_batch_tokens: ArrayLike, chip: Chip | str,
+                            strategy: str = "fsdp", *, d_ff: int | None = None,
+                            n_axes: int = 1, tensor_axes: int = 1,
+                            bandwidth: float | None = None, dtype: str = "bf16") -> ArrayLike:
+    """Most chips a global batch of B tokens keeps compute-bound under ``strategy``.
+
+    - "dp", "fsdp": ``floor(B / critical_batch_per_chip_fsdp)`` = ``floor(B · n_axes · W / C)``
+      (HSYM: 16M tokens on v5p over 3 axes, 18,823 chips);
+    - "fsdp_tp": ``floor(B / min_batch_per_chip_fsdp_tp)`` with ``fsdp_axes = n_axes``
+      and ``tensor_axes``; needs ``d_ff``;
+    - "tp": :func:`max_tensor_parallel`, which does not depend on B; needs ``d_ff``.
+    Returns an int, or an int array when B is an array.
+    """
+    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    chip = get_chip(chip)
+    key = strategy.strip().lower() if isinstance(strategy, str) else None
+    key = _STRATEGY_ALIASES.get(key, key)
+    if key not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    if key in ("tp", "fsdp_tp") and d_ff is None:
+        raise ValueError(f"strategy {key!r} needs d_ff")
+    if key == "tp":
+        limit = max_tensor_parallel(chip, d_ff, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
+        return _scalar_or_array(np.full(np.shape(tokens), limit, dtype=np.int64))
+    if key == "fsdp_tp":
+        per_chip = min_batch_per_chip_fsdp_tp(chip, d_ff, fsdp_axes=n_axes,
+                                              tensor_axes=tensor_axes, bandwidth=bandwidth,
+                                              dtype=dtype)
+    else:
+        per_chip = critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth,
+                                                dtype=dtype)
+    chips = np.floor(np.asarray(tokens) / per_chip * (1 + 1e-12)).astype(np.int64)
+    return _scalar_or_array(chips)
+
+
+# --------------------------------------------------------------------------- pipelining
+
+
+def pipeline_bubble_fraction(stages: ArrayLike, microbatches: ArrayLike) -> ArrayLike:
+    """Idle fraction of a pipelined step: ``(K - 1) / (M + K - 1)``.
+
+    A GPipe or 1F1B schedule over K stages and M microbatches runs ``M + K - 1`` microbatch
+    slots per pass, and each stage works in M of them. K = 4, M = 4: 3/7; M = 16: 3/19.
+    Either argument may be an array of positive integers (a sweep).
+    """
+    k = _positive(stages, "stages")
+    m = _positive(microbatches, "microbatches")
+    for value, what in ((k, "stages"), (m, "microbatches")):
+        if np.any(np.asarray(value) % 1 != 0):
+            raise ValueError(f"{what} must be positive integers, got {value!r}")
+    return _scalar_or_array((np.asarray(k) - 1.0) / (np.asarray(m) + np.asarray(k) - 1.0))
+
+
+def min_microbatches(stages: int, max_bubble_fraction: float) -> int:
+    """Fewest microbatches M keeping the bubble at or below ``max_bubble_fraction``.
+
+    From ``(K-1)/(M+K-1) <= f``: ``M >= (K - 1)·(1 - f) / f``. K = 8, f = 0.1: 63.
+    """
+    stages = _positive_int(stages, "stages")
+    f = _positive(max_bubble_fraction, "max_bubble_fraction")
+    if np.ndim(f) or f >= 1:
+        raise ValueError(f"max_bubble_fraction must be a number in (0, 1), "
+                         f"got {max_bubble_fraction!r}")
+    return max(1, math.ceil((stages - 1) * (1 - f) / f - 1e-9))

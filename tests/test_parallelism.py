@@ -1,0 +1,321 @@
+"""Tests for scalebook.parallelism: closed-form limits, per-strategy memory and time, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scalebook import parallelism as par
+from scalebook.hardware import get_chip
+
+V5P = get_chip("v5p")
+# A round-number chip: C = 1e14 FLOPs/s, W = 2 x 5e10 = 1e11 B/s, so C / W = 1000 tokens.
+ROUND = V5P.replace(name="round", flops_per_s={"bf16": 1e14}, link_bandwidth_one_way=5e10,
+                    hbm_bytes=1e9)
+
+# Hand-computed example: D = 1024, F = 4096, L = 2 -> 2*2*1024*4096 = 16,777,216 weights.
+SMALL = par.MLPStack(d_model=1024, d_ff=4096, n_layers=2)
+SMALL_BATCH = 8192
+
+
+# --------------------------------------------------------------------------- model and layout
+
+
+def test_mlp_stack_counts():
+    assert SMALL.params_per_layer == 8_388_608
+    assert SMALL.n_params == 16_777_216
+    assert SMALL.optimizer_bytes_per_param == 8.0
+    assert SMALL.training_bytes_per_param == 12.0
+    with_master = par.MLPStack(1024, 4096, 2, master_weights=True)
+    assert with_master.optimizer_bytes_per_param == 12.0
+    assert with_master.training_bytes_per_param == 16.0
+    assert SMALL.training_flops(1000) == 6 * 1000 * 16_777_216
+
+
+def test_mlp_stack_canonicalises_dtypes():
+    assert par.MLPStack(8, 8, 1, param_dtype="bfloat16").param_dtype == "bf16"
+
+
+def test_layout_names_and_chip_count():
+    assert par.Layout().strategy == "single chip"
+    assert par.Layout(data=8).strategy == "dp"
+    assert par.Layout(data=8, shard_params=True).strategy == "fsdp"
+    assert par.Layout(tensor=4).strategy == "tp"
+    assert par.Layout(data=8, tensor=4, shard_params=True).strategy == "fsdp+tp"
+    assert par.Layout(stages=4, microbatches=8).strategy == "pp"
+    assert par.Layout(data=2, tensor=4, stages=3, microbatches=6).n_chips == 24
+
+
+# --------------------------------------------------------------------------- bandwidths
+
+
+def test_axis_bandwidth_tpu_and_gpu():
+    assert par.axis_bandwidth("v5p") == pytest.approx(1.8e11)
+    assert par.axis_bandwidth("v5p", wraparound=False) == pytest.approx(9e10)
+    assert par.axis_bandwidth("h100") == pytest.approx(4.5e11)  # 18 NVLinks x 25 GB/s
+    assert par.point_to_point_bandwidth("v5p") == pytest.approx(9e10)
+    assert par.point_to_point_bandwidth("h100") == pytest.approx(4.5e11)
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def test_critical_batch_v5p_is_2550_tokens():
+    assert par.critical_batch_per_chip_fsdp("v5p") == pytest.approx(2550.0)
+    assert par.critical_batch_per_chip_dp("v5p") == pytest.approx(2550.0)
+
+
+def test_critical_batch_axes_bandwidth_and_dtype():
+    assert par.critical_batch_per_chip_fsdp("v5p", n_axes=3) == pytest.approx(850.0)
+    assert par.critical_batch_per_chip_fsdp("v5p", bandwidth=9e10) == pytest.approx(5100.0)
+    # int8 doubles C and halves the bytes: unchanged (HSYM part 5).
+    assert par.critical_batch_per_chip_fsdp("v5p", dtype="int8") == pytest.approx(2550.0)
+    assert par.critical_batch_per_chip_fsdp("h100") == pytest.approx(9.89e14 / 4.5e11)
+
+
+def test_max_tensor_parallel():
+    assert par.max_tensor_parallel("v5p", 28672) == 11  # 28672 / 2550 = 11.2
+    assert par.max_tensor_parallel("v5p", 28672, n_axes=2) == 22
+    assert par.max_tensor_parallel(ROUND, 4000) == 4  # exactly at the limit counts
+    assert par.max_tensor_parallel(ROUND, 500) == 1  # any TP is comms-bound
+
+
+def test_min_batch_fsdp_tp_v5p_f_equals_4d():
+    d_model = 8192
+    d_ff = 4 * d_model  # 32768
+    # 4 * 2550^2 / 32768 with one axis each; HSYM's 2 * 2550^2 / F with two FSDP axes.
+    assert par.min_batch_per_chip_fsdp_tp("v5p", d_ff) == pytest.approx(793.762, rel=1e-5)
+    assert par.min_batch_per_chip_fsdp_tp("v5p", d_ff, fsdp_axes=2) == pytest.approx(396.881,
+                                                                                     rel=1e-5)
+
+
+def test_optimal_fsdp_degree():
+    # sqrt(B N / F) = sqrt(32768 * 64 / 32768) = 8
+    assert par.optimal_fsdp_degree(32768, 64, 32768) == pytest.approx(8.0)
+    assert par.optimal_fsdp_degree(32768, 64, 32768, fsdp_axes=2) == pytest.approx(8 * 2 ** 0.5)
+    assert par.optimal_fsdp_degree(1, 64, 32768) == 1.0  # clipped
+    swept = par.optimal_fsdp_degree(np.array([32768, 4 * 32768]), 64, 32768)
+    np.testing.assert_allclose(swept, [8.0, 16.0])
+
+
+def test_max_chips_compute_bound():
+    # HSYM part 5: 16M tokens, v5p, FSDP over 3 axes -> 16e6 / 850 = 18,823 chips.
+    assert par.max_chips_compute_bound(16e6, "v5p", "fsdp", n_axes=3) == 18823
+    assert par.max_chips_compute_bound(2550 * 64, "v5p", "dp") == 64
+    assert par.max_chips_compute_bound(4e6, "v5p", "fsdp_tp", d_ff=32768) == 5039
+    assert par.max_chips_compute_bound(4e6, "v5p", "FSDP+TP", d_ff=32768, n_axes=2) == 10078
+    assert par.max_chips_compute_bound(4e6, "v5p", "tp", d_ff=28672) == 11
+    swept = par.max_chips_compute_bound(np.array([2550.0, 25500.0]), "v5p")
+    assert swept.tolist() == [1, 10]
+
+
+def test_pipeline_bubble_fraction_values():
+    assert par.pipeline_bubble_fraction(1, 8) == 0.0
+    assert par.pipeline_bubble_fraction(4, 1) == pytest.approx(0.75)
+    assert par.pipeline_bubble_fraction(4, 4) == pytest.approx(3 / 7)
+    assert par.pipeline_bubble_fraction(4, 16) == pytest.approx(3 / 19)
+    assert par.pipeline_bubble_fraction(8, 64) == pytest.approx(7 / 71)
+    np.testing.assert_allclose(par.pipeline_bubble_fraction(4, np.array([1, 4, 16])),
+                               [0.75, 3 / 7, 3 / 19])
+
+
+def test_min_microbatches():
+    assert par.min_microbatches(8, 0.1) == 63  # 7 / (63 + 7) = 0.1
+    assert par.pipeline_bubble_fraction(8, 63) <= 0.1 < par.pipeline_bubble_fraction(8, 62)
+    assert par.min_microbatches(1, 0.01) == 1
+
+
+# --------------------------------------------------------------------------- memory accounting
+
+
+def test_memory_data_parallel_hand_computed():
+    est = par.data_parallel(SMALL, ROUND, SMALL_BATCH, 4)
+    assert est.memory.parameters == 33_554_432  # 16,777,216 x 2 bytes, replicated
+    assert est.memory.gradients == 33_554_432
+    assert est.memory.optimizer_state == 134_217_728  # x 8 bytes (two fp32 moments)
+    assert est.memory.activations == 8_388_608  # 2 layers x 2048 tokens x 1024 x 2 bytes
+    assert est.memory.total == 209_715_200
+    assert est.fits is True
+    assert est.tokens_per_data_shard == 2048
+
+
+def test_memory_fsdp_hand_computed():
+    est = par.fsdp(SMALL, ROUND, SMALL_BATCH, 4)
+    assert est.memory.parameters == 8_388_608
+    assert est.memory.gradients == 8_388_608
+    assert est.memory.optimizer_state == 33_554_432
+    assert est.memory.activations == 8_388_608
+    assert est.memory.total == 58_720_256
+    master = par.fsdp(par.MLPStack(1024, 4096, 2, master_weights=True), ROUND, SMALL_BATCH, 4)
+    assert master.memory.optimizer_state == 50_331_648  # 16,777,216 x 12 / 4
+
+
+def test_memory_tensor_and_2d_and_pipeline_hand_computed():
+    tp = par.tensor_parallel(SMALL, ROUND, SMALL_BATCH, 4)
+    assert tp.memory.parameters == 8_388_608
+    assert tp.memory.activations == 8_388_608  # 2 x 8192 tokens x 256 (D/4) x 2 bytes
+    two_d = par.fsdp_tensor_parallel(SMALL, ROUND, SMALL_BATCH, 2, 2)
+    assert two_d.memory.parameters == 8_388_608
+    assert two_d.memory.activations == 8_388_608  # 2 x 4096 x 512 x 2
+    pp = par.pipeline_parallel(SMALL, ROUND, SMALL_BATCH, 2, 4)
+    assert pp.memory.parameters == 16_777_216  # one layer of 8,388,608 weights x 2 bytes
+    assert pp.memory.optimizer_state == 67_108_864
+    assert pp.memory.activations == 8_388_608  # 1 layer x 2 of 4 microbatches (4096 tok) x 1024 x 2
+
+
+def test_fits_follows_hbm():
+    big = par.MLPStack(d_model=8192, d_ff=32768, n_layers=80)  # 43e9 weights, 515 GB of state
+    assert par.data_parallel(big, "v5p", 1e6, 256).fits is False
+    assert par.fsdp(big, "v5p", 1e6, 256).fits is True
+
+
+# --------------------------------------------------------------------------- time model
+
+
+def test_fsdp_times_hand_computed():
+    est = par.fsdp(SMALL, ROUND, SMALL_BATCH, 4)
+    fwd = 4 * 2048 * 1024 * 4096 / 1e14
+    assert est.forward_compute_time == pytest.approx(fwd)
+    assert est.backward_compute_time == pytest.approx(2 * fwd)
+    gather = 2 * 1024 * 4096 * 2 / 1e11
+    assert est.forward_comms_time == pytest.approx(gather)
+    assert est.backward_comms_time == pytest.approx(2 * gather)
+    assert est.compute_time_per_layer == pytest.approx(3 * fwd)
+    assert est.comms_time_per_layer == pytest.approx(3 * gather)
+    assert est.bound == "compute"
+    assert est.step_time == pytest.approx(2 * 3 * fwd)
+    assert est.compute_time == pytest.approx(est.step_time)
+    assert est.compute_fraction == pytest.approx(1.0)
+
+
+def test_data_parallel_comms_are_backward_allreduce():
+    est = par.data_parallel(SMALL, ROUND, SMALL_BATCH, 4)
+    assert est.forward_comms_time == 0.0
+    assert est.backward_comms_time == pytest.approx(2 * 2 * 1024 * 4096 * 2 / 1e11)
+    single = par.data_parallel(SMALL, ROUND, SMALL_BATCH, 1)
+    assert single.backward_comms_time == 0.0
+
+
+@pytest.mark.parametrize("strategy", [par.data_parallel, par.fsdp])
+def test_dp_and_fsdp_turn_compute_bound_at_2550_tokens_per_chip(strategy):
+    model = par.MLPStack(8192, 32768, 4)
+    assert strategy(model, "v5p", 2550 * 1.01 * 64, 64).bound == "compute"
+    assert strategy(model, "v5p", 2550 * 0.99 * 64, 64).bound == "comms"
+    # Two axes halve the threshold.
+    assert strategy(model, "v5p", 1275 * 1.01 * 64, 64, n_axes=2).bound == "compute"
+
+
+def test_comms_bound_step_time_is_comms():
+    est = par.fsdp(SMALL, ROUND, 400, 4)  # 100 tokens per chip, C / W = 1000
+    assert est.bound == "comms"
+    assert est.step_time == pytest.approx(2 * est.comms_time_per_layer)
+    assert est.compute_fraction == pytest.approx(0.1)
+
+
+def test_tensor_parallel_limit_matches_max_tensor_parallel():
+    model = par.MLPStack(d_model=1024, d_ff=4096, n_layers=2)  # ROUND: max TP = 4
+    assert par.tensor_parallel(model, ROUND, 8192, 4).bound == "compute"
+    assert par.tensor_parallel(model, ROUND, 8192, 8).bound == "comms"
+    est = par.tensor_parallel(model, ROUND, 8192, 8)
+    assert est.forward_comms_time == pytest.approx(2 * 8192 * 1024 * 2 / 1e11)
+
+
+def test_fsdp_tp_break_even_at_min_batch():
+    # alpha = 2048, F = 32768, N = 64: min batch per chip 4 * 2048^2 / 32768 = 512,
+    # B = 32768, optimal X = 8, Y = 8; at that point forward compute equals comms.
+    chip = ROUND.replace(flops_per_s={"bf16": 2048 * 1e11})
+    model = par.MLPStack(d_model=1024, d_ff=32768, n_layers=1)
+    assert par.min_batch_per_chip_fsdp_tp(chip, 32768) == pytest.approx(512.0)
+    even = par.fsdp_tensor_parallel(model, chip, 32768, 8, 8)
+    assert even.forward_comms_time == pytest.approx(even.forward_compute_time)
+    assert par.fsdp_tensor_parallel(model, chip, 32768 * 1.1, 8, 8).bound == "compute"
+    assert par.fsdp_tensor_parallel(model, chip, 32768 * 0.9, 8, 8).bound == "comms"
+    # Neither pure strategy is compute-bound at 512 tokens per chip.
+    assert par.fsdp(model, chip, 32768, 64).bound == "comms"
+
+
+def test_pipeline_step_includes_bubble():
+    est = par.pipeline_parallel(SMALL, ROUND, SMALL_BATCH, 2, 4)
+    assert est.bubble_fraction == pytest.approx(1 / 5)
+    ideal = 1 * 12 * 8192 * 1024 * 4096 / 1e14  # one layer per stage, whole batch
+    assert est.compute_time == pytest.approx(ideal)
+    assert est.step_time == pytest.approx(ideal * 5 / 4)
+    send = 8192 * 1024 * 2 / 5e10  # boundary activations, one link one way
+    assert est.forward_comms_time == pytest.approx(send)
+
+
+def test_batch_sweep_is_vectorised():
+    batches = np.array([1e5, 2.6e6, 4e6])
+    est = par.fsdp(par.MLPStack(8192, 32768, 4), "v5p", batches, 1024)
+    assert est.step_time.shape == (3,)
+    assert est.bound.tolist() == ["comms", "comms", "compute"]
+    assert est.fits.dtype == bool
+    np.testing.assert_allclose(est.tokens_per_data_shard, batches / 1024)
+
+
+def test_estimate_with_layout_and_bandwidth_override():
+    layout = par.Layout(data=4, shard_params=True)
+    slow = par.estimate(SMALL, layout, ROUND, SMALL_BATCH, bandwidth=1e10)
+    assert slow.forward_comms_time == pytest.approx(2 * 1024 * 4096 * 2 / 1e10)
+    assert slow.bound == "comms"
+
+
+def test_best_layout_picks_compute_bound_fitting_layout():
+    model = par.MLPStack(8192, 32768, 80)
+    best = par.best_layout(model, "v5p", 1e6, 1024)
+    assert best.fits and best.bound == "compute"
+    assert best.layout.shard_params and best.layout.tensor > 1  # plain FSDP is comms-bound here
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_model_and_layout():
+    with pytest.raises(ValueError, match="d_model must be a positive integer"):
+        par.MLPStack(0, 4096, 2)
+    with pytest.raises(ValueError, match="n_layers must be a positive integer"):
+        par.MLPStack(1024, 4096, -1)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        par.MLPStack(1024, 4096, 2, param_dtype="bf17")
+    with pytest.raises(ValueError, match="gradient accumulation"):
+        par.Layout(microbatches=4)
+    with pytest.raises(ValueError, match="FSDP .* pipelining"):
+        par.Layout(data=2, stages=2, shard_params=True)
+    with pytest.raises(ValueError, match="tensor must be a positive integer"):
+        par.Layout(tensor=0)
+
+
+def test_bad_estimate_inputs():
+    with pytest.raises(ValueError, match="unknown chip"):
+        par.fsdp(SMALL, "tpu v9", 8192, 4)
+    with pytest.raises(ValueError, match="global_batch_tokens must be positive"):
+        par.fsdp(SMALL, ROUND, -5, 4)
+    with pytest.raises(ValueError, match="at least data"):
+        par.fsdp(SMALL, ROUND, 2, 4)
+    with pytest.raises(ValueError, match="tensor degree 2048 exceeds"):
+        par.tensor_parallel(SMALL, ROUND, 8192, 2048)
+    with pytest.raises(ValueError, match="pipeline stages exceed"):
+        par.pipeline_parallel(SMALL, ROUND, 8192, 3, 3)
+    with pytest.raises(ValueError, match="bandwidth must be positive"):
+        par.fsdp(SMALL, ROUND, 8192, 4, bandwidth=0)
+    with pytest.raises(ValueError, match="no bf16 FLOPs/s"):
+        par.fsdp(SMALL, "v100", 8192, 4)
+    with pytest.raises(ValueError, match="no DP/FSDP/TP layout"):
+        par.best_layout(par.MLPStack(8192, 32768, 800), "v5e", 1e6, 8)
+
+
+def test_bad_closed_form_inputs():
+    with pytest.raises(ValueError, match="n_axes must be a positive integer"):
+        par.critical_batch_per_chip_fsdp("v5p", n_axes=0)
+    with pytest.raises(ValueError, match="d_ff must be a positive integer"):
+        par.max_tensor_parallel("v5p", -1)
+    with pytest.raises(ValueError, match="unknown strategy 'zero4'"):
+        par.max_chips_compute_bound(1e6, "v5p", "zero4")
+    with pytest.raises(ValueError, match="needs d_ff"):
+        par.max_chips_compute_bound(1e6, "v5p", "fsdp_tp")
+    with pytest.raises(ValueError, match="stages must be"):
+        par.pipeline_bubble_fraction(0, 4)
+    with pytest.raises(ValueError, match="microbatches must be positive integers"):
+        par.pipeline_bubble_fraction(4, 2.5)
+    with pytest.raises(ValueError, match="max_bubble_fraction"):
+        par.min_microbatches(4, 1.5)
