@@ -1,0 +1,78 @@
+"""How long one control change takes in the book's widgets: recompute, redraw, re-encode the PNG.
+
+Drives each widget through its controls exactly as a slider or dropdown would (setting
+``control.value`` runs the same callback) and prints the median and 95th-percentile
+milliseconds per update. The budget is well under 100 ms per update.
+
+    .venv/bin/python bench/widget_latency.py          # a few seconds
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from scalebook.hardware import chip_names  # noqa: E402
+from scalebook.widgets import METRICS, chip_comparison, roofline_explorer  # noqa: E402
+
+BUDGET_MS = 100.0
+
+
+def time_updates(widget, name: str, values) -> np.ndarray:
+    """Milliseconds for each ``widget.controls[name].value = v``, in order."""
+    control = widget.controls[name]
+    times = []
+    for value in values:
+        start = time.perf_counter()
+        control.value = value
+        times.append((time.perf_counter() - start) * 1e3)
+        if widget.error:
+            raise RuntimeError(f"{name} = {value!r} was rejected: {widget.error}")
+    return np.array(times)
+
+
+def report(label: str, times: np.ndarray) -> tuple[float, float]:
+    median, p95 = float(np.median(times)), float(np.percentile(times, 95))
+    print(f"{label:<44} {len(times):>4} {median:>9.1f} {p95:>9.1f}")
+    return median, p95
+
+
+def main() -> int:
+    print(f"{'widget: control':<44} {'n':>4} {'median ms':>9} {'p95 ms':>9}")
+    results = []
+
+    explorer = roofline_explorer("TPU v5e", compare="H100")
+    sweep = np.geomspace(1, 65536, 60)
+    results.append(report("roofline explorer: B slider",
+                          time_updates(explorer, "B", np.concatenate([sweep, sweep[::-1]]))))
+    d_values = np.geomspace(128, 65536, 30)
+    results.append(report("roofline explorer: D slider",
+                          time_updates(explorer, "D", np.concatenate([d_values, d_values[::-1]]))))
+    chips = [n for n in chip_names() if n != "V100"]  # a V100 has no bf16 figure
+    results.append(report("roofline explorer: chip dropdown",
+                          time_updates(explorer, "chip", chips * 3)))
+    results.append(report("roofline explorer: weight dtype dropdown",
+                          time_updates(explorer, "w_dtype", ["int8", "bf16", "fp8", "int4"] * 5)))
+
+    comparison = chip_comparison()
+    results.append(report("chip comparison: metric dropdown",
+                          time_updates(comparison, "metric", [m.key for m in METRICS] * 3)))
+    selections = [tuple(c) for c in itertools.combinations(chips, 4)][:30]
+    results.append(report("chip comparison: chip selection",
+                          time_updates(comparison, "chips", selections)))
+
+    worst = max(p95 for _, p95 in results)
+    print(f"worst 95th percentile: {worst:.1f} ms (budget {BUDGET_MS:.0f} ms per update)")
+    return 0 if worst < BUDGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
