@@ -1,14 +1,51 @@
-"""An nbgrader course directory and where each kind of file lives in it."""
+"""An nbgrader course directory and where each kind of file lives in it.
+
+Besides :class:`Course` (the layout), this module knows how to *prepare* a course for an
+assignment: copy the instructor's source notebook from ``solutions/`` into the course, run
+nbgrader's ``generate_assignment`` there (which writes ``release/`` and records the
+assignment's notebooks, grade cells and checksums in the gradebook) and, for ``generate``,
+compare or copy the release into ``exercises/``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import filecmp
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware")
+# Where the instructor's course lives unless --course or $SCALEBOOK_COURSE says otherwise
+# (ignored by git: it holds students' work and grades).
+DEFAULT_COURSE_ROOT = REPO / "autograder" / "course"
+# Files that never belong to an assignment (editor and OS litter).
+IGNORED_NAMES = (".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store", "__MACOSX", "Thumbs.db")
+
+
+def ensure_tools_on_path() -> None:
+    """Put this interpreter's ``bin/`` first on PATH.
+
+    nbgrader's ``Gradebook`` runs the ``alembic`` command when it creates a database, and finds
+    it through PATH; with ``.venv/bin/python -m autograder`` (venv not activated) it would not.
+    """
+    bindir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if bindir not in path.split(os.pathsep):
+        os.environ["PATH"] = bindir + (os.pathsep + path if path else "")
+
+
+class CourseError(Exception):
+    """A problem the instructor must fix (unknown assignment, missing notebook, nbgrader error)."""
 
 
 @dataclass(frozen=True)
@@ -42,3 +79,291 @@ class Course:
 
     def feedback(self, student: str, assignment: str) -> Path:
         return Path(self.root) / "feedback" / student / assignment
+
+    # --- additions (not part of nbgrader's layout) -------------------------------------------
+
+    def submitted_students(self, assignment: str) -> list[str]:
+        """Students with a ``submitted/<student>/<assignment>/`` folder, sorted."""
+        base = Path(self.root) / "submitted"
+        if not base.is_dir():
+            return []
+        return sorted(p.name for p in base.iterdir() if (p / assignment).is_dir())
+
+    def coursedir(self, assignment: str = ""):
+        """nbgrader's ``CourseDirectory`` for this course (and optionally one assignment)."""
+        from nbgrader.coursedir import CourseDirectory
+
+        cd = CourseDirectory(root=str(Path(self.root).resolve()), db_url=self.gradebook_url)
+        cd.ignore = list(IGNORED_NAMES)
+        if assignment:
+            cd.assignment_id = assignment
+        return cd
+
+    @contextlib.contextmanager
+    def gradebook(self) -> Iterator["nbgrader.api.Gradebook"]:  # noqa: F821
+        """``with course.gradebook() as gb:`` -- nbgrader's Gradebook, closed afterwards."""
+        from nbgrader.api import Gradebook
+
+        ensure_tools_on_path()
+        try:
+            gb = Gradebook(self.gradebook_url)
+        except ModuleNotFoundError as exc:  # e.g. postgresql:// without its driver
+            scheme = self.gradebook_url.split(":", 1)[0]
+            raise CourseError(
+                f"the gradebook URL needs the Python package {exc.name!r} (the {scheme} driver), which is "
+                f"not installed: pip install it into this environment, e.g. `pip install 'psycopg[binary]'`"
+            ) from exc
+        with gb:
+            yield gb
+
+    def is_prepared(self, assignment: str, solutions: Path = SOLUTIONS) -> bool:
+        """Whether ``source/`` matches ``solutions/`` and the gradebook knows the assignment."""
+        src, release = solutions / assignment, self.release(assignment)
+        if not release.is_dir() or not _same_tree(src, self.source(assignment)):
+            return False
+        from nbgrader.api import MissingEntry
+
+        try:
+            with self.gradebook() as gb:
+                recorded = {nb.name for nb in gb.find_assignment(assignment).notebooks}
+        except MissingEntry:
+            return False
+        return recorded == {p.stem for p in src.glob("*.ipynb")}
+
+    def prepare(self, assignment: str, *, solutions: Path = SOLUTIONS, force: bool = False) -> Path:
+        """Make the course ready to collect and grade ``assignment``; return its release folder.
+
+        Copies ``solutions/<assignment>/`` to ``source/<assignment>/`` and runs nbgrader's
+        ``generate_assignment`` in the course (release folder + gradebook records). Does nothing
+        when that is already up to date, unless ``force``.
+        """
+        check_assignment(assignment, solutions)
+        if not force and self.is_prepared(assignment, solutions):
+            return self.release(assignment)
+        source = self.source(assignment)
+        if source.exists():
+            _make_writable(source)
+            shutil.rmtree(source)
+        shutil.copytree(solutions / assignment, source, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        run_generate_assignment(self, assignment)
+        from .nbgrader_config import write_course_config
+
+        write_course_config(self)
+        return self.release(assignment)
+
+
+def default_course(root: str | os.PathLike | None = None, db_url: str | None = None) -> Course:
+    """The course at ``root``, else ``$SCALEBOOK_COURSE``, else ``autograder/course``."""
+    root = root or os.environ.get("SCALEBOOK_COURSE") or DEFAULT_COURSE_ROOT
+    return Course(Path(root).expanduser().resolve(), db_url=db_url or None)
+
+
+def available_assignments(solutions: Path = SOLUTIONS) -> list[str]:
+    """Assignments that have a source notebook ``solutions/<a>/<a>.ipynb``."""
+    if not solutions.is_dir():
+        return []
+    return sorted(p.name for p in solutions.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def check_assignment(assignment: str, solutions: Path = SOLUTIONS) -> None:
+    """Raise :class:`CourseError` unless ``assignment`` has a source notebook."""
+    if (solutions / assignment / f"{assignment}.ipynb").is_file():
+        return
+    known = available_assignments(solutions) or list(ASSIGNMENTS)
+    raise CourseError(
+        f"unknown assignment {assignment!r}: there is no {solutions.name}/{assignment}/{assignment}.ipynb"
+        f" (assignments: {', '.join(known)})"
+    )
+
+
+def notebook_names(assignment: str, solutions: Path = SOLUTIONS) -> list[str]:
+    """File names of the assignment's notebooks (``hw1-rooflines.ipynb``), sorted."""
+    return sorted(p.name for p in (solutions / assignment).glob("*.ipynb"))
+
+
+def run_generate_assignment(course: Course, assignment: str) -> Path:
+    """nbgrader ``generate_assignment`` of ``course.source(a)`` into ``course.release(a)``.
+
+    Also creates or updates the assignment in the course's gradebook. Raises
+    :class:`CourseError` with nbgrader's log when nbgrader fails (say, a duplicate grade_id).
+    """
+    from nbgrader.converters import GenerateAssignment
+    from traitlets.config import Config
+
+    from .nbgrader_config import nbgrader_config
+
+    ensure_tools_on_path()
+    Path(course.root).mkdir(parents=True, exist_ok=True)
+    config = nbgrader_config(course)
+    config.merge(Config({"GenerateAssignment": {"create_assignment": True, "force": True}}))
+    log_stream = _LogCapture()
+    app = GenerateAssignment(coursedir=course.coursedir(assignment), config=config)
+    app.log = log_stream.logger
+    release = course.release(assignment)
+    if release.exists():
+        _make_writable(release)  # nbgrader makes release files read-only (444)
+    try:
+        app.start()
+    except Exception as exc:  # nbgrader raises NbGraderException after logging the cause
+        raise CourseError(
+            f"nbgrader generate_assignment failed for {assignment}: {exc}\n{log_stream.text()}"
+        ) from exc
+    if not release.is_dir():
+        raise CourseError(f"nbgrader wrote no release for {assignment}\n{log_stream.text()}")
+    _make_writable(release)
+    return release
+
+
+def generate_exercises(
+    assignments: list[str], *, check: bool = False, solutions: Path = SOLUTIONS, exercises: Path = EXERCISES
+) -> dict[str, list[str]]:
+    """Regenerate ``exercises/<a>/`` from ``solutions/<a>/``; return the drift found per assignment.
+
+    Runs nbgrader in a temporary course directory (the real course and its gradebook are not
+    touched). With ``check`` nothing is written; the returned lists say which files are
+    missing, extra or different. Without ``check`` ``exercises/<a>/`` is made identical to the
+    release (stale files are removed) and the lists say what was changed.
+    """
+    drift: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="scalebook-generate-") as tmp:
+        course = Course(Path(tmp))
+        for assignment in assignments:
+            release = course.prepare(assignment, solutions=solutions, force=True)
+            target = exercises / assignment
+            changes = compare_trees(release, target)
+            drift[assignment] = changes
+            if changes and not check:
+                if target.exists():
+                    shutil.rmtree(target)
+                target.mkdir(parents=True)
+                for path in sorted(_files(release)):
+                    out = target / path
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_bytes((release / path).read_bytes())
+    return drift
+
+
+def compare_trees(new: Path, old: Path) -> list[str]:
+    """Human-readable differences between the files under ``new`` and under ``old``."""
+    new_files, old_files = set(_files(new)), set(_files(old)) if old.is_dir() else set()
+    changes = [f"missing: {old / p}" for p in sorted(new_files - old_files)]
+    changes += [f"stale (not generated): {old / p}" for p in sorted(old_files - new_files)]
+    for p in sorted(new_files & old_files):
+        a, b = new / p, old / p
+        if p.suffix == ".ipynb":
+            why = notebook_difference(a, b)
+            if why:
+                changes.append(f"differs: {b} ({why})")
+        elif a.read_bytes() != b.read_bytes():
+            changes.append(f"differs: {b}")
+    return changes
+
+
+def notebook_difference(a: Path, b: Path) -> str | None:
+    """Why two notebooks differ in anything but volatile fields, or None if they do not."""
+    try:
+        nb_a, nb_b = json.loads(a.read_text("utf-8")), json.loads(b.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"unreadable: {exc}"
+    cells_a, cells_b = nb_a.get("cells", []), nb_b.get("cells", [])
+    if len(cells_a) != len(cells_b):
+        return f"{len(cells_b)} cells instead of {len(cells_a)}"
+    for i, (ca, cb) in enumerate(zip(cells_a, cells_b)):
+        for key in ("cell_type", "id", "source", "outputs"):
+            if _text(ca.get(key)) != _text(cb.get(key)):
+                return f"cell {i}: {key} differs"
+        if ca.get("metadata", {}).get("nbgrader") != cb.get("metadata", {}).get("nbgrader"):
+            return f"cell {i}: nbgrader metadata differs"
+    for key in ("nbformat", "nbformat_minor"):
+        if nb_a.get(key) != nb_b.get(key):
+            return f"{key} differs"
+    if nb_a.get("metadata", {}).get("kernelspec") != nb_b.get("metadata", {}).get("kernelspec"):
+        return "kernelspec differs"
+    return None
+
+
+def _text(value):
+    return "".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
+
+
+def _files(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    ignored = set(IGNORED_NAMES)
+    out = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and not any(part in ignored or part.endswith(".pyc") for part in rel.parts):
+            out.append(rel)
+    return out
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    files_a, files_b = set(_files(a)), set(_files(b))
+    if files_a != files_b:
+        return False
+    return all(filecmp.cmp(a / p, b / p, shallow=False) for p in files_a)
+
+
+def _make_writable(root: Path) -> None:
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath) / name
+            with contextlib.suppress(OSError):
+                path.chmod(path.stat().st_mode | 0o200)
+
+
+class _LogCapture:
+    """A private logger for an nbgrader app; keeps its messages to show on failure."""
+
+    def __init__(self) -> None:
+        import io
+
+        self.stream = io.StringIO()
+        self.logger = logging.getLogger(f"autograder.nbgrader.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.INFO)
+        handler = logging.StreamHandler(self.stream)
+        handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+        self.logger.addHandler(handler)
+
+    def text(self) -> str:
+        return self.stream.getvalue()
+
+
+# --- the grading record (statuses and messages; scores live in the gradebook) -------------
+
+GRADING_RECORD = "grading.json"  # written by autograder/grade.py beside each autograded notebook
+
+
+def load_report(course: Course, assignment: str) -> dict[str, dict]:
+    """``{student: {status, scores, max_scores, messages, problems}}`` of the last grading.
+
+    Read from ``autograded/<student>/<assignment>/grading.json``, the record the grading
+    engine writes with each autograded notebook (the gradebook has no column for a status
+    such as "timed out", a problem or a check's message). Unreadable records are skipped.
+    """
+    base = Path(course.root) / "autograded"
+    out: dict[str, dict] = {}
+    if not base.is_dir():
+        return out
+    for folder in sorted(base.iterdir()):
+        path = folder / assignment / GRADING_RECORD
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out[folder.name] = data
+    return out
+
+
+def grade_ids(notebook: Path) -> list[tuple[str, float]]:
+    """``(grade_id, points)`` of the autograder test cells of a notebook, in order."""
+    nb = json.loads(Path(notebook).read_text("utf-8"))
+    out = []
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.get("cell_type") == "code":
+            out.append((meta["grade_id"], float(meta.get("points", 0))))
+    return out

@@ -1,0 +1,8 @@
+"""``python -m autograder``: see ``python -m autograder --help``."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

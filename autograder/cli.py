@@ -1,0 +1,341 @@
+"""``python -m autograder``: the instructor's (and, for ``validate``, the student's) commands.
+
+Exit status: 0 success; 1 the command ran but found something to act on (drift, unanswered
+questions, duplicates or refused files); 2 a usage or configuration error (unknown
+assignment, missing file, bad database URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from .course import (
+    DEFAULT_COURSE_ROOT,
+    CourseError,
+    available_assignments,
+    check_assignment,
+    default_course,
+    ensure_tools_on_path,
+    generate_exercises,
+)
+
+EPILOG = """\
+the instructor's loop:
+  python -m autograder generate                      # solutions/ -> exercises/ (commit these)
+  python -m autograder collect downloads.zip -a hw1-rooflines
+  python -m autograder grade -a hw1-rooflines --workers 4
+  python -m autograder export -a hw1-rooflines --output grades.csv
+  python -m autograder feedback -a hw1-rooflines
+a student, before submitting:
+  python -m autograder validate exercises/hw1-rooflines/hw1-rooflines.ipynb
+
+The course directory (nbgrader's layout: source/, release/, submitted/, autograded/,
+feedback/, gradebook.db) is --course, else $SCALEBOOK_COURSE, else autograder/course/.
+The gradebook is SQLite in the course directory unless --db gives an SQLAlchemy URL
+(postgresql://user@host/db). Design: autograder/DESIGN.md.
+
+exit status: 0 done; 1 done, but something needs your attention (exercises/ out of date,
+questions not answered, duplicate or refused files); 2 usage or configuration error.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+def _course_options(p: argparse.ArgumentParser, *, assignment: bool = True) -> None:
+    if assignment:
+        p.add_argument("-a", "--assignment", required=True, metavar="A",
+                       help="assignment name, e.g. hw1-rooflines")
+    p.add_argument("--course", metavar="DIR",
+                   help=f"course directory (default: $SCALEBOOK_COURSE or {DEFAULT_COURSE_ROOT})")
+    p.add_argument("--db", metavar="URL",
+                   help="gradebook as an SQLAlchemy URL (default: sqlite:///<course>/gradebook.db)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description="Generate, validate, collect, grade and give feedback on the scalebook homework (nbgrader).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser(
+        "generate", help="regenerate the student notebooks exercises/ from solutions/",
+        description="Run nbgrader generate_assignment on solutions/<A>/ in a temporary course and make "
+                    "exercises/<A>/ identical to the release (solutions and hidden tests removed, "
+                    "read-only cells locked and checksummed). Exit 1 with --check when they differ.",
+    )
+    p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                   help="assignments to generate (default: every solutions/<A>/<A>.ipynb)")
+    p.add_argument("--check", action="store_true",
+                   help="only report whether exercises/ is out of date; write nothing")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser(
+        "validate", help="check a notebook before submitting it (students)",
+        description="Run your notebook top to bottom and say, for each graded question, whether it is "
+                    "answered in the right form. It runs only the checks you can see, so it never tells "
+                    "whether an answer is right. Exit 0 when every question is answered.",
+    )
+    p.add_argument("notebook", metavar="NOTEBOOK", help="your .ipynb file")
+    p.add_argument("--timeout", type=float, default=120, metavar="S",
+                   help="stop a cell that runs longer than S seconds (default 120)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
+        "collect", help="copy submissions (folder, nbgrader layout or LMS .zip) into the course",
+        description="Copy the notebooks of one assignment into <course>/submitted/<student>/<A>/ and add "
+                    "the students to the gradebook. The originals are never modified.",
+        epilog=textwrap.dedent("""\
+            how a file's student id is found (first rule that applies):
+              [submitted/]<student>/<A>/<A>.ipynb            nbgrader layout: the folder name
+              doe_jane_12345_67890_<file>.ipynb              Canvas: the name part, lower case
+                                                             (doe_jane); 12345 -> lms_user_id
+              Jane Doe_12345_assignsubmission_file_<file>    Moodle: jane_doe; 12345 -> lms_user_id
+              <student>.ipynb, <student>_<anything>.ipynb    the name up to the first '_'
+            Two files for one student are reported as duplicates and neither is collected.
+            Zip members that would leave the archive (../, absolute paths) or are links are refused."""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="folder, .zip file or .ipynb notebook")
+    _course_options(p)
+    p.add_argument("--force", action="store_true",
+                   help="replace a notebook collected before whose contents differ")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser(
+        "grade", help="autograde the collected submissions of an assignment",
+        description="Grade every submission in <course>/submitted/*/<A>/ (students' code runs sandboxed; "
+                    "see autograder/DESIGN.md), record the scores in the gradebook, write autograded "
+                    "notebooks, and list the submissions that could not be fully graded.",
+    )
+    _course_options(p)
+    p.add_argument("--workers", type=int, metavar="N", help="grade N submissions at a time (default: per CPU)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler (tcp://host:8786) to spread the work over")
+    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit per submission, seconds")
+    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again the submissions already graded (by default they are skipped)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser(
+        "export", help="write the grades of an assignment as CSV",
+        description="One row per student in the gradebook: student, one column per question (grade_id), "
+                    "total, max, status.",
+    )
+    _course_options(p)
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="CSV file to write, '-' for standard output (default: <course>/grades-<A>.csv)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "feedback", help="write an HTML feedback page per student",
+        description="Write <course>/feedback/<student>/<A>/feedback.html: each question's points, result "
+                    "and hint.",
+    )
+    _course_options(p)
+    p.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    p.set_defaults(func=cmd_feedback)
+
+    p = sub.add_parser(
+        "demo", help="run the whole loop on the sample submissions (make grade-demo)",
+        description="Build the sample submissions of tests/submissions/ into a temporary course, collect, "
+                    "grade, export and write feedback, then print the grade table.",
+    )
+    p.add_argument("--keep", metavar="DIR", help="build the demo course in DIR and keep it")
+    p.add_argument("--workers", type=int, metavar="N", help="as for grade")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def _assignment(args) -> str:
+    check_assignment(args.assignment)
+    return args.assignment
+
+
+def _course(args):
+    return default_course(args.course, args.db)
+
+
+# --- commands -----------------------------------------------------------------------------
+
+
+def cmd_generate(args) -> int:
+    assignments = args.assignments or available_assignments()
+    if not assignments:
+        raise UsageError("no assignments: solutions/ has no <A>/<A>.ipynb")
+    for a in assignments:
+        check_assignment(a)
+    drift = generate_exercises(assignments, check=args.check)
+    dirty = False
+    for a, changes in drift.items():
+        if not changes:
+            print(f"{a}: exercises/{a}/ is up to date")
+            continue
+        dirty = True
+        verb = "is out of date" if args.check else "regenerated"
+        print(f"{a}: exercises/{a}/ {verb}:")
+        for change in changes:
+            print(f"  {change}")
+    if args.check and dirty:
+        print("run `python -m autograder generate` (make generate) and commit exercises/", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .validate import main
+
+    if not Path(args.notebook).is_file():
+        raise UsageError(f"{args.notebook}: no such file")
+    return main(args.notebook, timeout=args.timeout)
+
+
+def cmd_collect(args) -> int:
+    from .collect import collect
+
+    course, assignment = _course(args), _assignment(args)
+    report = collect([Path(s) for s in args.sources], course, assignment, force=args.force)
+    print(report.render(course))
+    return 0 if report.ok else 1
+
+
+def cmd_grade(args) -> int:
+    course, assignment = _course(args), _assignment(args)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    course.prepare(assignment)
+    if not course.submitted_students(assignment):
+        raise UsageError(f"no submissions of {assignment} in {Path(course.root) / 'submitted'}: run collect first")
+    try:
+        from .grade import GradingError, grade_assignment
+    except ImportError as exc:
+        raise UsageError(f"the grading engine (autograder.grade) cannot be loaded: {exc}") from exc
+    extra = {}
+    if args.student:
+        unknown = sorted(set(args.student) - set(course.submitted_students(assignment)))
+        if unknown:
+            raise UsageError(f"no submission of {assignment} from {', '.join(unknown)}")
+        extra["students"] = args.student
+    if args.force:
+        extra["force"] = True
+    start = time.perf_counter()
+    try:
+        report = grade_assignment(course, assignment, workers=args.workers, scheduler=args.scheduler,
+                                  timeout=args.timeout, progress=not args.quiet, **extra)
+    except GradingError as exc:
+        raise UsageError(f"cannot grade {assignment}: {exc}") from exc
+    elapsed = time.perf_counter() - start
+    print(render_grade_summary(report, elapsed))
+    return 1 if getattr(report, "errors", None) else 0
+
+
+def render_grade_summary(report, elapsed: float) -> str:
+    """The table of this run, the time taken, and every submission not fully graded."""
+    results = sorted(report.results, key=lambda r: r.student)
+    previous = sorted(getattr(report, "previous", []) or [], key=lambda r: r.student)
+    skipped = list(getattr(report, "skipped_already_graded", []) or [])
+    errors = dict(getattr(report, "errors", {}) or {})
+    assignment = getattr(report, "assignment", results[0].assignment if results else "")
+    lines = [f"{assignment}: graded {len(results)} submission(s)"]
+    width = max([len(r.student) for r in results] + [7])
+    for r in results:
+        got, possible = sum(r.scores.values()), sum(r.max_scores.values())
+        lines.append(f"  {r.student:<{width}}  {got:>6g} / {possible:<6g} {r.status}")
+    if skipped:
+        names = ", ".join(map(str, skipped[:10])) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
+        lines.append(f"skipped {len(skipped)} already graded and unchanged (--force grades them again): {names}")
+    if results:
+        workers = getattr(report, "workers", 0)
+        lines.append(f"time: {elapsed:.1f} s in all, {elapsed / len(results):.2f} s per submission"
+                     + (f" ({workers} in parallel)" if workers else ""))
+    trouble = []
+    for r in results + previous:
+        if r.status != "graded" or r.problems:
+            problems = [str(p) for p in r.problems]
+            status_said = r.status == "graded" or any(p.startswith(r.status) for p in problems)
+            why = ([] if status_said else [r.status]) + problems
+            when = " (graded earlier)" if r in previous else ""
+            trouble.append(f"  {r.student}{when}: " + "; ".join(why))
+    for student, why in sorted(errors.items()):
+        trouble.append(f"  {student}: NOT GRADED, the grader failed ({why}); run grade again")
+    lines.append("")
+    if trouble:
+        lines.append(f"NOT FULLY GRADED ({len(trouble)}):")
+        lines.extend(trouble)
+    else:
+        lines.append("every submission was fully graded")
+    return "\n".join(lines)
+
+
+def cmd_export(args) -> int:
+    from .export import export_csv
+
+    course, assignment = _course(args), _assignment(args)
+    to_stdout = args.output == "-"
+    output = None if to_stdout else Path(args.output or Path(course.root) / f"grades-{assignment}.csv")
+    text, rows = export_csv(course, assignment, output)
+    if to_stdout:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {len(rows)} student row(s) of {assignment} to {output}")
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    from .feedback import write_feedback
+
+    course, assignment = _course(args), _assignment(args)
+    written = write_feedback(course, assignment, args.student)
+    if args.student:
+        missing = sorted(set(args.student) - set(written))
+        if missing:
+            raise UsageError(f"nothing graded for {', '.join(missing)} in {assignment}")
+    print(f"wrote {len(written)} feedback page(s) of {assignment} under {Path(course.root) / 'feedback'}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(workdir=Path(args.keep) if args.keep else None, workers=args.workers)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ensure_tools_on_path()
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, CourseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 -- a clean message for known library failures
+        from sqlalchemy.exc import ArgumentError, OperationalError
+
+        from .collect import CollectError
+
+        if isinstance(exc, CollectError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if isinstance(exc, (ArgumentError, OperationalError)):
+            print(f"error: cannot use the gradebook database: {exc}", file=sys.stderr)
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `... | head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -1,0 +1,413 @@
+"""``collect``: copy students' notebooks into the course's ``submitted/`` folder.
+
+A SOURCE is a folder, a ``.zip`` file or a single ``.ipynb`` (a zip whose members all sit in
+one top folder is looked into). Every notebook in it is assigned to a student by the first of
+these rules that applies; the student id is what the gradebook, the CSV export and the
+feedback folders use:
+
+1. **nbgrader layout** -- ``[submitted/]<student>/<assignment>/<notebook>.ipynb``: the student
+   is the folder two levels up; the notebook keeps its name (a ``timestamp.txt`` beside it is
+   copied too, for nbgrader's late-submission handling). Ids may use letters, digits, ``.``,
+   ``_`` and ``-``.
+2. **LMS download** -- Canvas names ``<name>_[late_]<user id>_<submission id>_<file>``, e.g.
+   ``doe_jane_12345_67890_hw1-rooflines.ipynb``, and Moodle names
+   ``<Full Name>_<user id>_assignsubmission_file_<file>`` (or a folder of that name holding
+   the file), anywhere in the SOURCE: the student id is the *name* part, lower-cased, with
+   every run of characters other than ``a-z`` and ``0-9`` turned into ``_`` (``doe_jane``,
+   ``jane_doe``). The LMS user id (``12345``) is recorded as the student's ``lms_user_id``
+   and the name parts as first and last name.
+3. **one notebook per student** -- ``<student>.ipynb`` or ``<student>_<anything>.ipynb`` at the
+   top of the SOURCE: the student id is the file name up to the first ``_`` (so such ids
+   cannot contain ``_``). In a subfolder a plain name is refused: the folder, not the file,
+   may be what names the student.
+
+A notebook whose name (after the student part) names another assignment and not this one is
+ignored as belonging to it, so one LMS zip may hold several assignments. Notebooks of rules 2
+and 3 are saved under the assignment's notebook name
+(``submitted/<student>/<assignment>/<assignment>.ipynb``). Originals are only read, never
+modified; zip members are read in memory, never extracted, and a member whose name would
+leave the archive (``../``, an absolute path, a drive letter) or is a symbolic link is
+refused. Two notebooks for one student are a *duplicate*: neither is collected and both are
+named. A notebook collected before with other contents is left alone unless ``force``.
+Non-notebook files are listed as ignored (OS litter such as ``__MACOSX/`` only counted). A
+file that is not valid notebook JSON is collected (it is that student's submission) and
+flagged; grading gives it the status "invalid notebook".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .course import Course, available_assignments, notebook_names
+
+MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
+MAX_ARCHIVE_BYTES = 2 * 1024 * 1024 * 1024  # all members of one zip, uncompressed
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+CANVAS = re.compile(r"(?P<name>.+?)_(?:late_)?(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)", re.IGNORECASE)
+MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)")
+LITTER = re.compile(r"(^|/)(__MACOSX|\.ipynb_checkpoints|__pycache__)(/|$)|(^|/)\.[^/]*$|(^|/)Thumbs\.db$")
+
+
+class CollectError(Exception):
+    """The SOURCE cannot be read at all (missing, not a folder/zip/notebook, corrupt zip)."""
+
+
+@dataclass
+class Item:
+    """One file found in a SOURCE."""
+
+    origin: str  # what the instructor sees: "subs/bob.ipynb", "canvas.zip:doe_jane_..."
+    rel: PurePosixPath  # its path inside the SOURCE
+    read: object  # () -> bytes
+    student: str | None = None
+    target: str | None = None  # file name in submitted/<student>/<assignment>/
+    form: str = ""  # "nbgrader", "lms" or "file"
+    details: dict = field(default_factory=dict)  # gradebook fields: lms_user_id, names
+
+
+@dataclass
+class CollectReport:
+    assignment: str
+    collected: list[Item] = field(default_factory=list)
+    unchanged: list[Item] = field(default_factory=list)
+    conflicts: list[Item] = field(default_factory=list)  # already collected with other contents
+    duplicates: dict[str, list[Item]] = field(default_factory=dict)
+    invalid_json: list[Item] = field(default_factory=list)  # collected, but will not grade
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (origin, why)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (origin, why)
+    litter: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.conflicts or self.duplicates or self.refused)
+
+    @property
+    def students(self) -> list[str]:
+        return sorted({i.student for i in self.collected + self.unchanged})
+
+    def render(self, course: Course) -> str:
+        lines = []
+        where = Path(course.root) / "submitted"
+        lines.append(f"collected {len(self.collected)} notebook(s) of {self.assignment} into {where}")
+        for item in self.collected:
+            lines.append(f"  {item.student:<20} <- {item.origin}{_detail_text(item)}")
+        if self.unchanged:
+            lines.append(f"unchanged (already collected, same contents): {len(self.unchanged)}")
+            for item in self.unchanged:
+                lines.append(f"  {item.student:<20} <- {item.origin}")
+        if self.invalid_json:
+            lines.append("collected but not a valid notebook (will be graded 'invalid notebook'):")
+            for item in self.invalid_json:
+                lines.append(f"  {item.student:<20} <- {item.origin}")
+        if self.duplicates:
+            lines.append("DUPLICATES, not collected (keep one file per student and collect again):")
+            for student, items in sorted(self.duplicates.items()):
+                lines.append(f"  {student}: " + ", ".join(i.origin for i in items))
+        if self.conflicts:
+            lines.append("ALREADY COLLECTED with other contents, left as they are (use --force to replace):")
+            for item in self.conflicts:
+                lines.append(f"  {item.student:<20} <- {item.origin}")
+        if self.refused:
+            lines.append("REFUSED:")
+            lines.extend(f"  {origin} ({why})" for origin, why in self.refused)
+        if self.ignored:
+            lines.append("ignored:")
+            lines.extend(f"  {origin} ({why})" for origin, why in self.ignored)
+        if self.litter:
+            lines.append(f"ignored {self.litter} OS/editor file(s) (__MACOSX, dotfiles, checkpoints)")
+        return "\n".join(lines)
+
+
+def _detail_text(item: Item) -> str:
+    uid = item.details.get("lms_user_id")
+    return f" (LMS user id {uid})" if uid else ""
+
+
+# --- reading sources ----------------------------------------------------------------------
+
+
+def scan(source: Path) -> tuple[list[Item], list[tuple[str, str]], int]:
+    """The files of a SOURCE: (items, refused, litter count)."""
+    source = Path(source)
+    if source.is_dir():
+        return _scan_dir(source)
+    if source.is_file() and zipfile.is_zipfile(source):
+        return _scan_zip(source)
+    if source.is_file() and source.suffix == ".ipynb":
+        item = Item(str(source), PurePosixPath(source.name), _file_reader(source))
+        return [item], [], 0
+    if not source.exists():
+        raise CollectError(f"{source}: no such file or folder")
+    raise CollectError(f"{source}: not a folder, a .zip file or a .ipynb notebook")
+
+
+def _file_reader(path: Path):
+    def read() -> bytes:
+        if path.stat().st_size > MAX_MEMBER_BYTES:
+            raise ValueError(f"larger than {MAX_MEMBER_BYTES // 2**20} MiB")
+        return path.read_bytes()
+
+    return read
+
+
+def _scan_dir(root: Path):
+    items, refused, litter = [], [], 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel = PurePosixPath(path.relative_to(root).as_posix())
+            if LITTER.search(str(rel)):
+                litter += 1
+                continue
+            if path.is_symlink():
+                refused.append((str(path), "symbolic link"))
+                continue
+            items.append(Item(str(path), rel, _file_reader(path)))
+        # symlinked folders are listed in dirnames but not followed: say so
+        for name in list(dirnames):
+            if (Path(dirpath) / name).is_symlink():
+                refused.append((str(Path(dirpath) / name), "symbolic link"))
+    return items, refused, litter
+
+
+def _scan_zip(path: Path):
+    items, refused, litter, total = [], [], 0, 0
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise CollectError(f"{path}: cannot read the zip file: {exc}") from exc
+    with archive:
+        infos = archive.infolist()
+    for info in infos:
+        origin = f"{path}:{info.filename}"
+        if info.is_dir():
+            continue
+        rel, why = safe_member_name(info.filename)
+        if why:
+            refused.append((origin, why))
+            continue
+        if LITTER.search(str(rel)):
+            litter += 1
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            refused.append((origin, "symbolic link"))
+            continue
+        if info.flag_bits & 0x1:
+            refused.append((origin, "encrypted"))
+            continue
+        if info.file_size > MAX_MEMBER_BYTES:
+            refused.append((origin, f"larger than {MAX_MEMBER_BYTES // 2**20} MiB"))
+            continue
+        total += info.file_size
+        if total > MAX_ARCHIVE_BYTES:
+            refused.append((origin, "the archive unpacks to more than 2 GiB"))
+            continue
+        items.append(Item(origin, rel, _zip_reader(path, info)))
+    # An archive of a folder holds everything in that one folder: look inside it.
+    tops = {item.rel.parts[0] for item in items}
+    if len(tops) == 1 and all(len(item.rel.parts) > 1 for item in items):
+        for item in items:
+            item.rel = PurePosixPath(*item.rel.parts[1:])
+    return items, refused, litter
+
+
+def _zip_reader(path: Path, member: zipfile.ZipInfo):
+    def read() -> bytes:
+        # by ZipInfo, not by name: an archive may hold two members of the same name
+        with zipfile.ZipFile(path) as archive, archive.open(member) as f:
+            data = f.read(MAX_MEMBER_BYTES + 1)  # never trust the declared size
+        if len(data) > MAX_MEMBER_BYTES:
+            raise ValueError(f"larger than {MAX_MEMBER_BYTES // 2**20} MiB")
+        return data
+
+    return read
+
+
+def safe_member_name(name: str) -> tuple[PurePosixPath | None, str | None]:
+    """A zip member's path if it stays inside the archive, else (None, why)."""
+    if "\x00" in name:
+        return None, "unsafe path: NUL byte"
+    normal = name.replace("\\", "/")
+    if normal.startswith("/") or re.match(r"[A-Za-z]:", normal):
+        return None, "unsafe path: absolute"
+    parts = [p for p in normal.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        return None, "unsafe path: leaves the archive (..)"
+    if not parts:
+        return None, "unsafe path: empty"
+    return PurePosixPath(*parts), None
+
+
+# --- who is it? ---------------------------------------------------------------------------
+
+
+def slug(name: str) -> str:
+    """``"Jane Doe"`` -> ``"jane_doe"``: lower case, runs of other characters become ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def identify(item: Item, assignment: str, notebooks: list[str], assignments: list[str]) -> str | None:
+    """Fill in ``item.student``/``target``/``form``; return why it cannot be, or None."""
+    parts = item.rel.parts
+    name = parts[-1]
+    # 1. nbgrader layout: .../<student>/<assignment>/<file> (recognised by a known assignment
+    #    name, a "submitted" folder above, or a notebook named after its folder)
+    nbgrader_like = len(parts) >= 3 and (
+        parts[-2] in set(assignments) | {assignment}
+        or (len(parts) >= 4 and parts[-4] == "submitted")
+        or (name.endswith(".ipynb") and name[: -len(".ipynb")] == parts[-2])
+    )
+    if nbgrader_like:
+        if parts[-2] != assignment:
+            return f"ignored: belongs to assignment {parts[-2]}"
+        student = parts[-3]
+        if not STUDENT_ID.fullmatch(student):
+            return f"refused: {student!r} is not a usable student id"
+        if name == "timestamp.txt" or name.endswith(".ipynb"):
+            item.student, item.target, item.form = student, name, "nbgrader"
+            return None
+        return "ignored: not a notebook"
+    if not name.endswith(".ipynb"):
+        return "ignored: not a notebook"
+    stem = name[: -len(".ipynb")]
+    # 2. LMS names (file, or Moodle's per-student folder)
+    match = CANVAS.fullmatch(stem) or MOODLE.fullmatch(stem)
+    folder = MOODLE.fullmatch(parts[-2]) if len(parts) >= 2 else None
+    if folder and not match:
+        match, original = folder, name
+    else:
+        original = (match.group("file") + ".ipynb") if match else name
+    if match:
+        student = slug(match.group("name"))
+        if not student or not STUDENT_ID.fullmatch(student):
+            return f"refused: cannot make a student id of {match.group('name')!r}"
+        words = [w for w in re.split(r"[\s_]+", match.group("name").strip()) if w]
+        details = {"lms_user_id": match.group("uid")}
+        if len(words) >= 2:
+            if match.re is CANVAS:  # Canvas writes last name first
+                details.update(last_name=words[0], first_name=" ".join(words[1:]))
+            else:  # Moodle writes the full name
+                details.update(first_name=" ".join(words[:-1]), last_name=words[-1])
+        item.student, item.form, item.details = student, "lms", details
+    else:
+        # 3. <student>.ipynb or <student>_<anything>.ipynb, at the top of the SOURCE only (in a
+        #    subfolder the folder, not the file, may be what names the student)
+        if len(parts) > 1:
+            return ("refused: cannot tell whose notebook this is (expected <student>.ipynb at the top, "
+                    "<student>/<assignment>/<notebook>.ipynb, or an LMS download name)")
+        student, _, rest = stem.partition("_")
+        original = rest + ".ipynb"
+        if stem in {Path(n).stem for n in notebooks} | set(assignments) | {assignment}:
+            return "refused: named after the assignment, not a student (rename it <student>.ipynb)"
+        if not STUDENT_ID.fullmatch(student):
+            return f"refused: {student!r} is not a usable student id"
+        item.student, item.form = student, "file"
+    others = [a for a in assignments if a != assignment and a in original]
+    if others and assignment not in original:
+        return f"ignored: belongs to assignment {others[0]}"
+    target = _target_name(original, notebooks)
+    if target is None:
+        return f"refused: cannot tell which of {', '.join(notebooks)} this is"
+    item.target = target
+    return None
+
+
+def _target_name(original: str, notebooks: list[str]) -> str | None:
+    if len(notebooks) == 1:
+        return notebooks[0]
+    matches = [n for n in notebooks if Path(n).stem in original]
+    return matches[0] if len(matches) == 1 else None
+
+
+# --- collect ------------------------------------------------------------------------------
+
+
+def collect(
+    sources: list[Path], course: Course, assignment: str, *, force: bool = False
+) -> CollectReport:
+    """Copy the notebooks of ``assignment`` in ``sources`` into ``course``; add the students."""
+    scanned = [scan(Path(source)) for source in sources]  # a missing SOURCE fails before any work
+    course.prepare(assignment)
+    notebooks = notebook_names(assignment)
+    assignments = available_assignments()
+    report = CollectReport(assignment)
+    items: list[Item] = []
+    for found, refused, litter in scanned:
+        report.refused += refused
+        report.litter += litter
+        for item in found:
+            why = identify(item, assignment, notebooks, assignments)
+            if why is None:
+                items.append(item)
+            elif why.startswith("refused: "):
+                report.refused.append((item.origin, why[len("refused: "):]))
+            else:
+                report.ignored.append((item.origin, why[len("ignored: "):]))
+    by_target: dict[tuple[str, str], list[Item]] = {}
+    for item in items:
+        by_target.setdefault((item.student, item.target), []).append(item)
+    duplicated = {s for (s, t), group in by_target.items() if len(group) > 1 and t.endswith(".ipynb")}
+    present: set[str] = set()  # students whose notebook is now in submitted/
+    # notebooks first, then the timestamp.txt files of the students whose notebook is in
+    for (student, target), group in sorted(by_target.items(), key=lambda kv: (kv[0][1] == "timestamp.txt", kv[0])):
+        notebook = target.endswith(".ipynb")
+        if student in duplicated:
+            if notebook:
+                report.duplicates.setdefault(student, []).extend(group)
+            continue
+        if not notebook and (student not in present or len(group) > 1):
+            continue
+        item = group[0]
+        try:
+            data = item.read()
+        except (OSError, ValueError, zipfile.BadZipFile, RuntimeError) as exc:
+            report.refused.append((item.origin, f"cannot read: {exc}"))
+            continue
+        dest = course.submitted(student, assignment) / target
+        if dest.exists() and dest.read_bytes() == data:
+            if notebook:
+                report.unchanged.append(item)
+                present.add(student)
+            continue
+        if dest.exists() and not force:
+            if notebook:
+                report.conflicts.append(item)
+            continue
+        _write(dest, data)
+        if notebook:
+            report.collected.append(item)
+            present.add(student)
+            if not _is_notebook_json(data):
+                report.invalid_json.append(item)
+    _add_students(course, report.collected + report.unchanged)
+    return report
+
+
+def _write(dest: Path, data: bytes) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.collecting")
+    tmp.write_bytes(data)
+    os.replace(tmp, dest)
+
+
+def _is_notebook_json(data: bytes) -> bool:
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(nb, dict) and isinstance(nb.get("cells"), list)
+
+
+def _add_students(course: Course, items: list[Item]) -> None:
+    if not items:
+        return
+    with course.gradebook() as gb:
+        for item in items:
+            gb.update_or_create_student(item.student, **item.details)

@@ -1,0 +1,225 @@
+"""Sample submissions and ``demo`` (``make grade-demo``): the whole grading loop, end to end.
+
+The samples are specified in ``tests/submissions/<assignment>.json``::
+
+    {"students": {
+        "correct": {"from_solution": "all", "expect": {"scores": "full"}},
+        "slips": {"from_solution": "all",
+                  "code": {"hw1-q5-h100": "critical_batch_h100 = 1979e12 / 3.35e12"},
+                  "expect": {"scores": "full", "lost": ["hw1-q5-h100-test"],
+                             "hints": {"hw1-q5-h100-test": "with sparsity"}}},
+        ...}}
+
+A student's notebook is the released student version ``exercises/<a>/<a>.ipynb`` with some
+cells (by nbgrader ``grade_id``) replaced:
+
+- ``from_solution``: answer cells (or ``"all"``) given the reference solution -- the code of
+  the *solutions* notebook's cell without its ``### BEGIN/END SOLUTION`` lines, so reference
+  answers are never typed twice;
+- ``code``: answer cells replaced by the code given (a string or a list of lines);
+- ``append``: answer cells given the reference solution followed by the code given (a student
+  who got the rest of the cell right);
+- ``cells``: any other cell replaced (a test or a prompt, as a student who tampers with it).
+
+Every other cell stays as released. ``expect`` is what the tests assert: ``scores`` is
+``"full"`` (less the tests listed in ``lost``), ``"zero"`` (plus those in ``earned``) or
+``{grade_id: points}``; ``hints`` and ``messages`` map a test's grade_id to a text its message
+must contain; ``cell_errors`` lists exceptions of the student's own cells that the feedback
+page must report; ``status`` is the grading status (default ``"graded"``). Keys starting with
+``_`` are comments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .course import EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids
+
+SPECS = REPO / "tests" / "submissions"
+
+
+class SampleSpecError(CourseError):
+    """A sample-submission spec names a cell the notebooks do not have (or is missing)."""
+
+
+SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[^\n]*(\n|$)", re.MULTILINE)
+
+
+def load_spec(assignment: str, specs: Path = SPECS) -> dict:
+    path = specs / f"{assignment}.json"
+    if not path.is_file():
+        raise SampleSpecError(f"no sample-submission spec {path}")
+    return json.loads(path.read_text("utf-8"))
+
+
+def solution_code(source: str) -> str:
+    """The reference answer of a solution cell: its source without the solution markers."""
+    return SOLUTION_MARKER.sub("", source).rstrip("\n")
+
+
+def solution_cells(assignment: str, solutions: Path = SOLUTIONS) -> dict[str, str]:
+    """grade_id -> reference answer code, for every solution cell of the source notebook."""
+    import nbformat
+
+    nb = nbformat.read(solutions / assignment / f"{assignment}.ipynb", as_version=4)
+    out = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and not meta.get("grade") and cell.cell_type == "code":
+            out[meta["grade_id"]] = solution_code(cell.source)
+    return out
+
+
+def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES, solutions: Path = SOLUTIONS):
+    """One student's notebook (an ``nbformat`` node) from a spec entry."""
+    import nbformat
+
+    nb = nbformat.read(exercises / assignment / f"{assignment}.ipynb", as_version=4)
+    reference = solution_cells(assignment, solutions)
+    wanted = entry.get("from_solution", [])
+    wanted = list(reference) if wanted == "all" else list(wanted)
+    lines = lambda v: "\n".join(v) if isinstance(v, list) else v  # noqa: E731
+    code = {k: lines(v) for k, v in entry.get("code", {}).items()}
+    other = {k: lines(v) for k, v in entry.get("cells", {}).items()}
+    append = {k: lines(v) for k, v in entry.get("append", {}).items()}
+    answer_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells
+                  if c.metadata.get("nbgrader", {}).get("solution")}
+    unknown = (set(wanted) | set(code) | set(append)) - answer_ids
+    all_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+    unknown |= set(other) - all_ids
+    if unknown:
+        raise SampleSpecError(f"{assignment}: the sample spec names no answer cell {sorted(unknown)} "
+                              f"(answer cells: {', '.join(sorted(answer_ids))})")
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in other:
+            cell.source = other[gid]
+        elif gid in code:
+            cell.source = code[gid]
+        elif gid in append:
+            cell.source = reference[gid] + "\n" + append[gid]
+        elif gid in wanted:
+            cell.source = reference[gid]
+    return nb
+
+
+def build_submissions(assignment: str, out_dir: Path, *, spec: dict | None = None,
+                      students: list[str] | None = None) -> dict[str, Path]:
+    """Write ``<out_dir>/<student>.ipynb`` for the spec's students; return student -> path."""
+    import nbformat
+
+    spec = spec or load_spec(assignment)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for student, entry in spec["students"].items():
+        if student.startswith("_"):
+            continue
+        if students and student not in students:
+            continue
+        path = out_dir / f"{student}.ipynb"
+        nbformat.write(build_notebook(assignment, entry), path)
+        written[student] = path
+    return written
+
+
+def expected_scores(assignment: str, entry: dict, *, solutions: Path = SOLUTIONS) -> dict[str, float]:
+    """grade_id -> the points the spec entry should score."""
+    points = dict(grade_ids(solutions / assignment / f"{assignment}.ipynb"))
+    expect = entry.get("expect", {})
+    wanted = expect.get("scores", {})
+    named = set(expect.get("lost", [])) | set(expect.get("earned", []))
+    named |= set(wanted) if isinstance(wanted, dict) else set()
+    unknown = named - set(points)
+    if unknown:
+        raise SampleSpecError(f"{assignment}: the sample spec names no test cell {sorted(unknown)}")
+    if wanted == "full":
+        lost = set(expect.get("lost", []))
+        return {gid: 0.0 if gid in lost else p for gid, p in points.items()}
+    if wanted == "zero":
+        earned = set(expect.get("earned", []))
+        return {gid: p if gid in earned else 0.0 for gid, p in points.items()}
+    return {gid: float(wanted.get(gid, 0.0)) for gid in points}
+
+
+def run_demo(*, workdir: Path | None = None, assignments: list[str] | None = None,
+             workers: int | None = None, out=print) -> dict:
+    """generate -> build the samples -> collect -> grade -> export -> feedback; print the table.
+
+    Returns ``{"course": Course, "rows": {assignment: [Row]}, "seconds": {assignment: s}}``.
+    The course lives in ``workdir`` (kept) or in a temporary folder (deleted at the end).
+    """
+    from . import cli
+
+    assignments = assignments or [p.stem for p in sorted(SPECS.glob("*.json"))]
+    keep = workdir is not None
+    root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="scalebook-demo-"))
+    result = {"rows": {}, "seconds": {}}
+    try:
+        course = Course(root / "course")
+        result["course"] = course
+        for assignment in assignments:
+            incoming = root / "incoming" / assignment
+            built = build_submissions(assignment, incoming)
+            out(f"== {assignment}: {len(built)} sample submissions ({', '.join(built)})")
+            _run(cli, ["collect", str(incoming), "-a", assignment, "--course", str(course.root)], out)
+            argv = ["grade", "-a", assignment, "--course", str(course.root)]
+            if workers:
+                argv += ["--workers", str(workers)]
+            start = time.perf_counter()
+            _run(cli, argv, out)
+            result["seconds"][assignment] = time.perf_counter() - start
+            _run(cli, ["export", "-a", assignment, "--course", str(course.root),
+                       "--output", str(root / f"grades-{assignment}.csv")], out)
+            _run(cli, ["feedback", "-a", assignment, "--course", str(course.root)], out)
+            from .export import grade_rows, render_table
+
+            questions, rows = grade_rows(course, assignment)
+            result["rows"][assignment] = rows
+            out("")
+            out(render_table(questions, rows))
+            hints = _hints(course, assignment)
+            if hints:
+                out("hints in the feedback:")
+                out("\n".join(f"  {student} {gid}: {hint}" for student, gid, hint in hints))
+            out("")
+        if keep:
+            out(f"The demo course is in {course.root} (CSV files in {root}).")
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return result
+
+
+def _hints(course: Course, assignment: str) -> list[tuple[str, str, str]]:
+    from .course import load_report
+    from .feedback import split_hint
+
+    out = []
+    for student, entry in sorted(load_report(course, assignment).items()):
+        for gid, message in entry.get("messages", {}).items():
+            hint = split_hint(message)[1]
+            if hint:
+                out.append((student, gid, hint))
+    return out
+
+
+def _run(cli, argv, out) -> None:
+    rc = cli.main(argv)
+    if rc not in (0, None):
+        raise CourseError(f"the demo stopped: `python -m autograder {' '.join(argv)}` exited with {rc}")
+
+
+def main(workdir: str | None = None, workers: int | None = None) -> int:
+    run_demo(workdir=Path(workdir) if workdir else None, workers=workers)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""``validate``: what a student runs before submitting.
+
+It executes the student's notebook top to bottom in a fresh kernel (an error in one cell is
+recorded and the next cell still runs) and reports, for every graded question (autograder test
+cell), one of:
+
+- ``answered``: the visible checks of the question pass (the answer has the right form);
+- ``not answered``: an answer variable is not defined (the cell still raises
+  ``NotImplementedError``, or was not run to the end);
+- ``wrong form``: a visible check fails (not a number, negative, wrong shape ...);
+- ``error``: the check could not run (say, an exception other than a failed check).
+
+Only the checks in the student's own notebook run, and any hidden-test region is removed first,
+so no expected value is ever computed, let alone shown. It also warns when a read-only cell
+was edited or deleted (the grader would give that question zero). Exit status: 0 when every
+question is answered in the right form, 1 otherwise, 2 when the file is not a notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .course import EXERCISES, REPO
+
+STATUS_OK = "answered"
+
+
+@dataclass
+class Question:
+    grade_id: str
+    points: float
+    status: str = "not run"
+    detail: str = ""
+
+
+@dataclass
+class ValidationResult:
+    notebook: Path
+    questions: list[Question] = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)  # errors in the student's own cells
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.questions) and all(q.status == STATUS_OK for q in self.questions)
+
+    def render(self) -> str:
+        lines = [f"Validated {self.notebook} ({self.seconds:.1f} s)", ""]
+        width = max([len(q.grade_id) for q in self.questions] + [8])
+        for q in self.questions:
+            pts = f"{q.points:g} pt" + ("s" if q.points != 1 else "")
+            line = f"  {q.grade_id:<{width}}  {pts:>7}  {q.status}"
+            if q.detail:
+                line += f": {q.detail}"
+            lines.append(line)
+        if not self.questions:
+            lines.append("  no graded questions found: is this a homework notebook from exercises/?")
+        if self.cell_errors:
+            lines += ["", "Errors in your cells:"] + [f"  {e}" for e in self.cell_errors]
+        if self.warnings:
+            lines += ["", "Warnings:"] + [f"  {w}" for w in self.warnings]
+        answered = sum(q.status == STATUS_OK for q in self.questions)
+        lines.append("")
+        if self.ok:
+            lines.append(f"All {len(self.questions)} questions are answered in the right form. "
+                         "(Whether the answers are right is checked when it is graded.)")
+        else:
+            lines.append(f"{answered} of {len(self.questions)} questions answered in the right form.")
+        return "\n".join(lines)
+
+
+class NotANotebook(Exception):
+    pass
+
+
+def _first_line(text: str) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text or "").strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _strip_hidden_tests(source: str) -> str:
+    return re.sub(r"(?ms)^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", "", source)
+
+
+def classify(outputs) -> tuple[str, str]:
+    """Status and detail of one test cell from its outputs after execution."""
+    for out in outputs:
+        if out.get("output_type") == "error":
+            ename, evalue = out.get("ename", ""), _first_line(out.get("evalue", ""))
+            if ename == "NameError":
+                name = re.search(r"name '([^']+)' is not defined", evalue)
+                what = f"{name.group(1)} is not defined" if name else evalue
+                return "not answered", what
+            if ename in ("AssertionError", "TypeError", "ValueError"):
+                return "wrong form", evalue or ename
+            if ename == "NotImplementedError":
+                return "not answered", "the answer cell still raises NotImplementedError"
+            return "error", f"{ename}: {evalue}"
+    return STATUS_OK, ""
+
+
+def _locked_cell_warnings(nb, reference: Path | None) -> tuple[list[str], set[str]]:
+    """Warnings about edited or deleted read-only cells, and the grade_ids of edited ones."""
+    from nbgrader import utils
+
+    warnings, changed = [], set()
+    present = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade_id"):
+            continue
+        present[meta["grade_id"]] = cell
+        if (utils.is_grade(cell) or utils.is_locked(cell)) and "checksum" in meta:
+            if utils.compute_checksum(cell) != meta["checksum"]:
+                if utils.is_grade(cell):
+                    changed.add(meta["grade_id"])  # shown as the question's status
+                else:
+                    warnings.append(f"the read-only cell {meta['grade_id']} was changed: restore it from exercises/")
+    if reference is not None and reference.is_file():
+        import nbformat
+
+        ref = nbformat.read(reference, as_version=4)
+        for cell in ref.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id") and (meta.get("locked") or meta.get("grade")) and meta["grade_id"] not in present:
+                warnings.append(f"the read-only cell {meta['grade_id']} was deleted: copy it back from {reference}")
+    return warnings, changed
+
+
+def _reference_for(path: Path, nb) -> Path | None:
+    """The released notebook this one was made from, when exercises/ has it."""
+    for name in (path.stem, path.parent.name):
+        candidate = EXERCISES / name / f"{name}.ipynb"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "python3") -> ValidationResult:
+    """Execute ``path`` (a copy of it; the file is not changed) and classify each question."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    path = Path(path)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # nbformat raises many kinds for a broken file
+        raise NotANotebook(f"{path} is not a Jupyter notebook: {_first_line(str(exc))}") from exc
+    result = ValidationResult(path)
+    result.warnings, changed = _locked_cell_warnings(nb, _reference_for(path, nb))
+
+    test_cells = {}
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code":
+            cell.outputs = []
+            if meta.get("grade"):
+                cell.source = _strip_hidden_tests(cell.source)
+                q = Question(meta.get("grade_id", f"cell {index}"), float(meta.get("points", 0)))
+                test_cells[index] = q
+                result.questions.append(q)
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("MPLBACKEND", "Agg")
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name=kernel_name, allow_errors=True, interrupt_on_timeout=True,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    start = time.perf_counter()
+    try:
+        # the kernel process's own stderr is only ipykernel's log (cell output comes over ZMQ)
+        client.execute(env=env, stderr=subprocess.DEVNULL)
+    except CellTimeoutError:
+        result.cell_errors.append(f"a cell ran for more than {timeout:g} s and could not be stopped")
+    except DeadKernelError:
+        result.cell_errors.append("the kernel died (out of memory?) before the notebook finished")
+    result.seconds = time.perf_counter() - start
+
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if index in test_cells:
+            q = test_cells[index]
+            if q.grade_id in changed:
+                q.status, q.detail = "test cell changed", "it would score zero: restore it from exercises/"
+            elif cell.get("execution_count") is None and not cell.outputs:
+                q.status, q.detail = "not run", "the notebook stopped before this cell"
+            else:
+                q.status, q.detail = classify(cell.outputs)
+            continue
+        for out in cell.outputs:
+            if out.get("output_type") == "error" and out.get("ename") != "NotImplementedError":
+                meta = cell.metadata.get("nbgrader", {})
+                where = meta.get("grade_id") or f"cell {index + 1}"
+                if out.get("ename") == "KeyboardInterrupt":
+                    result.cell_errors.append(f"{where}: stopped after running for {timeout:g} s (an endless loop?)")
+                else:
+                    result.cell_errors.append(f"{where}: {out.get('ename')}: {_first_line(out.get('evalue', ''))}")
+    return result
+
+
+def main(path: str, timeout: float = 120) -> int:
+    try:
+        result = validate_notebook(Path(path), timeout=timeout)
+    except NotANotebook as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.render())
+    return 0 if result.ok else 1
