@@ -1,0 +1,678 @@
+"""The trusted side of grading: validate a submission, plan its run, check the answers.
+
+Everything here runs in the grader's own process and never executes the student's code:
+
+1. :func:`load_spec` reads the *instructor's* notebook (``course.source(a)``, hidden tests
+   included) and the student version (``course.release(a)``, for checksums).
+2. :func:`validate` parses a submitted file as data (size-capped JSON), compares every locked
+   cell with the release by nbgrader checksum and grade_id, and plans the sandboxed run: the
+   submission's code cells in order, read-only cells restored to the instructor's version,
+   test cells replaced by *capture* steps that report the values their names hold there.
+3. :func:`score` turns what came back from the sandbox -- untrusted bytes -- into scores: each
+   record is size-capped, parsed and schema-checked, each value checked to be plain data; then
+   each test cell's *instructor* source runs here in a fresh namespace holding only those
+   values. ``AssertionError`` gives zero and its message; a missing name gives "not answered".
+
+A student can therefore at most set the values of their own answers. See ``DESIGN.md``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import copy
+import dataclasses
+import io
+import json
+import math
+import re
+import signal
+
+from .sandbox import Limits, Outcome
+
+MAX_NOTEBOOK_BYTES = 64 << 20
+MAX_RECORD_BYTES = 4 << 20
+MAX_MESSAGE = 2000
+PLAIN_DEPTH = 16
+PLAIN_ELEMENTS = 200_000
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+# Submission statuses, most serious first; "graded" means nothing went wrong.
+INVALID = "invalid notebook"
+TAMPERED = "tampered with a test cell"
+TIMED_OUT = "timed out"
+MEMORY = "memory limit"
+OUTPUT = "output limit"
+CRASHED = "crashed"
+EXITED = "exited early"
+GRADED = "graded"
+SEVERITY = [INVALID, TAMPERED, TIMED_OUT, MEMORY, OUTPUT, CRASHED, EXITED, GRADED]
+
+
+class SpecError(Exception):
+    """The instructor's files are missing or inconsistent (not the student's fault)."""
+
+
+@dataclasses.dataclass
+class SubmissionResult:
+    student: str
+    assignment: str
+    status: str
+    scores: dict[str, float]
+    max_scores: dict[str, float]
+    messages: dict[str, str]
+    problems: list[str]
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.scores.values()))
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubmissionResult":
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+
+
+# --- the instructor's notebook -----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TestCell:
+    grade_id: str
+    points: float
+    source: str            # the instructor's, hidden tests included: what is executed
+    release_source: str    # what the student sees
+    checksum: str          # nbgrader checksum of the release cell
+    names: tuple[str, ...]  # names it reads that it does not bind itself: the answers
+
+
+@dataclasses.dataclass(frozen=True)
+class LockedCell:
+    grade_id: str
+    cell_type: str
+    source: str
+    checksum: str
+
+
+@dataclasses.dataclass
+class Spec:
+    assignment: str
+    notebook: str                       # file name, "<assignment>.ipynb"
+    tests: list[TestCell]
+    locked: dict[str, LockedCell]       # read-only cells that are not tests
+    release: dict                       # the release notebook (JSON)
+    source_nb: dict
+
+    @property
+    def max_scores(self) -> dict[str, float]:
+        return {t.grade_id: t.points for t in self.tests}
+
+    def test(self, grade_id: str) -> TestCell:
+        return next(t for t in self.tests if t.grade_id == grade_id)
+
+
+def _text(source) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def _nbg(cell: dict) -> dict:
+    meta = cell.get("metadata")
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def checksum(cell: dict) -> str:
+    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell."""
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    node = nbformat.from_dict({"cell_type": cell.get("cell_type"), "source": _text(cell.get("source")),
+                               "metadata": {"nbgrader": dict(_nbg(cell))}})
+    return compute_checksum(node)
+
+
+def answer_names(source: str) -> tuple[str, ...]:
+    """Names a test cell reads but does not import or define: the student's answers.
+
+    Over-approximates on purpose (a name the cell also assigns stays in): capturing a value
+    too many is harmless, one too few would mark an answered question "not answered".
+    """
+    tree = ast.parse(source)
+    loaded, defined = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                defined.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            for gen in node.generators:
+                for t in ast.walk(gen.target):
+                    if isinstance(t, ast.Name):
+                        defined.add(t.id)
+    return tuple(sorted(loaded - defined - set(dir(builtins))))
+
+
+def strip_hidden_tests(source: str) -> str:
+    out, hidden = [], False
+    for line in source.splitlines(keepends=True):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "".join(out)
+
+
+def load_spec(course, assignment: str) -> Spec:
+    """The assignment's tests (from ``source/``) and locked cells (from ``release/``)."""
+    name = f"{assignment}.ipynb"
+    src_path, rel_path = course.source(assignment) / name, course.release(assignment) / name
+    if not src_path.is_file():
+        raise SpecError(f"no instructor notebook {src_path}: prepare the assignment first")
+    if not rel_path.is_file():
+        raise SpecError(f"no release notebook {rel_path}: run generate_assignment first")
+    source_nb = json.loads(src_path.read_text("utf-8"))
+    release = json.loads(rel_path.read_text("utf-8"))
+    rel_cells = {}
+    for cell in release.get("cells", []):
+        gid = _nbg(cell).get("grade_id")
+        if gid:
+            rel_cells[gid] = cell
+    tests, locked = [], {}
+    for cell in source_nb.get("cells", []):
+        nbg = _nbg(cell)
+        gid = nbg.get("grade_id")
+        if not gid:
+            continue
+        if nbg.get("grade") and cell.get("cell_type") == "code":
+            rel = rel_cells.get(gid)
+            if rel is None:
+                raise SpecError(f"test cell {gid} is in {src_path} but not in {rel_path}: regenerate")
+            src = _text(cell.get("source"))
+            if strip_hidden_tests(src).strip() != _text(rel.get("source")).strip():
+                raise SpecError(f"test cell {gid} differs between source and release: regenerate")
+            try:
+                names = answer_names(src)
+            except SyntaxError as exc:
+                raise SpecError(f"test cell {gid} is not valid Python: {exc}") from None
+            tests.append(TestCell(gid, float(nbg.get("points", 0)), src, _text(rel.get("source")),
+                                  checksum(rel), names))
+        elif nbg.get("grade"):
+            raise SpecError(f"{gid}: only autograded code test cells are supported (found a "
+                            f"graded {cell.get('cell_type')} cell)")
+    for gid, cell in rel_cells.items():
+        nbg = _nbg(cell)
+        if nbg.get("locked") and not nbg.get("grade") and not nbg.get("solution"):
+            locked[gid] = LockedCell(gid, cell.get("cell_type", ""), _text(cell.get("source")),
+                                     checksum(cell))
+    if not tests:
+        raise SpecError(f"{src_path} has no autograder test cells")
+    return Spec(assignment, name, tests, locked, release, source_nb)
+
+
+# --- the submission ----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Validation:
+    """A submission checked against the spec, and the plan of its sandboxed run."""
+
+    notebook: dict | None                 # the parsed submission (None: not a notebook)
+    invalid: str | None                   # why it is not a gradable notebook
+    tampered: dict[str, str]              # grade_id -> what was done to the test cell
+    problems: list[str]
+    steps: list[dict]                     # the job for runner.py
+    test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
+
+    def job(self, limits: Limits) -> dict:
+        return {"steps": self.steps,
+                "limits": {"cell_output": limits.cell_output, "total_output": limits.total_output}}
+
+
+def parse_notebook(data: bytes) -> tuple[dict | None, str | None]:
+    """The submission as a notebook dict, or (None, why not)."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return None, f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MB"
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "the file is not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        return None, f"the file is not valid JSON ({str(exc)[:200]})"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, "the file is JSON but not a Jupyter notebook"
+    if nb.get("nbformat") != 4:
+        return None, f"unsupported notebook format {nb.get('nbformat')!r} (need nbformat 4)"
+    for i, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            return None, f"cell {i} is not a notebook cell"
+        src = cell.get("source", "")
+        if not isinstance(src, str) and not (isinstance(src, list) and all(isinstance(s, str) for s in src)):
+            return None, f"cell {i} has a malformed source"
+        if not isinstance(cell.get("metadata", {}), dict):
+            return None, f"cell {i} has malformed metadata"
+        nbg = cell.get("metadata", {}).get("nbgrader")
+        if nbg is not None and not isinstance(nbg, dict):
+            return None, f"cell {i} has malformed nbgrader metadata"
+    return nb, None
+
+
+def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> Validation:
+    if data is None:
+        return Validation(None, missing or "no notebook was submitted", {}, [], [], {})
+    nb, why = parse_notebook(data)
+    if nb is None:
+        return Validation(None, why, {}, [], [], {})
+    cells = nb["cells"]
+    by_gid: dict[str, list[int]] = {}
+    for i, cell in enumerate(cells):
+        gid = _nbg(cell).get("grade_id")
+        if isinstance(gid, str) and gid:
+            by_gid.setdefault(gid, []).append(i)
+    known = {t.grade_id for t in spec.tests} | set(spec.locked)
+    if not known & set(by_gid):
+        return Validation(nb, f"this is not the {spec.assignment} notebook (none of its cells are there)",
+                          {}, [], [], {})
+    tampered: dict[str, str] = {}
+    positions: dict[str, int] = {}
+    for t in spec.tests:
+        where = by_gid.get(t.grade_id, [])
+        if not where:
+            tampered[t.grade_id] = "the test cell was deleted"
+            continue
+        if len(where) > 1:
+            tampered[t.grade_id] = "the test cell appears more than once"
+            continue
+        cell = cells[where[0]]
+        if cell.get("cell_type") != "code":
+            tampered[t.grade_id] = f"the test cell was changed into a {cell.get('cell_type')} cell"
+            continue
+        try:
+            same = checksum(cell) == t.checksum
+        except Exception:
+            same = False
+        if not same or _text(cell.get("source")) != t.release_source:
+            tampered[t.grade_id] = "the test cell was edited"
+            continue
+        positions[t.grade_id] = where[0]
+    problems = [f"{TAMPERED} {gid}: {what}; the question scores zero" for gid, what in tampered.items()]
+    restored: dict[int, str] = {}
+    for gid, lc in spec.locked.items():
+        where = by_gid.get(gid, [])
+        if not where:
+            problems.append(f"read-only cell {gid} was deleted")
+            continue
+        for i in where:
+            cell = cells[i]
+            try:
+                same = checksum(cell) == lc.checksum and _text(cell.get("source")) == lc.source
+            except Exception:
+                same = False
+            if not same:
+                problems.append(f"read-only cell {gid} was changed; the original was used")
+            if lc.cell_type == "code" and cell.get("cell_type") == "code":
+                restored[i] = lc.source
+    steps: list[dict] = []
+    test_ids = {t.grade_id for t in spec.tests}
+    by_pos = {i: gid for gid, i in positions.items()}
+    for i, cell in enumerate(cells):
+        if i in by_pos:
+            t = spec.test(by_pos[i])
+            steps.append({"kind": "capture", "grade_id": t.grade_id, "names": list(t.names)})
+            continue
+        if cell.get("cell_type") != "code":
+            continue
+        if _nbg(cell).get("grade_id") in test_ids:
+            continue  # a tampered copy of a test cell: never run
+        steps.append({"kind": "code", "index": i, "source": restored.get(i, _text(cell.get("source")))})
+    return Validation(nb, None, tampered, problems, steps, positions)
+
+
+# --- what came back ----------------------------------------------------------------------------
+
+class _Budget:
+    def __init__(self, n: int):
+        self.n = n
+
+
+def plain(value, depth: int = 0, budget: _Budget | None = None):
+    """``value`` if it is plain JSON data within limits, else raise ValueError."""
+    budget = budget or _Budget(PLAIN_ELEMENTS)
+    budget.n -= 1
+    if budget.n < 0 or depth > PLAIN_DEPTH:
+        raise ValueError("too large")
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str) and len(value) > 100_000:
+            raise ValueError("too long a string")
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, list):
+        for v in value:
+            plain(v, depth + 1, budget)
+        return value
+    raise ValueError(f"not plain data ({type(value).__name__})")
+
+
+@dataclasses.dataclass
+class RunReport:
+    """The sandbox's records, validated."""
+
+    cells: dict[int, dict]                  # index -> {"stdout","stderr","error"}
+    captures: dict[str, dict]               # grade_id -> name -> {"value"} | {"error"}
+    started: list[int]                      # cell indices in the order they started
+    done: bool
+    junk: int                               # records that were not valid
+
+
+def read_records(validation: Validation, outcome: Outcome) -> RunReport:
+    code_indices = {s["index"] for s in validation.steps if s["kind"] == "code"}
+    capture_names = {s["grade_id"]: set(s["names"]) for s in validation.steps if s["kind"] == "capture"}
+    rep = RunReport({}, {}, [], False, 0)
+    for line in outcome.lines:
+        if len(line) > MAX_RECORD_BYTES:
+            rep.junk += 1
+            continue
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            rep.junk += 1
+            continue
+        if not isinstance(rec, dict):
+            rep.junk += 1
+            continue
+        t = rec.get("t")
+        try:
+            if t == "start":
+                i = rec["index"]
+                if type(i) is int and i in code_indices:
+                    rep.started.append(i)
+            elif t == "cell":
+                i = rec["index"]
+                if type(i) is not int or i not in code_indices or i in rep.cells:
+                    raise ValueError
+                out, err, error = rec.get("stdout", ""), rec.get("stderr", ""), rec.get("error")
+                if not isinstance(out, str) or not isinstance(err, str):
+                    raise ValueError
+                if error is not None:
+                    if not isinstance(error, dict):
+                        raise ValueError
+                    error = {k: str(error.get(k, ""))[:8000] for k in ("ename", "evalue", "traceback")}
+                rep.cells[i] = {"stdout": out[:100_000], "stderr": err[:100_000], "error": error}
+            elif t == "capture":
+                gid = rec["grade_id"]
+                values = rec["values"]
+                if gid not in capture_names or gid in rep.captures or not isinstance(values, dict):
+                    raise ValueError
+                clean = {}
+                for name, entry in values.items():
+                    if name not in capture_names[gid] or not isinstance(entry, dict):
+                        continue
+                    if "value" in entry:
+                        try:
+                            clean[name] = {"value": plain(entry["value"])}
+                        except (ValueError, RecursionError):
+                            clean[name] = {"error": "not a plain value (too large or malformed)"}
+                    else:
+                        clean[name] = {"error": str(entry.get("error", "not a plain value"))[:300]}
+                rep.captures[gid] = clean
+            elif t == "done":
+                rep.done = True
+            else:
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            rep.junk += 1
+    return rep
+
+
+# --- checking ----------------------------------------------------------------------------------
+
+def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
+    """Run the instructor's test cell on the captured values. (passed, message)."""
+    ns: dict = {"__name__": "__grader__", "__builtins__": builtins}
+    for name, entry in values.items():
+        if "value" in entry:
+            ns[name] = copy.deepcopy(entry["value"])
+    sink = io.StringIO()
+    try:
+        code = compile(test.source, f"<test {test.grade_id}>", "exec")
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            exec(code, ns)
+    except AssertionError as exc:
+        msg = str(exc).strip() or "AssertionError: the answer is not correct."
+        return False, msg[:MAX_MESSAGE]
+    except NameError as exc:
+        name = getattr(exc, "name", None)
+        entry = values.get(name) if name else None
+        if entry is not None and "error" in entry:
+            return False, (f"{name} is {entry['error']}: answers must be numbers, strings, "
+                           f"lists or arrays of numbers.")
+        if name in test.names:
+            return False, f"not answered: there is no variable {name} when this question is checked."
+        return False, f"NameError: {exc}"[:MAX_MESSAGE]
+    except RecursionError:
+        return False, "RecursionError while checking the answer."
+    except Exception as exc:  # the answer made the check fail some other way
+        return False, f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE]
+    return True, ""
+
+
+def solution_submission(spec: Spec) -> bytes:
+    """The release notebook with every answer cell holding the instructor's solution."""
+    solutions = {}
+    for cell in spec.source_nb.get("cells", []):
+        nbg = _nbg(cell)
+        if nbg.get("solution") and cell.get("cell_type") == "code" and nbg.get("grade_id"):
+            solutions[nbg["grade_id"]] = _text(cell.get("source"))
+    nb = copy.deepcopy(spec.release)
+    for cell in nb.get("cells", []):
+        gid = _nbg(cell).get("grade_id")
+        if gid in solutions:
+            cell["source"] = solutions[gid]
+    return json.dumps(nb).encode()
+
+
+def _memory_trouble(rep: RunReport, outcome: Outcome) -> bool:
+    if any(c["error"] and c["error"]["ename"] == "MemoryError" for c in rep.cells.values()):
+        return True
+    if outcome.signal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGKILL):
+        low = outcome.raw_output.lower()
+        return any(w in low for w in ("bad_alloc", "memoryerror", "cannot allocate", "out of memory",
+                                      "resource_exhausted", "failed to allocate"))
+    return False
+
+
+def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | None,
+          limits: Limits) -> tuple[SubmissionResult, RunReport | None]:
+    """The result of one submission. ``outcome`` is None when nothing was run."""
+    max_scores = spec.max_scores
+    scores = {gid: 0.0 for gid in max_scores}
+    messages: dict[str, str] = {}
+    if validation.invalid is not None:
+        for gid in max_scores:
+            messages[gid] = f"{INVALID}: {validation.invalid}"
+        return SubmissionResult(student, spec.assignment, INVALID, scores, dict(max_scores),
+                                messages, [f"{INVALID}: {validation.invalid}"]), None
+    problems = list(validation.problems)
+    statuses = [TAMPERED] if validation.tampered else []
+    rep = read_records(validation, outcome) if outcome is not None else RunReport({}, {}, [], True, 0)
+    stopped_in = None
+    if outcome is not None and not rep.done:
+        unfinished = [i for i in rep.started if i not in rep.cells]
+        stopped_in = unfinished[0] if unfinished else (rep.started[-1] if rep.started else None)
+    where = f" in cell {stopped_in}" if stopped_in is not None else ""
+    if outcome is not None:
+        if outcome.timed_out:
+            statuses.append(TIMED_OUT)
+            problems.append(f"{TIMED_OUT}: the notebook's code ran longer than {limits.timeout:g} s{where}")
+        elif outcome.cpu_exceeded:
+            statuses.append(TIMED_OUT)
+            problems.append(f"{TIMED_OUT}: the notebook's code used more than "
+                            f"{limits.rlimits()['cpu'] - 1} s of CPU time{where}")
+        if outcome.output_exceeded:
+            statuses.append(OUTPUT)
+            problems.append(f"{OUTPUT}: the notebook's code wrote more than "
+                            f"{limits.output >> 20} MB of output{where}; it was stopped")
+        if _memory_trouble(rep, outcome):
+            statuses.append(MEMORY)
+            problems.append(f"{MEMORY}: the notebook's code needed more than "
+                            f"{limits.memory / (1 << 30):g} GB of memory"
+                            + (where if not rep.done else ""))
+        if not rep.done and not (outcome.timed_out or outcome.output_exceeded or outcome.cpu_exceeded):
+            if outcome.signal is not None and MEMORY not in statuses:
+                try:
+                    signame = signal.Signals(outcome.signal).name
+                except ValueError:
+                    signame = str(outcome.signal)
+                statuses.append(CRASHED)
+                problems.append(f"{CRASHED}: the notebook's code was killed by {signame}{where}")
+            elif outcome.signal is None:
+                statuses.append(EXITED)
+                problems.append(f"{EXITED}: the notebook's code ended the run (exit status "
+                                f"{outcome.returncode}){where}; later questions were not reached")
+        if rep.junk:
+            problems.append(f"{rep.junk} unexpected record(s) from the notebook's run were ignored")
+    for t in spec.tests:
+        gid = t.grade_id
+        if gid in validation.tampered:
+            messages[gid] = f"{TAMPERED}: {validation.tampered[gid]}; this question scores zero."
+            continue
+        values = rep.captures.get(gid)
+        if values is None:
+            if outcome is not None and not rep.done:
+                why = next((s for s in statuses if s != TAMPERED), EXITED)
+                messages[gid] = f"not graded: the notebook's code stopped ({why}) before this question."
+            else:
+                messages[gid] = "not graded: this question was not reached."
+            continue
+        passed, msg = run_test(t, values)
+        if passed:
+            scores[gid] = t.points
+        messages[gid] = msg
+    status = min(statuses, key=SEVERITY.index) if statuses else GRADED
+    return SubmissionResult(student, spec.assignment, status, scores, dict(max_scores), messages,
+                            problems), rep
+
+
+# --- the autograded copy -----------------------------------------------------------------------
+
+def _stream(name: str, text: str) -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _error(ename: str, evalue: str, traceback: str = "") -> dict:
+    return {"output_type": "error", "ename": ename, "evalue": evalue,
+            "traceback": (traceback or f"{ename}: {evalue}").splitlines()}
+
+
+def _release_test_cell(spec: Spec, gid: str) -> dict:
+    for cell in spec.release.get("cells", []):
+        if _nbg(cell).get("grade_id") == gid:
+            return copy.deepcopy(cell)
+    raise KeyError(gid)
+
+
+def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionResult,
+                        rep: RunReport | None) -> dict:
+    """The submission with outputs: its cells' output from the sandbox, each test's result."""
+    if validation.notebook is None or validation.invalid is not None:
+        nb = copy.deepcopy(spec.release)
+        base_cells = nb.get("cells", [])
+    else:
+        nb = copy.deepcopy(validation.notebook)
+        base_cells = nb["cells"]
+    by_pos = {i: gid for gid, i in validation.test_positions.items()}
+    seen_tests = set()
+    cells = []
+    for i, cell in enumerate(base_cells):
+        gid = _nbg(cell).get("grade_id")
+        if cell.get("cell_type") == "code" or gid in result.max_scores:
+            if gid in result.max_scores and (i in by_pos or validation.invalid is not None
+                                             or gid in validation.tampered):
+                if gid in seen_tests:
+                    continue
+                seen_tests.add(gid)
+                cell = _release_test_cell(spec, gid)
+                cell["outputs"] = _test_outputs(result, gid)
+                cell["execution_count"] = None
+                cells.append(cell)
+                continue
+        if cell.get("cell_type") == "code":
+            cell["execution_count"] = None
+            outputs = []
+            ran = rep.cells.get(i) if rep is not None else None
+            if ran:
+                if ran["stdout"]:
+                    outputs.append(_stream("stdout", ran["stdout"]))
+                if ran["stderr"]:
+                    outputs.append(_stream("stderr", ran["stderr"]))
+                if ran["error"]:
+                    e = ran["error"]
+                    outputs.append(_error(e["ename"], e["evalue"], e["traceback"]))
+            cell["outputs"] = outputs
+        cells.append(cell)
+    for t in spec.tests:  # deleted test cells come back at the end, with their result
+        if t.grade_id not in seen_tests:
+            cell = _release_test_cell(spec, t.grade_id)
+            cell["outputs"] = _test_outputs(result, t.grade_id)
+            cell["execution_count"] = None
+            cells.append(cell)
+    nb["cells"] = cells
+    if not isinstance(nb.get("metadata"), dict):
+        nb["metadata"] = {}
+    minor = nb.get("nbformat_minor")
+    nb["nbformat"], nb["nbformat_minor"] = 4, max(minor, 5) if type(minor) is int else 5
+    seen_ids: set[str] = set()
+    for i, cell in enumerate(nb["cells"]):
+        # only the fields nbformat 4.5 allows, well-typed: the copy always validates
+        kind = cell.get("cell_type")
+        keep = {"cell_type": kind, "id": cell.get("id"),
+                "metadata": cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {},
+                "source": _text(cell.get("source"))}
+        if kind == "code":
+            keep["outputs"] = cell.get("outputs", [])
+            keep["execution_count"] = None
+        elif _valid_attachments(cell.get("attachments")):
+            keep["attachments"] = cell["attachments"]
+        cell.clear()
+        cell.update(keep)
+        cid = cell.get("id")
+        if not isinstance(cid, str) or not _CELL_ID.fullmatch(cid) or cid in seen_ids:
+            cid = f"cell-{i}"
+            while cid in seen_ids:
+                cid += "x"
+            cell["id"] = cid
+        seen_ids.add(cid)
+    return nb
+
+
+def _valid_attachments(value) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, dict)
+        and all(isinstance(m, str) and isinstance(d, (str, list)) for m, d in v.items())
+        for k, v in value.items())
+
+
+def _test_outputs(result: SubmissionResult, gid: str) -> list[dict]:
+    pts, top = result.scores.get(gid, 0.0), result.max_scores.get(gid, 0.0)
+    if pts >= top and top > 0:
+        return [_stream("stdout", f"Passed: {_fmt(pts)}/{_fmt(top)} points\n")]
+    msg = result.messages.get(gid, "") or "the check failed"
+    return [_error("AssertionError", msg, f"AssertionError: {msg}\n(0/{_fmt(top)} points)")]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}" if math.isfinite(x) else str(x)

@@ -1,0 +1,584 @@
+"""The untrusted side of grading: run a submission's code cells, report plain values.
+
+This file runs *inside* the sandbox (``autograder/sandbox.py`` binds it read-only into a
+bubblewrap container) with only the standard library imported before the student's code.
+Nothing it reports is trusted: the grader treats every byte it writes as data (size-capped
+JSON, schema-validated in ``autograder/checker.py``), so a student who subverts this runner can
+at worst set their own answer values -- which they could do anyway by writing them.
+
+Protocol. The job is one JSON object on stdin::
+
+    {"steps": [{"kind": "code", "index": 3, "source": "x = 1"},
+               {"kind": "capture", "grade_id": "q1", "names": ["x"]}, ...],
+     "limits": {"cell_output": 20000, "total_output": 200000}}
+
+Steps run in order in one namespace (like a kernel). A code cell that raises (anything,
+``SystemExit`` and ``KeyboardInterrupt`` included) is recorded and the next cell still runs.
+A capture step converts the current values of the names a test cell reads into plain JSON
+values (numbers, strings, booleans, None, nested lists; numpy arrays and scalars become lists
+and numbers). Each step's record is written as one line of JSON on the result channel (a pipe
+whose fd is ``argv[1]``) as soon as it is known, so a run that is killed part-way still
+reports the questions it reached::
+
+    {"t": "start", "index": 3}
+    {"t": "cell", "index": 3, "stdout": "...", "stderr": "...", "error": null | {...}}
+    {"t": "capture", "grade_id": "q1", "values": {"x": {"value": 1.5}, "f": {"error": "..."}}}
+    {"t": "done"}
+
+Two ways to start: ``python runner.py FD [UID]`` (a fresh process per submission; when started
+as root inside the sandbox it first drops to ``UID`` and sets no_new_privs), or
+:func:`serve` in a pre-imported template process (see ``sandbox.Template``) that forks one
+child per submission, which then calls :func:`run_job`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import re
+import sys
+import traceback
+
+MAX_DEPTH = 16
+MAX_ELEMENTS = 200_000       # numbers in one captured value
+MAX_STRING = 100_000         # characters in one captured string
+MAX_INT_DIGITS = 1000
+
+
+class NotPlain(Exception):
+    """A value that cannot be reported as plain JSON data."""
+
+
+# --- privileges --------------------------------------------------------------------------------
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid`` (no groups, no capabilities, no_new_privs). Fails closed."""
+    if os.getuid() == 0 or os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _no_new_privs()
+    _clear_capabilities()
+    if 0 in os.getresuid() or 0 in os.getresgid():
+        raise SystemExit("runner: could not drop privileges")
+
+
+def _clear_capabilities() -> None:
+    """Empty every capability set (the uid change empties all but the inheritable one)."""
+    try:
+        import ctypes
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all zero
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.capset(ctypes.byref(Header(0x20080522, 0)), data)  # _LINUX_CAPABILITY_VERSION_3
+    except Exception:  # pragma: no cover
+        pass
+
+
+def _no_new_privs() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    except Exception:  # pragma: no cover - best effort; bwrap sets it too
+        pass
+
+
+# --- output capture ----------------------------------------------------------------------------
+
+class CappedText(io.TextIOBase):
+    """A text stream that keeps the first ``cap`` characters and counts the rest."""
+
+    def __init__(self, cap: int, name: str):
+        self.cap, self.name = cap, name
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s) -> int:
+        if not isinstance(s, str):
+            s = str(s)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = s[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+        self.dropped += max(0, len(s) - max(room, 0))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        if self.dropped:
+            out += f"\n[... {self.dropped} more characters not kept]\n"
+        return out
+
+
+# --- plain values ------------------------------------------------------------------------------
+
+def to_plain(value, depth: int = 0, budget: list | None = None):
+    """``value`` as JSON-able plain data, or raise :class:`NotPlain` saying why."""
+    if budget is None:
+        budget = [MAX_ELEMENTS]
+    if depth > MAX_DEPTH:
+        raise NotPlain("nested too deeply")
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise NotPlain(f"too large (more than {MAX_ELEMENTS} elements)")
+    if value is None or type(value) is bool:
+        return value
+    if type(value) is int:
+        if abs(value) >= 10 ** MAX_INT_DIGITS:
+            raise NotPlain("an integer too large to report")
+        return value
+    if type(value) is float:
+        return value
+    if type(value) is str:
+        if len(value) > MAX_STRING:
+            raise NotPlain(f"a string longer than {MAX_STRING} characters")
+        return value
+    if type(value) in (list, tuple):
+        return [to_plain(v, depth + 1, budget) for v in value]
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(value, np.ndarray):
+            return _array_to_plain(np, value, depth, budget)
+        if isinstance(value, np.generic):
+            if isinstance(value, np.bool_):
+                return bool(value)
+            if isinstance(value, np.integer):
+                return to_plain(int(value), depth, budget)
+            if isinstance(value, np.floating):
+                return float(value)
+            if isinstance(value, np.str_):
+                return to_plain(str(value), depth, budget)
+            raise NotPlain(f"not a plain value ({type(value).__name__})")
+        if type(value).__module__.split(".")[0] in ("jax", "jaxlib") and hasattr(value, "__array__"):
+            try:
+                array = np.asarray(value)
+            except Exception as exc:  # e.g. a tracer
+                raise NotPlain(f"not a plain value ({type(value).__name__}: {exc})") from None
+            return _array_to_plain(np, array, depth, budget)
+    # subclasses of the plain types: their underlying value, whatever methods they override
+    if isinstance(value, int):
+        return to_plain(int.__int__(value), depth, budget)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return to_plain(str.__str__(value), depth, budget)
+    raise NotPlain(f"not a plain value ({type(value).__name__})")
+
+
+def _array_to_plain(np, array, depth, budget):
+    if array.size > budget[0]:
+        raise NotPlain(f"too large (more than {MAX_ELEMENTS} elements)")
+    kind = array.dtype.kind
+    if kind in "biuf":
+        budget[0] -= int(array.size)
+        if array.ndim == 0:
+            return array.item()
+        return array.tolist()
+    if kind in "US":
+        return to_plain(array.tolist(), depth, budget)
+    if kind == "O":
+        return to_plain(array.tolist(), depth, budget)
+    raise NotPlain(f"not a plain value (a numpy array of {array.dtype})")
+
+
+# --- notebook code -----------------------------------------------------------------------------
+
+_MAGIC = re.compile(r"^(\s*)([%!]|\w+\s*=\s*[%!])")
+
+
+def python_source(source: str) -> str:
+    """Cell source as plain Python: IPython line magics and shell escapes become ``pass``."""
+    if source.lstrip().startswith("%%"):
+        raise SyntaxError("cell magics (%%) are not supported by the grader")
+    lines = []
+    for line in source.split("\n"):
+        m = _MAGIC.match(line)
+        lines.append(m.group(1) + "pass  # " + line.strip() if m else line)
+    return "\n".join(lines)
+
+
+class Channel:
+    """Line-delimited JSON records on a pipe."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def send(self, record: dict) -> None:
+        data = (json.dumps(record, allow_nan=True, separators=(",", ":")) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except InterruptedError:
+                continue
+            except OSError:
+                return  # the grader stopped listening (or the student closed the fd)
+            view = view[n:]
+
+
+def _error_record(exc: BaseException) -> dict:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next  # the runner's own frames are not the student's business
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {"ename": type(exc).__name__, "evalue": str(exc)[:2000], "traceback": text[-8000:]}
+
+
+def run_job(job: dict, channel: Channel) -> None:
+    """Run the job's steps, reporting each on ``channel``. Never raises for student errors."""
+    limits = job.get("limits", {})
+    cell_cap = int(limits.get("cell_output", 20_000))
+    total_cap = int(limits.get("total_output", 200_000))
+    used = 0
+    ns: dict = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    for step in job["steps"]:
+        kind = step.get("kind")
+        if kind == "code":
+            index = step["index"]
+            channel.send({"t": "start", "index": index})
+            room = max(0, min(cell_cap, total_cap - used))
+            out, err = CappedText(room, "stdout"), CappedText(room, "stderr")
+            sys.stdout, sys.stderr = out, err
+            error = None
+            try:
+                code = compile(python_source(step["source"]), f"<cell {index}>", "exec")
+                exec(code, ns)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt, MemoryError too
+                try:
+                    error = _error_record(exc)
+                except BaseException:
+                    error = {"ename": "Error", "evalue": "", "traceback": ""}
+            finally:
+                sys.stdout, sys.stderr = real_stdout, real_stderr
+            _close_figures()
+            stdout, stderr = out.text(), err.text()
+            used += len(stdout) + len(stderr)
+            channel.send({"t": "cell", "index": index, "stdout": stdout, "stderr": stderr,
+                          "error": error})
+        elif kind == "capture":
+            values = {}
+            for name in step["names"]:
+                if name not in ns:
+                    continue
+                try:
+                    values[name] = {"value": to_plain(ns[name])}
+                except NotPlain as exc:
+                    values[name] = {"error": str(exc)}
+                except BaseException as exc:  # a hostile __eq__/__len__ ...
+                    values[name] = {"error": f"not a plain value ({type(exc).__name__})"}
+            channel.send({"t": "capture", "grade_id": step["grade_id"], "values": values})
+    channel.send({"t": "done"})
+
+
+def _close_figures() -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.close("all")  # as the inline backend does after each cell
+        except BaseException:
+            pass
+
+
+def read_job(stream) -> dict:
+    data = stream.read()
+    job = json.loads(data)
+    if not isinstance(job, dict) or not isinstance(job.get("steps"), list):
+        raise ValueError("runner: bad job")
+    return job
+
+
+def apply_rlimits(limits: dict) -> None:
+    """Set soft = hard limits (an unprivileged process can never raise them again)."""
+    import resource
+
+    names = {"as": resource.RLIMIT_AS, "cpu": resource.RLIMIT_CPU,
+             "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+             "nofile": resource.RLIMIT_NOFILE}
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for key, value in limits.items():
+        if key == "cpu":  # SIGXCPU at the limit, SIGKILL a second later
+            resource.setrlimit(names[key], (int(value) - 1, int(value)))
+        else:
+            resource.setrlimit(names[key], (int(value), int(value)))
+
+
+def setup(config: dict) -> None:
+    """Limits first, then the uid: all before any of the student's code is read."""
+    try:  # if memory runs out on the machine, the kernel kills a student's process first
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    apply_rlimits(config.get("rlimits", {}))
+    if config.get("uid") is not None:
+        drop_privileges(int(config["uid"]))
+    else:
+        _no_new_privs()
+
+
+def main(argv: list[str]) -> None:
+    fd = int(argv[1])
+    setup(json.loads(argv[2]) if len(argv) > 2 else {})
+    job = read_job(sys.stdin.buffer)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    channel = Channel(fd)
+    try:
+        run_job(job, channel)
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(0)  # do not wait for threads the student started
+
+
+# --- template (zygote) mode --------------------------------------------------------------------
+#
+# ``serve`` runs as pid 1 of a bwrap sandbox (``sandbox.TemplateSandbox``), still root but with
+# only CAP_SETUID, CAP_SETGID, CAP_SYS_ADMIN and CAP_KILL, after importing the usual modules.
+# Per job it forks C, which makes new mount, IPC, UTS and pid namespaces and forks G, pid 1 of
+# the new pid namespace. G mounts an empty /tmp, /dev/shm and its own /proc, sets the limits,
+# drops to the job's uid and runs the job; everything G starts dies with it (the kernel kills a
+# pid namespace whose pid 1 exits). C only waits for G and reports how it ended; it kills G when
+# the grader asks. The template itself is not dumpable (no ptrace, no /proc/<pid>/fd access),
+# is pid 1 of its own namespace (its children cannot signal it to death) and runs as another
+# uid than any child; a child can reach neither the template nor any other job.
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID = 0x20000, 0x04000000, 0x08000000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+
+
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(libc, source: str, target: str, fstype, flags: int, data) -> None:
+    _check(libc.mount(source.encode() if source else None, target.encode(),
+                      fstype.encode() if fstype else None, flags,
+                      data.encode() if data else None), f"mount {target}")
+
+
+def preload(modules: list[str]) -> None:
+    """Import what most submissions import, once, in the template process."""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    if "matplotlib" in sys.modules:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+            from matplotlib import font_manager
+
+            font_manager.fontManager  # noqa: B018  (the font list is read now, not per job)
+        except Exception:
+            pass
+
+
+def _reseed() -> None:
+    """A fresh process would have fresh random state: give the child one too."""
+    import random
+
+    random.seed()
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed(int.from_bytes(os.urandom(4), "little"))
+        except Exception:
+            pass
+
+
+def _grandchild(header: dict, fds: list[int], sock_fd: int) -> None:
+    """G: pid 1 of a fresh pid namespace. Never returns."""
+    try:
+        libc = _libc()
+        _mount(libc, "", "/", None, MS_REC | MS_PRIVATE, None)
+        scratch = int(header.get("scratch", 128 << 20))
+        _mount(libc, "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={scratch},mode=1777")
+        if os.path.isdir("/dev/shm"):
+            _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "size=16m,mode=1777")
+        _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        os.mkdir("/tmp/.mpl", 0o1777)
+        os.chmod("/tmp/.mpl", 0o1777)
+        os.chdir("/tmp")
+        in_r, out_w, result_w = fds
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        os.dup2(result_w, 3)
+        os.closerange(4, 1 << 16)  # the template's socket and every other job's fd
+        setup({"rlimits": header.get("rlimits", {}), "uid": header.get("uid")})
+        import ctypes
+
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: like any process of its own
+        _reseed()
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                      line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      line_buffering=True)
+        job = read_job(io.FileIO(0, "r", closefd=False))
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        run_job(job, Channel(3))
+    except BaseException as exc:
+        try:
+            os.write(2, f"runner: {type(exc).__name__}: {exc}\n".encode())
+        except BaseException:
+            pass
+        os._exit(70)
+    os._exit(0)
+
+
+def _child(header: dict, fds: list[int], sock_fd: int) -> None:
+    """C: new namespaces, fork G, wait for it, report. Never returns."""
+    import signal
+
+    code = 71
+    try:
+        os.close(sock_fd)
+        libc = _libc()
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the template
+        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
+        pid = os.fork()
+        if pid == 0:
+            _grandchild(header, fds, -1)
+        for fd in fds:
+            os.close(fd)
+
+        def kill_g(*_):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        signal.signal(signal.SIGTERM, kill_g)
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        if os.WIFSIGNALED(status):
+            code = 128 + os.WTERMSIG(status)
+        else:
+            code = os.WEXITSTATUS(status)
+    except BaseException as exc:
+        try:
+            os.write(2, f"runner: {type(exc).__name__}: {exc}\n".encode())
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def serve(sock_fd: int, config_json: str) -> None:
+    """The template's loop: one job at a time, over a Unix socket from the grader."""
+    import fcntl
+    import select
+    import signal
+    import socket
+
+    config = json.loads(config_json)
+    sock = socket.socket(fileno=sock_fd)
+    preload(config.get("preload", []))
+    libc = _libc()
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+    def send(obj) -> None:
+        sock.sendall(json.dumps(obj).encode() + b"\n")
+
+    send({"ready": True, "modules": sorted(m for m in config.get("preload", []) if m in sys.modules)})
+    buf = b""
+    child = None
+    pidfd = None
+    while True:
+        if child is None:
+            msg, fds, _, _ = socket.recv_fds(sock, 65536, 8)
+            if not msg:
+                os._exit(0)
+            buf += msg
+            lines = buf.split(b"\n")
+            buf = lines.pop()
+            headers = [ln for ln in lines if ln.strip() and b'"kill"' not in ln]  # stale kills
+            if not fds and not headers:
+                continue
+            if len(fds) != 3 or len(headers) != 1:
+                os._exit(3)  # protocol error: the grader starts a new template
+            header = json.loads(headers[0])
+            # out of the way of 0-3, which the grandchild sets up from these
+            fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds] + fds
+            for fd in fds[3:]:
+                os.close(fd)
+            fds = fds[:3]
+            child = os.fork()
+            if child == 0:
+                _child(header, fds, sock.fileno())
+            for fd in fds:
+                os.close(fd)
+            pidfd = os.pidfd_open(child)
+            send({"started": True})
+            continue
+        ready, _, _ = select.select([sock, pidfd], [], [])
+        if pidfd in ready:
+            _, status = os.waitpid(child, 0)
+            os.close(pidfd)
+            child, pidfd = None, None
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+            send({"exit": code})
+            continue
+        data = sock.recv(65536)
+        if not data:
+            os.kill(child, signal.SIGKILL)
+            os._exit(0)
+        buf += data
+        while b"\n" in buf:
+            line, _, buf = buf.partition(b"\n")
+            if b"kill" in line:
+                try:
+                    os.kill(child, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+
+if __name__ == "__main__":
+    main(sys.argv)

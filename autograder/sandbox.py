@@ -1,0 +1,719 @@
+"""Run untrusted notebook code in a bubblewrap sandbox, with limits.
+
+What the student's process gets (see :func:`bwrap_command`):
+
+- its own pid, network, IPC, UTS and (where available) cgroup namespaces: no network at all
+  (only a loopback device that is down), no view of other processes;
+- a new root: a tmpfs holding read-only binds of the system (``/usr``), the Python install and
+  venv, the ``scalebook`` package and this package's ``runner.py`` -- and nothing else: not the
+  course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``;
+- a private tmpfs ``/tmp`` (size-capped) as the only writable place; its code arrives over a
+  pipe, so nothing of the submission is written on the host;
+- a fresh uid (a random one with no account, never root) with no capabilities and
+  ``no_new_privs``, in its own session (no TIOCSTI into the grader's terminal), killed with
+  the grader (``--die-with-parent``);
+- resource limits: RLIMIT_AS (memory), RLIMIT_CPU, RLIMIT_NPROC (processes and threads of its
+  uid), RLIMIT_FSIZE, RLIMIT_NOFILE, no core dumps; a wall-clock timeout and output caps
+  enforced from outside (the process group is killed, and with it the pid namespace).
+
+When the grader runs as root, bwrap runs as root *without* a user namespace (so the sandbox
+can be given a uid of its own, which RLIMIT_NPROC needs: the kernel exempts uid 0 from it) and
+keeps only CAP_SETUID/CAP_SETGID, which ``runner.py`` uses to drop to that uid before it reads
+the job. As an ordinary user bwrap makes a user namespace instead (``--unshare-user``,
+``--disable-userns``) and the process keeps the user's uid.
+
+Two ways to start the student's process:
+
+- :class:`FreshSandbox`: one new bwrap + Python per submission. Simple, nothing shared.
+- :class:`TemplateSandbox`: one long-lived *template* per worker, itself inside the same kind of
+  bwrap sandbox, that has already imported numpy, matplotlib and scalebook (not JAX) and forks a
+  fresh child per submission. The child gets a namespace of its own for mounts (a new empty
+  ``/tmp``), IPC and pids (it is pid 1 of its own namespace, so when it ends every process it
+  started dies), a uid of its own, the limits above, and no way back to the template (different
+  uid; the template is not dumpable). Nothing a child does survives it. See
+  ``runner.serve`` and :class:`TemplateSandbox`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+RUNNER = Path(__file__).resolve().with_name("runner.py")
+SANDBOX_RUNNER = "/opt/grader/runner.py"
+SANDBOX_MPL = "/tmp/.mpl"
+DEFAULT_PRELOAD = ("numpy", "matplotlib", "matplotlib.pyplot", "scalebook", "scalebook.checks")
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot be started at all (bwrap missing or not working)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Per-submission limits. ``timeout`` is wall-clock seconds for the whole notebook."""
+
+    timeout: float = 60.0
+    cpu: float | None = None            # CPU seconds (default: timeout)
+    memory: int = 4 * GiB               # RLIMIT_AS, bytes (JAX with 8 CPU devices needs 2)
+    nproc: int = 128                    # processes + threads of the sandbox's uid
+    fsize: int = 64 * MiB               # largest file it may write
+    nofile: int = 256
+    scratch: int = 128 * MiB            # size of its /tmp
+    output: int = 2 * MiB               # raw stdout+stderr beyond this: killed
+    keep_output: int = 64 * 1024        # raw output kept for diagnostics
+    results: int = 16 * MiB             # result channel beyond this: killed
+    cell_output: int = 20_000           # captured print() output kept per cell
+    total_output: int = 200_000         # ... and per notebook
+
+    def rlimits(self) -> dict:
+        cpu = int(self.cpu if self.cpu is not None else max(1.0, self.timeout)) + 1
+        nproc = int(self.nproc)
+        if not as_root():
+            # the sandbox keeps our uid, and RLIMIT_NPROC counts all of that uid's processes
+            nproc += _count_own_processes()
+        return {"as": int(self.memory), "cpu": cpu, "nproc": nproc,
+                "fsize": int(self.fsize), "nofile": int(self.nofile)}
+
+
+def _count_own_processes() -> int:
+    uid, n = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                n += len(os.listdir(f"/proc/{entry.name}/task")) if entry.stat().st_uid == uid else 0
+            except OSError:
+                pass
+    return n
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What came back from one run (all of it untrusted data, except the fields we measured)."""
+
+    lines: list[bytes]                  # result channel, one record per line (unparsed)
+    raw_output: str                     # the process's own stdout/stderr (first bytes)
+    returncode: int | None
+    timed_out: bool = False             # killed by us at the wall-clock limit
+    output_exceeded: bool = False       # killed by us: too much output
+    cpu_exceeded: bool = False          # killed by the kernel at RLIMIT_CPU
+    signal: int | None = None           # the student's process died of this signal
+    wall: float = 0.0
+    error: str | None = None            # the sandbox itself failed (not the student's doing)
+
+
+# --- what the sandbox may see ------------------------------------------------------------------
+
+def _python_roots() -> list[Path]:
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+             Path(sys.executable).resolve().parent.parent}
+    return sorted({r.resolve() for r in roots}, key=lambda p: len(p.parts))
+
+
+def _scalebook_dir() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("scalebook")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
+def _is_within(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def read_only_binds(forbidden: list[Path] = ()) -> list[Path]:
+    """Host paths bound read-only (at the same path) into the sandbox.
+
+    Raises :class:`SandboxError` if any of them would expose a ``forbidden`` path (the course
+    directory, ``solutions/``): better no grading than a leak.
+    """
+    binds: list[Path] = []
+    for root in _python_roots():
+        if str(root) == "/usr" or _is_within(root, Path("/usr")):
+            continue
+        binds.append(root)
+    pkg = _scalebook_dir()
+    if pkg is not None and not any(_is_within(pkg, b) for b in binds) and not _is_within(pkg, Path("/usr")):
+        binds.append(pkg)
+    out = []
+    for b in binds:
+        if any(_is_within(b, o) for o in out):
+            continue
+        out.append(b)
+    for b in out:
+        if b == Path("/"):
+            raise SandboxError("refusing to bind / into the sandbox")
+        for f in forbidden:
+            f = Path(f).resolve()
+            if _is_within(f, b):
+                raise SandboxError(f"the sandbox would see {f} (inside {b}); move the course or venv")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _mpl_cache() -> Path | None:
+    """A directory holding matplotlib's font list, built once in a trusted subprocess.
+
+    Without it matplotlib rebuilds the list (a font scan) in every sandbox. Kept in
+    ``~/.cache/scalebook-grader/`` (owned by us, not writable by others) between runs.
+    """
+    try:
+        import importlib.metadata
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            return None
+        version = importlib.metadata.version("matplotlib")
+    except Exception:
+        return None
+    import hashlib
+
+    key = hashlib.sha256(f"{version}\0{sys.prefix}\0{sys.version}".encode()).hexdigest()[:16]
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scalebook-grader"
+    final = home / f"mpl-{key}"
+    if _trusted_dir(final) and list(final.glob("fontlist-*.json")):
+        return final
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        d = Path(tempfile.mkdtemp(prefix="mpl-", dir=home))
+    except OSError:
+        d = Path(tempfile.mkdtemp(prefix="scalebook-mplcache-"))
+    env = dict(os.environ, MPLCONFIGDIR=str(d), MPLBACKEND="Agg")
+    try:
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
+    except Exception:
+        return None
+    files = list(d.glob("fontlist-*.json"))
+    if not files:
+        return None
+    for f in files:
+        f.chmod(0o644)
+    d.chmod(0o755)
+    try:
+        os.rename(d, final)
+        return final
+    except OSError:  # another grader got there first (or no cache home): use ours
+        return d
+
+
+def _trusted_dir(path: Path) -> bool:
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    import stat as stat_
+
+    return (stat_.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & (stat_.S_IWGRP | stat_.S_IWOTH))
+
+
+def sandbox_env() -> dict:
+    env = {
+        "HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONUTF8": "1",
+        "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": SANDBOX_MPL,
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2",
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
+    }
+    return env
+
+
+def as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
+                  template: bool = False) -> list[str]:
+    """The bwrap command line that runs ``argv`` in a fresh sandbox."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+           "--hostname", "sandbox", "--clearenv"]
+    if as_root():
+        cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        if template:
+            # the template makes a mount, IPC and pid namespace per child, then drops these
+            cmd += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
+    else:
+        cmd += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    # the system, read-only
+    for top in ("usr",):
+        cmd += ["--ro-bind", f"/{top}", f"/{top}"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = Path("/" + top)
+        if p.is_symlink():
+            cmd += ["--symlink", os.readlink(p), f"/{top}"]
+        elif p.is_dir():
+            cmd += ["--ro-bind", f"/{top}", f"/{top}"]
+    made = {"/", "/usr", "/tmp", "/proc", "/dev"}
+
+    def parents(dest: str) -> list[str]:
+        out = []
+        parts = Path(dest).parts
+        for i in range(2, len(parts)):
+            d = str(Path(*parts[:i]))
+            if d not in made and not d.startswith("/usr/"):
+                made.add(d)
+                out += ["--perms", "0755", "--dir", d]
+        return out
+
+    for b in read_only_binds(forbidden):
+        cmd += parents(str(b)) + ["--ro-bind", str(b), str(b)]
+    cmd += parents(SANDBOX_RUNNER) + ["--ro-bind", str(RUNNER), SANDBOX_RUNNER]
+    cmd += ["--proc", "/proc", "--dev", "/dev",
+            "--size", str(int(scratch)), "--perms", "1777", "--tmpfs", "/tmp",
+            "--perms", "1777", "--dir", SANDBOX_MPL]
+    mpl = _mpl_cache()
+    if mpl is not None:
+        for f in mpl.glob("fontlist-*.json"):
+            cmd += ["--ro-bind", str(f), f"{SANDBOX_MPL}/{f.name}"]
+    for k, v in sandbox_env().items():
+        cmd += ["--setenv", k, v]
+    cmd += ["--chdir", "/tmp", "--"] + argv
+    return cmd
+
+
+def sandbox_uid() -> int:
+    """A uid no account has, different for every run (RLIMIT_NPROC counts per uid)."""
+    return 1_000_000 + secrets.randbelow(1_000_000_000)
+
+
+# --- running -----------------------------------------------------------------------------------
+
+class _Pump:
+    """Feed stdin, drain stdout/stderr and the result channel, with caps and a deadline."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.raw = bytearray()
+        self.raw_total = 0
+        self.buf = bytearray()
+        self.lines: list[bytes] = []
+        self.results_total = 0
+        self.output_exceeded = False
+
+    def feed_raw(self, data: bytes) -> bool:
+        self.raw_total += len(data)
+        room = self.limits.keep_output - len(self.raw)
+        if room > 0:
+            self.raw += data[:room]
+        return self.raw_total <= self.limits.output
+
+    def feed_results(self, data: bytes) -> bool:
+        self.results_total += len(data)
+        if self.results_total > self.limits.results:
+            return False
+        self.buf += data
+        while True:
+            i = self.buf.find(b"\n")
+            if i < 0:
+                break
+            self.lines.append(bytes(self.buf[:i]))
+            del self.buf[:i + 1]
+        return True
+
+    def finish(self) -> None:
+        if self.buf:
+            self.lines.append(bytes(self.buf))
+            self.buf.clear()
+
+
+def _decode_status(returncode: int | None) -> tuple[int | None, bool]:
+    """(signal that killed the student's process or None, whether it was RLIMIT_CPU)."""
+    if returncode is None:
+        return None, False
+    sig = None
+    if returncode < 0:
+        sig = -returncode
+    elif returncode > 128 and returncode - 128 < 65:
+        sig = returncode - 128       # bwrap reports a signalled child as 128 + signal
+    cpu = sig == signal.SIGXCPU
+    return sig, cpu
+
+
+def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits,
+         cancel: threading.Event | None = None) -> Outcome:
+    """Talk to a started sandbox process until it ends (or is killed); return the outcome."""
+    t0 = time.monotonic()
+    deadline = t0 + limits.timeout
+    p = _Pump(limits)
+    sel = selectors.DefaultSelector()
+    os.set_blocking(result_r, False)
+    out_fd = proc.stdout.fileno()
+    os.set_blocking(out_fd, False)
+    sel.register(out_fd, selectors.EVENT_READ, "out")
+    sel.register(result_r, selectors.EVENT_READ, "res")
+    stdin = proc.stdin
+    view = memoryview(job_bytes)
+    if stdin is not None:
+        os.set_blocking(stdin.fileno(), False)
+        sel.register(stdin.fileno(), selectors.EVENT_WRITE, "in")
+    open_reads = 2
+    timed_out = False
+    killed = False
+    grace_deadline = None
+    try:
+        while open_reads:
+            now = time.monotonic()
+            if not killed and (now >= deadline or (cancel is not None and cancel.is_set())):
+                timed_out = now >= deadline
+                _kill_group(proc)
+                killed = True
+                grace_deadline = now + 5.0
+            if killed and grace_deadline is not None and now >= grace_deadline:
+                break
+            wait = min(0.5, max(0.0, (grace_deadline if killed else deadline) - now))
+            for key, _ in sel.select(timeout=wait):
+                tag = key.data
+                if tag == "in":
+                    try:
+                        n = os.write(key.fd, view[:65536])
+                        view = view[n:]
+                    except BlockingIOError:
+                        continue
+                    except (BrokenPipeError, OSError):
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(key.fd)
+                        stdin.close()
+                        stdin = None
+                    continue
+                try:
+                    data = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(key.fd)
+                    open_reads -= 1
+                    continue
+                ok = p.feed_raw(data) if tag == "out" else p.feed_results(data)
+                if not ok and not killed:
+                    p.output_exceeded = True
+                    _kill_group(proc)
+                    killed = True
+                    grace_deadline = time.monotonic() + 5.0
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait(timeout=5)
+    finally:
+        sel.close()
+        if stdin is not None:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+        os.close(result_r)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if proc.poll() is None:
+            _kill_group(proc)
+            proc.wait()
+    p.finish()
+    sig, cpu = _decode_status(proc.returncode)
+    return Outcome(lines=p.lines, raw_output=p.raw.decode("utf-8", "replace"),
+                   returncode=proc.returncode, timed_out=timed_out,
+                   output_exceeded=p.output_exceeded, cpu_exceeded=cpu,
+                   signal=None if killed else sig, wall=time.monotonic() - t0)
+
+
+class FreshSandbox:
+    """A new bwrap sandbox and Python interpreter for every submission."""
+
+    kind = "fresh"
+
+    def __init__(self, forbidden: list[Path] = ()):
+        self.forbidden = [Path(f) for f in forbidden]
+
+    def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
+        uid = sandbox_uid()
+        result_r, result_w = os.pipe()
+        argv = [sys.executable, "-s", "-B", SANDBOX_RUNNER, str(result_w),
+                json.dumps({"uid": uid if as_root() else None, "rlimits": limits.rlimits()})]
+        cmd = bwrap_command(argv, scratch=limits.scratch, forbidden=self.forbidden)
+        job_bytes = json.dumps(job).encode()
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=(result_w,),
+                                    start_new_session=True, close_fds=True)
+        except OSError as exc:
+            os.close(result_r)
+            os.close(result_w)
+            return Outcome([], "", None, error=f"could not start bwrap: {exc}")
+        os.close(result_w)
+        return pump(proc, job_bytes, result_r, limits, cancel)
+
+    def close(self) -> None:
+        pass
+
+
+# --- template (pre-imported, fork per submission) ----------------------------------------------
+
+class TemplateSandbox:
+    """A long-lived pre-imported template in a sandbox, forking one fresh child per job.
+
+    The grader talks to the template over a Unix socket (one JSON line per message). For each
+    job it passes three new pipes (the child's stdin, stdout+stderr and result channel) with
+    SCM_RIGHTS, so a child can only ever reach its own job's pipes; the grader reads them until
+    EOF, which it sees only once every process of the job has exited. Anything unexpected (the
+    template dies, stalls, answers oddly, or a job had to be killed) and the template is thrown
+    away; a new one is started for the next job. If a template cannot be started at all, jobs
+    run in a :class:`FreshSandbox`.
+    """
+
+    kind = "template"
+
+    def __init__(self, forbidden: list[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
+                 scratch: int = Limits.scratch, max_jobs: int = 1000):
+        self.forbidden = [Path(f) for f in forbidden]
+        self.preload = tuple(preload)
+        self.scratch = scratch
+        self.max_jobs = max_jobs
+        self.proc: subprocess.Popen | None = None
+        self.sock = None
+        self._rbuf = b""
+        self.jobs = 0
+        self.starts = 0
+        self.broken: str | None = None
+        self.fallback = FreshSandbox(forbidden)
+
+    def _start(self) -> None:
+        import socket
+
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = [sys.executable, "-s", "-B", "-c",
+                "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
+                "runner.serve(int(sys.argv[1]), sys.argv[2])",
+                str(child.fileno()), json.dumps({"preload": list(self.preload)})]
+        cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
+        # pid 1 of its namespace: its children cannot signal it to death
+        cmd.insert(cmd.index("--die-with-parent"), "--as-pid-1")
+        self.log = tempfile.TemporaryFile()  # the template's own stderr (never a pipe that fills)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self.log, pass_fds=(child.fileno(),),
+                                         start_new_session=True, close_fds=True)
+        finally:
+            child.close()
+        self.sock = parent
+        self._rbuf = b""
+        self.starts += 1
+        hello = self._recv(timeout=120)
+        if not hello or hello.get("ready") is not True:
+            err = b""
+            if self.proc is not None:
+                _kill_group(self.proc)
+                try:
+                    self.proc.wait(timeout=10)
+                    self.log.seek(0)
+                    err = self.log.read()[-2000:]
+                except Exception:
+                    pass
+            self.close()
+            raise SandboxError(f"the template did not start: {err.decode('utf-8', 'replace')}")
+        self.jobs = 0
+
+    def _recv(self, timeout: float) -> dict | None:
+        """The next JSON line from the template, or None (closed, garbage, or too slow)."""
+        deadline = time.monotonic() + timeout
+        try:
+            while b"\n" not in self._rbuf:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.sock is None:
+                    return None
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(4096)
+                if not chunk:
+                    return None
+                self._rbuf += chunk
+                if len(self._rbuf) > 65536:
+                    return None
+            line, _, self._rbuf = self._rbuf.partition(b"\n")
+            msg = json.loads(line)
+            return msg if isinstance(msg, dict) else None
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+        if self.proc is not None:
+            _kill_group(self.proc)
+            try:
+                self.proc.wait(timeout=10)
+            except Exception:
+                pass
+            self.proc = None
+        if getattr(self, "log", None) is not None:
+            self.log.close()
+            self.log = None
+
+    def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
+        import socket
+
+        if self.broken is not None:
+            return self.fallback.run(job, limits, cancel)
+        if self.proc is None or self.proc.poll() is not None or self.jobs >= self.max_jobs:
+            self.close()
+            try:
+                self._start()
+            except (SandboxError, OSError) as exc:
+                self.broken = str(exc)
+                return self.fallback.run(job, limits, cancel)
+        self.jobs += 1
+        result_r, result_w = os.pipe()
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        header = {"uid": sandbox_uid() if as_root() else None, "rlimits": limits.rlimits(),
+                  "scratch": int(limits.scratch)}
+        try:
+            socket.send_fds(self.sock, [json.dumps(header).encode() + b"\n"], [in_r, out_w, result_w])
+            sent = True
+        except OSError:
+            sent = False
+        for fd in (in_r, out_w, result_w):
+            os.close(fd)
+        started = self._recv(timeout=30) if sent else None
+        if not started or started.get("started") is not True:
+            for fd in (result_r, in_w, out_r):
+                os.close(fd)
+            self.close()
+            return self.fallback.run(job, limits, cancel)
+        child = _TemplateChild(self, out_r, in_w)
+        outcome = pump(child, json.dumps(job).encode(), result_r, limits, cancel)
+        if child.killed or outcome.returncode is None or outcome.returncode in (70, 71):
+            self.close()  # a job had to be killed, or the protocol went wrong: start afresh
+        return outcome
+
+
+class _TemplateChild:
+    """The parts of ``Popen`` that :func:`pump` uses, for a job forked by the template."""
+
+    def __init__(self, template: TemplateSandbox, out_r: int, in_w: int):
+        self.template = template
+        self.stdout = os.fdopen(out_r, "rb", buffering=0)
+        self.stdin = os.fdopen(in_w, "wb", buffering=0)
+        self.returncode: int | None = None
+        self.killed = False
+
+    def poll(self):
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.killed:
+            return
+        self.killed = True
+        try:
+            self.template.sock.sendall(b'{"kill": true}\n')
+        except (OSError, AttributeError):
+            self.template.close()
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            msg = self.template._recv(timeout=timeout if timeout is not None else 30)
+            if not msg or not isinstance(msg.get("exit"), int):
+                self.template.close()
+                self.returncode = 128 + signal.SIGKILL
+                self.killed = True
+            else:
+                self.returncode = msg["exit"]
+        return self.returncode
+
+
+def _kill_group(proc) -> None:
+    """Kill a sandbox: the bwrap process group (and so its pid namespace), or a template's job."""
+    if isinstance(proc, _TemplateChild):
+        proc.kill()
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+# --- availability ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def check_sandbox() -> str | None:
+    """None if the sandbox works here, else why not (one line)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        out = FreshSandbox().run({"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
+                                            {"kind": "capture", "grade_id": "g", "names": ["x"]}]},
+                                 Limits(timeout=60))
+    except SandboxError as exc:
+        return str(exc)
+    if out.error:
+        return out.error
+    if not any(b'"done"' in line for line in out.lines):
+        return f"the sandbox did not run Python (exit {out.returncode}): {out.raw_output[-500:]}"
+    return None
+
+
+def make_sandbox(kind: str = "template", forbidden: list[Path] = ()):
+    """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``.
+
+    The template needs root (it gives each child a uid of its own); as an ordinary user every
+    job gets a fresh sandbox instead.
+    """
+    if kind == "fresh" or (kind == "template" and not as_root()):
+        return FreshSandbox(forbidden)
+    if kind == "template":
+        return TemplateSandbox(forbidden)
+    raise ValueError(f"unknown sandbox kind {kind!r}")
+
+
+_local = threading.local()
+REMOTE_JOBS = 0  # jobs this process ran for a remote grader (tests ask the Dask workers)
+
+
+def run_remote(job: dict, limits: Limits, kind: str = "template") -> Outcome:
+    """Run one job on a Dask worker (one sandbox per worker thread, reused)."""
+    global REMOTE_JOBS
+    REMOTE_JOBS += 1
+    sb = getattr(_local, "sandbox", None)
+    if sb is None or sb.kind != (kind if as_root() else "fresh"):
+        from .course import REPO, SOLUTIONS
+
+        sb = _local.sandbox = make_sandbox(kind, [SOLUTIONS, REPO])
+    try:
+        return sb.run(job, limits)
+    except SandboxError as exc:
+        return Outcome([], "", None, error=f"sandbox on {os.uname().nodename}: {exc}")

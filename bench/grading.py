@@ -1,0 +1,254 @@
+"""Benchmark: nbgrader autograde vs. autograder.grade.grade_assignment, same submissions.
+
+    .venv/bin/python bench/grading.py [--assignment hw1-rooflines] [-n 24] [--workers N]
+                                      [--detail] [--keep DIR]
+
+Builds N sample submissions of the assignment from ``exercises/`` (answer cells filled with
+the solutions' code; every fifth with two answers wrong, every fifth with three left
+unanswered), grades identical copies of one course with plain ``nbgrader autograde`` and with
+``grade_assignment`` (each as a fresh process, on this machine, one after the other), and
+prints both times, their ratio, the per-notebook overhead and the floor: the time the
+students' own cells take when everything they import is already imported. Exits non-zero
+unless both gave identical scores. ``--detail`` also times our grader with one worker, with a
+pre-imported template and with a fresh sandbox per notebook (overhead without parallelism).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+ENV = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
+           JAX_PLATFORMS="cpu", MPLBACKEND="Agg", PYTHONHASHSEED="0",
+           PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+
+
+def nbg(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def text(src) -> str:
+    return "".join(src) if isinstance(src, list) else src
+
+
+def prepare_course(root: Path, assignment: str) -> None:
+    """source/ from solutions/, then nbgrader generate_assignment (release/ + gradebook)."""
+    shutil.copytree(REPO / "solutions" / assignment, root / "source" / assignment)
+    code = (
+        "import logging, sys\n"
+        "from nbgrader.apps import NbGraderAPI\n"
+        "from nbgrader.coursedir import CourseDirectory\n"
+        "from traitlets.config import Config\n"
+        f"cfg = Config({{'CourseDirectory': {{'root': {str(root)!r}}}}})\n"
+        "api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)\n"
+        "api.log.setLevel(logging.ERROR)\n"
+        f"r = api.generate_assignment({assignment!r}, force=True, create=True)\n"
+        "sys.exit(0 if r['success'] else r.get('log') or r.get('error'))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, cwd=root)
+
+
+def wrong(source: str) -> str:
+    """The solution code with every number it binds doubled (a wrong but well-formed answer)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return source + "".join(f"\n{n} = {n} * 2" for n in dict.fromkeys(names))
+
+
+def build_submissions(root: Path, assignment: str, n: int) -> list[str]:
+    base_path = REPO / "exercises" / assignment / f"{assignment}.ipynb"
+    if not base_path.is_file():
+        base_path = root / "release" / assignment / f"{assignment}.ipynb"
+    base = json.loads(base_path.read_text())
+    source = json.loads((root / "source" / assignment / f"{assignment}.ipynb").read_text())
+    solutions = {nbg(c)["grade_id"]: text(c["source"]) for c in source["cells"]
+                 if nbg(c).get("solution") and c["cell_type"] == "code"}
+    answer_ids = [c for c in solutions]
+    students = []
+    for i in range(n):
+        nb = copy.deepcopy(base)
+        kind = i % 5
+        for j, cell in enumerate(nb["cells"]):
+            gid = nbg(cell).get("grade_id")
+            if gid not in solutions:
+                continue
+            k = answer_ids.index(gid)
+            if kind == 3 and k in ((i // 5) % len(answer_ids), (i // 5 + 3) % len(answer_ids)):
+                cell["source"] = wrong(solutions[gid])
+            elif kind == 4 and k % 4 == (i // 5) % 4 and k < 12:
+                continue  # left as the stub: not answered
+            else:
+                cell["source"] = solutions[gid]
+        student = f"student{i:03d}"
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        (folder / f"{assignment}.ipynb").write_text(json.dumps(nb, indent=1))
+        (folder / "timestamp.txt").write_text("2026-01-15 10:00:00.000000 UTC")
+        students.append(student)
+    return students
+
+
+FLOOR = r'''
+import json, sys, time, builtins
+import numpy, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import scalebook, scalebook.checks
+sys.path.insert(0, REPO)
+from autograder.runner import python_source
+total = 0.0
+for path in sys.argv[1:]:
+    nb = json.load(open(path))
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] != "code" or meta.get("grade"):
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        t = time.perf_counter()
+        try:
+            exec(compile(python_source(src), "<cell>", "exec"), ns)
+        except BaseException:
+            pass
+        total += time.perf_counter() - t
+        plt.close("all")
+print(total)
+'''
+
+
+def measure_floor(root: Path, assignment: str, students: list[str]) -> float:
+    paths = [str(root / "submitted" / s / assignment / f"{assignment}.ipynb") for s in students]
+    out = subprocess.run([sys.executable, "-c", f"REPO = {str(REPO)!r}\n" + FLOOR, *paths],
+                         check=True, capture_output=True, text=True, env=ENV)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def run_nbgrader(root: Path, assignment: str) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force",
+                           f"--CourseDirectory.root={root}", "--log-level=ERROR"],
+                          cwd=root, env=ENV, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t
+    if proc.returncode != 0:
+        sys.exit(f"nbgrader autograde failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return elapsed
+
+
+def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from pathlib import Path\n"
+        "from autograder.course import Course\n"
+        "from autograder.grade import grade_assignment\n"
+        f"r = grade_assignment(Course(Path({str(root)!r})), {assignment!r}, workers={workers}, "
+        f"sandbox={sandbox!r}, progress=False)\n"
+        "sys.exit(1 if r.errors else 0)\n"
+    )
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, cwd=root)
+    return time.perf_counter() - t
+
+
+def scores(root: Path, assignment: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return {s.student_id: {g.name: g.auto_score for nb in s.notebooks for g in nb.grades}
+                for s in gb.assignment_submissions(assignment)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--assignment", default="hw1-rooflines")
+    ap.add_argument("-n", type=int, default=24, help="submissions (default 24)")
+    ap.add_argument("--workers", type=int, default=None, help="default: one per core")
+    ap.add_argument("--detail", action="store_true", help="also time 1 worker, template vs fresh")
+    ap.add_argument("--keep", type=Path, help="build the courses here and keep them")
+    args = ap.parse_args(argv)
+    from autograder.grade import default_workers
+
+    workers = args.workers or default_workers()
+    tmp = Path(tempfile.mkdtemp(prefix="scalebook-bench-")) if args.keep is None else args.keep
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        base = tmp / "base"
+        prepare_course(base, args.assignment)
+        students = build_submissions(base, args.assignment, args.n)
+        courses = {k: tmp / k for k in ("nbgrader", "ours", "ours1t", "ours1f")}
+        for c in courses.values():
+            shutil.copytree(base, c)
+        floor = measure_floor(base, args.assignment, students)
+        n = len(students)
+        print(f"{n} submissions of {args.assignment}, {os.cpu_count()} cores, {workers} workers", flush=True)
+        t_nb = run_nbgrader(courses["nbgrader"], args.assignment)
+        t_ours = run_ours(courses["ours"], args.assignment, workers, "template")
+        rows = [("nbgrader autograde", t_nb, 1, courses["nbgrader"]),
+                (f"grade_assignment ({workers} workers)", t_ours, workers, courses["ours"])]
+        marginal = []
+        if args.detail:
+            rows.append(("grade_assignment (1 worker, template)",
+                         run_ours(courses["ours1t"], args.assignment, 1, "template"), 1, courses["ours1t"]))
+            rows.append(("grade_assignment (1 worker, fresh sandbox)",
+                         run_ours(courses["ours1f"], args.assignment, 1, "fresh"), 1, courses["ours1f"]))
+            # the same with a single submission: the fixed start-up, and so the cost per notebook
+            single = tmp / "single"
+            shutil.copytree(base, single)
+            for s in students[1:]:
+                shutil.rmtree(single / "submitted" / s)
+            for label, run in (("nbgrader autograde", lambda c: run_nbgrader(c, args.assignment)),
+                               (f"grade_assignment ({workers} workers)",
+                                lambda c: run_ours(c, args.assignment, workers, "template")),
+                               ("grade_assignment (1 worker, fresh sandbox)",
+                                lambda c: run_ours(c, args.assignment, 1, "fresh"))):
+                c = tmp / f"single-{len(marginal)}"
+                shutil.copytree(single, c)
+                marginal.append((label, run(c)))
+        print(f"floor (students' own cells, modules pre-imported): {floor:.2f} s in all, "
+              f"{1000 * floor / n:.1f} ms per notebook")
+        for label, t, w, _ in rows:
+            overhead = (t - floor / w) / n
+            print(f"{label:44s} {t:7.2f} s  {t / n:6.3f} s/notebook  overhead {overhead:6.3f} s/notebook")
+        totals = {label: t for label, t, _, _ in rows}
+        for label, t1 in marginal:
+            print(f"{label:44s} start-up {t1:5.2f} s, then {(totals[label] - t1) / max(1, n - 1):6.3f} s "
+                  f"per further notebook")
+        print(f"speed-up over nbgrader autograde: {t_nb / t_ours:.2f}x")
+        reference = scores(courses["nbgrader"], args.assignment)
+        ok = len(reference) == n
+        for label, _, _, course in rows[1:]:
+            mine = scores(course, args.assignment)
+            same = mine == reference
+            ok &= same
+            if not same:
+                diff = {s: (reference.get(s), mine.get(s)) for s in set(reference) | set(mine)
+                        if reference.get(s) != mine.get(s)}
+                print(f"DIFFERENT SCORES ({label}): {json.dumps(diff, indent=1)[:3000]}")
+        total = sum(sum(v.values()) for v in reference.values())
+        print(f"scores identical: {ok} ({n} students, {total:g} points in all)")
+        return 0 if ok else 1
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Hostile submissions graded among honest ones (tests/hostile/corpus.py).
+
+For each hostile submission: exactly the points its honest parts earned, never more, and a
+clear status. Across all of them: no secret (a canary file in the course, the hidden tests)
+reaches any answer, message or output; nothing outside ``autograded/`` and the gradebook
+changes in the course; no network connection reaches the host; no file appears on the host;
+and every honest submission gets the scores of a clean run without the hostile ones.
+
+Needs bubblewrap (marked ``sandbox``). The limits are low to keep this fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hostile import corpus, fixture  # noqa: E402
+
+from autograder.course import Course  # noqa: E402
+from autograder.grade import grade_assignment  # noqa: E402
+from autograder.sandbox import Limits, check_sandbox  # noqa: E402
+
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(check_sandbox() is not None, reason=f"no sandbox: {check_sandbox()}")]
+
+LIMITS = Limits(timeout=10, memory=1 << 30, nproc=64)
+
+
+class Listener:
+    """A TCP and UDP listener on every interface of the host: no sandbox may reach it."""
+
+    def __init__(self):
+        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind(("0.0.0.0", 0))
+        self.tcp.listen(16)
+        self.port = self.tcp.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("0.0.0.0", self.port))
+        self.hits: list[str] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._tcp, daemon=True),
+                        threading.Thread(target=self._udp, daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _tcp(self):
+        self.tcp.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, addr = self.tcp.accept()
+                self.hits.append(f"tcp from {addr}")
+                conn.close()
+            except OSError:
+                pass
+
+    def _udp(self):
+        self.udp.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                _, addr = self.udp.recvfrom(100)
+                self.hits.append(f"udp from {addr}")
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+        self.tcp.close()
+        self.udp.close()
+
+
+def host_ip() -> str:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks the interface
+        return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+    finally:
+        s.close()
+
+
+def grade(root: Path, sandbox: str, **kw):
+    return grade_assignment(Course(root), fixture.ASSIGNMENT, workers=2, limits=LIMITS,
+                            sandbox=sandbox, progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def honest_scores(tmp_path_factory):
+    """The honest students graded alone: the reference their scores must match."""
+    root = fixture.copy_course(fixture.prepared(tmp_path_factory),
+                               tmp_path_factory.mktemp("clean") / "course")
+    release = fixture.release_notebook(root)
+    for student, (data, _) in corpus.honest_submissions(release).items():
+        fixture.submit(root, student, data)
+    report = grade(root, "template")
+    return {r.student: r for r in report.results}
+
+
+@pytest.mark.parametrize("sandbox", ["template", "fresh"])
+def test_hostile_corpus(tmp_path_factory, honest_scores, sandbox):
+    root = fixture.copy_course(fixture.prepared(tmp_path_factory),
+                               tmp_path_factory.mktemp(f"hostile-{sandbox}") / "course")
+    release = fixture.release_notebook(root)
+    listener = Listener()
+    try:
+        hostile = corpus.build(release, str(root.resolve()), listener.port, host_ip())
+        honest = corpus.honest_submissions(release)
+        for student, (data, _) in honest.items():
+            fixture.submit(root, student, data)
+        for name, h in hostile.items():
+            fixture.submit(root, name, h.data)
+        if os.path.exists(corpus.HOST_MARKER):
+            os.unlink(corpus.HOST_MARKER)
+        before = fixture.tree_snapshot(root)
+        report = grade(root, sandbox)
+    finally:
+        listener.close()
+    results = {r.student: r for r in report.results}
+    assert report.errors == {}
+    assert set(results) == set(hostile) | set(honest)
+
+    # no hostile submission gains a point it did not earn, and each says what it did
+    wrong = []
+    for name, h in hostile.items():
+        r = results[name]
+        if r.status not in h.statuses:
+            wrong.append(f"{name}: status {r.status!r}, expected one of {h.statuses}; {r.problems}")
+        for gid, pts in r.scores.items():
+            if pts > h.earned[gid] or (h.exact and pts != h.earned[gid]):
+                wrong.append(f"{name}: {gid} scored {pts}, earned {h.earned[gid]}: {r.messages[gid]!r}")
+    assert not wrong, "\n".join(wrong)
+    assert "tampered" in " ".join(results["edited-test"].problems)
+    assert results["infinite-loop"].messages["q3-test"].startswith("not graded")
+
+    # honest students: exactly their clean-run results, hostile neighbours or not
+    for student, (_, expected) in honest.items():
+        r, clean = results[student], honest_scores[student]
+        assert r.scores == clean.scores == expected, student
+        assert (r.status, r.messages) == (clean.status, clean.messages), student
+
+    # no secret anywhere: answers, messages, problems, autograded notebooks
+    everything = json.dumps([r.to_json() for r in report.results])
+    for path in (root / "autograded").rglob("*"):
+        if path.is_file():
+            everything += path.read_text("utf-8", "replace")
+    for canary in (fixture.SECRET_CANARY, fixture.HIDDEN_CANARY, "BEGIN HIDDEN TESTS"):
+        assert canary not in everything, canary
+    leak = results["read-secrets"].messages["q3-test"]
+    assert "should be a number" in leak  # what it could read did come back, as its answer
+    assert "FileNotFoundError" in leak or "PermissionError" in leak
+
+    # nothing written outside its sandbox; the network unreachable
+    assert fixture.tree_snapshot(root) == before
+    assert not os.path.exists(corpus.HOST_MARKER)
+    assert listener.hits == []
+
+    # every autograded copy is a valid notebook, whatever was submitted
+    import nbformat
+
+    for name in results:
+        nbformat.validate(nbformat.read(root / "autograded" / name / fixture.ASSIGNMENT /
+                                        f"{fixture.ASSIGNMENT}.ipynb", as_version=4))
+
+    # all of it recorded, once
+    in_db = fixture.scores_in_gradebook(root)
+    assert {s: v for s, v in in_db.items()} == {s: r.scores for s, r in results.items()}
+
+
+def test_sandbox_view(tmp_path):
+    """What the student's process can see and do, in both kinds of sandbox."""
+    from autograder.sandbox import FreshSandbox, TemplateSandbox
+
+    probe = r'''
+import os, socket
+writable = []
+for top in ("/", "/tmp", "/dev/shm", "/opt", "/usr", "/root", "/work", "/proc/sys"):
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in ("/proc", "/sys", "/dev")
+                       or os.path.join(dirpath, d) in ("/dev",)]
+        if os.access(dirpath, os.W_OK):
+            writable.append(dirpath)
+        if dirpath.count("/") > 3:
+            dirnames[:] = []
+status = open("/proc/self/status").read()
+caps = [l.split()[1] for l in status.splitlines() if l.startswith(("CapEff", "CapPrm", "CapAmb", "CapInh"))]
+nnp = [l.split()[1] for l in status.splitlines() if l.startswith("NoNewPrivs")]
+procs = [p for p in os.listdir("/proc") if p.isdigit()]
+ifaces = [name for _, name in socket.if_nameindex()]
+import json
+view = json.dumps({"uid": os.getuid(), "writable": sorted(set(writable)), "caps": caps, "nnp": nnp,
+                   "procs": procs, "ifaces": ifaces, "root": sorted(os.listdir("/")), "cwd": os.getcwd()})
+'''
+    job = {"steps": [{"kind": "code", "index": 0, "source": probe},
+                     {"kind": "capture", "grade_id": "g", "names": ["view"]}]}
+    for sb in (FreshSandbox(), TemplateSandbox()):
+        try:
+            out = sb.run(job, LIMITS)
+        finally:
+            sb.close()
+        records = [json.loads(line) for line in out.lines]
+        cell = next(r for r in records if r["t"] == "cell")
+        assert cell["error"] is None, cell
+        view = json.loads(next(r for r in records if r["t"] == "capture")["values"]["view"]["value"])
+        assert view["uid"] != 0
+        assert set(view["writable"]) <= {"/tmp", "/tmp/.mpl", "/dev/shm"}, view["writable"]
+        assert view["caps"] == ["0000000000000000"] * 4, view
+        assert view["nnp"] == ["1"]
+        assert view["ifaces"] == ["lo"]
+        assert len(view["procs"]) <= 2, view["procs"]
+        assert not {"home", "etc", "srv", "mnt", "var", "boot"} & set(view["root"]), view["root"]
+        assert view["cwd"] == "/tmp"
+
+
+def test_template_jobs_share_nothing():
+    """A job in the template leaves nothing for the next: files, processes, sockets."""
+    from autograder.sandbox import TemplateSandbox
+
+    first = r'''
+import os, socket, time
+open("/tmp/left-behind", "w").write("secret of student A")
+open("/dev/shm/left-behind", "w").write("secret of student A")
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 47123))
+srv.listen(1)
+abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+abstract.bind("\0scalebook-left-behind")
+abstract.listen(1)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(60)
+    os._exit(0)
+uid = os.getuid()
+'''
+    second = r'''
+import os, socket
+seen = {"tmp": os.listdir("/tmp"), "shm": os.listdir("/dev/shm"),
+        "procs": [p for p in os.listdir("/proc") if p.isdigit()]}
+for fam, addr in ((socket.AF_INET, ("127.0.0.1", 47123)), (socket.AF_UNIX, "\0scalebook-left-behind")):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.connect(addr)
+        seen[str(fam)] = "connected"
+    except OSError as exc:
+        seen[str(fam)] = type(exc).__name__
+import json
+seen = json.dumps(seen)
+uid = os.getuid()
+'''
+    sb = TemplateSandbox()
+    try:
+        outs = []
+        for src, names in ((first, ["uid"]), (second, ["seen", "uid"])):
+            job = {"steps": [{"kind": "code", "index": 0, "source": src},
+                             {"kind": "capture", "grade_id": "g", "names": names}]}
+            outs.append([json.loads(line) for line in sb.run(job, LIMITS).lines])
+        assert sb.starts == 1  # the same template served both
+    finally:
+        sb.close()
+    a = next(r for r in outs[0] if r["t"] == "capture")["values"]
+    b = next(r for r in outs[1] if r["t"] == "capture")["values"]
+    assert next(r for r in outs[0] if r["t"] == "cell")["error"] is None
+    seen = json.loads(b["seen"]["value"])
+    assert seen["tmp"] == [".mpl"] and seen["shm"] == []
+    assert seen["procs"] == ["1"]
+    assert seen[str(socket.AF_INET)] != "connected" and seen[str(socket.AF_UNIX)] != "connected"
+    assert a["uid"]["value"] != b["uid"]["value"]
