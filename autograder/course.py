@@ -333,7 +333,7 @@ class _LogCapture:
 
 # --- the grading record (statuses and messages; scores live in the gradebook) -------------
 
-GRADING_RECORD = "grading.json"  # written by autograder/grade.py beside each autograded notebook
+GRADING_RECORD = "grading.json"  # the engine (grade.py) writes it beside each autograded notebook
 
 
 def load_report(course: Course, assignment: str) -> dict[str, dict]:

@@ -34,12 +34,10 @@ from pathlib import Path
 
 from . import checker
 from .checker import GRADED, SpecError, SubmissionResult  # noqa: F401  (re-exported)
-from .course import REPO, SOLUTIONS, Course
+from .course import GRADING_RECORD, REPO, SOLUTIONS, Course
 from .sandbox import Limits, check_sandbox, make_sandbox
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits"]
-
-SIDECAR = "grading.json"
 
 
 class GradingError(RuntimeError):
@@ -133,7 +131,7 @@ def read_timestamp(course: Course, student: str, assignment: str):
 
 def load_result(course: Course, student: str, assignment: str) -> SubmissionResult | None:
     """The result recorded by the last grading of this submission (``grading.json``)."""
-    path = course.autograded(student, assignment) / SIDECAR
+    path = course.autograded(student, assignment) / GRADING_RECORD
     try:
         return SubmissionResult.from_json(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
@@ -509,7 +507,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             stamp = course.submitted(student, assignment) / "timestamp.txt"
             if ts is not None and stamp.is_file() and not stamp.is_symlink():
                 atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
-            atomic_write(out_dir / SIDECAR, json.dumps(result.to_json(), indent=1).encode())
+            atomic_write(out_dir / GRADING_RECORD, json.dumps(result.to_json(), indent=1).encode())
             commit_result(gb, spec, result, ts)
             report.results.append(result)
 

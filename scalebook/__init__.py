@@ -10,6 +10,8 @@ answers comes from this package. Modules, one idea each:
 - :mod:`scalebook.parallelism` — data, FSDP, tensor and pipeline parallelism
 - :mod:`scalebook.transformer` — parameter counts, FLOPs and KV caches of decoders
 - :mod:`scalebook.units` — printing SI quantities for people
+- :mod:`scalebook.validation` — the input checks every module shares
+- :mod:`scalebook.checks` — answer checks the homework's test cells call
 - :mod:`scalebook.widgets` — interactive explorers for the book (needs ipywidgets, matplotlib)
 
 All quantities are SI (seconds, bytes, FLOPs/s) and FLOPs/s are dense.

@@ -46,6 +46,7 @@ from typing import Union
 import numpy as np
 
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+from scalebook.validation import positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
 
@@ -81,33 +82,6 @@ __all__ = [
 STRATEGIES: tuple[str, ...] = ("dp", "fsdp", "tp", "fsdp_tp")
 _STRATEGY_ALIASES = {"fsdp+tp": "fsdp_tp", "2d": "fsdp_tp", "zero3": "fsdp", "zero-3": "fsdp",
                      "megatron": "tp", "data": "dp"}
-
-
-# --------------------------------------------------------------------------- input checks
-
-
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _positive(value: object, what: str) -> ArrayLike:
-    """``value`` as a float, or a float array when it is array-like; all entries finite and > 0."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what} must be a positive number, got {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a positive number, got {value!r}") from None
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{what} must be positive and finite, got {value!r}")
-    return float(arr) if arr.ndim == 0 else arr
 
 
 def _scalar_or_array(value: ArrayLike) -> ArrayLike:
@@ -149,7 +123,7 @@ class MLPStack:
 
     def __post_init__(self) -> None:
         for name in ("d_model", "d_ff", "n_layers"):
-            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+            object.__setattr__(self, name, positive_int(getattr(self, name), name))
         for name in ("param_dtype", "grad_dtype", "activation_dtype", "compute_dtype",
                      "optimizer_dtype"):
             object.__setattr__(self, name, canonical_dtype(getattr(self, name)))
@@ -180,7 +154,7 @@ class MLPStack:
 
     def training_flops(self, tokens: ArrayLike) -> ArrayLike:
         """Training FLOPs for one step over ``tokens`` tokens: ``6 · tokens · 2·D·F · L``."""
-        tokens = _positive(tokens, "tokens")
+        tokens = positive(tokens, "tokens")
         return 6.0 * tokens * self.n_params
 
 
@@ -211,7 +185,7 @@ class Layout:
 
     def __post_init__(self) -> None:
         for name in ("data", "tensor", "stages", "microbatches", "data_axes", "tensor_axes"):
-            object.__setattr__(self, name, _positive_int(getattr(self, name), name))
+            object.__setattr__(self, name, positive_int(getattr(self, name), name))
         if not isinstance(self.shard_params, bool):
             raise ValueError(f"shard_params must be True or False, got {self.shard_params!r}")
         if self.microbatches > 1 and self.stages == 1:
@@ -371,10 +345,10 @@ def estimate(model: MLPStack, layout: Layout, chip: Chip | str, global_batch_tok
         raise ValueError(f"model must be an MLPStack, got {type(model).__name__}")
     if not isinstance(layout, Layout):
         raise ValueError(f"layout must be a Layout, got {type(layout).__name__}")
-    tokens = _positive(global_batch_tokens, "global_batch_tokens")
-    ring = axis_bandwidth(chip) if bandwidth is None else _positive(bandwidth, "bandwidth")
+    tokens = positive(global_batch_tokens, "global_batch_tokens")
+    ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
     p2p = (point_to_point_bandwidth(chip) if p2p_bandwidth is None
-           else _positive(p2p_bandwidth, "p2p_bandwidth"))
+           else positive(p2p_bandwidth, "p2p_bandwidth"))
     if np.ndim(ring) or np.ndim(p2p):
         raise ValueError("bandwidth and p2p_bandwidth must be single numbers")
 
@@ -522,8 +496,8 @@ def best_layout(model: MLPStack, chip: Chip | str, global_batch_tokens: float, n
     sharding, one mesh axis each. Ties go to the layout using less memory. Raises ``ValueError``
     if nothing fits.
     """
-    n_chips = _positive_int(n_chips, "n_chips")
-    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    n_chips = positive_int(n_chips, "n_chips")
+    tokens = positive(global_batch_tokens, "global_batch_tokens")
     if np.ndim(tokens):
         raise ValueError("best_layout takes a single global batch size, not an array")
     best: TrainingEstimate | None = None
@@ -556,8 +530,8 @@ def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str) -> 
     The ``b / 2`` makes the result dtype-independent when compute and traffic share a dtype
     (HSYM part 5: int8 doubles C and halves the bytes).
     """
-    n_axes = _positive_int(n_axes, "n_axes")
-    ring = axis_bandwidth(chip) if bandwidth is None else _positive(bandwidth, "bandwidth")
+    n_axes = positive_int(n_axes, "n_axes")
+    ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
     if np.ndim(ring):
         raise ValueError("bandwidth must be a single number")
     return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
@@ -595,7 +569,7 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
     wins when ``F / Y > C / W``, i.e. ``Y < F·W/C``, independent of the batch. TPU v5p with
     F = 28672: 11. Returns at least 1 (no tensor parallelism); 1 means any Y >= 2 is comms-bound.
     """
-    d_ff = _positive_int(d_ff, "d_ff")
+    d_ff = positive_int(d_ff, "d_ff")
     limit = d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
     return max(1, math.floor(limit * (1 + 1e-12)))
 
@@ -615,9 +589,9 @@ def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 
     Requiring ``T_math`` to exceed it gives the bound. HSYM's headline ``2·2550² / F`` is the
     case ``M_X = 2, M_Y = 1`` on TPU v5p (F = 32768: 397 tokens; one axis each: 794).
     """
-    d_ff = _positive_int(d_ff, "d_ff")
-    fsdp_axes = _positive_int(fsdp_axes, "fsdp_axes")
-    tensor_axes = _positive_int(tensor_axes, "tensor_axes")
+    d_ff = positive_int(d_ff, "d_ff")
+    fsdp_axes = positive_int(fsdp_axes, "fsdp_axes")
+    tensor_axes = positive_int(tensor_axes, "tensor_axes")
     alpha = _intensity(get_chip(chip), 1, bandwidth, dtype)
     return 4.0 * alpha ** 2 / (d_ff * fsdp_axes * tensor_axes)
 
@@ -628,11 +602,11 @@ def optimal_fsdp_degree(global_batch_tokens: ArrayLike, n_chips: int, d_ff: int,
 
     Clipped to ``[1, N]``; the tensor degree is ``N / X``. Real layouts round to a divisor of N.
     """
-    tokens = _positive(global_batch_tokens, "global_batch_tokens")
-    n_chips = _positive_int(n_chips, "n_chips")
-    d_ff = _positive_int(d_ff, "d_ff")
-    fsdp_axes = _positive_int(fsdp_axes, "fsdp_axes")
-    tensor_axes = _positive_int(tensor_axes, "tensor_axes")
+    tokens = positive(global_batch_tokens, "global_batch_tokens")
+    n_chips = positive_int(n_chips, "n_chips")
+    d_ff = positive_int(d_ff, "d_ff")
+    fsdp_axes = positive_int(fsdp_axes, "fsdp_axes")
+    tensor_axes = positive_int(tensor_axes, "tensor_axes")
     x = np.sqrt(tokens * n_chips * fsdp_axes / (d_ff * tensor_axes))
     return _scalar_or_array(np.clip(x, 1.0, n_chips))
 
@@ -650,7 +624,7 @@ def max_chips_compute_bound(global_batch_tokens: ArrayLike, chip: Chip | str,
     - "tp": :func:`max_tensor_parallel`, which does not depend on B; needs ``d_ff``.
     Returns an int, or an int array when B is an array.
     """
-    tokens = _positive(global_batch_tokens, "global_batch_tokens")
+    tokens = positive(global_batch_tokens, "global_batch_tokens")
     chip = get_chip(chip)
     key = strategy.strip().lower() if isinstance(strategy, str) else None
     key = _STRATEGY_ALIASES.get(key, key)
@@ -682,8 +656,8 @@ def pipeline_bubble_fraction(stages: ArrayLike, microbatches: ArrayLike) -> Arra
     slots per pass, and each stage works in M of them. K = 4, M = 4: 3/7; M = 16: 3/19.
     Either argument may be an array of positive integers (a sweep).
     """
-    k = _positive(stages, "stages")
-    m = _positive(microbatches, "microbatches")
+    k = positive(stages, "stages")
+    m = positive(microbatches, "microbatches")
     for value, what in ((k, "stages"), (m, "microbatches")):
         if np.any(np.asarray(value) % 1 != 0):
             raise ValueError(f"{what} must be positive integers, got {value!r}")
@@ -695,8 +669,8 @@ def min_microbatches(stages: int, max_bubble_fraction: float) -> int:
 
     From ``(K-1)/(M+K-1) <= f``: ``M >= (K - 1)·(1 - f) / f``. K = 8, f = 0.1: 63.
     """
-    stages = _positive_int(stages, "stages")
-    f = _positive(max_bubble_fraction, "max_bubble_fraction")
+    stages = positive_int(stages, "stages")
+    f = positive(max_bubble_fraction, "max_bubble_fraction")
     if np.ndim(f) or f >= 1:
         raise ValueError(f"max_bubble_fraction must be a number in (0, 1), "
                          f"got {max_bubble_fraction!r}")

@@ -23,15 +23,9 @@ from typing import Union
 import numpy as np
 
 from .hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+from .validation import positive
 
 Number = Union[float, int, np.ndarray]
-
-
-def _positive(name: str, value: Number) -> Number:
-    array = np.asarray(value, dtype=float)
-    if array.size == 0 or not np.all(np.isfinite(array)) or np.any(array <= 0):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
-    return value if isinstance(value, np.ndarray) else float(value)
 
 
 @dataclass(frozen=True)
@@ -73,7 +67,7 @@ def matmul_cost(
 
     No B << D approximation is made: this is the number a plot of exact byte counts uses.
     """
-    B, D, F = _positive("B", B), _positive("D", D), _positive("F", F)
+    B, D, F = positive(B, "B"), positive(D, "D"), positive(F, "F")
     x = bytes_per_element(x_dtype)
     w = bytes_per_element(w_dtype or x_dtype)
     o = bytes_per_element(out_dtype or x_dtype)
@@ -101,7 +95,7 @@ def critical_intensity(chip: Chip | str, dtype: str = "bf16", *, bandwidth: floa
     e.g. an ICI link for a network roofline. TPU v5e bf16: 1.97e14 / 8.1e11 ≈ 243.
     """
     chip = get_chip(chip)
-    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
     return chip.flops(dtype) / w
 
 
@@ -153,12 +147,10 @@ def time_bounds(flops: Number, nbytes: Number, *, flops_per_s: float, bytes_per_
 
     ``nbytes`` may be zero (a kernel that moves nothing); ``flops`` may be zero too.
     """
-    for name, value in (("flops", flops), ("nbytes", nbytes)):
-        array = np.asarray(value, dtype=float)
-        if not np.all(np.isfinite(array)) or np.any(array < 0):
-            raise ValueError(f"{name} must be non-negative and finite, got {value!r}")
-    flops_per_s = _positive("flops_per_s", flops_per_s)
-    bytes_per_s = _positive("bytes_per_s", bytes_per_s)
+    flops = positive(flops, "flops", allow_zero=True)
+    nbytes = positive(nbytes, "nbytes", allow_zero=True)
+    flops_per_s = positive(flops_per_s, "flops_per_s")
+    bytes_per_s = positive(bytes_per_s, "bytes_per_s")
     return TimeBounds(t_math=flops / flops_per_s, t_comms=nbytes / bytes_per_s)
 
 
@@ -193,8 +185,8 @@ def attainable_flops(intensity: Number, chip: Chip | str, dtype: str = "bf16",
                      *, bandwidth: float | None = None) -> Number:
     """The roofline: min(C, I · W) FLOPs/s for arithmetic intensity I (FLOPs/byte)."""
     chip = get_chip(chip)
-    intensity = _positive("intensity", intensity)
-    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    intensity = positive(intensity, "intensity")
+    w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
     return np.minimum(chip.flops(dtype), np.asarray(intensity) * w) if isinstance(
         intensity, np.ndarray) else min(chip.flops(dtype), intensity * w)
 
@@ -212,8 +204,8 @@ def two_chip_sharded_matmul(
     with B·F.
     """
     chip = get_chip(chip)
-    B, D, F = _positive("B", B), _positive("D", D), _positive("F", F)
-    w = chip.link_bandwidth_one_way if bandwidth is None else _positive("bandwidth", bandwidth)
+    B, D, F = positive(B, "B"), positive(D, "D"), positive(F, "F")
+    w = chip.link_bandwidth_one_way if bandwidth is None else positive(bandwidth, "bandwidth")
     b = bytes_per_element(dtype)
     return time_bounds(2.0 * B * (D / 2.0) * F, B * F * b, flops_per_s=chip.flops(dtype),
                        bytes_per_s=w)
@@ -226,7 +218,7 @@ def critical_contracting_dim(chip: Chip | str, *, dtype: str = "bf16",
     TPU v5e bf16 over one ICI link one way: 2 · 1.97e14 / 4.5e10 ≈ 8,756.
     """
     chip = get_chip(chip)
-    w = chip.link_bandwidth_one_way if bandwidth is None else _positive("bandwidth", bandwidth)
+    w = chip.link_bandwidth_one_way if bandwidth is None else positive(bandwidth, "bandwidth")
     return bytes_per_element(dtype) * chip.flops(dtype) / w
 
 
@@ -238,8 +230,8 @@ def weight_load_time(param_bytes: Number, chip: Chip | str, *, n_chips: int = 1,
     per-token latency of a model split over ``n_chips`` chips (W = HBM bandwidth by default).
     """
     chip = get_chip(chip)
-    param_bytes = _positive("param_bytes", param_bytes)
+    param_bytes = positive(param_bytes, "param_bytes")
     if not isinstance(n_chips, (int, np.integer)) or n_chips < 1:
         raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
-    w = chip.hbm_bandwidth if bandwidth is None else _positive("bandwidth", bandwidth)
+    w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
     return param_bytes / (n_chips * w)

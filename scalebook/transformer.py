@@ -25,6 +25,7 @@ from typing import Mapping, Union
 import numpy as np
 
 from scalebook.hardware import bytes_per_element
+from scalebook.validation import positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
 
@@ -42,27 +43,6 @@ __all__ = [
 ]
 
 
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _non_negative(value: object, what: str, *, allow_zero: bool) -> ArrayLike:
-    """A float or float array, finite and > 0 (or >= 0 when ``allow_zero``)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what} must be a number, got {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a number, got {value!r}") from None
-    bad = arr < 0 if allow_zero else arr <= 0
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(bad):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{what} must be {kind} and finite, got {value!r}")
-    return float(arr) if arr.ndim == 0 else arr
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,10 +76,10 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for field in ("d_model", "n_layers", "n_heads", "d_ff", "vocab_size"):
-            _positive_int(getattr(self, field), field)
+            positive_int(getattr(self, field), field)
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
-        _positive_int(self.n_kv_heads, "n_kv_heads")
+        positive_int(self.n_kv_heads, "n_kv_heads")
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads})")
         if self.d_head is None:
@@ -107,7 +87,7 @@ class TransformerConfig:
                 raise ValueError(f"d_model ({self.d_model}) is smaller than n_heads "
                                  f"({self.n_heads}); give d_head explicitly")
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
-        _positive_int(self.d_head, "d_head")
+        positive_int(self.d_head, "d_head")
         for flag in ("gated_mlp", "tied_embeddings"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
@@ -184,7 +164,7 @@ def attention_flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) ->
     ``L · 4 · T · H · d_h``: ``2·T·H·d_h`` for ``q · Kᵀ`` and as much for ``softmax · V`` against
     ``T`` keys. No discount for causal masking (HSYM part 4 counts the same way).
     """
-    t = _non_negative(context_len, "context_len", allow_zero=True)
+    t = positive(context_len, "context_len", allow_zero=True)
     return 4.0 * cfg.n_layers * t * cfg.n_heads * cfg.d_head
 
 
@@ -199,15 +179,15 @@ def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attenti
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-    tokens = _non_negative(tokens, "tokens", allow_zero=False)
+    tokens = positive(tokens, "tokens")
     flops = 6.0 * param_count(cfg).matmul * tokens
     if include_attention:
         if seq_len is None:
             raise ValueError("include_attention=True needs seq_len (tokens per sequence)")
-        seq_len = _positive_int(seq_len, "seq_len")
+        seq_len = positive_int(seq_len, "seq_len")
         flops = flops + 3.0 * attention_flops_per_token(cfg, seq_len) * tokens
     elif seq_len is not None:
-        _positive_int(seq_len, "seq_len")
+        positive_int(seq_len, "seq_len")
     return flops
 
 
@@ -229,8 +209,8 @@ def kv_cache_bytes(cfg: TransformerConfig, *, seq_len: ArrayLike, batch: ArrayLi
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-    seq = _non_negative(seq_len, "seq_len", allow_zero=False)
-    b = _non_negative(batch, "batch", allow_zero=False)
+    seq = positive(seq_len, "seq_len")
+    b = positive(batch, "batch")
     return 2.0 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * seq * b * bytes_per_element(dtype)
 
 

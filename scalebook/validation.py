@@ -1,0 +1,42 @@
+"""Input checks shared by the solver modules: one place decides what a valid size is.
+
+Each check returns the value in the form the formulas use (a float, a float array, an int) or
+raises ``ValueError`` with a message that names the argument and shows what was given.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Union
+
+import numpy as np
+
+ArrayLike = Union[float, np.ndarray]
+
+
+def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike:
+    """``value`` as a float, or a float array when it is array-like.
+
+    Every entry must be finite and > 0 (>= 0 with ``allow_zero``). Booleans are refused: a
+    ``True`` passed as a size is always a mistake.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    bad = array < 0 if allow_zero else array <= 0
+    if array.size == 0 or not np.all(np.isfinite(array)) or np.any(bad):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{what} must be {kind} and finite, got {value!r}")
+    return float(array) if array.ndim == 0 else array
+
+
+def positive_int(value: object, what: str) -> int:
+    """``value`` as an int >= 1. Integer-valued floats (``4.0``) are accepted; booleans are not."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
