@@ -282,12 +282,14 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
                 out += ["--perms", "0755", "--dir", d]
         return out
 
-    for b in read_only_binds(forbidden):
-        cmd += parents(str(b)) + ["--ro-bind", str(b), str(b)]
-    cmd += parents(SANDBOX_RUNNER) + ["--ro-bind", str(RUNNER), SANDBOX_RUNNER]
+    # The scratch /tmp is mounted before the read-only binds: a venv or checkout that lives
+    # under the host's /tmp (a CI clone, say) is then bound on top of it, not hidden by it.
     cmd += ["--proc", "/proc", "--dev", "/dev",
             "--size", str(int(scratch)), "--perms", "1777", "--tmpfs", "/tmp",
             "--perms", "1777", "--dir", SANDBOX_MPL]
+    for b in read_only_binds(forbidden):
+        cmd += parents(str(b)) + ["--ro-bind", str(b), str(b)]
+    cmd += parents(SANDBOX_RUNNER) + ["--ro-bind", str(RUNNER), SANDBOX_RUNNER]
     mpl = _mpl_cache()
     if mpl is not None:
         for f in mpl.glob("fontlist-*.json"):

@@ -11,3 +11,23 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_must_work(request):
+    """A test marked ``sandbox`` fails, never skips, where the grading sandbox does not work.
+
+    `make test` promises the sandbox is tested; a broken or missing bubblewrap must show up as a
+    failure that says why, not as a green run. (`make test-fast` deselects these tests.)
+    """
+    if request.node.get_closest_marker("sandbox") is None:
+        return
+    from autograder.sandbox import check_sandbox
+
+    problem = check_sandbox()
+    if problem is not None:
+        pytest.fail(f"the grading sandbox does not work here: {problem} "
+                    "(install Debian's bubblewrap: apt-get install bubblewrap)", pytrace=False)

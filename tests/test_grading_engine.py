@@ -29,14 +29,11 @@ from autograder import checker, runner  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
 from autograder.grade import (GradingError, Progress, atomic_write,  # noqa: E402
                               grade_assignment)
-from autograder.sandbox import Limits, Outcome, check_sandbox  # noqa: E402
-
-requires_bwrap = pytest.mark.skipif(check_sandbox() is not None, reason=f"no sandbox: {check_sandbox()}")
-
+from autograder.sandbox import Limits, Outcome  # noqa: E402
 
 def in_sandbox(test):
-    """Marks a test that grades in the bubblewrap sandbox (skipped where there is none)."""
-    return pytest.mark.sandbox(requires_bwrap(test))
+    """Marks a test that grades in the bubblewrap sandbox (it fails where there is none)."""
+    return pytest.mark.sandbox(test)
 LIMITS = Limits(timeout=10, memory=1 << 30, nproc=64)
 A = fixture.ASSIGNMENT
 
