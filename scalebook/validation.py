@@ -17,10 +17,10 @@ ArrayLike = Union[float, np.ndarray]
 def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike:
     """``value`` as a float, or a float array when it is array-like.
 
-    Every entry must be finite and > 0 (>= 0 with ``allow_zero``). Booleans are refused: a
-    ``True`` passed as a size is always a mistake.
+    Every entry must be finite and > 0 (>= 0 with ``allow_zero``). Booleans, strings and None
+    are refused: a ``True`` or a ``"4096"`` passed as a size is always a mistake.
     """
-    if isinstance(value, (bool, np.bool_)):
+    if value is None or isinstance(value, (bool, np.bool_, str, bytes)):
         raise ValueError(f"{what} must be a number, got {value!r}")
     try:
         array = np.asarray(value, dtype=float)
