@@ -35,7 +35,7 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html (make serve to browse it)"
 
-test: book check-system
+test: check-system book
 	$(PY) -m pytest
 
 test-fast: $(STAMP)
