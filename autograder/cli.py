@@ -93,12 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Copy the notebooks of one assignment into <course>/submitted/<student>/<A>/ and add "
                     "the students to the gradebook. The originals are never modified.",
         epilog=textwrap.dedent("""\
-            how a file's student id is found (first rule that applies):
+            how a file's student id is found (first rule that applies; only names the LMS or
+            nbgrader wrote count, never a file name the student chose inside them):
+              Jane Doe_4242_assignsubmission_file_/<any>     Moodle folder: the folder alone names the
+                                                             student (jane_doe_4242), whatever is inside
               [submitted/]<student>/<A>/<A>.ipynb            nbgrader layout: the folder name
-              doe_jane_12345_67890_<file>.ipynb              Canvas: the name part, lower case
-                                                             (doe_jane); 12345 -> lms_user_id
-              Jane Doe_12345_assignsubmission_file_<file>    Moodle: jane_doe; 12345 -> lms_user_id
-              <student>.ipynb, <student>_<anything>.ipynb    the name up to the first '_'
+              doejane_12345_67890_<file>.ipynb               Canvas: doejane_12345
+              Jane Doe_4242_assignsubmission_file_<file>     Moodle file: jane_doe_4242
+              <student>.ipynb, <student>_<anything>.ipynb    at the top: the name up to the first '_'
+            LMS students are keyed by LMS user id: <name>_<user id>, the name lower case with accents
+            dropped and other characters turned into '_' (lms_<user id> if nothing is left, e.g. for
+            Cyrillic or Chinese names); if the gradebook already has a student with that lms_user_id,
+            that student's id is used. An existing student's lms_user_id is never changed: a file
+            that would do so is refused as a conflict.
             Two files for one student are reported as duplicates and neither is collected.
             Zip members that would leave the archive (../, absolute paths) or are links are refused."""),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,29 +1,43 @@
 """``collect``: copy students' notebooks into the course's ``submitted/`` folder.
 
 A SOURCE is a folder, a ``.zip`` file or a single ``.ipynb`` (a zip whose members all sit in
-one top folder is looked into). Every notebook in it is assigned to a student by the first of
-these rules that applies; the student id is what the gradebook, the CSV export and the
-feedback folders use:
+one top folder is looked into, unless that folder is a Moodle submission folder). Every
+notebook in it is assigned to a student by the first of these rules that applies; the student
+id is what the gradebook, the CSV export and the feedback folders use. Only names that the LMS
+(or nbgrader) wrote may name a student, never a name the student chose inside them:
 
-1. **nbgrader layout** -- ``[submitted/]<student>/<assignment>/<notebook>.ipynb``: the student
+1. **Moodle folder** -- ``<Full Name>_<user id>_assignsubmission_file_/...``: any file under
+   such a folder (however deep, whatever its name) belongs to that student; the outermost
+   such folder counts (a SOURCE folder, or the folder of a single SOURCE notebook, counts too).
+2. **nbgrader layout** -- ``[submitted/]<student>/<assignment>/<notebook>.ipynb``: the student
    is the folder two levels up; the notebook keeps its name (a ``timestamp.txt`` beside it is
    copied too, for nbgrader's late-submission handling). Ids may use letters, digits, ``.``,
    ``_`` and ``-``.
-2. **LMS download** -- Canvas names ``<name>_[late_]<user id>_<submission id>_<file>``, e.g.
-   ``doe_jane_12345_67890_hw1-rooflines.ipynb``, and Moodle names
-   ``<Full Name>_<user id>_assignsubmission_file_<file>`` (or a folder of that name holding
-   the file), anywhere in the SOURCE: the student id is the *name* part, lower-cased, with
-   every run of characters other than ``a-z`` and ``0-9`` turned into ``_`` (``doe_jane``,
-   ``jane_doe``). The LMS user id (``12345``) is recorded as the student's ``lms_user_id``
-   and the name parts as first and last name.
-3. **one notebook per student** -- ``<student>.ipynb`` or ``<student>_<anything>.ipynb`` at the
+3. **LMS file name** -- Canvas names ``<name>_[late_]<user id>_<submission id>_<file>``, e.g.
+   ``doejane_12345_67890_hw1-rooflines.ipynb``, and Moodle names
+   ``<Full Name>_<user id>_assignsubmission_file_<file>``, anywhere in the SOURCE. The LMS
+   prefix is the *first* ``_<digits>_<digits>_`` (Canvas) or ``_<digits>_assignsubmission_``
+   (Moodle) in the name, whichever comes first; ``<file>``, the student's own file name, never
+   names anyone.
+4. **one notebook per student** -- ``<student>.ipynb`` or ``<student>_<anything>.ipynb`` at the
    top of the SOURCE: the student id is the file name up to the first ``_`` (so such ids
    cannot contain ``_``). In a subfolder a plain name is refused: the folder, not the file,
    may be what names the student.
 
+Students of rules 1 and 3 are keyed by their **LMS user id**: the id is
+``<name>_<user id>``, where ``<name>`` is the LMS name lower-cased, accents dropped and every
+run of characters other than ``a-z`` and ``0-9`` turned into ``_`` (``doejane_12345``,
+``jane_doe_4242``), or ``lms_<user id>`` when nothing of the name is left (``Вэй Чжан`` ->
+``lms_777``). If the gradebook already has a student with that ``lms_user_id`` (say from an
+earlier collect, or a roster), that student's id is used instead, so a renamed student keeps
+their id; two files of one user id are one student. The user id is recorded as the student's
+``lms_user_id`` and the name parts as first and last name (only where the student has none).
+An existing student's ``lms_user_id`` is never changed: a file whose id names a student with
+another LMS user id is refused as a conflict.
+
 A notebook whose name (after the student part) names another assignment and not this one is
-ignored as belonging to it, so one LMS zip may hold several assignments. Notebooks of rules 2
-and 3 are saved under the assignment's notebook name
+ignored as belonging to it, so one LMS zip may hold several assignments. Notebooks of rules 1,
+3 and 4 are saved under the assignment's notebook name
 (``submitted/<student>/<assignment>/<assignment>.ipynb``). Originals are only read, never
 modified; zip members are read in memory, never extracted, and a member whose name would
 leave the archive (``../``, an absolute path, a drive letter) or is a symbolic link is
@@ -40,6 +54,7 @@ import json
 import os
 import re
 import stat
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -136,15 +151,25 @@ def scan(source: Path) -> tuple[list[Item], list[tuple[str, str]], int]:
     """The files of a SOURCE: (items, refused, litter count)."""
     source = Path(source)
     if source.is_dir():
-        return _scan_dir(source)
+        items, refused, litter = _scan_dir(source)
+        # a Moodle submission folder given as the SOURCE still names its student
+        _keep_moodle_folder(items, Path(os.path.abspath(source)).name)
+        return items, refused, litter
     if source.is_file() and zipfile.is_zipfile(source):
         return _scan_zip(source)
     if source.is_file() and source.suffix == ".ipynb":
         item = Item(str(source), PurePosixPath(source.name), _file_reader(source))
+        _keep_moodle_folder([item], Path(os.path.abspath(source)).parent.name)
         return [item], [], 0
     if not source.exists():
         raise CollectError(f"{source}: no such file or folder")
     raise CollectError(f"{source}: not a folder, a .zip file or a .ipynb notebook")
+
+
+def _keep_moodle_folder(items: list[Item], folder: str) -> None:
+    if MOODLE.fullmatch(folder):
+        for item in items:
+            item.rel = PurePosixPath(folder, item.rel)
 
 
 def _file_reader(path: Path):
@@ -210,9 +235,10 @@ def _scan_zip(path: Path):
             refused.append((origin, "the archive unpacks to more than 2 GiB"))
             continue
         items.append(Item(origin, rel, _zip_reader(path, info)))
-    # An archive of a folder holds everything in that one folder: look inside it.
+    # An archive of a folder holds everything in that one folder: look inside it (but a
+    # Moodle submission folder is what names the student: keep it).
     tops = {item.rel.parts[0] for item in items}
-    if len(tops) == 1 and all(len(item.rel.parts) > 1 for item in items):
+    if len(tops) == 1 and all(len(item.rel.parts) > 1 for item in items) and not MOODLE.fullmatch(next(iter(tops))):
         for item in items:
             item.rel = PurePosixPath(*item.rel.parts[1:])
     return items, refused, litter
@@ -248,16 +274,68 @@ def safe_member_name(name: str) -> tuple[PurePosixPath | None, str | None]:
 # --- who is it? ---------------------------------------------------------------------------
 
 
+_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L",
+                      "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D"})
+
+
 def slug(name: str) -> str:
-    """``"Jane Doe"`` -> ``"jane_doe"``: lower case, runs of other characters become ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    """``"Jane Doe"`` -> ``"jane_doe"``, ``"José Núñez"`` -> ``"jose_nunez"``: accents dropped,
+    lower case, runs of other characters become ``_`` (``""`` when no Latin letter or digit)."""
+    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
+    plain = "".join(c for c in plain if not unicodedata.combining(c))
+    return re.sub(r"[^a-z0-9]+", "_", plain.lower()).strip("_")
+
+
+def lms_student_id(name: str, uid: str) -> str:
+    """The id of an LMS student: ``<slug(name)>_<uid>``, or ``lms_<uid>`` if the name slugs to
+    nothing; the name part is shortened to keep the id within 128 characters."""
+    base = slug(name)[: max(0, 127 - len(uid))].strip("_") or "lms"
+    return f"{base}_{uid}"
+
+
+def _lms_match(stem: str):
+    """The LMS prefix of a file name: the earliest Canvas or Moodle marker, or None.
+
+    The student's own file name follows the prefix, so whatever it imitates comes later."""
+    found = [m for m in (CANVAS.fullmatch(stem), MOODLE.fullmatch(stem)) if m]
+    return min(found, key=lambda m: m.end("uid")) if found else None
+
+
+def _lms_student(item: Item, match) -> str | None:
+    """Set ``item.student``/``form``/``details`` from an LMS-written name; return why not, or None."""
+    name, uid = match.group("name"), match.group("uid")
+    student = lms_student_id(name, uid)
+    if not STUDENT_ID.fullmatch(student):
+        return f"refused: cannot make a student id of {name!r} and LMS user id {uid}"
+    words = [w for w in re.split(r"[\s_]+", name.strip()) if w]
+    details = {"lms_user_id": uid}
+    if len(words) >= 2:
+        if match.re is CANVAS:  # Canvas writes last name first
+            details.update(last_name=words[0], first_name=" ".join(words[1:]))
+        else:  # Moodle writes the full name
+            details.update(first_name=" ".join(words[:-1]), last_name=words[-1])
+    item.student, item.form, item.details = student, "lms", details
+    return None
 
 
 def identify(item: Item, assignment: str, notebooks: list[str], assignments: list[str]) -> str | None:
-    """Fill in ``item.student``/``target``/``form``; return why it cannot be, or None."""
+    """Fill in ``item.student``/``target``/``form``; return why it cannot be, or None.
+
+    ``item.student`` of an LMS file is the id made of the LMS name and user id; ``collect``
+    then replaces it by the gradebook's student of that LMS user id, if there is one."""
     parts = item.rel.parts
     name = parts[-1]
-    # 1. nbgrader layout: .../<student>/<assignment>/<file> (recognised by a known assignment
+    # 1. under a Moodle submission folder: the (outermost) folder alone names the student;
+    #    everything inside it -- file names, subfolders -- is the student's own choice
+    folder = next((m for m in map(MOODLE.fullmatch, parts[:-1]) if m), None)
+    if folder:
+        if not name.endswith(".ipynb"):
+            return "ignored: not a notebook"
+        why = _lms_student(item, folder)
+        if why:
+            return why
+        return _place(item, name, assignment, notebooks, assignments)
+    # 2. nbgrader layout: .../<student>/<assignment>/<file> (recognised by a known assignment
     #    name, a "submitted" folder above, or a notebook named after its folder)
     nbgrader_like = len(parts) >= 3 and (
         parts[-2] in set(assignments) | {assignment}
@@ -277,38 +355,29 @@ def identify(item: Item, assignment: str, notebooks: list[str], assignments: lis
     if not name.endswith(".ipynb"):
         return "ignored: not a notebook"
     stem = name[: -len(".ipynb")]
-    # 2. LMS names (file, or Moodle's per-student folder)
-    match = CANVAS.fullmatch(stem) or MOODLE.fullmatch(stem)
-    folder = MOODLE.fullmatch(parts[-2]) if len(parts) >= 2 else None
-    if folder and not match:
-        match, original = folder, name
-    else:
-        original = (match.group("file") + ".ipynb") if match else name
+    # 3. an LMS file name: the LMS-written prefix names the student, the rest is the student's
+    match = _lms_match(stem)
     if match:
-        student = slug(match.group("name"))
-        if not student or not STUDENT_ID.fullmatch(student):
-            return f"refused: cannot make a student id of {match.group('name')!r}"
-        words = [w for w in re.split(r"[\s_]+", match.group("name").strip()) if w]
-        details = {"lms_user_id": match.group("uid")}
-        if len(words) >= 2:
-            if match.re is CANVAS:  # Canvas writes last name first
-                details.update(last_name=words[0], first_name=" ".join(words[1:]))
-            else:  # Moodle writes the full name
-                details.update(first_name=" ".join(words[:-1]), last_name=words[-1])
-        item.student, item.form, item.details = student, "lms", details
-    else:
-        # 3. <student>.ipynb or <student>_<anything>.ipynb, at the top of the SOURCE only (in a
-        #    subfolder the folder, not the file, may be what names the student)
-        if len(parts) > 1:
-            return ("refused: cannot tell whose notebook this is (expected <student>.ipynb at the top, "
-                    "<student>/<assignment>/<notebook>.ipynb, or an LMS download name)")
-        student, _, rest = stem.partition("_")
-        original = rest + ".ipynb"
-        if stem in {Path(n).stem for n in notebooks} | set(assignments) | {assignment}:
-            return "refused: named after the assignment, not a student (rename it <student>.ipynb)"
-        if not STUDENT_ID.fullmatch(student):
-            return f"refused: {student!r} is not a usable student id"
-        item.student, item.form = student, "file"
+        why = _lms_student(item, match)
+        if why:
+            return why
+        return _place(item, match.group("file") + ".ipynb", assignment, notebooks, assignments)
+    # 4. <student>.ipynb or <student>_<anything>.ipynb, at the top of the SOURCE only (in a
+    #    subfolder the folder, not the file, may be what names the student)
+    if len(parts) > 1:
+        return ("refused: cannot tell whose notebook this is (expected <student>.ipynb at the top, "
+                "<student>/<assignment>/<notebook>.ipynb, or an LMS download name)")
+    student, _, rest = stem.partition("_")
+    if stem in {Path(n).stem for n in notebooks} | set(assignments) | {assignment}:
+        return "refused: named after the assignment, not a student (rename it <student>.ipynb)"
+    if not STUDENT_ID.fullmatch(student):
+        return f"refused: {student!r} is not a usable student id"
+    item.student, item.form = student, "file"
+    return _place(item, rest + ".ipynb", assignment, notebooks, assignments)
+
+
+def _place(item: Item, original: str, assignment: str, notebooks: list[str], assignments: list[str]) -> str | None:
+    """Set ``item.target`` from the student's own file name; return why not, or None."""
     others = [a for a in assignments if a != assignment and a in original]
     if others and assignment not in original:
         return f"ignored: belongs to assignment {others[0]}"
@@ -350,6 +419,7 @@ def collect(
                 report.refused.append((item.origin, why[len("refused: "):]))
             else:
                 report.ignored.append((item.origin, why[len("ignored: "):]))
+    items = _key_by_lms_user_id(course, items, report)
     by_target: dict[tuple[str, str], list[Item]] = {}
     for item in items:
         by_target.setdefault((item.student, item.target), []).append(item)
@@ -405,9 +475,56 @@ def _is_notebook_json(data: bytes) -> bool:
     return isinstance(nb, dict) and isinstance(nb.get("cells"), list)
 
 
+def _key_by_lms_user_id(course: Course, items: list[Item], report: CollectReport) -> list[Item]:
+    """Give the files of one LMS user id one student id; refuse those that would take the id
+    of a student with another LMS user id. Returns the items still to collect."""
+    lms = [i for i in items if i.details.get("lms_user_id")]
+    if not lms:
+        return items
+    from nbgrader.api import MissingEntry, Student
+
+    refused: set[int] = set()
+    with course.gradebook() as gb:
+        for uid in sorted({i.details["lms_user_id"] for i in lms}):
+            group = [i for i in lms if i.details["lms_user_id"] == uid]
+            known = sorted(s.id for s in gb.db.query(Student).filter(Student.lms_user_id == uid))
+            if len(known) > 1:
+                for item in group:
+                    report.refused.append((item.origin, f"LMS user id {uid} belongs to several students "
+                                                        f"in the gradebook ({', '.join(known)})"))
+                    refused.add(id(item))
+                continue
+            if known:
+                student = known[0]
+            else:
+                student = min(i.student for i in group)  # a renamed student: one id all the same
+                try:
+                    other = gb.find_student(student).lms_user_id
+                except MissingEntry:
+                    other = None
+                if other and other != uid:
+                    for item in group:
+                        report.refused.append((item.origin, f"LMS user id conflict: student {student} in the "
+                                                            f"gradebook has LMS user id {other}, not {uid}"))
+                        refused.add(id(item))
+                    continue
+            for item in group:
+                item.student = student
+    return [i for i in items if id(i) not in refused]
+
+
 def _add_students(course: Course, items: list[Item]) -> None:
+    """Add the students to the gradebook; fill in LMS user id and names only where empty
+    (``_key_by_lms_user_id`` refused every file that would change an LMS user id)."""
     if not items:
         return
     with course.gradebook() as gb:
         for item in items:
-            gb.update_or_create_student(item.student, **item.details)
+            student = gb.update_or_create_student(item.student)
+            changed = False
+            for attr, value in item.details.items():
+                if not getattr(student, attr, None):
+                    setattr(student, attr, value)
+                    changed = True
+            if changed:
+                gb.db.commit()

@@ -31,10 +31,23 @@ from autograder.demo import build_submissions, expected_scores, load_spec
 from autograder.feedback import QuestionFeedback, StudentFeedback, render_html, split_hint
 
 BROKEN = "broken"  # a file that is not a notebook, collected with the samples of each assignment
+# the samples collected from the LMS zip (Canvas names): their ids are <name>_<LMS user id>
+LMS_IDS = {"empty": "empty_1001", "raises": "raises_1002"}
+
+
+def sid(sample: str) -> str:
+    """The student id a sample is collected under."""
+    return LMS_IDS.get(sample, sample)
 
 
 def samples(assignment: str) -> list[str]:
-    return sorted(s for s in load_spec(assignment)["students"] if not s.startswith("_"))
+    return sorted(sid(s) for s in load_spec(assignment)["students"] if not s.startswith("_"))
+
+
+def spec_of(loop, assignment: str, student: str) -> dict:
+    """The sample spec of a collected student id."""
+    names = {sid(s): s for s in loop.specs[assignment]["students"]}
+    return loop.specs[assignment]["students"][names[student]]
 
 
 def everyone(assignment: str) -> list[str]:
@@ -115,7 +128,7 @@ def _scores(course: Course, assignment: str, student: str) -> dict[str, float]:
 
 
 def _cases():
-    return [(a, s) for a in ASSIGNMENTS for s in samples(a)]
+    return [(a, s) for a in ASSIGNMENTS for s in sorted(load_spec(a)["students"]) if not s.startswith("_")]
 
 
 @pytest.mark.slow
@@ -124,7 +137,7 @@ def test_collect_maps_the_three_forms_to_students(loop, assignment):
     rc, out = loop.collect[assignment]
     assert rc == 1, out  # the duplicate and the unsafe member are problems to act on
     assert loop.course.submitted_students(assignment) == everyone(assignment)
-    assert "DUPLICATES" in out and re.search(r"twice: .*twice_1003_2003.*twice_1003_2004", out)
+    assert "DUPLICATES" in out and re.search(r"twice_1003: .*twice_1003_2003.*twice_1003_2004", out)
     assert "escape.ipynb (unsafe path: leaves the archive (..))" in out
     assert "notes.txt (not a notebook)" in out
     other = next(x for x in ASSIGNMENTS if x != assignment)
@@ -137,8 +150,8 @@ def test_collect_maps_the_three_forms_to_students(loop, assignment):
     # collect prepared the course: nbgrader generate_assignment released what exercises/ holds
     assert compare_trees(loop.course.release(assignment), EXERCISES / assignment) == []
     with loop.course.gradebook() as gb:
-        assert gb.find_student("empty").lms_user_id == "1001"
-        assert gb.find_student("raises").lms_user_id == "1002"
+        assert gb.find_student("empty_1001").lms_user_id == "1001"
+        assert gb.find_student("raises_1002").lms_user_id == "1002"
         assert {s.id for s in gb.students} == set(everyone(ASSIGNMENTS[0])) | set(everyone(ASSIGNMENTS[1]))
 
 
@@ -151,7 +164,7 @@ def test_collect_never_modifies_the_originals(loop):
 @pytest.mark.parametrize("assignment,student", _cases())
 def test_scores_are_exactly_the_specified_ones(loop, assignment, student):
     expected = expected_scores(assignment, loop.specs[assignment]["students"][student])
-    assert _scores(loop.course, assignment, student) == expected
+    assert _scores(loop.course, assignment, sid(student)) == expected
 
 
 @pytest.mark.slow
@@ -159,7 +172,7 @@ def test_scores_are_exactly_the_specified_ones(loop, assignment, student):
 def test_reference_solution_scores_full_and_released_version_zero(loop, assignment):
     points = dict(grade_ids(SOLUTIONS / assignment / f"{assignment}.ipynb"))
     assert _scores(loop.course, assignment, "correct") == points
-    assert set(_scores(loop.course, assignment, "empty").values()) == {0.0}
+    assert set(_scores(loop.course, assignment, sid("empty")).values()) == {0.0}
     # the sample "empty" is byte for byte the committed student version
     released = json.loads((EXERCISES / assignment / f"{assignment}.ipynb").read_text("utf-8"))
     assert json.loads(loop.built[assignment]["empty"].read_text("utf-8"))["cells"] == released["cells"]
@@ -169,9 +182,9 @@ def test_reference_solution_scores_full_and_released_version_zero(loop, assignme
 @pytest.mark.parametrize("assignment,student", _cases())
 def test_hints_and_messages_reach_the_report_and_the_feedback_page(loop, assignment, student):
     expect = loop.specs[assignment]["students"][student].get("expect", {})
-    entry = load_report(loop.course, assignment)[student]
+    entry = load_report(loop.course, assignment)[sid(student)]
     assert entry["status"] == expect.get("status", "graded")
-    page = (loop.course.feedback(student, assignment) / "feedback.html").read_text("utf-8")
+    page = (loop.course.feedback(sid(student), assignment) / "feedback.html").read_text("utf-8")
     for grade_id, text in {**expect.get("hints", {}), **expect.get("messages", {})}.items():
         assert text in entry["messages"].get(grade_id, ""), (grade_id, entry["messages"].get(grade_id))
         assert html.escape(text, quote=True) in page, (grade_id, text)
@@ -203,7 +216,8 @@ def test_grade_prints_a_summary_and_the_submissions_not_fully_graded(loop, assig
     assert re.search(r"time: [\d.]+ s in all, [\d.]+ s per submission", out)
     tail = out[out.index("NOT FULLY GRADED"):]
     assert re.search(rf"^  {BROKEN}: invalid notebook", tail, re.M), tail
-    for student, entry in loop.specs[assignment]["students"].items():
+    for sample, entry in loop.specs[assignment]["students"].items():
+        student = sid(sample)
         status = entry.get("expect", {}).get("status", "graded")
         if status == "graded":
             assert f"  {student}:" not in tail, tail
@@ -230,7 +244,7 @@ def test_export_writes_one_row_per_student(loop, assignment):
         if row["student"] == BROKEN:
             assert row["status"] == "invalid notebook" and float(row["total"]) == 0
             continue
-        entry = loop.specs[assignment]["students"][row["student"]]
+        entry = spec_of(loop, assignment, row["student"])
         expected = expected_scores(assignment, entry)
         assert {q: float(row[q]) for q in questions} == expected
         assert float(row["total"]) == sum(expected.values())
@@ -300,10 +314,10 @@ def test_validate_rejects_a_file_that_is_not_a_notebook(tmp_path):
 @pytest.mark.parametrize("path,student,form,lms", [
     ("alice.ipynb", "alice", "file", None),
     ("alice_hw1-rooflines_v2.ipynb", "alice", "file", None),
-    ("doe_jane_12345_67890_hw1-rooflines.ipynb", "doe_jane", "lms", "12345"),
-    ("doejane_late_12345_67890_hw1-rooflines-1.ipynb", "doejane", "lms", "12345"),
-    ("Jane Doe_4242_assignsubmission_file_hw1-rooflines.ipynb", "jane_doe", "lms", "4242"),
-    ("Jane Doe_4242_assignsubmission_file_/whatever.ipynb", "jane_doe", "lms", "4242"),
+    ("doe_jane_12345_67890_hw1-rooflines.ipynb", "doe_jane_12345", "lms", "12345"),
+    ("doejane_late_12345_67890_hw1-rooflines-1.ipynb", "doejane_12345", "lms", "12345"),
+    ("Jane Doe_4242_assignsubmission_file_hw1-rooflines.ipynb", "jane_doe_4242", "lms", "4242"),
+    ("Jane Doe_4242_assignsubmission_file_/whatever.ipynb", "jane_doe_4242", "lms", "4242"),
     ("submitted/bob_smith/hw1-rooflines/hw1-rooflines.ipynb", "bob_smith", "nbgrader", None),
     ("bob/hw1-rooflines/hw1-rooflines.ipynb", "bob", "nbgrader", None),
 ])
