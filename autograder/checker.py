@@ -32,6 +32,11 @@ import signal
 from .sandbox import Limits, Outcome
 
 MAX_NOTEBOOK_BYTES = 64 << 20
+MAX_CELLS = 5000              # cells in a submission (the homework has under 100)
+MAX_SOURCE_CHARS = 8 << 20    # characters of source, all cells together
+MAX_NESTING = 64              # depth of the notebook's JSON (a real one is under 20)
+MAX_JSON_OBJECTS = 500_000    # JSON objects in it (abandons parsing past this)
+MAX_JSON_ITEMS = 4_000_000    # list elements + object members in it
 MAX_RECORD_BYTES = 4 << 20
 MAX_MESSAGE = 2000
 PLAIN_DEPTH = 16
@@ -41,6 +46,7 @@ _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 # Submission statuses, most serious first; "graded" means nothing went wrong.
+GRADER_ERROR = "grader error"
 INVALID = "invalid notebook"
 TAMPERED = "tampered with a test cell"
 TIMED_OUT = "timed out"
@@ -49,7 +55,7 @@ OUTPUT = "output limit"
 CRASHED = "crashed"
 EXITED = "exited early"
 GRADED = "graded"
-SEVERITY = [INVALID, TAMPERED, TIMED_OUT, MEMORY, OUTPUT, CRASHED, EXITED, GRADED]
+SEVERITY = [GRADER_ERROR, INVALID, TAMPERED, TIMED_OUT, MEMORY, OUTPUT, CRASHED, EXITED, GRADED]
 
 
 class SpecError(Exception):
@@ -137,16 +143,47 @@ def checksum(cell: dict) -> str:
     return compute_checksum(node)
 
 
-def answer_names(source: str) -> tuple[str, ...]:
-    """Names a test cell reads but does not import or define: the student's answers.
+def _bound_at_top(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds in the cell's (module) scope: assignment, for, with,
+    except and match targets, imports, def and class names -- not what nested functions,
+    classes, lambdas or comprehensions bind in their own scopes."""
+    out: set[str] = set()
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                out.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            stack.extend(node.decorator_list)  # evaluated here; their bodies are other scopes
+            continue
+        elif isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                               ast.GeneratorExp)):
+            continue
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            out.add(node.rest)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
 
-    Over-approximates on purpose (a name the cell also assigns stays in): capturing a value
-    too many is harmless, one too few would mark an answered question "not answered".
-    """
-    tree = ast.parse(source)
+
+def _read_in(node: ast.AST) -> set[str]:
+    """Names a statement or expression may read from the cell's scope, over-approximated as
+    before inside nested scopes (loaded names, less what imports, defs, arguments and
+    comprehension targets within it define)."""
     loaded, defined = set(), set()
-    for node in ast.walk(tree):
+    for node in ast.walk(node):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            loaded.add(node.target.id)  # x += 1 reads x
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Del):
             loaded.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -160,7 +197,56 @@ def answer_names(source: str) -> tuple[str, ...]:
                 for t in ast.walk(gen.target):
                     if isinstance(t, ast.Name):
                         defined.add(t.id)
-    return tuple(sorted(loaded - defined - set(dir(builtins))))
+    return loaded - defined
+
+
+def _scan(stmts: list[ast.stmt], bound: set[str]) -> set[str]:
+    """The answer names of a block run in order, given the names ``bound`` before it."""
+    answers: set[str] = set()
+    bound = set(bound)
+    for st in stmts:
+        if isinstance(st, (ast.For, ast.AsyncFor)):
+            answers |= (_read_in(st.iter) | _read_in(st.target)) - bound
+            answers |= _scan(st.body, bound | _bound_at_top(st.target))  # its first iteration
+            answers |= _scan(st.orelse, bound)
+        elif isinstance(st, (ast.If, ast.While)):
+            answers |= _read_in(st.test) - bound
+            answers |= _scan(st.body, bound) | _scan(st.orelse, bound)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            inner = set(bound)
+            for item in st.items:
+                answers |= _read_in(item.context_expr) - inner
+                if item.optional_vars is not None:
+                    answers |= _read_in(item.optional_vars) - inner
+                    inner |= _bound_at_top(item.optional_vars)
+            answers |= _scan(st.body, inner)
+        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+            answers |= _scan(st.body, bound) | _scan(st.orelse, bound) | _scan(st.finalbody, bound)
+            for h in st.handlers:
+                if h.type is not None:
+                    answers |= _read_in(h.type) - bound
+                answers |= _scan(h.body, bound | ({h.name} if h.name else set()))
+        else:  # simple statements; match, def and class over-approximated as a whole
+            answers |= _read_in(st) - bound
+        bound |= _bound_at_top(st)
+    return answers
+
+
+def answer_names(source: str) -> tuple[str, ...]:
+    """The student's answers a test cell reads: the only names captured and given to it.
+
+    The cell's statements are taken in order: a name is an answer name if a statement reads
+    it before any earlier statement bound it. So ``ans = np.asarray(ans)`` reads the student's
+    ``ans``, while ``_expected = ...`` followed by ``check(x, _expected)`` does not make
+    ``_expected`` an answer: the test's own names are neither sent into the sandbox (where the
+    student could read them) nor filled in from the student's namespace. The bodies of ``for``,
+    ``while``, ``if``, ``with`` and ``try`` are followed in order too (a loop as its first
+    iteration; each branch from what was bound before it). Function and class bodies, lambdas,
+    comprehensions and ``match`` are over-approximated: capturing a value too many is harmless
+    there, one too few would mark an answered question "not answered". Builtins are never
+    answers.
+    """
+    return tuple(sorted(_scan(ast.parse(source).body, set()) - set(dir(builtins))))
 
 
 def strip_hidden_tests(source: str) -> str:
@@ -240,31 +326,124 @@ class Validation:
                 "limits": {"cell_output": limits.cell_output, "total_output": limits.total_output}}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (not Unicode; unwritable as UTF-8) replaced by U+FFFD.
+
+    JSON can carry them (``"\\ud800"``) and Python keeps them in a ``str``; every string from a
+    student -- the notebook, the sandbox's records -- goes through this before it can reach a
+    file, a message or the gradebook."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+class _TooBig(ValueError):
+    pass
+
+
+def _nbgrader_ok(nbg: dict) -> str | None:
+    """Why a cell's nbgrader metadata is malformed, or None. Types as nbgrader writes them."""
+    for key in ("grade_id", "checksum", "cell_type"):
+        if key in nbg and not isinstance(nbg[key], str):
+            return f"its nbgrader {key} is not a string"
+    for key in ("grade", "solution", "locked", "task"):
+        if key in nbg and not isinstance(nbg[key], bool):
+            return f"its nbgrader {key} is not true/false"
+    points = nbg.get("points", 0)
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or not (-1e9 < points < 1e9):
+        return "its nbgrader points is not a number"
+    if "schema_version" in nbg and type(nbg["schema_version"]) is not int:
+        return "its nbgrader schema_version is not an integer"
+    return None
+
+
+def _walk_json(root, clean: bool) -> str | None:
+    """Check the parsed notebook's shape (depth, size) without recursion, cleaning strings
+    (surrogates) in place if ``clean``. Returns why it is not acceptable, or None."""
+    stack = [(root, 1)]
+    items = 0
+    while stack:
+        obj, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"its JSON is nested more than {MAX_NESTING} levels deep"
+        if isinstance(obj, dict):
+            items += len(obj)
+            if clean and any(_SURROGATE.search(k) for k in obj):
+                pairs = [(clean_text(k), v) for k, v in obj.items()]
+                obj.clear()
+                obj.update(pairs)
+            for k, v in obj.items():
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1))
+                elif clean and isinstance(v, str):
+                    obj[k] = clean_text(v)
+        elif isinstance(obj, list):
+            items += len(obj)
+            for i, v in enumerate(obj):
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1))
+                elif clean and isinstance(v, str):
+                    obj[i] = clean_text(v)
+        if items > MAX_JSON_ITEMS:
+            return f"it has more than {MAX_JSON_ITEMS} JSON values"
+    return None
+
+
 def parse_notebook(data: bytes) -> tuple[dict | None, str | None]:
-    """The submission as a notebook dict, or (None, why not)."""
+    """The submission as a notebook dict, or (None, why not).
+
+    Strict, as the input is hostile: size, number of cells, total source, JSON depth and
+    number of values are capped; every field the grader uses must have its nbformat/nbgrader
+    type; lone surrogates in any string are replaced. What passes can be copied, compared,
+    hashed and written without surprises.
+    """
     if len(data) > MAX_NOTEBOOK_BYTES:
         return None, f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MB"
+    objects = [0]
+
+    def count(obj: dict) -> dict:
+        objects[0] += 1
+        if objects[0] > MAX_JSON_OBJECTS:
+            raise _TooBig(f"it has more than {MAX_JSON_OBJECTS} JSON objects")
+        return obj
+
     try:
-        nb = json.loads(data.decode("utf-8"))
+        nb = json.loads(data.decode("utf-8"), object_hook=count)
     except UnicodeDecodeError:
         return None, "the file is not UTF-8 text"
+    except _TooBig as exc:
+        return None, f"the file is too large a notebook ({exc})"
     except (ValueError, RecursionError) as exc:
-        return None, f"the file is not valid JSON ({str(exc)[:200]})"
+        return None, f"the file is not valid JSON ({clean_text(str(exc))[:200]})"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, "the file is JSON but not a Jupyter notebook"
     if nb.get("nbformat") != 4:
-        return None, f"unsupported notebook format {nb.get('nbformat')!r} (need nbformat 4)"
+        return None, f"unsupported notebook format {ascii(nb.get('nbformat'))[:50]} (need nbformat 4)"
+    if len(nb["cells"]) > MAX_CELLS:
+        return None, f"the notebook has more than {MAX_CELLS} cells"
+    why = _walk_json(nb, clean=bool(_SURROGATE_ESCAPE.search(data)))
+    if why is not None:
+        return None, f"the notebook is malformed: {why}"
+    total = 0
     for i, cell in enumerate(nb["cells"]):
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             return None, f"cell {i} is not a notebook cell"
         src = cell.get("source", "")
         if not isinstance(src, str) and not (isinstance(src, list) and all(isinstance(s, str) for s in src)):
             return None, f"cell {i} has a malformed source"
+        total += len(src) if isinstance(src, str) else sum(map(len, src))
+        if total > MAX_SOURCE_CHARS:
+            return None, f"the notebook has more than {MAX_SOURCE_CHARS >> 20} M characters of source"
         if not isinstance(cell.get("metadata", {}), dict):
             return None, f"cell {i} has malformed metadata"
         nbg = cell.get("metadata", {}).get("nbgrader")
         if nbg is not None and not isinstance(nbg, dict):
             return None, f"cell {i} has malformed nbgrader metadata"
+        why = _nbgrader_ok(nbg) if nbg is not None else None
+        if why is not None:
+            return None, f"cell {i} has malformed nbgrader metadata: {why}"
     return nb, None
 
 
@@ -347,23 +526,22 @@ class _Budget:
 
 
 def plain(value, depth: int = 0, budget: _Budget | None = None):
-    """``value`` if it is plain JSON data within limits, else raise ValueError."""
+    """A copy of ``value`` if it is plain JSON data within limits (strings cleaned of lone
+    surrogates), else raise ValueError."""
     budget = budget or _Budget(PLAIN_ELEMENTS)
     budget.n -= 1
     if budget.n < 0 or depth > PLAIN_DEPTH:
         raise ValueError("too large")
-    if value is None or isinstance(value, (bool, str)):
-        if isinstance(value, str) and len(value) > 100_000:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if len(value) > 100_000:
             raise ValueError("too long a string")
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
+        return clean_text(value)
+    if isinstance(value, (int, float)):
         return value
     if isinstance(value, list):
-        for v in value:
-            plain(v, depth + 1, budget)
-        return value
+        return [plain(v, depth + 1, budget) for v in value]
     raise ValueError(f"not plain data ({type(value).__name__})")
 
 
@@ -410,8 +588,10 @@ def read_records(validation: Validation, outcome: Outcome) -> RunReport:
                 if error is not None:
                     if not isinstance(error, dict):
                         raise ValueError
-                    error = {k: str(error.get(k, ""))[:8000] for k in ("ename", "evalue", "traceback")}
-                rep.cells[i] = {"stdout": out[:100_000], "stderr": err[:100_000], "error": error}
+                    error = {k: clean_text(str(error.get(k, ""))[:8000])
+                             for k in ("ename", "evalue", "traceback")}
+                rep.cells[i] = {"stdout": clean_text(out[:100_000]), "stderr": clean_text(err[:100_000]),
+                                "error": error}
             elif t == "capture":
                 gid = rec["grade_id"]
                 values = rec["values"]
@@ -427,7 +607,8 @@ def read_records(validation: Validation, outcome: Outcome) -> RunReport:
                         except (ValueError, RecursionError):
                             clean[name] = {"error": "not a plain value (too large or malformed)"}
                     else:
-                        clean[name] = {"error": str(entry.get("error", "not a plain value"))[:300]}
+                        why = str(entry.get("error", "not a plain value"))[:300]
+                        clean[name] = {"error": clean_text(why)}
                 rep.captures[gid] = clean
             elif t == "done":
                 rep.done = True
@@ -444,7 +625,7 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
     """Run the instructor's test cell on the captured values. (passed, message)."""
     ns: dict = {"__name__": "__grader__", "__builtins__": builtins}
     for name, entry in values.items():
-        if "value" in entry:
+        if name in test.names and "value" in entry:  # answer names only, never the test's own
             ns[name] = copy.deepcopy(entry["value"])
     sink = io.StringIO()
     try:
@@ -452,7 +633,7 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             exec(code, ns)
     except AssertionError as exc:
-        msg = str(exc).strip() or "AssertionError: the answer is not correct."
+        msg = clean_text(str(exc)).strip() or "AssertionError: the answer is not correct."
         return False, msg[:MAX_MESSAGE]
     except NameError as exc:
         name = getattr(exc, "name", None)
@@ -462,11 +643,11 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
                            f"lists or arrays of numbers.")
         if name in test.names:
             return False, f"not answered: there is no variable {name} when this question is checked."
-        return False, f"NameError: {exc}"[:MAX_MESSAGE]
+        return False, clean_text(f"NameError: {exc}")[:MAX_MESSAGE]
     except RecursionError:
         return False, "RecursionError while checking the answer."
     except Exception as exc:  # the answer made the check fail some other way
-        return False, f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE]
+        return False, clean_text(f"{type(exc).__name__}: {exc}")[:MAX_MESSAGE]
     return True, ""
 
 
@@ -585,35 +766,70 @@ def _release_test_cell(spec: Spec, gid: str) -> dict:
     raise KeyError(gid)
 
 
+def _gid(cell: dict) -> str | None:
+    gid = _nbg(cell).get("grade_id")
+    return gid if isinstance(gid, str) and gid else None
+
+
+def _tags(cell: dict) -> list[str] | None:
+    meta = cell.get("metadata")
+    tags = meta.get("tags") if isinstance(meta, dict) else None
+    if isinstance(tags, list) and all(isinstance(t, str) and t and "," not in t for t in tags):
+        return list(dict.fromkeys(clean_text(t)[:200] for t in tags[:50]))  # unique, as nbformat says
+    return None
+
+
 def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionResult,
                         rep: RunReport | None) -> dict:
-    """The submission with outputs: its cells' output from the sandbox, each test's result."""
-    if validation.notebook is None or validation.invalid is not None:
-        nb = copy.deepcopy(spec.release)
-        base_cells = nb.get("cells", [])
-    else:
-        nb = copy.deepcopy(validation.notebook)
-        base_cells = nb["cells"]
+    """The submission with outputs: its cells' output from the sandbox, each test's result.
+
+    Built anew, never copied from the submission wholesale, so that it always validates with
+    nbformat: notebook metadata, and the metadata of every cell matched by grade_id, come from
+    the release copy (the instructor's); test and read-only cells are the instructor's version;
+    from the student it keeps only each cell's type, id, source, attachments, and for cells of
+    their own well-typed ``tags``.
+    """
+    release_cells = spec.release.get("cells", [])
+    release_by_gid: dict[str, dict] = {}
+    for cell in release_cells:
+        gid = _gid(cell)
+        if gid is not None:
+            release_by_gid.setdefault(gid, cell)
+    submitted = validation.notebook is not None and validation.invalid is None
+    base_cells = validation.notebook["cells"] if submitted else release_cells
     by_pos = {i: gid for gid, i in validation.test_positions.items()}
-    seen_tests = set()
+    seen_tests: set[str] = set()
+    seen_gids: set[str] = set()
     cells = []
     for i, cell in enumerate(base_cells):
-        gid = _nbg(cell).get("grade_id")
-        if cell.get("cell_type") == "code" or gid in result.max_scores:
-            if gid in result.max_scores and (i in by_pos or validation.invalid is not None
-                                             or gid in validation.tampered):
-                if gid in seen_tests:
-                    continue
-                seen_tests.add(gid)
-                cell = _release_test_cell(spec, gid)
-                cell["outputs"] = _test_outputs(result, gid)
-                cell["execution_count"] = None
-                cells.append(cell)
+        gid = _gid(cell)
+        kind = cell.get("cell_type")
+        if gid in result.max_scores and (i in by_pos or not submitted or gid in validation.tampered):
+            if gid in seen_tests:
                 continue
-        if cell.get("cell_type") == "code":
-            cell["execution_count"] = None
+            seen_tests.add(gid)
+            cells.append(_graded_test_cell(spec, result, gid))
+            continue
+        # the instructor's cell of this grade_id (first occurrence, same type): its nbgrader
+        # metadata, and for read-only cells its source (what was run)
+        rel = release_by_gid.get(gid) if gid is not None and gid not in seen_gids else None
+        if rel is not None and (rel.get("cell_type") != kind or gid in result.max_scores):
+            rel = None
+        if rel is not None:
+            seen_gids.add(gid)
+        if rel is not None and isinstance(rel.get("metadata"), dict):
+            meta = copy.deepcopy(rel["metadata"])  # the instructor's, nbgrader's included
+        else:
+            meta = {}
+            tags = _tags(cell)
+            if tags:
+                meta["tags"] = tags
+        source = _text((rel if rel is not None and gid in spec.locked else cell).get("source"))
+        new = {"cell_type": kind, "id": cell.get("id"), "metadata": meta, "source": source}
+        if kind == "code":
+            new["execution_count"] = None
             outputs = []
-            ran = rep.cells.get(i) if rep is not None else None
+            ran = rep.cells.get(i) if rep is not None and submitted else None
             if ran:
                 if ran["stdout"]:
                     outputs.append(_stream("stdout", ran["stdout"]))
@@ -622,48 +838,59 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
                 if ran["error"]:
                     e = ran["error"]
                     outputs.append(_error(e["ename"], e["evalue"], e["traceback"]))
-            cell["outputs"] = outputs
-        cells.append(cell)
+            new["outputs"] = outputs
+        elif _valid_attachments(cell.get("attachments")):
+            new["attachments"] = copy.deepcopy(cell["attachments"])
+        cells.append(new)
     for t in spec.tests:  # deleted test cells come back at the end, with their result
         if t.grade_id not in seen_tests:
-            cell = _release_test_cell(spec, t.grade_id)
-            cell["outputs"] = _test_outputs(result, t.grade_id)
-            cell["execution_count"] = None
-            cells.append(cell)
-    nb["cells"] = cells
-    if not isinstance(nb.get("metadata"), dict):
-        nb["metadata"] = {}
-    minor = nb.get("nbformat_minor")
-    nb["nbformat"], nb["nbformat_minor"] = 4, max(minor, 5) if type(minor) is int else 5
+            cells.append(_graded_test_cell(spec, result, t.grade_id))
     seen_ids: set[str] = set()
-    for i, cell in enumerate(nb["cells"]):
-        # only the fields nbformat 4.5 allows, well-typed: the copy always validates
-        kind = cell.get("cell_type")
-        keep = {"cell_type": kind, "id": cell.get("id"),
-                "metadata": cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {},
-                "source": _text(cell.get("source"))}
-        if kind == "code":
-            keep["outputs"] = cell.get("outputs", [])
-            keep["execution_count"] = None
-        elif _valid_attachments(cell.get("attachments")):
-            keep["attachments"] = cell["attachments"]
-        cell.clear()
-        cell.update(keep)
+    for i, cell in enumerate(cells):
         cid = cell.get("id")
         if not isinstance(cid, str) or not _CELL_ID.fullmatch(cid) or cid in seen_ids:
             cid = f"cell-{i}"
             while cid in seen_ids:
                 cid += "x"
-            cell["id"] = cid
+        cell["id"] = cid
         seen_ids.add(cid)
-    return nb
+    meta = spec.release.get("metadata")
+    minor = spec.release.get("nbformat_minor")
+    return {"cells": cells, "metadata": copy.deepcopy(meta) if isinstance(meta, dict) else {},
+            "nbformat": 4, "nbformat_minor": max(minor, 5) if type(minor) is int else 5}
+
+
+def _graded_test_cell(spec: Spec, result: SubmissionResult, gid: str) -> dict:
+    rel = _release_test_cell(spec, gid)
+    meta = rel.get("metadata")
+    return {"cell_type": "code", "id": rel.get("id"), "execution_count": None,
+            "metadata": meta if isinstance(meta, dict) else {},
+            "source": _text(rel.get("source")), "outputs": _test_outputs(result, gid)}
+
+
+_MIME = re.compile(r"[a-zA-Z0-9]+/[a-zA-Z0-9\-\+\.]+")
 
 
 def _valid_attachments(value) -> bool:
-    return isinstance(value, dict) and all(
+    """nbformat's schema for attachments: {name: {mimetype: str | [str]}}."""
+    return isinstance(value, dict) and len(value) <= 100 and all(
         isinstance(k, str) and isinstance(v, dict)
-        and all(isinstance(m, str) and isinstance(d, (str, list)) for m, d in v.items())
+        and all(isinstance(m, str) and _MIME.fullmatch(m) and m != "application/json"
+                and (isinstance(d, str) or (isinstance(d, list) and all(isinstance(x, str) for x in d)))
+                for m, d in v.items())
         for k, v in value.items())
+
+
+def grader_error(spec: Spec, student: str, stage: str, exc: BaseException) -> SubmissionResult:
+    """The record of a submission the grader failed on (its own fault or an input it did not
+    foresee): zero, flagged in the gradebook, graded again with ``--force`` once fixed."""
+    what = clean_text(f"{type(exc).__name__}: {exc}")[:300]
+    max_scores = spec.max_scores
+    msg = f"{GRADER_ERROR}: the grader failed while {stage}; this question is not graded yet."
+    return SubmissionResult(student, spec.assignment, GRADER_ERROR, {g: 0.0 for g in max_scores},
+                            dict(max_scores), {g: msg for g in max_scores},
+                            [f"{GRADER_ERROR} while {stage} ({what}): recorded as zero and "
+                             f"flagged; fix the grader and grade this student again with --force"])
 
 
 def _test_outputs(result: SubmissionResult, gid: str) -> list[dict]:

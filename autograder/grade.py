@@ -15,6 +15,12 @@ runs many of them and records the results:
   commit, each via a temporary file and an atomic rename. Killed at any point, a rerun skips
   what was committed and grades the rest; what was half-done is simply done again, with the
   same result (the grading is deterministic given the submission).
+- **One submission cannot stop the others.** Whatever goes wrong while validating, scoring
+  or writing up one submission stays with that submission: it is recorded with the status
+  "grader error" (zero, flagged in the gradebook, so a rerun does not retry it forever; fix
+  and grade it again with ``--force``), and the rest of the class is graded. Only when the
+  result cannot be *recorded* at all (the disk, the database) is the student left ungraded,
+  in ``report.errors``, and retried by the next run.
 - **Nothing lost.** Submissions are only read, never modified.
 """
 
@@ -50,7 +56,7 @@ class GradeReport:
     results: list[SubmissionResult]                 # graded in this run
     skipped_already_graded: list[str]               # students graded by an earlier run
     previous: list[SubmissionResult] = dataclasses.field(default_factory=list)  # ... their results
-    errors: dict[str, str] = dataclasses.field(default_factory=dict)  # not graded: grader failures
+    errors: dict[str, str] = dataclasses.field(default_factory=dict)  # not recorded: retried next run
     workers: int = 0
     sandbox: str = ""
     wall: float = 0.0
@@ -318,6 +324,11 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _dump(obj) -> bytes:
+    """JSON as ASCII: whatever string got this far, the file can always be written."""
+    return json.dumps(obj, indent=1, ensure_ascii=True).encode("ascii")
+
+
 def forbidden_paths(course: Course | None = None) -> list[Path]:
     """What no sandbox bind may contain: the course, the solutions, the repository."""
     out = [SOLUTIONS, REPO]
@@ -470,6 +481,13 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         if students is not None:
             wanted = set(students)
             everyone = [s for s in everyone if s in wanted]
+        unreadable = {}
+        for s in everyone:
+            try:
+                s.encode("utf-8")
+            except UnicodeEncodeError:  # a folder name that is not UTF-8: no gradebook id
+                unreadable[ascii(s)] = "the submission folder's name is not UTF-8 text: rename it"
+        everyone = [s for s in everyone if ascii(s) not in unreadable]
         todo, skipped = [], []
         for s in everyone:
             ts = read_timestamp(course, s, assignment)
@@ -479,7 +497,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             else:
                 todo.append((s, ts))
         report = GradeReport(assignment, [], skipped,
-                             [r for r in (load_result(course, s, assignment) for s in skipped) if r])
+                             [r for r in (load_result(course, s, assignment) for s in skipped) if r],
+                             errors=unreadable)
         if not todo:
             report.wall = time.monotonic() - t0
             return report
@@ -498,31 +517,70 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         pending: dict = {}
         queue_ = list(reversed(todo))
 
-        def record(student, ts, validation, outcome):
-            result, rep = checker.score(spec, student, validation, outcome, limits)
-            out_dir = course.autograded(student, assignment)
-            _clean_stale_tmp(out_dir)
-            nb = checker.autograded_notebook(spec, validation, result, rep)
-            atomic_write(out_dir / spec.notebook, json.dumps(nb, indent=1, ensure_ascii=False).encode())
-            stamp = course.submitted(student, assignment) / "timestamp.txt"
-            if ts is not None and stamp.is_file() and not stamp.is_symlink():
-                atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
-            atomic_write(out_dir / GRADING_RECORD, json.dumps(result.to_json(), indent=1).encode())
-            commit_result(gb, spec, result, ts)
+        def record(student, ts, validation, outcome, failed=None):
+            """Score, write up and commit one submission. An exception here is this submission's
+            alone: it becomes its "grader error" record, or, if even that cannot be written,
+            an entry in ``report.errors``. ``failed``: (stage, exception) from before."""
+            try:
+                if failed is not None:
+                    raise failed[1]
+                stage = "scoring the notebook"
+                result, rep = checker.score(spec, student, validation, outcome, limits)
+                stage = "writing the autograded notebook"
+                nb_bytes = _dump(checker.autograded_notebook(spec, validation, result, rep))
+                stage = "writing the grading record"
+                result_bytes = _dump(result.to_json())
+            except Exception as exc:
+                try:
+                    stage_ = failed[0] if failed is not None else stage
+                    result = checker.grader_error(spec, student, stage_, exc)
+                    empty = checker.Validation(None, checker.GRADER_ERROR, {}, [], [], {})
+                    nb_bytes = _dump(checker.autograded_notebook(spec, empty, result, None))
+                    result_bytes = _dump(result.to_json())
+                except Exception as exc2:
+                    report.errors[student] = f"the grader failed: {type(exc2).__name__}: {exc2}"[:500]
+                    return
+            try:
+                out_dir = course.autograded(student, assignment)
+                _clean_stale_tmp(out_dir)
+                atomic_write(out_dir / spec.notebook, nb_bytes)
+                stamp = course.submitted(student, assignment) / "timestamp.txt"
+                if ts is not None and stamp.is_file() and not stamp.is_symlink():
+                    atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
+                atomic_write(out_dir / GRADING_RECORD, result_bytes)
+                commit_result(gb, spec, result, ts)
+            except Exception as exc:  # the disk, the database: not the submission's doing
+                report.errors[student] = (f"the result could not be recorded ({type(exc).__name__}: "
+                                          f"{exc}); it is graded again by the next run")[:500]
+                return
             report.results.append(result)
 
         completed = 0
         while queue_ or pending:
             while queue_ and len(pending) < runner.capacity:
                 student, ts = queue_.pop()
-                data, why = read_submission(course, student, assignment)
-                validation = checker.validate(spec, data, missing=why)
+                try:
+                    data, why = read_submission(course, student, assignment)
+                    validation = checker.validate(spec, data, missing=why)
+                    job = validation.job(limits)
+                except Exception as exc:  # an input validation did not foresee: this one only
+                    record(student, ts, None, None, failed=("reading the notebook", exc))
+                    completed += 1
+                    bar.update(completed)
+                    continue
                 if validation.invalid is not None or not validation.steps:
                     record(student, ts, validation, None)
                     completed += 1
                     bar.update(completed)
                     continue
-                fut = runner.submit(student, validation.job(limits))
+                try:
+                    fut = runner.submit(student, job)
+                except Exception as exc:  # the pool or the cluster, not the submission
+                    report.errors[student] = (f"the sandbox could not be started: "
+                                              f"{type(exc).__name__}: {exc}")[:500]
+                    completed += 1
+                    bar.update(completed)
+                    continue
                 pending[fut] = (student, ts, validation)
             if not pending:
                 continue

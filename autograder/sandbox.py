@@ -6,7 +6,8 @@ What the student's process gets (see :func:`bwrap_command`):
   (only a loopback device that is down), no view of other processes;
 - a new root: a tmpfs holding read-only binds of the system (``/usr``), the Python install and
   venv, the ``scalebook`` package and this package's ``runner.py`` -- and nothing else: not the
-  course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``;
+  course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``
+  (a course or repository inside any of these binds is refused: :func:`read_only_binds`);
 - a private tmpfs ``/tmp`` (size-capped) as the only writable place; its code arrives over a
   pipe, so nothing of the submission is written on the host;
 - a fresh uid (a random one with no account, never root) with no capabilities and
@@ -14,7 +15,12 @@ What the student's process gets (see :func:`bwrap_command`):
   the grader (``--die-with-parent``);
 - resource limits: RLIMIT_AS (memory), RLIMIT_CPU, RLIMIT_NPROC (processes and threads of its
   uid), RLIMIT_FSIZE, RLIMIT_NOFILE, no core dumps; a wall-clock timeout and output caps
-  enforced from outside (the process group is killed, and with it the pid namespace).
+  enforced from outside (the process group is killed, and with it the pid namespace);
+- a seccomp filter (``runner.install_seccomp``), installed by the runner after the uid switch
+  and before the student's code: no new namespaces (a user namespace would let it mount a tmpfs
+  of its own, past RLIMIT_AS and the scratch cap), no mounts, no keyring, bpf, userfaultfd,
+  perf_event_open or io_uring. The runner's first record, ``{"t":"ready"}``, says all of this
+  is in place; a run without it is a sandbox error (:func:`_require_ready`), never a student's.
 
 When the grader runs as root, bwrap runs as root *without* a user namespace (so the sandbox
 can be given a uid of its own, which RLIMIT_NPROC needs: the kernel exempts uid 0 from it) and
@@ -142,11 +148,25 @@ def _is_within(path: Path, parent: Path) -> bool:
         return False
 
 
+SYSTEM_TOPS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+
+def system_binds() -> list[Path]:
+    """The system directories bound read-only (``/usr``, and ``/bin``, ``/lib``... where they
+    are directories rather than links into ``/usr``)."""
+    out = []
+    for top in SYSTEM_TOPS:
+        p = Path("/" + top)
+        if top == "usr" or (p.is_dir() and not p.is_symlink()):
+            out.append(p)
+    return out
+
+
 def read_only_binds(forbidden: list[Path] = ()) -> list[Path]:
     """Host paths bound read-only (at the same path) into the sandbox.
 
-    Raises :class:`SandboxError` if any of them would expose a ``forbidden`` path (the course
-    directory, ``solutions/``): better no grading than a leak.
+    Raises :class:`SandboxError` if any of them, or of the :func:`system_binds`, would expose
+    a ``forbidden`` path (the course directory, ``solutions/``): better no grading than a leak.
     """
     binds: list[Path] = []
     for root in _python_roots():
@@ -164,6 +184,7 @@ def read_only_binds(forbidden: list[Path] = ()) -> list[Path]:
     for b in out:
         if b == Path("/"):
             raise SandboxError("refusing to bind / into the sandbox")
+    for b in out + system_binds():
         for f in forbidden:
             f = Path(f).resolve()
             if _is_within(f, b):
@@ -261,10 +282,11 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
             cmd += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
     else:
         cmd += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-    # the system, read-only
+    # the system, read-only (read_only_binds has checked that no forbidden path is in there)
+    binds = read_only_binds(forbidden)
     for top in ("usr",):
         cmd += ["--ro-bind", f"/{top}", f"/{top}"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+    for top in SYSTEM_TOPS[1:]:
         p = Path("/" + top)
         if p.is_symlink():
             cmd += ["--symlink", os.readlink(p), f"/{top}"]
@@ -287,7 +309,7 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
     cmd += ["--proc", "/proc", "--dev", "/dev",
             "--size", str(int(scratch)), "--perms", "1777", "--tmpfs", "/tmp",
             "--perms", "1777", "--dir", SANDBOX_MPL]
-    for b in read_only_binds(forbidden):
+    for b in binds:
         cmd += parents(str(b)) + ["--ro-bind", str(b), str(b)]
     cmd += parents(SANDBOX_RUNNER) + ["--ro-bind", str(RUNNER), SANDBOX_RUNNER]
     mpl = _mpl_cache()
@@ -447,6 +469,25 @@ def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits
                    signal=None if killed else sig, wall=time.monotonic() - t0)
 
 
+READY_LINE = b'{"t":"ready"}'   # runner.READY as runner.Channel writes it
+
+
+def _require_ready(outcome: Outcome) -> Outcome:
+    """The runner's first record says the sandbox (limits, uid, seccomp filter) is complete.
+
+    Without it the student's code never ran: a sandbox failure (e.g. no seccomp filter on this
+    machine), reported as ``error`` so that the grader records nothing for the student. The
+    student cannot fake or suppress it: it is written before their code is read.
+    """
+    if outcome.error is None and (not outcome.lines or outcome.lines[0] != READY_LINE):
+        tail = outcome.raw_output.strip()[-500:]
+        outcome.error = ("the sandbox could not be set up, nothing was run"
+                         + (f": {tail}" if tail else f" (exit {outcome.returncode})"))
+    elif outcome.error is None:
+        del outcome.lines[0]
+    return outcome
+
+
 class FreshSandbox:
     """A new bwrap sandbox and Python interpreter for every submission."""
 
@@ -471,7 +512,7 @@ class FreshSandbox:
             os.close(result_w)
             return Outcome([], "", None, error=f"could not start bwrap: {exc}")
         os.close(result_w)
-        return pump(proc, job_bytes, result_r, limits, cancel)
+        return _require_ready(pump(proc, job_bytes, result_r, limits, cancel))
 
     def close(self) -> None:
         pass
@@ -615,9 +656,9 @@ class TemplateSandbox:
             return self.fallback.run(job, limits, cancel)
         child = _TemplateChild(self, out_r, in_w)
         outcome = pump(child, json.dumps(job).encode(), result_r, limits, cancel)
-        if child.killed or outcome.returncode is None or outcome.returncode in (70, 71):
+        if child.killed or outcome.returncode is None or outcome.returncode in (70, 71, 72):
             self.close()  # a job had to be killed, or the protocol went wrong: start afresh
-        return outcome
+        return _require_ready(outcome)
 
 
 class _TemplateChild:

@@ -63,7 +63,50 @@ def test_answer_names():
     src = ("import numpy as np\nfrom scalebook.checks import check_close as cc\n"
            "def f(a):\n    return a + helper\n"
            "check_close(x, 1)\ncc([y for y in ys], np.ones(3))\nassert len(z) == 2\n_e = 3\nprint(_e)\n")
-    assert checker.answer_names(src) == ("_e", "check_close", "helper", "x", "ys", "z")
+    assert checker.answer_names(src) == ("check_close", "helper", "x", "ys", "z")
+
+
+@pytest.mark.parametrize("src, names", [
+    # a name the test binds before it reads it is the test's own: not captured, not pre-filled
+    ("from scalebook.checks import check_close\n_expected = 6\ncheck_close(x, _expected)", ("x",)),
+    ("import numpy as np\n_want = np.ones(3)\nassert (_want == v).all()", ("v",)),
+    # read before it is bound: the student's
+    ("import numpy as np\nans = np.asarray(ans)\nassert ans.shape == (3,)", ("ans",)),
+    ("total += 1\nassert total", ("total",)),
+    ("a, b = pair\nassert a < b", ("pair",)),
+    ("def check():\n    return answer == 6\nassert check()", ("answer",)),
+    ("from m import helper as h\n_k = 3\ndef g():\n    return _k * q\nassert g()", ("q",)),
+    ("try:\n    import scipy\nexcept ImportError as err:\n    pass\nassert err is None or r", ("r",)),
+    ("with open(f) as fh:\n    pass\nassert fh.closed", ("f",)),
+    # blocks in order too: a loop as its first iteration, each branch from what came before
+    ("for i in range(2):\n    assert x[i] > 0", ("x",)),
+    ("for _v, _n in ((a, 'a'), (b, 'b')):\n    _e = 2 * _v\n    assert _e > 0, _n", ("a", "b")),
+    ("for i in range(2):\n    if i:\n        assert s > 0\n    s = 1", ("s",)),
+    ("if c:\n    _e = 1\nelse:\n    assert _e\nassert y == _e", ("_e", "c", "y")),
+    ("with ctx() as _c:\n    _c.check(v)", ("ctx", "v")),
+    ("try:\n    _r = f(z)\nexcept ValueError as _x:\n    raise AssertionError(_x)\nelse:\n    assert _r",
+     ("_r", "f", "z")),
+    ("while _n < 3:\n    _n = 1", ("_n",)),
+    # nested scopes: over-approximated, as before
+    ("def g():\n    _t = 1\n    return _t + w\nassert g()", ("_t", "w")),
+])
+def test_answer_names_in_order(src, names):
+    assert checker.answer_names(src) == names
+
+
+def test_run_test_injects_only_answer_names():
+    """A value captured for a name the test binds itself never reaches the test."""
+    src = "_expected = globals().get('_expected', 6)\nassert answer == _expected, 'wrong'"
+    test = checker.TestCell("g", 1.0, src, src, "", checker.answer_names(src))
+    assert test.names == ("answer",)
+    assert checker.run_test(test, {"answer": {"value": 6}}) == (True, "")
+    assert checker.run_test(test, {"answer": {"value": 5}, "_expected": {"value": 5}}) == (False, "wrong")
+
+
+def test_hidden_test_names_never_reach_the_sandbox(spec):
+    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    assert fixture.HIDDEN_NAME not in json.dumps(v.job(LIMITS))
+    assert spec.test("q3-test").names == ("answer",)
 
 
 def test_spec_of_the_fixture(spec):
@@ -96,6 +139,117 @@ def test_checksum_is_nbgraders(spec):
 def test_parse_notebook_rejects(data, why):
     nb, reason = checker.parse_notebook(data)
     assert nb is None and why in reason
+
+
+def _nb_with(cells=None, **cell_meta) -> dict:
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": cell_meta, "outputs": []}
+    return {"cells": cells if cells is not None else [cell], "metadata": {}, "nbformat": 4,
+            "nbformat_minor": 5}
+
+
+@pytest.mark.parametrize("nb, why", [
+    (_nb_with(nbgrader={"grade_id": ["x"]}), "grade_id is not a string"),
+    (_nb_with(nbgrader={"grade_id": {"a": 1}}), "grade_id is not a string"),
+    (_nb_with(nbgrader={"grade_id": "a", "checksum": 5}), "checksum is not a string"),
+    (_nb_with(nbgrader={"grade_id": "a", "points": "2"}), "points is not a number"),
+    (_nb_with(nbgrader={"grade_id": "a", "points": float("inf")}), "points is not a number"),
+    (_nb_with(nbgrader={"grade_id": "a", "points": 10 ** 400}), "points is not a number"),
+    (_nb_with(nbgrader={"grade_id": "a", "grade": "yes"}), "grade is not true/false"),
+    (_nb_with(x=json.loads("[" * 100 + "]" * 100)), "nested more than 64 levels"),
+    (_nb_with(cells=[{"cell_type": "code", "source": ""}] * 5001), "more than 5000 cells"),
+    (_nb_with(cells=[{"cell_type": "code", "source": "#" * (9 << 20)}]), "characters of source"),
+    ({"cells": [], "metadata": {"x": [{}] * 600_000}, "nbformat": 4}, "JSON objects"),
+    ({"cells": [], "metadata": {"x": [0] * 4_100_000}, "nbformat": 4}, "JSON values"),
+])
+def test_parse_notebook_is_strict(nb, why):
+    nb, reason = checker.parse_notebook(json.dumps(nb, allow_nan=True).encode())
+    assert nb is None and why in reason, reason
+
+
+def test_parse_notebook_cleans_surrogates():
+    src = {"cells": [{"cell_type": "markdown", "source": ["a\ud800", "b"],
+                      "metadata": {"tags": ["\udfff"], "k\udc00": {"v": ["\ud83d\ude00", "\ud83d"]}}}],
+           "metadata": {}, "nbformat": 4}
+    nb, why = checker.parse_notebook(json.dumps(src).encode())
+    assert why is None
+    cell = nb["cells"][0]
+    assert cell["source"] == ["a\ufffd", "b"] and cell["metadata"]["tags"] == ["\ufffd"]
+    assert cell["metadata"]["k\ufffd"] == {"v": ["\U0001F600", "\ufffd"]}  # a real pair stays
+    json.dumps(nb, ensure_ascii=False).encode("utf-8")  # writable as UTF-8
+
+
+def test_read_records_cleans_surrogates(spec):
+    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    code = next(s["index"] for s in v.steps if s["kind"] == "code")
+    lines = [json.dumps(r).encode() for r in (
+        {"t": "cell", "index": code, "stdout": "\ud800", "stderr": "x\udfff",
+         "error": {"ename": "E\ud800", "evalue": "\ud800", "traceback": "\ud800"}},
+        {"t": "capture", "grade_id": "q4-test",
+         "values": {"chip": {"value": ["\ud800", ["tpu\udc00"]]}, "answer": {"error": "\ud800"}}})]
+    rep = checker.read_records(v, Outcome(lines=lines, raw_output="", returncode=0))
+    assert rep.cells[code] == {"stdout": "\ufffd", "stderr": "x\ufffd",
+                               "error": {"ename": "E\ufffd", "evalue": "\ufffd", "traceback": "\ufffd"}}
+    assert rep.captures["q4-test"] == {"chip": {"value": ["\ufffd", ["tpu\ufffd"]]},
+                                       "answer": {"error": "\ufffd"}}
+
+
+def test_forbidden_inside_a_system_bind(tmp_path):
+    """A course (or the repository) under /usr, /lib... would be bound into every sandbox."""
+    from autograder.sandbox import SandboxError, bwrap_command
+
+    for inside in ("/usr/share/course", "/lib/course"):
+        with pytest.raises(SandboxError, match="would see"):
+            bwrap_command(["true"], scratch=1 << 20, forbidden=[Path(inside)])
+    bwrap_command(["true"], scratch=1 << 20, forbidden=[tmp_path])
+
+
+def _run_bpf(program, nr: int, arch: int, arg0: int = 0) -> int:
+    """A classic-BPF interpreter for the few instructions the seccomp filter uses."""
+    data = {0: nr, 4: arch, 16: arg0 & 0xFFFFFFFF}
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        pc += 1
+        if code == 0x20:
+            acc = data[k]
+        elif code == 0x15:
+            pc += jt if acc == k else jf
+        elif code == 0x35:
+            pc += jt if acc >= k else jf
+        elif code == 0x45:
+            pc += jt if acc & k else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected BPF instruction {code:#x}")
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_seccomp_program(arch):
+    """What the filter decides, per syscall, on both architectures it knows."""
+    prog = runner.seccomp_program(arch)
+    audit = runner.SECCOMP_ARCH[arch]
+    allow, eperm, enosys = 0x7FFF0000, 0x50001, 0x50026
+    deny = runner.SECCOMP_DENY[arch]
+    for name in ("unshare", "setns", "mount", "umount2", "pivot_root", "keyctl", "add_key",
+                 "request_key", "bpf", "userfaultfd", "perf_event_open", "io_uring_setup",
+                 "io_uring_enter", "io_uring_register", "fsopen", "move_mount"):
+        assert _run_bpf(prog, deny[name], audit) == eperm, name
+    clone = runner.SECCOMP_CLONE[arch]
+    assert _run_bpf(prog, runner.SECCOMP_CLONE3, audit) == enosys
+    thread_flags = 0x3D0F00   # glibc pthread_create: CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|...
+    assert _run_bpf(prog, clone, audit, thread_flags) == allow
+    assert _run_bpf(prog, clone, audit, 0x01200011) == allow          # fork()
+    for flag in (0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000):
+        assert _run_bpf(prog, clone, audit, flag | 17) == eperm, hex(flag)
+    for ok in (0, 1, 9, 60, 231, 262):  # read, write, mmap...: whatever the table
+        if ok not in deny.values() and ok not in (clone, runner.SECCOMP_CLONE3):
+            assert _run_bpf(prog, ok, audit) == allow
+    assert _run_bpf(prog, 0, 0x40000003) == 0x80000000                  # another ABI (i386): killed
+    if arch == "x86_64":
+        assert _run_bpf(prog, 0x40000000 + 272, audit) == eperm         # x32
+    with pytest.raises(runner.SandboxSetupError, match="riscv64"):
+        runner.seccomp_program("riscv64")
 
 
 def test_validate_finds_tampering_and_plans_the_run(spec):
@@ -279,6 +433,60 @@ def test_grade_assignment(course, sandbox_kind):
                               students=["alice", "bob"])
     assert sorted(r.student for r in forced.results) == ["alice", "bob"]
     assert fixture.scores_in_gradebook(course)["carol"] == fixture.POINTS
+
+
+@in_sandbox
+def test_one_submission_cannot_stop_the_class(course, monkeypatch):
+    """Whatever the grader trips over in one submission stays with that submission: an
+    exception while scoring it is recorded as its "grader error" (zero, flagged, not retried
+    forever); a result that cannot be written is left ungraded, reported, and graded by the
+    next run. Everyone else is graded normally."""
+    from autograder import grade as grade_mod
+
+    release = fixture.release_notebook(course)
+    for student in ("alice", "mallory", "zed", "walt"):
+        fixture.submit(course, student, sub_bytes(release))
+    real_score, real_validate, real_write = checker.score, checker.validate, grade_mod.atomic_write
+
+    def score(spec, student, *a, **k):
+        if student == "mallory":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real_score(spec, student, *a, **k)
+
+    def validate(spec, data, **k):
+        if data and b'"walt-was-here"' in data:
+            raise TypeError("unhashable type: 'list'")
+        return real_validate(spec, data, **k)
+
+    def atomic_write(path, data):
+        if "/zed/" in str(path):
+            raise OSError(28, "No space left on device")
+        return real_write(path, data)
+
+    nb = fixture.honest(release)
+    nb["metadata"]["walt-was-here"] = 1
+    fixture.submit(course, "walt", nb)
+    monkeypatch.setattr(checker, "score", score)
+    monkeypatch.setattr(checker, "validate", validate)
+    monkeypatch.setattr(grade_mod, "atomic_write", atomic_write)
+    report = grade_assignment(Course(course), A, workers=2, limits=LIMITS, progress=False)
+    res = report.by_student()
+    assert res["alice"].scores == fixture.POINTS and res["alice"].status == "graded"
+    for student, stage in (("mallory", "scoring"), ("walt", "reading the notebook")):
+        assert res[student].status == "grader error" and res[student].total == 0, student
+        assert stage in res[student].problems[0] and "--force" in res[student].problems[0]
+        record = json.loads((course / "autograded" / student / A / "grading.json").read_text())
+        assert record["status"] == "grader error"
+    assert set(report.errors) == {"zed"} and "No space left" in report.errors["zed"]
+    assert set(fixture.scores_in_gradebook(course)) == {"alice", "mallory", "walt"}
+
+    monkeypatch.undo()  # the grader fixed: the next run grades only what was not recorded
+    again = grade_assignment(Course(course), A, limits=LIMITS, progress=False)
+    assert [r.student for r in again.results] == ["zed"] and again.errors == {}
+    assert sorted(again.skipped_already_graded) == ["alice", "mallory", "walt"]
+    forced = grade_assignment(Course(course), A, limits=LIMITS, progress=False, force=True,
+                              students=["mallory", "walt"])
+    assert all(r.status == "graded" and r.scores == fixture.POINTS for r in forced.results)
 
 
 @in_sandbox

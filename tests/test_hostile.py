@@ -153,7 +153,7 @@ def test_hostile_corpus(tmp_path_factory, honest_scores, sandbox):
     for path in (root / "autograded").rglob("*"):
         if path.is_file():
             everything += path.read_text("utf-8", "replace")
-    for canary in (fixture.SECRET_CANARY, fixture.HIDDEN_CANARY, "BEGIN HIDDEN TESTS"):
+    for canary in (fixture.SECRET_CANARY, fixture.HIDDEN_CANARY, fixture.HIDDEN_NAME, "BEGIN HIDDEN TESTS"):
         assert canary not in everything, canary
     leak = results["read-secrets"].messages["q3-test"]
     assert "should be a number" in leak  # what it could read did come back, as its answer
@@ -170,6 +170,17 @@ def test_hostile_corpus(tmp_path_factory, honest_scores, sandbox):
     for name in results:
         nbformat.validate(nbformat.read(root / "autograded" / name / fixture.ASSIGNMENT /
                                         f"{fixture.ASSIGNMENT}.ipynb", as_version=4))
+
+    # the hostile notebooks that used to stop the grading: each one's own status, written up
+    leaked = (root / "autograded" / "hidden-names" / fixture.ASSIGNMENT / f"{fixture.ASSIGNMENT}.ipynb").read_text()
+    assert "[['intensity'], ['times'], ['answer'], ['answer', 'chip']]" in leaked  # answer names only
+    copy = (root / "autograded" / "surrogates" / fixture.ASSIGNMENT / f"{fixture.ASSIGNMENT}.ipynb").read_text()
+    assert "\\ufffd in an error" in copy and "hello \\ufffd" in copy and '"\\ufffd"' in copy
+    for name in ("deep-metadata", "list-grade-id", "dict-grade-id", "many-cells"):
+        assert results[name].problems and "invalid notebook" in results[name].problems[0], name
+    bad = json.loads((root / "autograded" / "bad-metadata" / fixture.ASSIGNMENT /
+                      f"{fixture.ASSIGNMENT}.ipynb").read_text())
+    assert bad["metadata"] == release["metadata"]
 
     # all of it recorded, once
     in_db = fixture.scores_in_gradebook(root)
@@ -275,3 +286,111 @@ uid = os.getuid()
     assert seen["procs"] == ["1"]
     assert seen[str(socket.AF_INET)] != "connected" and seen[str(socket.AF_UNIX)] != "connected"
     assert a["uid"]["value"] != b["uid"]["value"]
+
+
+SECCOMP_PROBE = r"""
+import ctypes, json, os, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def err(ret):
+    return 0 if ret == 0 else ctypes.get_errno()
+
+NR = {"x86_64": dict(clone=56, clone3=435, keyctl=250, bpf=321, io_uring_setup=425, userfaultfd=323,
+                     fsopen=430, perf_event_open=298),
+      "aarch64": dict(clone=220, clone3=435, keyctl=219, bpf=280, io_uring_setup=425, userfaultfd=282,
+                      fsopen=430, perf_event_open=241)}[os.uname().machine]
+
+def sc(name, *args):
+    return err(libc.syscall(ctypes.c_long(NR[name]), *[ctypes.c_long(a) for a in args]))
+
+denied = {
+    "unshare": err(libc.unshare(0x10000000 | 0x20000)),
+    "unshare-files": err(libc.unshare(0x400)),
+    "setns": err(libc.setns(0, 0)),
+    "mount": err(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
+    "umount2": err(libc.umount2(b"/tmp", 0)),
+    "clone-newuser": sc("clone", 0x10000000 | 17, 0, 0, 0, 0),
+    "clone-newpid": sc("clone", 0x20000000 | 17, 0, 0, 0, 0),
+    "clone-newnet": sc("clone", 0x40000000 | 17, 0, 0, 0, 0),
+    "keyctl": sc("keyctl", 0, 0, 0, 0, 0),
+    "bpf": sc("bpf", 0, 0, 0),
+    "io_uring_setup": sc("io_uring_setup", 8, 0),
+    "userfaultfd": sc("userfaultfd", 0),
+    "fsopen": sc("fsopen", 0, 0),
+    "perf_event_open": sc("perf_event_open", 0, 0, -1, -1, 0),
+    "clone3": sc("clone3", 0, 0),
+}
+works = {}
+box = []
+t = threading.Thread(target=lambda: box.append(sum(range(1000))))
+t.start()
+t.join()
+works["thread"] = box == [499500]
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(4) as ex:
+    works["thread-pool"] = sum(ex.map(lambda x: 2 * x, range(10))) == 90
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+works["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
+works["subprocess"] = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True,
+                                     text=True).stdout.strip() == "42"
+works["posix_spawn"] = os.waitstatus_to_exitcode(os.waitpid(os.posix_spawn("/bin/true", ["true"], {}), 0)[1]) == 0
+import numpy as np
+works["numpy"] = float(np.linalg.norm(np.ones(4))) == 2.0
+import matplotlib.pyplot as plt
+plt.plot([1, 2], [3, 4])
+plt.savefig("/tmp/plot.png")
+works["matplotlib"] = os.path.getsize("/tmp/plot.png") > 0
+works["filter-on"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp:")] == ["2"]
+result = json.dumps({"denied": denied, "works": works})
+"""
+
+
+def test_seccomp_filter():
+    """No user namespace (its own tmpfs would escape RLIMIT_AS and the scratch cap), no mounts,
+    no kernel attack surface a notebook does not need; threads, fork, subprocess, numpy and
+    matplotlib as usual -- in both kinds of sandbox, in every job a template forks."""
+    from autograder.sandbox import FreshSandbox, TemplateSandbox
+
+    job = {"steps": [{"kind": "code", "index": 0, "source": SECCOMP_PROBE},
+                     {"kind": "capture", "grade_id": "g", "names": ["result"]}]}
+    for sb in (FreshSandbox(), TemplateSandbox()):
+        try:
+            outs = [sb.run(job, LIMITS) for _ in range(2 if sb.kind == "template" else 1)]
+        finally:
+            sb.close()
+        for out in outs:
+            assert out.error is None, out.error
+            records = [json.loads(line) for line in out.lines]
+            cell = next(r for r in records if r["t"] == "cell")
+            assert cell["error"] is None, cell["error"]["traceback"]
+            got = json.loads(next(r for r in records if r["t"] == "capture")["values"]["result"]["value"])
+            expected = {k: 1 for k in got["denied"]} | {"clone3": 38}  # EPERM; ENOSYS for clone3
+            assert got["denied"] == expected, (sb.kind, got["denied"])
+            assert all(got["works"].values()), (sb.kind, got["works"])
+
+
+def test_no_seccomp_no_run(monkeypatch):
+    """If the filter cannot be installed the student's code does not run, and the grader hears
+    of a sandbox error (not recorded for the student), never of a run."""
+    from autograder import sandbox as sandbox_mod
+
+    broken = sandbox_mod.RUNNER.with_name("runner.py").read_text().replace(
+        "    program = seccomp_program(arch)", "    program = seccomp_program('vax')")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        fake = Path(d) / "runner.py"
+        fake.write_text(broken)
+        monkeypatch.setattr(sandbox_mod, "RUNNER", fake)
+        job = {"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
+                         {"kind": "capture", "grade_id": "g", "names": ["x"]}]}
+        for sb in (sandbox_mod.FreshSandbox(), sandbox_mod.TemplateSandbox()):
+            try:
+                out = sb.run(job, LIMITS)
+            finally:
+                sb.close()
+            assert out.error and "vax" in out.error, (sb.kind, out.error, out.raw_output)
+            assert not any(b'"capture"' in line for line in out.lines)

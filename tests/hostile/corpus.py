@@ -240,6 +240,75 @@ os.kill(os.getpid(), signal.SIGKILL)
 '''
 
 
+LEAK_NAMES = """
+import sys
+_f = sys._getframe(0)
+while _f is not None and 'job' not in _f.f_locals:
+    _f = _f.f_back
+print([s['names'] for s in _f.f_locals['job']['steps'] if s['kind'] == 'capture'])
+intensity = peak_flops / hbm_bw
+"""
+
+USERNS_ESCAPE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+escaped = []
+# a user namespace, "root" in it, then a tmpfs of its own: memory beyond RLIMIT_AS and /tmp's cap
+if libc.unshare(0x10000000 | 0x20000) == 0:
+    escaped.append("unshare")
+    try:
+        open("/proc/self/setgroups", "w").write("deny")
+        open("/proc/self/uid_map", "w").write(f"0 {os.getuid()} 1")
+        if libc.mount(b"none", b"/tmp", b"tmpfs", 0, b"size=4g") == 0:
+            escaped.append("mount")
+    except OSError:
+        pass
+intensity = 1.0 if escaped else peak_flops / hbm_bw
+"""
+
+
+def _surrogates(release: dict) -> bytes:
+    nb = _nb(release, {**SOLUTIONS, "q3-answer": "answer = 6\nprint('\\ud800')",
+                       "q4-answer": SOLUTIONS["q4-answer"] + "\nimport sys\nsys.stderr.write('\\udfff')"})
+    nb["cells"].insert(1, {"cell_type": "markdown", "id": "mine", "source": "hello \ud800",
+                           "metadata": {"tags": ["\udc00"]}})
+    _insert_after(nb, "q4-test", "raise ValueError('\\ud800 in an error')")
+    return json.dumps(nb).encode()          # ensure_ascii: "\ud800" escaped, valid ASCII JSON
+
+
+def _deep_metadata(release: dict) -> bytes:
+    text = json.dumps(_nb(release, SOLUTIONS))
+    deep = "[" * 700 + "]" * 700           # deep enough to break copy.deepcopy
+    return text.replace('"metadata": {', '"metadata": {"x": %s, ' % deep, 1).encode()
+
+
+def _odd_grade_id(release: dict, gid) -> bytes:
+    nb = _nb(release, SOLUTIONS)
+    nb["cells"].append({"cell_type": "code", "metadata": {"nbgrader": {"grade_id": gid}},
+                        "source": "y = 1", "outputs": [], "execution_count": None})
+    return json.dumps(nb).encode()
+
+
+def _bad_metadata(release: dict) -> bytes:
+    nb = _nb(release, SOLUTIONS)
+    nb["metadata"]["kernelspec"] = "evil"
+    nb["metadata"]["language_info"] = ["not", "an", "object"]
+    nb["cells"][0]["metadata"]["tags"] = "not-a-list"
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            c["metadata"]["collapsed"] = "nope"
+            c["metadata"]["jupyter"] = {"source_hidden": 3}
+    _cell(nb, "q1-answer")["metadata"]["tags"] = ["ok", "ok", "a,b"]
+    nb["cells"][0]["attachments"] = {"x.png": {"image/png": 5}}
+    return json.dumps(nb).encode()
+
+
+def _many_cells(release: dict) -> bytes:
+    nb = _nb(release, SOLUTIONS)
+    nb["cells"] += [{"cell_type": "code", "source": ""}] * 6000
+    return json.dumps(nb).encode()
+
+
 def build(release: dict, course_root: str, port: int, host_ip: str) -> dict[str, Hostile]:
     right = dict(SOLUTIONS)
     consts = f"COURSE = {course_root!r}\nHOST_IP = {host_ip!r}\nPORT = {port}\nMARKER = {HOST_MARKER!r}\n"
@@ -330,6 +399,20 @@ def build(release: dict, course_root: str, port: int, host_ip: str) -> dict[str,
                                             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
                                     ZERO, ("invalid notebook",))
     out["empty-file"] = Hostile(b"", ZERO, ("invalid notebook",))
+
+    # -- notebooks that used to stop the grading of the whole class --------------------------------
+    out["surrogates"] = Hostile(_surrogates(release), FULL, ("graded",))
+    out["deep-metadata"] = Hostile(_deep_metadata(release), ZERO, ("invalid notebook",))
+    out["list-grade-id"] = Hostile(_odd_grade_id(release, ["x"]), ZERO, ("invalid notebook",))
+    out["dict-grade-id"] = Hostile(_odd_grade_id(release, {"a": 1}), ZERO, ("invalid notebook",))
+    out["many-cells"] = Hostile(_many_cells(release), ZERO, ("invalid notebook",))
+    # ... whose autograded copy was not a valid notebook
+    out["bad-metadata"] = Hostile(_bad_metadata(release), FULL, ("graded",))
+
+    # -- the hidden tests' own names; the memory limits, through a user namespace -----------------
+    out["hidden-names"] = Hostile(_bytes(_nb(release, {**right, "q1-answer": LEAK_NAMES})), FULL, ("graded",))
+    out["userns-escape"] = Hostile(_bytes(_nb(release, {**right, "q1-answer": USERNS_ESCAPE})),
+                                   FULL, ("graded",))
     return out
 
 

@@ -21,6 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 ASSIGNMENT = "hw0-tiny"
 HIDDEN_CANARY = "HIDDEN-CANARY-7f3a9c"   # only in hidden tests: must never reach a student
 SECRET_CANARY = "SECRET-CANARY-d41e02"   # in a file of the course: must never be read
+HIDDEN_NAME = "_want_7f3a9c"             # a hidden test's own variable: must never reach a student
 
 GIVEN = "peak_flops = 197e12  # FLOPs/s\nhbm_bw = 819e9  # bytes/s\n"
 
@@ -55,7 +56,8 @@ TESTS = {
     "q3-test": (
         "from scalebook.checks import check_close\n"
         "### BEGIN HIDDEN TESTS\n"
-        "check_close(answer, 6, name='answer')\n"
+        f"{HIDDEN_NAME} = 6\n"
+        f"check_close(answer, {HIDDEN_NAME}, name='answer')\n"
         "### END HIDDEN TESTS"
     ),
     "q4-test": (
