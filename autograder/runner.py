@@ -520,7 +520,8 @@ def main(argv: list[str]) -> None:
 # uid than any child; a child can reach neither the template nor any other job.
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID = 0x20000, 0x04000000, 0x08000000, 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 0x4000, 0x40000
+MS_REMOUNT, MS_BIND = 32, 4096
 
 
 def _libc():
@@ -541,6 +542,39 @@ def _mount(libc, source: str, target: str, fstype, flags: int, data) -> None:
     _check(libc.mount(source.encode() if source else None, target.encode(),
                       fstype.encode() if fstype else None, flags,
                       data.encode() if data else None), f"mount {target}")
+
+
+def _mounts_below(prefix: str) -> list[str]:
+    """Mount points strictly below ``prefix``, outermost first (from /proc/self/mountinfo)."""
+    points = set()
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if point.startswith(prefix + "/"):
+                points.add(point)
+    return sorted(points, key=lambda p: (p.count("/"), p))
+
+
+def _fresh_tmp(libc, scratch: int) -> None:
+    """Mount an empty, size-capped /tmp, keeping the read-only binds the sandbox put below it.
+
+    A venv or checkout that lives under the host's /tmp (a CI clone) is bound into the sandbox
+    at the same path; a plain tmpfs over /tmp would hide it, and the student's own
+    ``subprocess.run([sys.executable, ...])`` would fail. Each such mount is held by an O_PATH
+    descriptor across the new mount and bound back, read-only, on top of it.
+    """
+    held = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in _mounts_below("/tmp")]
+    _mount(libc, "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch},mode=1777")
+    for path, fd in held:
+        source = f"/proc/self/fd/{fd}"
+        if os.path.isdir(source):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            open(path, "a").close()
+        _mount(libc, source, path, None, MS_BIND | MS_REC, None)
+        _mount(libc, "", path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        os.close(fd)
 
 
 def preload(modules: list[str]) -> None:
@@ -584,13 +618,12 @@ def _grandchild(header: dict, fds: list[int], sock_fd: int) -> None:
         libc = _libc()
         _mount(libc, "", "/", None, MS_REC | MS_PRIVATE, None)
         scratch = int(header.get("scratch", 128 << 20))
-        _mount(libc, "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={scratch},mode=1777")
+        _fresh_tmp(libc, scratch)
         if os.path.isdir("/dev/shm"):
             _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                    "size=16m,mode=1777")
         _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        os.mkdir("/tmp/.mpl", 0o1777)
+        os.makedirs("/tmp/.mpl", exist_ok=True)  # _fresh_tmp may have made it for the font list
         os.chmod("/tmp/.mpl", 0o1777)
         os.chdir("/tmp")
         in_r, out_w, result_w = fds
