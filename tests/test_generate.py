@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.course import ASSIGNMENTS, EXERCISES, SOLUTIONS, compare_trees, generate_exercises
+from autograder.course import EXERCISES, SOLUTIONS, available_assignments, compare_trees, generate_exercises
+
+ASSIGNMENTS = tuple(available_assignments())
 
 MARKERS = re.compile(r"### (BEGIN|END) (SOLUTION|HIDDEN TESTS)")
 REGION = {

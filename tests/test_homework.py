@@ -32,9 +32,11 @@ import numpy as np
 import pytest
 
 import scalebook.checks as checks
+from autograder.course import available_assignments
 
 REPO = Path(__file__).resolve().parent.parent
-ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware")
+# Every homework in solutions/ is held to these checks as soon as its source notebook exists.
+ASSIGNMENTS = tuple(available_assignments())
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

@@ -38,9 +38,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from . import roofline
-from .hardware import Chip, bytes_per_element, canonical_dtype, chip_names, get_chip
-from .units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
+from .. import roofline
+from ..hardware import Chip, bytes_per_element, canonical_dtype, chip_names, get_chip
+from ..units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
 
 __all__ = [
     "RooflinePoint", "RooflineState", "roofline_state", "draw_roofline", "roofline_explorer",
