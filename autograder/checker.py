@@ -640,7 +640,7 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
         entry = values.get(name) if name else None
         if entry is not None and "error" in entry:
             return False, (f"{name} is {entry['error']}: answers must be numbers, strings, "
-                           f"lists or arrays of numbers.")
+                           f"lists or arrays of numbers, or PartitionSpecs.")
         if name in test.names:
             return False, f"not answered: there is no variable {name} when this question is checked."
         return False, clean_text(f"NameError: {exc}")[:MAX_MESSAGE]

@@ -8,12 +8,20 @@ assignment, missing file, bad database URL).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-from .course import (
+# The grader runs test cells that may use JAX (and the sandbox inherits XLA_FLAGS): 8 simulated
+# CPU devices, as the book and the homework assume. Set before anything can import jax; a value
+# the instructor set wins.
+JAX_ENV_DEFAULTS = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+for _key, _value in JAX_ENV_DEFAULTS.items():
+    os.environ.setdefault(_key, _value)
+
+from .course import (  # noqa: E402
     DEFAULT_COURSE_ROOT,
     CourseError,
     available_assignments,

@@ -290,6 +290,8 @@ def to_plain(value, depth: int = 0, budget: list | None = None):
         return value
     if type(value) in (list, tuple):
         return [to_plain(v, depth + 1, budget) for v in value]
+    if _is_partition_spec(value):
+        return _partition_spec_to_plain(value)
     np = sys.modules.get("numpy")
     if np is not None:
         if isinstance(value, np.ndarray):
@@ -318,6 +320,50 @@ def to_plain(value, depth: int = 0, budget: list | None = None):
     if isinstance(value, str):
         return to_plain(str.__str__(value), depth, budget)
     raise NotPlain(f"not a plain value ({type(value).__name__})")
+
+
+MAX_SPEC_ENTRIES = 64         # entries in one captured PartitionSpec (one per array dim)
+
+
+def _is_partition_spec(value) -> bool:
+    """A ``jax.sharding.PartitionSpec`` (in JAX 0.10 its class is ``jax.P``)."""
+    cls = type(value)
+    return (str(getattr(cls, "__module__", "")).split(".")[0] == "jax"
+            and getattr(cls, "__name__", "") in ("PartitionSpec", "P"))
+
+
+def _spec_axis(axis) -> str:
+    if type(axis) is not str:
+        raise NotPlain("a PartitionSpec whose mesh axis names are not strings")
+    if len(axis) > 100:
+        raise NotPlain("a PartitionSpec with a mesh axis name longer than 100 characters")
+    return str.__str__(axis)
+
+
+def _partition_spec_to_plain(value) -> list:
+    """``P('X', None, ('X', 'Y'))`` -> ``["X", None, ["X", "Y"]]``: each entry None, a str, or
+    a list of str. Anything else in it (an unconstrained entry, reduced/unreduced axes, an
+    object posing as one) is not plain. Whatever the object's methods do, what comes back is
+    built here from exact ``str`` and ``None`` only, at most ``MAX_SPEC_ENTRIES`` long."""
+    for extra in ("unreduced", "reduced"):
+        if getattr(value, extra, None):
+            raise NotPlain(f"a PartitionSpec with {extra} axes")
+    entries: list = []
+    for entry in iter(value):
+        if len(entries) >= MAX_SPEC_ENTRIES:
+            raise NotPlain(f"a PartitionSpec with more than {MAX_SPEC_ENTRIES} entries")
+        if entry is None:
+            entries.append(None)
+        elif type(entry) is str:
+            entries.append(_spec_axis(entry))
+        elif type(entry) in (tuple, list):
+            if len(entry) > MAX_SPEC_ENTRIES:
+                raise NotPlain(f"a PartitionSpec entry with more than {MAX_SPEC_ENTRIES} axes")
+            entries.append([_spec_axis(axis) for axis in entry])
+        else:
+            raise NotPlain(f"a PartitionSpec entry that is not None, an axis name or a tuple "
+                           f"of them ({type(entry).__name__})")
+    return entries
 
 
 def _array_to_plain(np, array, depth, budget):

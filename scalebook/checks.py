@@ -34,7 +34,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["check_number", "check_array", "check_close", "check_allclose"]
+__all__ = ["check_number", "check_array", "check_close", "check_allclose",
+           "check_partition_spec"]
 
 
 def _type_name(value: Any) -> str:
@@ -230,3 +231,78 @@ def check_allclose(values: Any, expected: Any, *, name: str, rel: float = 0.05,
     message = (f"{len(bad)} of {array.size} values of {name} are not within "
                f"{_tolerance_text(rel)} of the expected answers (the first is at index {where}).")
     raise AssertionError(_with_hints(message, texts))
+
+
+def _is_partition_spec(value: Any) -> bool:
+    cls = type(value)
+    return (str(getattr(cls, "__module__", "")).split(".")[0] == "jax"
+            and getattr(cls, "__name__", "") in ("PartitionSpec", "P"))
+
+
+def check_partition_spec(value: Any, name: str, *, rank: int,
+                         axis_names: Sequence[str]) -> tuple:
+    """Assert that ``value`` is a well-formed ``PartitionSpec`` for a rank-``rank`` array on a
+    mesh with axes ``axis_names``; return it as a tuple, so ``PartitionSpec(*t)`` rebuilds it.
+
+    Accepts a real ``jax.sharding.PartitionSpec`` (in the student's kernel), a tuple, or the
+    plain list the grader captures (``P('X', None)`` arrives as ``["X", None]``). Each entry is
+    ``None`` (dim not split), one axis name, or a tuple/list of axis names (dim split over
+    several axes, major first); at most ``rank`` entries (missing trailing ones mean ``None``);
+    no axis used twice. The returned tuple is canonical, so equal specs compare equal: one
+    entry per dim (padded with ``None``), a one-axis entry as its name (``('X',)`` -> ``'X'``),
+    a multi-axis entry as a tuple. Form only: it says nothing about whether the spec is the
+    right answer. Raises ``AssertionError`` naming ``name``.
+
+    >>> check_partition_spec(["X"], "spec", rank=2, axis_names=("X", "Y"))
+    ('X', None)
+    >>> check_partition_spec([["X", "Y"]], "spec", rank=2, axis_names=("X", "Y"))
+    (('X', 'Y'), None)
+    """
+    _check_name(name)
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 0:
+        raise ValueError(f"rank must be a non-negative integer, got {rank!r}")
+    if isinstance(axis_names, str) or not all(isinstance(a, str) for a in axis_names):
+        raise ValueError(f"axis_names must be a sequence of mesh axis names, got {axis_names!r}")
+    known = tuple(axis_names)
+    example = "PartitionSpec(" + ", ".join(["None"] * max(rank, 1)) + ")"
+    if value is None:
+        raise AssertionError(f"{name} is None: assign it a PartitionSpec such as {example}.")
+    if _is_partition_spec(value):
+        if getattr(value, "unreduced", None) or getattr(value, "reduced", None):
+            raise AssertionError(f"{name} should say only how each dim is split: drop its "
+                                 "unreduced/reduced axes.")
+        entries = list(iter(value))
+    elif isinstance(value, (list, tuple)):
+        entries = list(value)
+    else:
+        raise AssertionError(f"{name} should be a jax.sharding.PartitionSpec, got a "
+                             f"{_type_name(value)}.")
+    if len(entries) > rank:
+        raise AssertionError(f"{name} has {len(entries)} entries but the array has only {rank} "
+                             f"dims: give at most one entry per dim.")
+    normalized: list = []
+    used: list[str] = []
+    for position, entry in enumerate(entries):
+        where = f"{name} entry {position}"
+        if entry is None:
+            normalized.append(None)
+            continue
+        axes = [entry] if isinstance(entry, str) else entry
+        if not isinstance(axes, (list, tuple)) or not axes:
+            raise AssertionError(f"{where} should be None, a mesh axis name or a tuple of axis "
+                                 f"names, got a {_type_name(entry)}"
+                                 + (" that is empty." if isinstance(axes, (list, tuple)) else "."))
+        for axis in axes:
+            if not isinstance(axis, str):
+                raise AssertionError(f"{where} should name mesh axes with strings, got a "
+                                     f"{_type_name(axis)}.")
+            if axis not in known:
+                shown = axis if len(axis) <= 20 else axis[:20] + "..."
+                raise AssertionError(f"{where} uses {shown!r}, which is not a mesh axis; the "
+                                     f"mesh axes are {', '.join(known) or 'none'}.")
+            if axis in used:
+                raise AssertionError(f"{name} uses mesh axis {axis!r} twice; an axis can split "
+                                     "only one dim.")
+            used.append(axis)
+        normalized.append(str(axes[0]) if len(axes) == 1 else tuple(str(a) for a in axes))
+    return tuple(normalized) + (None,) * (rank - len(normalized))
