@@ -1,0 +1,680 @@
+"""Training a Transformer across chips: memory, step time and MFU of a layout.
+
+:mod:`scalebook.parallelism` prices HSYM's MLP stack (Austin et al., "How to Scale Your Model",
+2025, part 5). This module prices a whole decoder-only Transformer
+(:class:`scalebook.transformer.TransformerConfig`) under a four-way layout
+``N = dp · fsdp · tp · pp`` with a ZeRO stage, microbatches and rematerialisation, the way HSYM
+part 6 plans LLaMA-3 training. Everything is per chip and per training step, in SI units
+(bytes, seconds, FLOPs, FLOPs/s).
+
+**The layout** (:class:`TrainingLayout`). The ``dp · fsdp`` chips of a data group each take
+``B_loc = global_batch / (dp · fsdp)`` sequences of ``T = seq_len`` tokens. The ``fsdp`` axis
+always shards weights, gradients and optimizer state (ZeRO-3, HSYM's FSDP). The ``dp`` axis
+holds replicas, except for what ``zero_stage`` also shards over it (Rajbhandari et al. 2020,
+"ZeRO"): stage 1 the optimizer state, stage 2 also the gradients, stage 3 also the weights.
+So with the default ``zero_stage=3`` the two axes are the same thing, and ``fsdp > 1`` with
+``zero_stage=0`` is hybrid sharding (shard in the ``fsdp`` group, replicate across ``dp``).
+``tp`` is Megatron tensor parallelism with sequence parallelism (Korthikanti et al. 2022);
+``pp`` cuts the ``L`` layers into ``pp`` stages run with a 1F1B schedule over ``microbatches``
+(``M``). With ``pp = 1``, ``M > 1`` is gradient accumulation.
+
+**Bytes per parameter** (ZeRO paper's mixed-precision accounting): bf16 weights 2, bf16
+gradients 2, optimizer state 12 (Adam's two fp32 moments, 8, plus an fp32 master copy, 4;
+``master_fp32=False`` drops the 4; ``optimizer="sgd"`` keeps one fp32 momentum, 4). Total 16.
+A chip holds the parameters of the heaviest pipeline stage (``ceil(L/pp)`` layers plus one
+embedding table; both tables when ``pp = 1``), divided by ``tp`` and by the shard count of each
+kind: weights ``fsdp·(dp if stage 3)``, gradients ``fsdp·(dp if stage >= 2)``, optimizer
+``fsdp·(dp if stage >= 1)``.
+
+**Activations** per layer, per microbatch in flight, on one chip, in bytes (Korthikanti et al.
+2022, "Reducing Activation Recomputation in Large Transformer Models", eqs. 2-6, with sequence
+parallelism so everything divides by ``tp``), ``b`` sequences of ``T`` tokens, width ``D``,
+``H`` heads:
+
+- ``remat="none"``: ``T·b·D·(34 + 5·H·T/D) / tp`` (the ``5·H·T/D`` term is the stored
+  ``T × T`` attention scores, softmax and dropout mask; a fused flash-attention kernel keeps
+  none of it, which is what ``"selective"`` models);
+- ``remat="selective"`` (recompute the attention core): ``T·b·D·34 / tp``;
+- ``remat="full"`` (keep only each layer's input): ``2·T·b·D / tp`` per layer, plus one
+  layer's full ``none`` activations while that layer is recomputed.
+
+The 34 is for a GPT block with a ``4D`` MLP; for LLaMA's gated MLP it is an approximation.
+Add the fp32 logits of the last stage, ``4·T·b·V / tp`` bytes. A 1F1B pipeline keeps
+``min(M, pp)`` microbatches in flight on its first stage; without a pipeline one microbatch of
+``b = B_loc / M`` sequences is in flight.
+
+**FLOPs** per step: model FLOPs ``6·P·tokens + 12·L·T·H·d_h·tokens``
+(:func:`scalebook.transformer.training_flops` with ``include_attention=True``). The hardware
+does more with rematerialisation: ``"full"`` repeats the forward pass (one third of the model
+FLOPs: ``8·P`` instead of ``6·P`` per token), ``"selective"`` repeats the forward attention
+(``4·L·T·H·d_h`` per token). Compute time = hardware FLOPs per chip / ``chip.flops("bf16")``,
+with the per-chip share ``1/N`` scaled by the stage imbalance ``ceil(L/pp)·pp / L`` (and
+divided by ``compute_efficiency``, 1 by default: the step time is a lower bound).
+
+**Communication** per step, per chip (ring collectives of :mod:`scalebook.collectives`, bf16):
+
+- weight AllGather over the weight-sharding group, before the forward and again before the
+  backward pass, once per microbatch (ZeRO-3 / FSDP);
+- gradient ReduceScatter over the gradient-sharding group, once per microbatch (stages 2, 3 and
+  ``fsdp``); then over the rest of ``dp``: an AllReduce of the shard (stage 0), a ReduceScatter
+  plus an AllGather of the updated weights (stage 1), or the AllGather alone (stage 2);
+- tensor parallelism: per layer and microbatch, 2 AllReduces of the ``[b·T, D]`` activations in
+  the forward pass and 2 in the backward (AllGather + ReduceScatter pairs with sequence
+  parallelism move the same bytes), 2 more when ``remat="full"`` redoes the forward;
+- pipeline: each stage sends its ``[b·T, D]`` boundary activations forward and their gradients
+  back, once per microbatch.
+
+**Overlap** (``overlap=True``): data-axis and pipeline traffic hides behind compute in the pass
+it belongs to: exposed = ``max(0, comms_fwd − compute_fwd) + max(0, comms_bwd − compute_bwd)``,
+with the forward pass one third of the compute (the recomputed forward counts in the backward).
+Tensor-parallel collectives are **never** hidden: each sits between two dependent matmuls of the
+same layer, so hiding it needs collective-matmul kernels that this model does not assume.
+With ``overlap=False`` everything is exposed.
+
+**Bubble**: with ``K = pp`` stages and ``M`` microbatches a 1F1B step idles a fraction
+``f = (K−1)/(M+K−1)`` (:func:`scalebook.parallelism.pipeline_bubble_fraction`), so
+``bubble = (compute + exposed) · f / (1 − f) = (compute + exposed) · (K−1)/M``.
+
+**MFU** = model FLOPs / (step time · N · peak); rematerialised FLOPs do not count.
+
+**Hardware mapping.** Axes are laid out innermost first: ``tp``, ``fsdp``, ``dp``, ``pp``.
+GPUs (NVSwitch nodes of ``chips_per_host``): a group whose chips are ``stride`` apart (the
+product of the inner degrees) has ``gcd(n, host // stride)`` members per node, so ``tp <= 8``
+stays on NVLink and outer axes cross nodes over each GPU's own NIC; the ``gpu_*`` functions
+price it (hierarchically where a group spans nodes). TPUs: each group is given its own
+sub-torus, ``n`` split into ring axes of at most 16 chips (the cube edge), with wraparound
+where :func:`scalebook.collectives.has_wraparound` says so, and the bandwidths of its axes add
+(:func:`scalebook.collectives.all_gather_multi_axis`). Links are not shared between groups,
+which is optimistic when all the degrees together need more than the three torus dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
+
+import numpy as np
+
+from scalebook import collectives as coll
+from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+from scalebook.parallelism import max_tensor_parallel, pipeline_bubble_fraction
+from scalebook.transformer import (
+    TransformerConfig,
+    attention_flops_per_token,
+    llama3_8b,
+    llama3_70b,
+    param_count,
+    training_flops,
+)
+from scalebook.validation import positive, positive_int
+
+__all__ = [
+    "TrainingLayout",
+    "TrainingMemory",
+    "StepTime",
+    "CommCost",
+    "TrainingPlan",
+    "plan_training",
+    "best_training_layout",
+    "activation_bytes_per_layer",
+    "llama3_405b",
+    "PRESETS",
+    "REMAT_MODES",
+    "OPTIMIZERS",
+    "COMMS_FLAG_FRACTION",
+    "BUBBLE_FLAG_FRACTION",
+]
+
+#: Rematerialisation modes, from least to most recomputation.
+REMAT_MODES: tuple[str, ...] = ("none", "selective", "full")
+
+#: Optimizer state in bytes per parameter, without the fp32 master copy.
+OPTIMIZERS: Mapping[str, float] = MappingProxyType({"adam": 8.0, "sgd": 4.0})
+
+#: Bytes per parameter of the fp32 master weights.
+MASTER_BYTES = 4.0
+
+#: Flag a plan as communication-bound when exposed communication is at least this share of
+#: the step.
+COMMS_FLAG_FRACTION = 0.2
+
+#: Flag the pipeline bubble when it is at least this share of the step.
+BUBBLE_FLAG_FRACTION = 0.1
+
+_GIB = 2.0 ** 30
+
+
+def llama3_405b() -> TransformerConfig:
+    """LLaMA-3 405B's shape (Dubey et al. 2024, "The Llama 3 Herd of Models", table 3).
+
+    D 16384, 126 layers, 128 heads, 8 KV heads, F 53248, V 128256: 405.9e9 parameters.
+    """
+    return TransformerConfig(d_model=16384, n_layers=126, n_heads=128, n_kv_heads=8,
+                             d_ff=53248, vocab_size=128256, name="LLaMA-3 405B-like")
+
+
+#: Model presets by display name (the layout planner's dropdown).
+PRESETS: Mapping[str, TransformerConfig] = MappingProxyType({
+    "LLaMA-3 8B": llama3_8b(),
+    "LLaMA-3 70B": llama3_70b(),
+    "LLaMA-3 405B": llama3_405b(),
+})
+
+
+# --------------------------------------------------------------------------- data classes
+
+
+@dataclass(frozen=True)
+class TrainingLayout:
+    """How ``N = dp · fsdp · tp · pp`` chips share a training step (see the module docstring).
+
+    Attributes:
+        dp: data-parallel replicas (sharded only as far as ``zero_stage`` says).
+        fsdp: fully sharded data-parallel degree (weights, gradients, optimizer state).
+        tp: tensor-parallel degree (Megatron, with sequence parallelism).
+        pp: pipeline stages.
+        zero_stage: 0 replicas; 1 shards the optimizer state over ``dp·fsdp``; 2 also the
+            gradients; 3 also the weights (FSDP).
+        microbatches: M, microbatches per step (pipeline schedule, or gradient accumulation).
+        remat: "none", "selective" (recompute attention) or "full" (keep layer inputs only).
+    """
+
+    dp: int = 1
+    fsdp: int = 1
+    tp: int = 1
+    pp: int = 1
+    zero_stage: int = 3
+    microbatches: int = 1
+    remat: str = "none"
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "fsdp", "tp", "pp", "microbatches"):
+            object.__setattr__(self, name, positive_int(getattr(self, name), name))
+        if isinstance(self.zero_stage, bool) or self.zero_stage not in (0, 1, 2, 3):
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+        object.__setattr__(self, "zero_stage", int(self.zero_stage))
+        remat = self.remat.strip().lower() if isinstance(self.remat, str) else None
+        if remat not in REMAT_MODES:
+            raise ValueError(f"remat must be one of {', '.join(REMAT_MODES)}, got {self.remat!r}")
+        object.__setattr__(self, "remat", remat)
+
+    @property
+    def n_chips(self) -> int:
+        """N = dp · fsdp · tp · pp."""
+        return self.dp * self.fsdp * self.tp * self.pp
+
+    @property
+    def data(self) -> int:
+        """Chips that split the batch: dp · fsdp."""
+        return self.dp * self.fsdp
+
+    @property
+    def weight_shards(self) -> int:
+        """Data-axis shards of the weights: fsdp, times dp at ZeRO-3."""
+        return self.fsdp * (self.dp if self.zero_stage >= 3 else 1)
+
+    @property
+    def gradient_shards(self) -> int:
+        """Data-axis shards of the gradients: fsdp, times dp at ZeRO-2 and above."""
+        return self.fsdp * (self.dp if self.zero_stage >= 2 else 1)
+
+    @property
+    def optimizer_shards(self) -> int:
+        """Data-axis shards of the optimizer state: fsdp, times dp at ZeRO-1 and above."""
+        return self.fsdp * (self.dp if self.zero_stage >= 1 else 1)
+
+    def describe(self) -> str:
+        """e.g. "fsdp=128 tp=8 (ZeRO-3, M=1, remat none)"."""
+        parts = [f"{k}={v}" for k, v in (("dp", self.dp), ("fsdp", self.fsdp), ("tp", self.tp),
+                                          ("pp", self.pp)) if v > 1] or ["1 chip"]
+        return (f"{' '.join(parts)} (ZeRO-{self.zero_stage}, M={self.microbatches}, "
+                f"remat {self.remat})")
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes one chip holds during a step, by kind."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step's seconds: compute at peak, communication not hidden, pipeline bubble."""
+
+    compute: float
+    comms_exposed: float
+    bubble: float
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.comms_exposed + self.bubble
+
+
+class CommCost(NamedTuple):
+    """One class of collective in a step: its name, bytes one chip sends per step, seconds."""
+
+    name: str
+    nbytes: float
+    time: float
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """The priced training step of ``config`` under ``layout`` on ``chip_name`` chips.
+
+    Attributes:
+        config, layout, chip_name: the inputs; ``global_batch`` in sequences of ``seq_len``.
+        memory: per-chip bytes by kind; ``hbm_capacity`` the chip's bytes; ``fits`` whether
+            ``memory.total <= hbm_capacity``.
+        step_time: seconds, split into compute, exposed communication and bubble.
+        flops_per_step: model FLOPs of the whole step (all chips, no rematerialisation).
+        hardware_flops_per_step: FLOPs actually executed, rematerialisation included.
+        mfu: model FLOPs utilisation, ``flops_per_step / (step · N · peak)``.
+        comms: one :class:`CommCost` per collective class (all of it, hidden or not).
+        flags: plain-language warnings (see :func:`plan_training`).
+    """
+
+    config: TransformerConfig
+    layout: TrainingLayout
+    chip_name: str
+    global_batch: int
+    seq_len: int
+    memory: TrainingMemory
+    hbm_capacity: float
+    fits: bool
+    step_time: StepTime
+    flops_per_step: float
+    hardware_flops_per_step: float
+    mfu: float
+    comms: tuple[CommCost, ...]
+    flags: tuple[str, ...]
+
+    @property
+    def n_chips(self) -> int:
+        return self.layout.n_chips
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    @property
+    def comms_time(self) -> float:
+        """Seconds of all communication, hidden or not."""
+        return sum(c.time for c in self.comms)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens_per_step / self.step_time.total
+
+
+# --------------------------------------------------------------------------- formulas
+
+
+def activation_bytes_per_layer(cfg: TransformerConfig, sequences: float, seq_len: int, *,
+                               tp: int = 1, remat: str = "none") -> float:
+    """Bytes one layer keeps for the backward pass on one chip (Korthikanti et al. 2022).
+
+    ``sequences`` (b) sequences of ``seq_len`` (T) tokens, ``tp``-way tensor and sequence
+    parallel: ``none`` ``T·b·D·(34 + 5·H·T/D)/tp``; ``selective`` ``34·T·b·D/tp``;
+    ``full`` ``2·T·b·D/tp`` (the layer's bf16 input only).
+    """
+    remat = TrainingLayout(remat=remat).remat
+    tokens = float(sequences) * seq_len
+    D = cfg.d_model
+    if remat == "full":
+        return 2.0 * tokens * D / tp
+    per_token = 34.0 * D
+    if remat == "none":
+        per_token += 5.0 * cfg.n_heads * seq_len
+    return tokens * per_token / tp
+
+
+def _torus_axes(chip: Chip, n: int) -> list[int]:
+    """Split a group of ``n`` TPU chips into ring axes of at most 16 chips (one cube edge)."""
+    axes, left = [], n
+    for _ in range(len(chip.max_slice) - 1):
+        if left <= 16:
+            break
+        side = max(d for d in range(1, 17) if left % d == 0)
+        if side == 1:
+            break
+        axes.append(side)
+        left //= side
+    axes.append(left)
+    return [a for a in axes if a > 1] or [1]
+
+
+def _wrap(chip: Chip, size: int) -> bool:
+    try:
+        return coll.has_wraparound(chip, size)
+    except ValueError:  # an axis longer than the slice: price it as a ring
+        return True
+
+
+class _Fabric:
+    """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart."""
+
+    def __init__(self, chip: Chip):
+        self.chip = chip
+
+    def _gpn(self, n: int, stride: int) -> int:
+        host = self.chip.chips_per_host
+        return math.gcd(n, host // stride) if stride < host else 1
+
+    def gather(self, nbytes: float, n: int, stride: int) -> float:
+        """AllGather (= ReduceScatter) of a logical array of ``nbytes`` over the group."""
+        if n == 1 or nbytes == 0:
+            return 0.0
+        if self.chip.is_gpu:
+            return float(coll.gpu_all_gather(nbytes, n, self.chip,
+                                             gpus_per_node=self._gpn(n, stride)).time)
+        axes = _torus_axes(self.chip, n)
+        return float(coll.all_gather_multi_axis(
+            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+
+    def all_reduce(self, nbytes: float, n: int, stride: int) -> float:
+        if n == 1 or nbytes == 0:
+            return 0.0
+        if self.chip.is_gpu:
+            return float(coll.gpu_all_reduce(nbytes, n, self.chip,
+                                             gpus_per_node=self._gpn(n, stride)).time)
+        axes = _torus_axes(self.chip, n)
+        return float(coll.all_reduce_multi_axis(
+            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+
+    def send(self, nbytes: float, stride: int) -> float:
+        """One point-to-point send to the next pipeline stage."""
+        if nbytes == 0:
+            return 0.0
+        chip = self.chip
+        if not chip.is_gpu:
+            return float(coll.ppermute(nbytes, chip).time)
+        if stride < chip.chips_per_host:
+            bandwidth = chip.interconnect_bandwidth_one_way
+        else:
+            bandwidth = chip.host_network_bandwidth / chip.chips_per_host
+        return nbytes / bandwidth + coll.DEFAULT_HOP_LATENCY
+
+
+def _ring_bytes(nbytes: float, n: int) -> float:
+    """Bytes one chip sends in an AllGather or ReduceScatter of ``nbytes``: ``V·(n−1)/n``."""
+    return nbytes * (n - 1) / n
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | str, *,
+                  global_batch: int, seq_len: int, n_chips: int | None = None,
+                  overlap: bool = True, param_dtype: str = "bf16", master_fp32: bool = True,
+                  optimizer: str = "adam", compute_efficiency: float = 1.0) -> TrainingPlan:
+    """Price one training step of ``cfg`` laid out as ``layout`` on ``chip`` (module docstring).
+
+    ``global_batch`` is in sequences of ``seq_len`` tokens. ``n_chips``, if given, is the
+    number of chips the reader meant to use; a layout whose degrees multiply to something else
+    is flagged (and priced as laid out). Gradients and communicated activations use
+    ``param_dtype``; optimizer state is fp32. ``compute_efficiency`` (0 < e <= 1) is the
+    fraction of peak FLOPs/s the matmuls reach; the default 1 makes the step time a lower
+    bound and the MFU an upper bound (well-tuned large-model training reaches roughly 0.4-0.6
+    MFU on real hardware, e.g. 38-43% for LLaMA-3 405B on H100s, Dubey et al. 2024).
+
+    Flags: "does not fit: needs X GiB of Y GiB HBM"; "communication-bound: exposed
+    communication is X% of the step" (at least :data:`COMMS_FLAG_FRACTION`); "TP past its
+    useful degree (tp=Y > ~Y*)" with ``Y*`` from :func:`scalebook.parallelism.max_tensor_parallel`
+    (capped at one GPU node); "degrees multiply to X, not the N chips"; "global batch not
+    divisible by dp·fsdp·microbatches"; "pipeline bubble X%" (at least
+    :data:`BUBBLE_FLAG_FRACTION`).
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    if not isinstance(layout, TrainingLayout):
+        raise ValueError(f"layout must be a TrainingLayout, got {type(layout).__name__}")
+    chip = get_chip(chip)
+    global_batch = positive_int(global_batch, "global_batch")
+    seq_len = positive_int(seq_len, "seq_len")
+    if n_chips is not None:
+        n_chips = positive_int(n_chips, "n_chips")
+    if not isinstance(overlap, bool) or not isinstance(master_fp32, bool):
+        raise ValueError("overlap and master_fp32 must be True or False")
+    b_param = bytes_per_element(canonical_dtype(param_dtype))
+    key = optimizer.strip().lower() if isinstance(optimizer, str) else None
+    if key not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    b_opt = OPTIMIZERS[key] + (MASTER_BYTES if master_fp32 else 0.0)
+    peak = chip.flops("bf16")
+    efficiency = positive(compute_efficiency, "compute_efficiency")
+    if isinstance(efficiency, np.ndarray) or efficiency > 1:
+        raise ValueError(f"compute_efficiency must be a number in (0, 1], "
+                         f"got {compute_efficiency!r}")
+
+    lay = layout
+    L, D = cfg.n_layers, cfg.d_model
+    if lay.pp > L:
+        raise ValueError(f"pp={lay.pp} is more pipeline stages than the {L} layers")
+    N = lay.n_chips
+    layers = math.ceil(L / lay.pp)  # layers on the heaviest stage
+    counts = param_count(cfg)
+    per_layer = (counts.attention + counts.mlp + counts.norms - cfg.d_model) / L
+    tables = counts.embedding + counts.unembedding
+    if lay.pp > 1:
+        tables = max(counts.embedding, counts.unembedding)
+    stage_params = (layers * per_layer + tables + cfg.d_model) / lay.tp  # per tp shard
+
+    # ---- memory (bytes per chip)
+    b_loc = global_batch / lay.data  # sequences per data shard
+    micro = b_loc / lay.microbatches  # sequences per microbatch
+    in_flight = min(lay.microbatches, lay.pp) if lay.pp > 1 else 1
+    act_layer = activation_bytes_per_layer(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat)
+    act = in_flight * layers * act_layer
+    if lay.remat == "full":
+        act += activation_bytes_per_layer(cfg, micro, seq_len, tp=lay.tp, remat="none")
+    act += 4.0 * micro * seq_len * cfg.vocab_size / lay.tp  # fp32 logits
+    memory = TrainingMemory(
+        weights=stage_params * b_param / lay.weight_shards,
+        gradients=stage_params * b_param / lay.gradient_shards,
+        optimizer=stage_params * b_opt / lay.optimizer_shards,
+        activations=act,
+    )
+
+    # ---- FLOPs and compute time
+    tokens = global_batch * seq_len
+    model_flops = float(training_flops(cfg, tokens, include_attention=True, seq_len=seq_len))
+    extra = 0.0
+    if lay.remat == "full":
+        extra = model_flops / 3.0
+    elif lay.remat == "selective":
+        extra = float(attention_flops_per_token(cfg, seq_len)) * tokens
+    hardware_flops = model_flops + extra
+    imbalance = layers * lay.pp / L
+    compute = hardware_flops / N * imbalance / (peak * efficiency)
+    compute_fwd = model_flops / 3.0 / N * imbalance / (peak * efficiency)
+    compute_bwd = compute - compute_fwd
+
+    # ---- communication (seconds and bytes sent per chip per step)
+    fabric = _Fabric(chip)
+    M = lay.microbatches
+    weights_full = stage_params * b_param  # bytes of one (tp, pp) shard's weights
+    comms: list[CommCost] = []
+    fwd = bwd = 0.0
+    exposed_always = 0.0
+    s_w, s_g = lay.weight_shards, lay.gradient_shards
+    # FSDP / ZeRO-3: gather each layer's weights before forward and backward, per microbatch.
+    if s_w > 1:
+        t_one = fabric.gather(weights_full / layers, s_w, lay.tp) * layers
+        comms.append(CommCost("weight AllGather (FSDP)", 2 * M * _ring_bytes(weights_full, s_w),
+                              2 * M * t_one))
+        fwd += M * t_one
+        bwd += M * t_one
+    # Gradient ReduceScatter over the gradient-sharding group, per microbatch.
+    if s_g > 1:
+        t_one = fabric.gather(weights_full / layers, s_g, lay.tp) * layers
+        comms.append(CommCost("gradient ReduceScatter", M * _ring_bytes(weights_full, s_g),
+                              M * t_one))
+        bwd += M * t_one
+    # What the dp axis still has to do once per step when it does not shard everything.
+    rest = weights_full / lay.fsdp  # gradient or weight shard bytes left replicated over dp
+    dp_stride = lay.tp * lay.fsdp
+    if lay.dp > 1 and lay.zero_stage == 0:
+        t = fabric.all_reduce(rest / layers, lay.dp, dp_stride) * layers
+        comms.append(CommCost("gradient AllReduce (DP)", 2 * _ring_bytes(rest, lay.dp), t))
+        bwd += t
+    elif lay.dp > 1 and lay.zero_stage in (1, 2):
+        t_g = fabric.gather(rest / layers, lay.dp, dp_stride) * layers
+        if lay.zero_stage == 1:
+            comms.append(CommCost("gradient ReduceScatter (ZeRO-1)",
+                                  _ring_bytes(rest, lay.dp), t_g))
+            bwd += t_g
+        comms.append(CommCost(f"updated-weight AllGather (ZeRO-{lay.zero_stage})",
+                              _ring_bytes(rest, lay.dp), t_g))
+        fwd += t_g  # overlaps the next forward pass at best
+    # Tensor parallelism: 2 AllReduces of [b·T, D] per layer per pass (+2 for full remat).
+    if lay.tp > 1:
+        act_bytes = micro * seq_len * D * b_param
+        per_layer_calls = 4 + (2 if lay.remat == "full" else 0)
+        calls = per_layer_calls * layers * M
+        t = fabric.all_reduce(act_bytes, lay.tp, 1) * calls
+        comms.append(CommCost("activation AllReduce (TP)",
+                              calls * 2 * _ring_bytes(act_bytes, lay.tp), t))
+        exposed_always += t
+    # Pipeline: boundary activations forward, their gradients backward, per microbatch.
+    if lay.pp > 1:
+        act_bytes = micro * seq_len * D * b_param / lay.tp  # sequence-parallel shard
+        t_one = fabric.send(act_bytes, lay.tp * lay.fsdp * lay.dp)
+        comms.append(CommCost("stage-boundary send (PP)", 2 * M * act_bytes, 2 * M * t_one))
+        fwd += M * t_one
+        bwd += M * t_one
+
+    if overlap:
+        exposed = max(0.0, fwd - compute_fwd) + max(0.0, bwd - compute_bwd) + exposed_always
+    else:
+        exposed = fwd + bwd + exposed_always
+    bubble_fraction = float(pipeline_bubble_fraction(lay.pp, M))
+    bubble = (compute + exposed) * bubble_fraction / (1.0 - bubble_fraction)
+    step = StepTime(compute=compute, comms_exposed=exposed, bubble=bubble)
+    mfu = model_flops / (step.total * N * peak)
+
+    # ---- flags
+    flags = []
+    fits = memory.total <= chip.hbm_bytes
+    if not fits:
+        flags.append(f"does not fit: needs {memory.total / _GIB:.1f} GiB of "
+                     f"{chip.hbm_bytes / _GIB:.1f} GiB HBM")
+    share = exposed / step.total
+    if share >= COMMS_FLAG_FRACTION:
+        flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
+    useful = max_tensor_parallel(chip, cfg.d_ff)
+    if chip.is_gpu:
+        useful = min(useful, chip.chips_per_host)
+    if lay.tp > useful:
+        flags.append(f"TP past its useful degree (tp={lay.tp} > ~{useful})")
+    if n_chips is not None and n_chips != N:
+        flags.append(f"degrees multiply to {N}, not the {n_chips} chips")
+    if global_batch % (lay.data * M):
+        flags.append(f"global batch not divisible by dp·fsdp·microbatches "
+                     f"({global_batch} / {lay.data * M})")
+    if lay.pp > 1 and bubble / step.total >= BUBBLE_FLAG_FRACTION:
+        flags.append(f"pipeline bubble {bubble / step.total:.0%}")
+
+    return TrainingPlan(
+        config=cfg, layout=lay, chip_name=chip.name, global_batch=global_batch, seq_len=seq_len,
+        memory=memory, hbm_capacity=chip.hbm_bytes, fits=bool(fits), step_time=step,
+        flops_per_step=model_flops, hardware_flops_per_step=hardware_flops, mfu=mfu,
+        comms=tuple(comms), flags=tuple(flags),
+    )
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, p = [], 1
+    while p <= limit:
+        out.append(p)
+        p *= 2
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int, *,
+                         global_batch: int, seq_len: int, max_tp: int | None = None,
+                         max_pp: int | None = None, **kwargs) -> TrainingPlan:
+    """The fitting layout of exactly ``n_chips`` with the smallest step time.
+
+    Search space:
+
+    - ``tp`` and ``pp`` over the divisors of ``n_chips`` that are powers of two, ``tp`` at most
+      ``max_tp`` (default: ``n_heads``, and 64) and ``pp`` at most ``max_pp`` (default:
+      ``n_layers``, and 64); the data degree ``X = n_chips / (tp·pp)`` is the rest (any integer);
+    - data layouts of ``X``: FSDP (``fsdp = X``, ZeRO-3), plain DP with ZeRO-0, 1 and 2
+      (``dp = X``), and hybrid sharding (``fsdp = f``, ``dp = X/f``, ZeRO-0) for powers of two
+      ``1 < f < X`` dividing X;
+    - microbatches ``M``: with ``pp = 1``, 1, 2, 4, ...; with ``pp > 1``, pp, 2·pp, 4·pp, ...;
+      always dividing ``global_batch / X`` (so every chip gets whole sequences);
+    - remat "none", "selective", "full": for each layout only the first that fits is kept
+      (more recomputation is never faster). For ``pp = 1`` the smallest fitting ``M`` is kept.
+
+    Ties on step time go to the plan using less memory. ``kwargs`` go to
+    :func:`plan_training` (``overlap``, ``param_dtype``, ``master_fp32``, ``optimizer``,
+    ``compute_efficiency``).
+    Raises ``ValueError`` when nothing fits.
+    """
+    chip = get_chip(chip)
+    n_chips = positive_int(n_chips, "n_chips")
+    global_batch = positive_int(global_batch, "global_batch")
+    seq_len = positive_int(seq_len, "seq_len")
+    tp_cap = positive_int(max_tp, "max_tp") if max_tp is not None else min(cfg.n_heads, 64)
+    pp_cap = positive_int(max_pp, "max_pp") if max_pp is not None else min(cfg.n_layers, 64)
+    best: TrainingPlan | None = None
+
+    def consider(plan: TrainingPlan) -> None:
+        nonlocal best
+        key = (plan.step_time.total, plan.memory.total)
+        if best is None or key < (best.step_time.total, best.memory.total):
+            best = plan
+
+    for tp in _powers_of_two(min(tp_cap, n_chips)):
+        for pp in _powers_of_two(min(pp_cap, n_chips // tp)):
+            if n_chips % (tp * pp):
+                continue
+            X = n_chips // (tp * pp)
+            if global_batch % X:
+                continue
+            b_loc = global_batch // X
+            data_layouts = [(1, X, 3)] if X > 1 else [(1, 1, 0)]
+            if X > 1:
+                data_layouts += [(X, 1, z) for z in (0, 1, 2)]
+                data_layouts += [(X // f, f, 0) for f in _powers_of_two(X // 2)
+                                 if f > 1 and X % f == 0]
+            start = pp if pp > 1 else 1
+            m_values = [m for m in (start * 2 ** k for k in range(8)) if b_loc % m == 0]
+            for dp, fsdp, zero in data_layouts:
+                for m in m_values:
+                    for remat in REMAT_MODES:
+                        layout = TrainingLayout(dp=dp, fsdp=fsdp, tp=tp, pp=pp, zero_stage=zero,
+                                                microbatches=m, remat=remat)
+                        plan = plan_training(cfg, layout, chip, global_batch=global_batch,
+                                             seq_len=seq_len, **kwargs)
+                        if plan.fits:
+                            consider(plan)
+                            break
+                    else:
+                        continue
+                    if pp == 1:
+                        break  # more accumulation steps only add communication
+    if best is None:
+        raise ValueError(f"no layout of {n_chips} {chip.name} chips fits {cfg.name or 'the model'} "
+                         f"with {global_batch} sequences of {seq_len} tokens")
+    return best

@@ -1,0 +1,218 @@
+"""The layout planner driven through its controls and its best-layout button, as a reader would."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalebook.training import PRESETS, TrainingLayout, best_training_layout, plan_training
+from scalebook.widgets.layout_planner import (
+    CUSTOM,
+    MODEL_FIELDS,
+    draw_planner,
+    ideal_step,
+    layout_planner,
+    planner_state,
+    update_planner,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+GIB = 2.0 ** 30
+
+
+@pytest.fixture()
+def planner():
+    return layout_planner("LLaMA-3 70B", "TPU v5p", 1024, global_batch=2048, seq_len=8192,
+                          fsdp=128, tp=8, remat="full", dpi=40)
+
+
+def _height(artist):
+    return artist.get_height()
+
+
+def test_default_state_matches_the_solver(planner):
+    expected = plan_training(PRESETS["LLaMA-3 70B"], TrainingLayout(fsdp=128, tp=8, remat="full"),
+                             "TPU v5p", global_batch=2048, seq_len=8192, n_chips=1024)
+    plan = planner.state.plan
+    assert planner.error == ""
+    assert plan.memory == expected.memory and plan.step_time == expected.step_time
+    assert plan.mfu == pytest.approx(expected.mfu)
+    for kind in ("weights", "gradients", "optimizer", "activations"):
+        assert _height(planner.artists[f"memory/{kind}"]) == pytest.approx(
+            getattr(plan.memory, kind) / GIB)
+    assert planner.artists["hbm"].get_ydata()[0] == pytest.approx(96e9 / GIB)
+    ideal = plan.flops_per_step / (1024 * 4.59e14)
+    assert ideal_step(plan) == pytest.approx(ideal)
+    heights = [_height(planner.artists[f"time/{k}"]) for k in ("compute", "comms_exposed",
+                                                                "bubble")]
+    assert heights == pytest.approx([plan.step_time.compute / ideal,
+                                     plan.step_time.comms_exposed / ideal, 0.0])
+    assert sum(heights) == pytest.approx(1 / plan.mfu)  # the bar's height is 1 / MFU
+    assert f"MFU {plan.mfu:.0%}" in planner.artists["time_title"].get_text()
+    assert planner.png.startswith(PNG_SIGNATURE)
+    assert f"MFU {plan.mfu:.1%}" in planner.summary.value
+
+
+def test_choosing_a_preset_fills_the_model_fields(planner):
+    planner.controls["preset"].value = "LLaMA-3 405B"
+    cfg = PRESETS["LLaMA-3 405B"]
+    for name in MODEL_FIELDS:
+        assert planner.controls[name].value == getattr(cfg, name)
+    assert planner.state.config.d_model == 16384 and planner.state.config.n_layers == 126
+    assert planner.controls["preset"].value == "LLaMA-3 405B"
+
+
+def test_editing_a_model_field_switches_to_custom(planner):
+    planner.controls["n_layers"].value = 40
+    assert planner.controls["preset"].value == CUSTOM
+    assert planner.state.config.n_layers == 40
+    assert planner.state.config.name == "custom model"
+    # choosing a preset again restores its fields
+    planner.controls["preset"].value = "LLaMA-3 70B"
+    assert planner.controls["n_layers"].value == 80
+    assert planner.state.config == PRESETS["LLaMA-3 70B"].__class__(
+        **{n: getattr(PRESETS["LLaMA-3 70B"], n) for n in MODEL_FIELDS}, name="LLaMA-3 70B")
+
+
+@pytest.mark.parametrize("name, value, check", [
+    ("d_model", 4096, lambda s: s.config.d_model == 4096),
+    ("d_ff", 14336, lambda s: s.config.d_ff == 14336),
+    ("n_heads", 32, lambda s: s.config.n_heads == 32),
+    ("n_kv_heads", 16, lambda s: s.config.n_kv_heads == 16),
+    ("vocab_size", 32000, lambda s: s.config.vocab_size == 32000),
+    ("seq_len", 4096, lambda s: s.plan.seq_len == 4096),
+    ("global_batch", 1024, lambda s: s.plan.global_batch == 1024),
+    ("chip", "H100", lambda s: s.plan.chip_name == "H100" and s.plan.hbm_capacity == 80e9),
+    ("n_chips", 512, lambda s: "degrees multiply to 1024, not the 512 chips" in s.flags),
+    ("dp", 2, lambda s: s.plan.layout.dp == 2 and s.plan.n_chips == 2048),
+    ("fsdp", 64, lambda s: s.plan.layout.fsdp == 64),
+    ("tp", 4, lambda s: s.plan.layout.tp == 4),
+    ("pp", 4, lambda s: s.plan.layout.pp == 4 and s.plan.step_time.bubble > 0),
+    ("zero_stage", 1, lambda s: s.plan.layout.zero_stage == 1),
+    ("microbatches", 2, lambda s: s.plan.layout.microbatches == 2),
+    ("remat", "selective", lambda s: s.plan.layout.remat == "selective"),
+    ("overlap", False, lambda s: s.plan.step_time.comms_exposed == pytest.approx(
+        s.plan.comms_time)),
+])
+def test_every_control_recomputes(planner, name, value, check):
+    before = planner.state
+    old_png = planner.png
+    planner.controls[name].value = value
+    assert planner.error == ""
+    assert planner.state is not before
+    assert check(planner.state)
+    assert planner.png != old_png and planner.image.value == planner.png
+
+
+def test_best_layout_button_applies_the_search(planner):
+    planner.buttons["best"].click()
+    best = best_training_layout(PRESETS["LLaMA-3 70B"], "TPU v5p", 1024, global_batch=2048,
+                                seq_len=8192)
+    lay = best.layout
+    assert planner.error == ""
+    assert planner.state.plan.layout == lay
+    for name in ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat"):
+        assert planner.controls[name].value == getattr(lay, name)
+    assert planner.state.plan.step_time.total == pytest.approx(best.step_time.total)
+    assert planner.state.plan.fits and planner.state.n_chips == 1024
+
+
+def test_best_layout_button_says_when_nothing_fits(planner):
+    planner.controls["preset"].value = "LLaMA-3 405B"
+    planner.controls["chip"].value = "H100"
+    planner.controls["n_chips"].value = 8
+    planner.controls["dp"].value = 1
+    planner.controls["fsdp"].value = 8
+    planner.controls["tp"].value = 1
+    good_state = planner.state
+    planner.buttons["best"].click()
+    assert planner.error.startswith("no layout of 8 H100 chips fits")
+    assert "\n" not in planner.error
+    assert planner.state is good_state
+
+
+def test_the_four_flags_appear(planner):
+    # does not fit
+    planner.controls["preset"].value = "LLaMA-3 405B"
+    assert any(f.startswith("does not fit: needs") for f in planner.state.flags)
+    assert "does not fit" in planner.summary.value
+    assert "does not fit" in planner.artists["memory_title"].get_text()
+    planner.controls["preset"].value = "LLaMA-3 70B"
+    # communication-bound: the default layout's exposed TP traffic
+    planner.controls["tp"].value = 32
+    planner.controls["fsdp"].value = 32
+    flags = planner.state.flags
+    assert any(f.startswith("communication-bound: exposed communication is") for f in flags)
+    # TP past its useful degree: ~11 on TPU v5p for F = 28,672
+    assert "TP past its useful degree (tp=32 > ~11)" in flags
+    # degrees whose product is not the chip count
+    planner.controls["fsdp"].value = 16
+    assert "degrees multiply to 512, not the 1024 chips" in planner.state.flags
+    assert "degrees multiply to 512" in planner.summary.value
+    # the figure carries the flags too (a static page shows only the picture)
+    drawn = planner.artists["flags"].get_text().replace("\n", " ")
+    assert "degrees multiply to 512, not the 1024 chips" in drawn
+    assert "TP past its useful degree" in drawn
+    assert len(planner.figure.texts) == 2  # the heading and the flags, not old copies
+    assert "fsdp=16 tp=32" in planner.artists["heading"].get_text()
+
+
+def test_a_clean_layout_says_no_warnings(planner):
+    planner.controls["remat"].value = "selective"
+    planner.controls["tp"].value = 4
+    planner.controls["fsdp"].value = 128
+    planner.controls["pp"].value = 2
+    planner.controls["microbatches"].value = 16
+    assert planner.state.flags == ()
+    assert planner.artists["flags"].get_text() == "no warnings"
+    assert "no warnings" in planner.summary.value
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("tp", 0, "tp must be a positive integer"),
+    ("n_chips", -4, "n_chips must be a positive integer"),
+    ("n_kv_heads", 7, "n_kv_heads (7) must divide n_heads (64)"),
+    ("pp", 128, "pp=128 is more pipeline stages than the 80 layers"),
+    ("global_batch", 0, "global batch must be a positive integer"),
+])
+def test_bad_input_is_a_one_line_error_and_keeps_the_picture(planner, name, value, message):
+    good_png, good_state = planner.png, planner.state
+    planner.controls[name].value = value
+    assert message in planner.error and "\n" not in planner.error
+    assert message in planner.message.value
+    assert planner.png == good_png and planner.state is good_state
+
+
+_TINY_KW = dict(n_layers=4, d_model=64, d_ff=256, n_heads=4, n_kv_heads=4, vocab_size=1000,
+                seq_len=16, global_batch=8, chip="H100", n_chips=4, dp=4, zero_stage=0,
+                preset=CUSTOM)
+
+
+def test_state_and_drawing_work_without_widgets():
+    state = planner_state(**_TINY_KW)
+    assert state.plan.fits and state.plan.n_chips == 4
+    from matplotlib.figure import Figure
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    artists = draw_planner(axes, state)
+    plan = state.plan
+    assert artists["time/compute"].get_height() == pytest.approx(
+        plan.step_time.compute / ideal_step(plan))
+    assert artists["memory/optimizer"].get_y() == pytest.approx(
+        (plan.memory.weights + plan.memory.gradients) / GIB)
+    assert axes[0].get_ylim() == pytest.approx((0, 1.5 * 80e9 / GIB))
+    # another state on the same chip moves the artists; another chip needs new axes
+    other = planner_state(**{**_TINY_KW, "dp": 2, "n_chips": 2})
+    assert update_planner(axes, artists, other) is not None
+    assert artists["memory/optimizer"].get_y() == pytest.approx(
+        (other.plan.memory.weights + other.plan.memory.gradients) / GIB)
+    assert update_planner(axes, artists, planner_state(**{**_TINY_KW, "chip": "H200"})) is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"preset": "GPT-5"}, "unknown preset"),
+    ({"chip": "V100"}, "V100 has no bf16 figure"),
+    ({"tp": 0}, "tp must be a positive integer"),
+])
+def test_bad_initial_inputs_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        layout_planner(**kwargs)
