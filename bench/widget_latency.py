@@ -22,6 +22,8 @@ import numpy as np  # noqa: E402
 
 from scalebook.hardware import chip_names  # noqa: E402
 from scalebook.widgets import METRICS, chip_comparison, roofline_explorer  # noqa: E402
+from scalebook.widgets.layout_planner import layout_planner  # noqa: E402
+from scalebook.widgets.sharded_matmul import LAYOUTS, sharded_matmul_explorer  # noqa: E402
 
 BUDGET_MS = 100.0
 
@@ -68,6 +70,25 @@ def main() -> int:
     selections = [tuple(c) for c in itertools.combinations(chips, 4)][:30]
     results.append(report("chip comparison: chip selection",
                           time_updates(comparison, "chips", selections)))
+
+    matmul = sharded_matmul_explorer()
+    sizes = [2.0 ** k for k in range(3, 21)]
+    results.append(report("sharded matmul: B slider",
+                          time_updates(matmul, "B", sizes + sizes[::-1])))
+    results.append(report("sharded matmul: chip dropdown",
+                          time_updates(matmul, "chip",
+                                       ["TPU v5p", "H100", "TPU v6e", "B200", "TPU v5e"] * 4)))
+    results.append(report("sharded matmul: layout dropdown",
+                          time_updates(matmul, "layout", list(LAYOUTS) * 3)))
+
+    planner = layout_planner()
+    results.append(report("layout planner: TP box",
+                          time_updates(planner, "tp", [1, 2, 4, 8, 16, 8, 4] * 4)))
+    results.append(report("layout planner: remat dropdown",
+                          time_updates(planner, "remat", ["none", "selective", "full"] * 6)))
+    results.append(report("layout planner: preset dropdown",
+                          time_updates(planner, "preset",
+                                       ["LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B"] * 5)))
 
     worst = max(p95 for _, p95 in results)
     print(f"worst 95th percentile: {worst:.1f} ms (budget {BUDGET_MS:.0f} ms per update)")
