@@ -131,12 +131,21 @@ def answer_names(assignment: str) -> set[str]:
 
 
 def plain(value):
-    """A value as the grader's runner reports it: numpy arrays -> lists, numpy scalars -> floats."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    """A value exactly as the grader's runner reports it (numpy arrays -> lists, numpy scalars ->
+    numbers, a jax PartitionSpec -> a list of its entries)."""
+    from autograder.runner import to_plain
+
+    return to_plain(value)
+
+
+def assert_same_answer(got, want) -> None:
+    """Numbers and arrays agree to 1e-12 (relative); strings and specs are equal."""
+    try:
+        got_array, want_array = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    except (TypeError, ValueError):
+        assert got == want, (got, want)
+    else:
+        np.testing.assert_allclose(got_array, want_array, rtol=1e-12)
 
 
 def reference_answers(assignment: str) -> dict:
@@ -410,7 +419,7 @@ def test_each_reference_answer_needs_only_the_given_inputs(assignment):
             bound = assigned_names(solution_code(cell)) & answers
             assert bound, nbg(cell)["grade_id"]
             for name in bound:
-                np.testing.assert_allclose(plain(namespace[name]), reference[name], rtol=1e-12)
+                assert_same_answer(plain(namespace[name]), reference[name])
 
 
 @pytest.mark.parametrize("assignment, grade_id", all_test_cells())

@@ -1,0 +1,295 @@
+"""Homework 3 (sharding and collectives) beyond the generic checks of test_homework.py.
+
+- every hidden check agrees with the answer worked out by hand from the problem's stated numbers
+  (not by scalebook), so a change in the solver's conventions cannot silently change a grade;
+- the typical errors the assignment is about each get their hint: an AllReduce priced as one
+  AllGather, a link's bidirectional figure counted one way or doubled again, the replicated axis
+  forgotten in memory, the ReduceScatter forgotten in the contracting case, latency ignored for a
+  small message, the NIC's bandwidth used inside a node, (N-1)/N dropped where it is asked for;
+- the one part that says it accepts the first-cut formula (7a) accepts it, and no other does;
+- problem 8, the JAX layouts: the checks compile and run ``A @ W`` themselves from the captured
+  specs (lists, as the sandbox reports them, tuples, or real PartitionSpecs), pass the intended
+  layouts, and fail every other layout with a reason: a collective where none is wanted, the
+  wrong output sharding, the wrong share of W, a malformed spec.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.checker import answer_names
+
+REPO = Path(__file__).resolve().parent.parent
+A = "hw3-sharding"
+SOURCE = REPO / "solutions" / A / f"{A}.ipynb"
+
+pytestmark = pytest.mark.skipif(not SOURCE.is_file(), reason="hw3 source notebook not written")
+
+# Problem inputs, restated from the prompts (datasheet figures, not the catalog).
+W_V5P, W_V5E = 9e10, 4.5e10             # one direction of one ICI link, bytes/s
+C_V5P, C_V5E = 4.59e14, 1.97e14         # bf16 FLOPs/s
+NVLINK, NIC = 18 * 2.5e10, 5e10         # H100 per GPU, each way
+ALPHA = 1e-6                            # s per hop / ring step
+V3, V4, V5, V6 = 8192 * 4096 * 2, 4096 * 4096 * 2, 8 * 4096 * 2, 2e9
+AG16_V5P = V3 * 15 / 16 / (2 * W_V5P) + 8 * ALPHA
+T_MATH7 = 2 * 4096 * (16384 // 16) * 8192 / C_V5E
+T_RS7 = 4096 * 8192 * 2 * 15 / 16 / (2 * W_V5E) + 8 * ALPHA
+
+# answer name -> the value worked out by hand
+BY_HAND = {
+    "a_local_shape": [1024, 512],
+    "a_bytes_per_chip": 1024 * 512 * 2,
+    "w_bytes_per_chip": 1024 * 2048 * 2,
+    "w_bytes_mesh": 2 * 4096 * 16384 * 2,
+    "c_bytes_a": 256 * 2048 * 2,
+    "v_b": 256 * 8192 * 2,
+    "v_c": 1024 * 16384 * 2,
+    "v_d": 1024 * 8192 * 2,
+    "t_allgather": AG16_V5P,
+    "t_allreduce": 2 * AG16_V5P,
+    "t_alltoall": V3 / (8 * W_V5P) + 8 * ALPHA,
+    "t_allgather_2d": V3 * 15 / 16 / (4 * W_V5P) + 4 * ALPHA,
+    "t_ag_line8": V4 * 7 / 8 / W_V5E + 7 * ALPHA,
+    "t_ar_ring16": 2 * (V4 * 15 / 16 / (2 * W_V5E) + 8 * ALPHA),
+    "t_small_allreduce": 2 * (V5 * 3 / 4 / (2 * W_V5P) + 2 * ALPHA),
+    "v_star": 16 ** 2 * ALPHA * W_V5P / 15,
+    "t_node_allreduce": 2 * V6 * 7 / 8 / NVLINK + 14 * ALPHA,
+    "t_hier_allreduce": (2 * (V6 * 7 / 8 / NVLINK + 7 * ALPHA)
+                         + 2 * (V6 / 8) * 3 / 4 / NIC + 6 * ALPHA),
+    "tokens_per_chip_star": C_V5P * 15 / 16 / (2 * W_V5P),
+    "d_star_allreduce": C_V5P * 7 / W_V5P,
+    "t_layer_serial": T_MATH7 + T_RS7,
+    "w_shard_bytes": 32 * 16 * 4,
+    "allreduce_bytes": 8 * 64 * 4,
+}
+# the non-numeric answers, as the sandbox reports them (a PartitionSpec arrives as a list)
+OTHER = {
+    "collective_a": "none", "collective_b": "AllGather", "collective_c": "ReduceScatter",
+    "collective_d": "AllGather",
+    "a_spec": ["X", None], "w_spec": [None, "Y"], "w_tp_spec": ["Y", None],
+}
+
+# (answer name, the value a misconception gives, worked out by hand, text the hint must carry)
+MISCONCEPTIONS = [
+    # the replicated axis forgotten in memory
+    ("w_bytes_per_chip", 4096 * 16384 * 2 / 64, "not 1/64"),
+    ("w_bytes_mesh", 4096 * 16384 * 2, "Count the copies"),
+    ("w_shard_bytes", 32 * 64 * 4 / 8, "not 1/8"),
+    ("a_local_shape", [2048, 512], "4 × 2 = 8 ways"),
+    # V of a collective: the gathered / unreduced array, not a shard
+    ("v_b", 256 * 1024 * 2, "not the shard"),
+    ("v_b", 1024 * 8192 * 2, "I stays split over X"),
+    ("v_c", 1024 * 16384 * 2 / 4, "before the reduction"),
+    ("v_d", 8192 * 16384 * 2, "smaller operand"),
+    # an AllReduce priced as one AllGather
+    ("t_allreduce", AG16_V5P, "twice an AllGather"),
+    ("t_ar_ring16", V4 * 15 / 16 / (2 * W_V5E) + 8 * ALPHA, "twice an AllGather"),
+    ("t_small_allreduce", V5 * 3 / 4 / (2 * W_V5P) + 2 * ALPHA, "twice the bytes"),
+    ("t_node_allreduce", V6 * 7 / 8 / NVLINK + 7 * ALPHA, "twice an AllGather"),
+    ("d_star_allreduce", C_V5P * 7 / W_V5P / 2, "twice a ReduceScatter"),
+    # bidirectional links counted one way (ring priced as a line) or doubled again
+    ("t_allgather", V3 * 15 / 16 / W_V5P + 8 * ALPHA, "two links, 2W"),
+    ("t_allgather", V3 * 15 / 16 / (4 * W_V5P) + 8 * ALPHA, "not 4W"),
+    ("t_allreduce", 2 * (V3 * 15 / 16 / W_V5P + 15 * ALPHA), "both ways round the ring"),
+    ("t_ar_ring16", 2 * (V4 * 15 / 16 / W_V5E + 15 * ALPHA), "has wraparound"),
+    ("t_ag_line8", V4 * 7 / 8 / (2 * W_V5E) + 4 * ALPHA, "no wraparound"),
+    ("v_star", 16 ** 2 * ALPHA * W_V5P / 15 / 2, "already counts both directions"),
+    ("tokens_per_chip_star", C_V5P * 15 / 16 / W_V5P, "not W"),
+    ("tokens_per_chip_star", C_V5P * 15 / 16 / (4 * W_V5P), "not 4W"),
+    ("d_star_allreduce", 2 * C_V5P * 7 / W_V5P, "2W per chip, not W"),
+    ("t_node_allreduce", 2 * V6 * 7 / 8 / 2.5e10 + 14 * ALPHA, "all 18 of its NVLink links"),
+    # the ReduceScatter forgotten in the contracting case (or an AllReduce in its place)
+    ("t_layer_serial", T_MATH7, "must be ReduceScattered"),
+    ("t_layer_serial", T_MATH7 + 2 * T_RS7, "costs twice as much"),
+    ("t_layer_serial", max(T_MATH7, T_RS7), "Nothing overlaps"),
+    # latency ignored for a small message, or the bandwidth term dropped
+    ("t_small_allreduce", 2 * V5 * 3 / 4 / (2 * W_V5P), "the latency dominates"),
+    ("t_small_allreduce", 4 * ALPHA, "Add the bandwidth term"),
+    ("t_alltoall", V3 / (8 * W_V5P), "Add the latency"),
+    # cross-node bandwidth inside a node, and NVLink across nodes
+    ("t_node_allreduce", 2 * V6 * 7 / 8 / NIC + 14 * ALPHA, "NIC is for other nodes"),
+    ("t_hier_allreduce", 2 * V6 * 31 / 32 / NIC + 62 * ALPHA, "flat ring"),
+    ("t_hier_allreduce", 2 * V6 * 7 / 8 / NVLINK + 2 * V6 * 3 / 4 / NIC, "only that slice"),
+    ("t_hier_allreduce", 2 * V6 * 7 / 8 / NVLINK + 2 * (V6 / 8) * 3 / 4 / NVLINK, "through the NICs"),
+    ("t_hier_allreduce", 2 * (V6 / 8) * 3 / 4 / NIC + 6 * ALPHA, "inside the nodes"),
+    # (N-1)/N dropped where the part asks for it; several axes
+    ("t_allgather", V3 / (2 * W_V5P) + 8 * ALPHA, "(N − 1)/N"),
+    ("v_star", 16 * ALPHA * W_V5P, "(N − 1)/N"),
+    ("t_allgather_2d", AG16_V5P, "bandwidths add"),
+    ("t_alltoall", AG16_V5P, "one chip only"),
+    ("allreduce_bytes", 16 * 64 * 4, "B stays split over X"),
+    ("allreduce_bytes", 8 * 64 * 4 / 4, "not a quarter"),
+]
+
+# answer name -> (the first-cut value, accepted?) : only 7(a) says it accepts the first cut
+FIRST_CUTS = [
+    ("tokens_per_chip_star", C_V5P / (2 * W_V5P), True),
+    ("t_allgather", V3 / (2 * W_V5P) + 8 * ALPHA, False),
+    ("v_star", 16 * ALPHA * W_V5P, False),
+    ("d_star_allreduce", C_V5P * 8 / W_V5P, False),
+    ("t_small_allreduce", 4 * ALPHA, False),   # a small message as latency alone
+]
+
+# (a_spec, w_spec, text the failure must carry), for 8(a): no communication, output P('X', 'Y')
+WRONG_8A = [
+    (["X", None], ["X", "Y"], "needs no communication"),      # W splits D: AllGather over X
+    (["X", "Y"], [None, "Y"], "Keep D whole"),                # A splits D: AllGather over Y
+    (["X", None], [None, "X"], "needs no communication"),     # case 4
+    ([None, None], [None, "Y"], "not P('X', 'Y')"),           # no communication, wrong layout
+    (["X", None], [None, None], "not P('X', 'Y')"),
+    (["X", None], [None, "Z"], "not a mesh axis"),
+    (["X", "X"], [None, "Y"], "twice"),
+    (["X", None, None], [None, "Y"], "only 2 dims"),
+]
+# (w_tp_spec, text the failure must carry), for 8(b): a quarter of W, one AllReduce, P('X', None)
+WRONG_8B = [
+    ([None, "Y"], "split W's D over Y too"),          # AllGather of A over Y
+    (["X", None], "1/2 of W"),                         # D over the 2-wide axis: half of W
+    ([None, None], "not a quarter"),                   # a full copy
+    (["Y", "X"], "not a quarter"),                     # an eighth
+    ([["Y", "X"], None], "not a quarter"),
+    ("Y", "should be a jax.sharding.PartitionSpec"),
+]
+
+
+def _nbg(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+@pytest.fixture(scope="module")
+def test_cells() -> dict:
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    cells = {}
+    for cell in nb.cells:
+        if _nbg(cell).get("grade") and cell.cell_type == "code":
+            for name in answer_names(cell.source):
+                if not name.startswith("_"):
+                    cells.setdefault(name, cell)
+    return cells
+
+
+def _free(source: str) -> set[str]:
+    tree = ast.parse(source)
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return loaded - bound - set(dir(builtins))
+
+
+def run(cell, answers: dict) -> None:
+    """The grader's way: a fresh namespace holding only the cell's answers."""
+    namespace = {n: answers[n] for n in _free(cell.source) if n in answers}
+    exec(compile(cell.source, _nbg(cell)["grade_id"], "exec"), namespace)
+
+
+def answers() -> dict:
+    return {**BY_HAND, **OTHER}
+
+
+def failure(cell, values: dict) -> str:
+    with pytest.raises(AssertionError) as info:
+        run(cell, {**answers(), **values})
+    return str(info.value)
+
+
+def test_parts_and_points():
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    graded = [c for c in nb.cells if _nbg(c).get("grade")]
+    assert len(graded) >= 15
+    assert sum(_nbg(c)["points"] for c in graded) == 22
+    # every answer a test reads is covered here
+    assert set(answer_names("\n".join(c.source for c in graded))) >= set(answers())
+
+
+@pytest.mark.parametrize("name", sorted(BY_HAND))
+def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
+    run(test_cells[name], answers())
+
+
+@pytest.mark.parametrize("name, wrong, fragment",
+                         [pytest.param(*row, id=f"{row[0]}:{row[2]}") for row in MISCONCEPTIONS])
+def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
+    message = failure(test_cells[name], {name: wrong})
+    assert "Hint:" in message and fragment in message, message
+
+
+@pytest.mark.parametrize("name, first_cut, accepted", FIRST_CUTS)
+def test_first_cut_formula_is_accepted_only_where_the_prompt_says_so(test_cells, name, first_cut,
+                                                                     accepted):
+    if accepted:
+        run(test_cells[name], {**answers(), name: first_cut})
+        for factor in (1.3, 0.7):  # accepting both must not accept anything in between or beyond
+            failure(test_cells[name], {name: first_cut * factor})
+    else:
+        message = failure(test_cells[name], {name: first_cut})
+        assert "Hint:" in message, message
+
+
+@pytest.mark.parametrize("name, wrong, fragment", [
+    ("collective_a", "AllGather", "neither A nor B splits it"),
+    ("collective_b", "AllReduce", "only A splits the contracting dim"),
+    ("collective_c", "AllReduce", "exactly what a ReduceScatter leaves"),
+    ("collective_c", "AllGather", "partial sums"),
+    ("collective_d", "none", "made whole along X"),
+])
+def test_wrong_collective_names_fail_with_a_reason(test_cells, name, wrong, fragment):
+    assert fragment in failure(test_cells[name], {name: wrong})
+
+
+@pytest.mark.parametrize("name, spelling", [("collective_a", " None "), ("collective_b", "allgather"),
+                                            ("collective_c", "Reduce Scatter")])
+def test_collective_names_ignore_case_and_spaces(test_cells, name, spelling):
+    run(test_cells[name], {**answers(), name: spelling})
+
+
+def test_a_number_for_a_collective_is_a_form_error(test_cells):
+    assert "should be a string" in failure(test_cells["collective_a"], {"collective_a": 1})
+
+
+# --------------------------------------------------------------------------- problem 8 (JAX)
+
+def test_jax_checks_read_only_their_answers(test_cells):
+    for name, expected in (("w_shard_bytes", {"a_spec", "w_spec", "w_shard_bytes"}),
+                           ("allreduce_bytes", {"w_tp_spec", "allreduce_bytes"})):
+        names = {n for n in answer_names(test_cells[name].source) if not n.startswith("_")}
+        assert names == expected
+
+
+@pytest.mark.parametrize("form", ["list", "tuple", "PartitionSpec"])
+def test_jax_checks_pass_the_intended_layouts(test_cells, form):
+    from jax.sharding import PartitionSpec
+
+    make = {"list": list, "tuple": tuple, "PartitionSpec": lambda v: PartitionSpec(*v)}[form]
+    specs = {k: make(v) for k, v in OTHER.items() if k.endswith("spec")}
+    run(test_cells["w_shard_bytes"], {**answers(), **specs})
+    run(test_cells["allreduce_bytes"], {**answers(), **specs})
+
+
+def test_jax_checks_accept_equivalent_spellings(test_cells):
+    run(test_cells["w_shard_bytes"], {**answers(), "a_spec": [["X"]], "w_spec": [None, ["Y"]]})
+    run(test_cells["allreduce_bytes"], {**answers(), "w_tp_spec": ["Y"]})
+
+
+@pytest.mark.parametrize("a_spec, w_spec, fragment", WRONG_8A)
+def test_no_communication_check_fails_other_layouts_with_a_reason(test_cells, a_spec, w_spec,
+                                                                 fragment):
+    message = failure(test_cells["w_shard_bytes"], {"a_spec": a_spec, "w_spec": w_spec})
+    assert fragment in message, message
+
+
+@pytest.mark.parametrize("w_tp_spec, fragment", WRONG_8B)
+def test_allreduce_check_fails_other_layouts_with_a_reason(test_cells, w_tp_spec, fragment):
+    message = failure(test_cells["allreduce_bytes"], {"w_tp_spec": w_tp_spec})
+    assert fragment in message, message
+
