@@ -33,6 +33,7 @@ import pytest
 
 import scalebook.checks as checks
 from autograder.course import available_assignments
+from gradecells import free_names
 
 REPO = Path(__file__).resolve().parent.parent
 # Every homework in solutions/ is held to these checks as soon as its source notebook exists.
@@ -99,22 +100,6 @@ def release_source(cell) -> str:
         head, _, tail = region(source, BEGIN_HIDDEN, END_HIDDEN)
         source = head + tail
     return source
-
-
-def free_names(source: str) -> set[str]:
-    """Names a cell reads but does not bind itself (and that are not builtins)."""
-    tree = ast.parse(source)
-    loaded, bound = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return loaded - bound - set(dir(builtins))
 
 
 def assigned_names(source: str) -> set[str]:

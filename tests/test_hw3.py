@@ -15,14 +15,13 @@
 
 from __future__ import annotations
 
-import ast
-import builtins
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.checker import answer_names
+from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw3-sharding"
@@ -157,40 +156,14 @@ WRONG_8B = [
 ]
 
 
-def _nbg(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 @pytest.fixture(scope="module")
 def test_cells() -> dict:
-    nb = nbformat.read(str(SOURCE), as_version=4)
-    cells = {}
-    for cell in nb.cells:
-        if _nbg(cell).get("grade") and cell.cell_type == "code":
-            for name in answer_names(cell.source):
-                if not name.startswith("_"):
-                    cells.setdefault(name, cell)
-    return cells
-
-
-def _free(source: str) -> set[str]:
-    tree = ast.parse(source)
-    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return loaded - bound - set(dir(builtins))
+    return grade_cells_by_answer(SOURCE)
 
 
 def run(cell, answers: dict) -> None:
     """The grader's way: a fresh namespace holding only the cell's answers."""
-    namespace = {n: answers[n] for n in _free(cell.source) if n in answers}
-    exec(compile(cell.source, _nbg(cell)["grade_id"], "exec"), namespace)
+    run_as_grader(cell, answers)
 
 
 def answers() -> dict:
@@ -205,9 +178,9 @@ def failure(cell, values: dict) -> str:
 
 def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
-    graded = [c for c in nb.cells if _nbg(c).get("grade")]
+    graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
     assert len(graded) >= 15
-    assert sum(_nbg(c)["points"] for c in graded) == 22
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 22
     # every answer a test reads is covered here
     assert set(answer_names("\n".join(c.source for c in graded))) >= set(answers())
 

@@ -1,0 +1,54 @@
+"""Test cells run the grader's way, for the homework tests.
+
+The trusted grader runs each test cell of the instructor's notebook in a fresh namespace that
+holds only the cell's answer names (autograder/DESIGN.md). These helpers do the same in the test
+process, so a homework's tests can feed a check hand-worked or deliberately wrong answers.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from pathlib import Path
+
+import nbformat
+
+from autograder.checker import answer_names
+
+
+def nbgrader_metadata(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def free_names(source: str) -> set[str]:
+    """Names a cell reads but does not bind itself (and that are not builtins)."""
+    tree = ast.parse(source)
+    loaded, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return loaded - bound - set(dir(builtins))
+
+
+def grade_cells_by_answer(source: Path) -> dict:
+    """Each answer name of the source notebook -> the first graded code cell that checks it."""
+    notebook = nbformat.read(str(source), as_version=4)
+    cells = {}
+    for cell in notebook.cells:
+        if nbgrader_metadata(cell).get("grade") and cell.cell_type == "code":
+            for name in answer_names(cell.source):
+                if not name.startswith("_"):
+                    cells.setdefault(name, cell)
+    return cells
+
+
+def run_as_grader(cell, answers: dict) -> None:
+    """Run a test cell in a fresh namespace holding only the answers it reads."""
+    namespace = {n: answers[n] for n in free_names(cell.source) if n in answers}
+    exec(compile(cell.source, nbgrader_metadata(cell)["grade_id"], "exec"), namespace)
