@@ -371,6 +371,7 @@ class Explorer(widgets.VBox):
                  refresh: Callable[[Figure, dict, object], list] | None = None):
         self.controls = dict(controls)
         self.figure = figure
+        self._syncing = False  # True while set_quietly moves several controls at once
         self._compute, self._draw, self._describe = compute, draw, describe
         self._refresh = refresh
         self._background = None
@@ -394,7 +395,26 @@ class Explorer(widgets.VBox):
         return {name: control.value for name, control in self.controls.items()}
 
     def _on_change(self, change: object) -> None:
+        if self._syncing:
+            return
+        owner = getattr(change, "owner", None)
+        if owner is None and isinstance(change, dict):
+            owner = change.get("owner")
+        self.link_controls(owner)
         self.update()
+
+    def link_controls(self, changed: widgets.Widget | None) -> None:
+        """Keep linked controls in step after ``changed`` moved, before the update (a preset
+        that fills its fields, say). Explorers without linked controls keep this no-op."""
+
+    def set_quietly(self, values: Mapping[str, object]) -> None:
+        """Set several controls without an update per control; the caller updates once."""
+        self._syncing = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._syncing = False
 
     def update(self) -> None:
         """Recompute the state from the controls, redraw, and re-render the PNG.

@@ -263,7 +263,6 @@ class LayoutPlanner(Explorer):
     owns the "best layout" button (``buttons["best"]``; :meth:`apply_best_layout`)."""
 
     def __init__(self, controls, figure, **kwargs):
-        self._syncing = False  # True while several controls are set together
         self.buttons = {"best": widgets.Button(description="best layout",
                                                tooltip="search for the fastest fitting layout")}
         super().__init__(controls, figure, planner_state,
@@ -275,28 +274,14 @@ class LayoutPlanner(Explorer):
                          *self.children[-3:])
         self.buttons["best"].on_click(lambda _button: self.apply_best_layout())
 
-    def _set_quietly(self, values: dict[str, object]) -> None:
-        """Set several controls, then recompute once."""
-        self._syncing = True
-        try:
-            for name, value in values.items():
-                self.controls[name].value = value
-        finally:
-            self._syncing = False
-
-    def _on_change(self, change) -> None:
-        if self._syncing:
-            return
-        owner = getattr(change, "owner", None)
-        if owner is None and isinstance(change, dict):
-            owner = change.get("owner")
-        if owner is self.controls["preset"]:
+    def link_controls(self, changed) -> None:
+        """A preset fills the model fields; editing a model field makes the preset "custom"."""
+        if changed is self.controls["preset"]:
             cfg = PRESETS.get(self.controls["preset"].value)
             if cfg is not None:
-                self._set_quietly({name: getattr(cfg, name) for name in MODEL_FIELDS})
-        elif any(owner is self.controls[name] for name in MODEL_FIELDS):
-            self._set_quietly({"preset": CUSTOM})
-        self.update()
+                self.set_quietly({name: getattr(cfg, name) for name in MODEL_FIELDS})
+        elif any(changed is self.controls[name] for name in MODEL_FIELDS):
+            self.set_quietly({"preset": CUSTOM})
 
     def apply_best_layout(self) -> None:
         """Run the solver's search for the current model, chip, chip count and batch, and set
@@ -312,7 +297,7 @@ class LayoutPlanner(Explorer):
             self._show_error(str(exc))
             return
         lay = best.layout
-        self._set_quietly({name: getattr(lay, name) for name in LAYOUT_FIELDS})
+        self.set_quietly({name: getattr(lay, name) for name in LAYOUT_FIELDS})
         self.update()
 
     def _show_error(self, message: str) -> None:

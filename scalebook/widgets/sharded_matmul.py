@@ -709,33 +709,17 @@ class ShardedMatmulExplorer(Explorer):
 
     _FIELDS = ("mesh", "lhs", "rhs", "out")
 
-    def __init__(self, *args, **kwargs):
-        self._syncing = False
-        super().__init__(*args, **kwargs)
-
-    def _on_change(self, change) -> None:
-        if self._syncing:
-            return
-        owner = getattr(change, "owner", None)
-        if owner is None and isinstance(change, dict):
-            owner = change.get("owner")
-        if owner is self.controls["layout"]:
+    def link_controls(self, changed) -> None:
+        """A layout fills the mesh and sharding fields; editing one picks the matching layout,
+        or "custom"."""
+        if changed is self.controls["layout"]:
             chosen = LAYOUTS.get(self.controls["layout"].value)
             if chosen is not None:
-                self._set_quietly(dict(zip(self._FIELDS, chosen)))
-        elif any(owner is self.controls[name] for name in self._FIELDS):
+                self.set_quietly(dict(zip(self._FIELDS, chosen)))
+        elif any(changed is self.controls[name] for name in self._FIELDS):
             current = tuple(self.controls[name].value for name in self._FIELDS)
             match = next((name for name, v in LAYOUTS.items() if v == current), CUSTOM)
-            self._set_quietly({"layout": match})
-        self.update()
-
-    def _set_quietly(self, values: Mapping[str, object]) -> None:
-        self._syncing = True
-        try:
-            for name, value in values.items():
-                self.controls[name].value = value
-        finally:
-            self._syncing = False
+            self.set_quietly({"layout": match})
 
 
 def _text(description: str, value: str, width: str) -> widgets.Text:
