@@ -321,7 +321,7 @@ def cmd_feedback(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    run_demo(workdir=Path(args.keep) if args.keep else None, workers=args.workers)
+    run_demo(main, workdir=Path(args.keep) if args.keep else None, workers=args.workers)
     return 0
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .nbgrader_config import IGNORED_NAMES, nbgrader_config, write_course_config
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
@@ -28,8 +30,6 @@ ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware")
 # Where the instructor's course lives unless --course or $SCALEBOOK_COURSE says otherwise
 # (ignored by git: it holds students' work and grades).
 DEFAULT_COURSE_ROOT = REPO / "autograder" / "course"
-# Files that never belong to an assignment (editor and OS litter).
-IGNORED_NAMES = (".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store", "__MACOSX", "Thumbs.db")
 
 
 def ensure_tools_on_path() -> None:
@@ -146,9 +146,8 @@ class Course:
             shutil.rmtree(source)
         shutil.copytree(solutions / assignment, source, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
         run_generate_assignment(self, assignment)
-        from .nbgrader_config import write_course_config
-
-        write_course_config(self)
+        # only the default SQLite URL is written: one given with --db may hold a password
+        write_course_config(self.root, self.gradebook_url, write_db_url=not self.db_url)
         return self.release(assignment)
 
 
@@ -190,11 +189,9 @@ def run_generate_assignment(course: Course, assignment: str) -> Path:
     from nbgrader.converters import GenerateAssignment
     from traitlets.config import Config
 
-    from .nbgrader_config import nbgrader_config
-
     ensure_tools_on_path()
     Path(course.root).mkdir(parents=True, exist_ok=True)
-    config = nbgrader_config(course)
+    config = nbgrader_config(course.root, course.gradebook_url)
     config.merge(Config({"GenerateAssignment": {"create_assignment": True, "force": True}}))
     log_stream = _LogCapture()
     app = GenerateAssignment(coursedir=course.coursedir(assignment), config=config)

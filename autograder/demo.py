@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -148,15 +147,15 @@ def expected_scores(assignment: str, entry: dict, *, solutions: Path = SOLUTIONS
     return {gid: float(wanted.get(gid, 0.0)) for gid in points}
 
 
-def run_demo(*, workdir: Path | None = None, assignments: list[str] | None = None,
+def run_demo(command, *, workdir: Path | None = None, assignments: list[str] | None = None,
              workers: int | None = None, out=print) -> dict:
     """generate -> build the samples -> collect -> grade -> export -> feedback; print the table.
 
+    ``command(argv) -> exit status`` runs one instructor's command, as ``python -m autograder``
+    would (the CLI passes its own ``main``), so the demo takes exactly the instructor's path.
     Returns ``{"course": Course, "rows": {assignment: [Row]}, "seconds": {assignment: s}}``.
     The course lives in ``workdir`` (kept) or in a temporary folder (deleted at the end).
     """
-    from . import cli
-
     assignments = assignments or [p.stem for p in sorted(SPECS.glob("*.json"))]
     keep = workdir is not None
     root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="scalebook-demo-"))
@@ -168,16 +167,16 @@ def run_demo(*, workdir: Path | None = None, assignments: list[str] | None = Non
             incoming = root / "incoming" / assignment
             built = build_submissions(assignment, incoming)
             out(f"== {assignment}: {len(built)} sample submissions ({', '.join(built)})")
-            _run(cli, ["collect", str(incoming), "-a", assignment, "--course", str(course.root)], out)
+            _run(command, ["collect", str(incoming), "-a", assignment, "--course", str(course.root)], out)
             argv = ["grade", "-a", assignment, "--course", str(course.root)]
             if workers:
                 argv += ["--workers", str(workers)]
             start = time.perf_counter()
-            _run(cli, argv, out)
+            _run(command, argv, out)
             result["seconds"][assignment] = time.perf_counter() - start
-            _run(cli, ["export", "-a", assignment, "--course", str(course.root),
+            _run(command, ["export", "-a", assignment, "--course", str(course.root),
                        "--output", str(root / f"grades-{assignment}.csv")], out)
-            _run(cli, ["feedback", "-a", assignment, "--course", str(course.root)], out)
+            _run(command, ["feedback", "-a", assignment, "--course", str(course.root)], out)
             from .export import grade_rows, render_table
 
             questions, rows = grade_rows(course, assignment)
@@ -210,16 +209,8 @@ def _hints(course: Course, assignment: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def _run(cli, argv, out) -> None:
-    rc = cli.main(argv)
+def _run(command, argv, out) -> None:
+    rc = command(argv)
     if rc not in (0, None):
         raise CourseError(f"the demo stopped: `python -m autograder {' '.join(argv)}` exited with {rc}")
 
-
-def main(workdir: str | None = None, workers: int | None = None) -> int:
-    run_demo(workdir=Path(workdir) if workdir else None, workers=workers)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

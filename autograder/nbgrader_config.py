@@ -1,9 +1,11 @@
 """The nbgrader settings the autograder uses, in one place.
 
-``nbgrader_config(course)`` returns them as a traitlets ``Config`` for the nbgrader classes the
-autograder drives directly (``GenerateAssignment``). ``write_course_config(course)`` also writes
-them as ``<course>/nbgrader_config.py`` so that nbgrader's own command line and formgrader,
-started from the course directory, see the same course root and gradebook.
+``nbgrader_config(root, db_url)`` returns them as a traitlets ``Config`` for the nbgrader
+classes the autograder drives directly (``GenerateAssignment``). ``write_course_config(root,
+db_url)`` also writes them as ``<root>/nbgrader_config.py`` so that nbgrader's own command line
+and formgrader, started from the course directory, see the same course root and gradebook.
+
+This module depends on nothing else in the package (``course.py`` builds on it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from .course import IGNORED_NAMES, Course
+# Files that never belong to an assignment (editor and OS litter): nbgrader's
+# ``CourseDirectory.ignore``, and what the autograder skips when it copies a folder.
+IGNORED_NAMES = (".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store", "__MACOSX", "Thumbs.db")
 
 # Stubs that replace ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` in the student version
 # (nbgrader's defaults, written out so that a change of nbgrader default cannot silently
@@ -21,13 +25,13 @@ CODE_STUB = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 TEXT_STUB = "YOUR ANSWER HERE"
 
 
-def nbgrader_config(course: Course) -> Config:
-    root = str(Path(course.root).resolve())
+def nbgrader_config(root: Path, db_url: str) -> Config:
+    """The settings for the course at ``root`` whose gradebook is the SQLAlchemy URL ``db_url``."""
     return Config(
         {
             "CourseDirectory": {
-                "root": root,
-                "db_url": course.gradebook_url,
+                "root": str(Path(root).resolve()),
+                "db_url": db_url,
                 "ignore": list(IGNORED_NAMES),
             },
             "ClearSolutions": {"code_stub": dict(CODE_STUB), "text_stub": TEXT_STUB, "enforce_metadata": True},
@@ -35,16 +39,18 @@ def nbgrader_config(course: Course) -> Config:
     )
 
 
-def write_course_config(course: Course) -> Path:
-    """Write ``<course>/nbgrader_config.py`` (for ``nbgrader`` run by hand in the course)."""
-    path = Path(course.root) / "nbgrader_config.py"
+def write_course_config(root: Path, db_url: str, *, write_db_url: bool = True) -> Path:
+    """Write ``<root>/nbgrader_config.py`` (for ``nbgrader`` run by hand in the course).
+
+    ``write_db_url=False`` leaves the gradebook URL out (a URL given with --db may hold a
+    password, and this file is plain text in the course directory)."""
+    path = Path(root) / "nbgrader_config.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         "# Written by `python -m autograder`; the settings autograder/nbgrader_config.py uses.",
         "c = get_config()  # noqa: F821",
-        f"c.CourseDirectory.root = {str(Path(course.root).resolve())!r}",
-        # A database URL given with --db may hold a password: only the default SQLite one is written.
-        f"c.CourseDirectory.db_url = {course.gradebook_url!r}" if not course.db_url else "",
+        f"c.CourseDirectory.root = {str(Path(root).resolve())!r}",
+        f"c.CourseDirectory.db_url = {db_url!r}" if write_db_url else "",
         f"c.CourseDirectory.ignore = {list(IGNORED_NAMES)!r}",
         f"c.ClearSolutions.code_stub = {dict(CODE_STUB)!r}",
         f"c.ClearSolutions.text_stub = {TEXT_STUB!r}",
