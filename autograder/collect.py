@@ -9,16 +9,26 @@ id is what the gradebook, the CSV export and the feedback folders use. Only name
 1. **Moodle folder** -- ``<Full Name>_<user id>_assignsubmission_file_/...``: any file under
    such a folder (however deep, whatever its name) belongs to that student; the outermost
    such folder counts (a SOURCE folder, or the folder of a single SOURCE notebook, counts too).
+   The folder name ends with the LMS's marker, so it is read from that end: the user id is
+   the number just before ``_assignsubmission_``, whatever digits the name holds.
 2. **nbgrader layout** -- ``[submitted/]<student>/<assignment>/<notebook>.ipynb``: the student
    is the folder two levels up; the notebook keeps its name (a ``timestamp.txt`` beside it is
    copied too, for nbgrader's late-submission handling). Ids may use letters, digits, ``.``,
    ``_`` and ``-``.
-3. **LMS file name** -- Canvas names ``<name>_[late_]<user id>_<submission id>_<file>``, e.g.
+3. **LMS file name** -- Canvas names ``<name>_[LATE_]<user id>_<file id>_<file>``, e.g.
    ``doejane_12345_67890_hw1-rooflines.ipynb``, and Moodle names
-   ``<Full Name>_<user id>_assignsubmission_file_<file>``, anywhere in the SOURCE. The LMS
-   prefix is the *first* ``_<digits>_<digits>_`` (Canvas) or ``_<digits>_assignsubmission_``
-   (Moodle) in the name, whichever comes first; ``<file>``, the student's own file name, never
-   names anyone.
+   ``<Full Name>_<user id>_assignsubmission_file_<file>``, anywhere in the SOURCE. Both the
+   name before the LMS's marker and the student's own ``<file>`` after it are the student's
+   choice (a Canvas name may end in ``_1234``, a file may imitate a marker), so a name is
+   read every way the two formats allow (``lms_readings``), and it names a student only if
+   all of them agree on one LMS user id. Otherwise the readings the LMS could not have
+   written are dropped (Moodle writes no ``_`` in a name, Canvas no space, capital or
+   punctuation but ``_``), and so are those that give a user id another name than a file of
+   the same download read without ambiguity does (one download names each user one way).
+   If one user id is left, that is the student; if not, the file is reported as
+   *ambiguous* and collected for no one. The true reading is never dropped, so a student
+   can at worst make their own file ambiguous: never file it as someone else's, nor hold
+   back another student's file as a duplicate.
 4. **one notebook per student** -- ``<student>.ipynb`` or ``<student>_<anything>.ipynb`` at the
    top of the SOURCE: the student id is the file name up to the first ``_`` (so such ids
    cannot contain ``_``). In a subfolder a plain name is refused: the folder, not the file,
@@ -46,6 +56,12 @@ named. A notebook collected before with other contents is left alone unless ``fo
 Non-notebook files are listed as ignored (OS litter such as ``__MACOSX/`` only counted). A
 file that is not valid notebook JSON is collected (it is that student's submission) and
 flagged; grading gives it the status "invalid notebook".
+
+Every name that came from a SOURCE (file and folder names, LMS names, what a zip says) is
+shown in the report through ``visible``: a character a terminal would act on or hide
+(controls such as ESC, CR and BEL, C1 controls, bidi overrides such as U+202E, lone
+surrogates) is written as an escape (``\\x1b``, ``\\u202e``), so a file name cannot
+retitle the instructor's terminal, erase report lines or disguise itself.
 """
 
 from __future__ import annotations
@@ -56,7 +72,7 @@ import re
 import stat
 import unicodedata
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from .course import Course, available_assignments, notebook_names
@@ -64,13 +80,54 @@ from .course import Course, available_assignments, notebook_names
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
 MAX_ARCHIVE_BYTES = 2 * 1024 * 1024 * 1024  # all members of one zip, uncompressed
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-CANVAS = re.compile(r"(?P<name>.+?)_(?:late_)?(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)", re.IGNORECASE)
-MOODLE = re.compile(r"(?P<name>.+?)_(?P<uid>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<file>.*)")
+# An LMS marker starts at every "_" where one of these matches (lookaheads: they may overlap);
+# the student's own file name follows it (Canvas: at least one character).
+CANVAS_MARK = re.compile(r"(?=(?P<mark>_(?:LATE_)?(?P<uid>[0-9]+)_[0-9]+_).)", re.IGNORECASE | re.DOTALL)
+MOODLE_MARK = re.compile(r"(?=(?P<mark>_(?P<uid>[0-9]+)_assignsubmission_(?:file|onlinetext)_?))")
+MAX_READINGS = 64  # a name that reads more ways than this is ambiguous, whatever they say
+# A Moodle submission folder ends with its marker: the name is everything before the last one.
+MOODLE_FOLDER = re.compile(r"(?P<name>.+)_(?P<uid>[0-9]+)_assignsubmission_(?:file|onlinetext)_?", re.DOTALL)
 LITTER = re.compile(r"(^|/)(__MACOSX|\.ipynb_checkpoints|__pycache__)(/|$)|(^|/)\.[^/]*$|(^|/)Thumbs\.db$")
 
 
 class CollectError(Exception):
     """The SOURCE cannot be read at all (missing, not a folder/zip/notebook, corrupt zip)."""
+
+
+def visible(text: str) -> str:
+    """``text`` as it may be shown on a terminal: every character that ``str.isprintable``
+    refuses (C0/C1 controls such as ESC, CR, BEL and newline, format characters such as the
+    bidi override U+202E, separators other than the space, lone surrogates, unassigned and
+    private-use code points) becomes a visible escape: ``\\x1b``, ``\\u202e``, ``\\U000e0001``.
+    Printable text, accented and non-Latin letters included, is unchanged."""
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
+@dataclass(frozen=True)
+class LmsName:
+    """One reading of an LMS-written name: the LMS's name and user id of the student, and the
+    student's own file name that follows the LMS's prefix (empty for a Moodle folder)."""
+
+    lms: str  # "Canvas" or "Moodle"
+    name: str
+    uid: str
+    file: str
+
+    def __str__(self) -> str:
+        return f"{self.lms} user {self.uid} ({self.name!r})"
+
+
+@dataclass
+class Claims:
+    """What the files of one download say for certain (``lms_claims``)."""
+
+    names: dict[str, set[str]] = field(default_factory=dict)  # LMS user id -> the names it is given
+    lms: set[str] = field(default_factory=set)  # which LMS wrote them: "Canvas", "Moodle"
 
 
 @dataclass
@@ -84,6 +141,8 @@ class Item:
     target: str | None = None  # file name in submitted/<student>/<assignment>/
     form: str = ""  # "nbgrader", "lms" or "file"
     details: dict = field(default_factory=dict)  # gradebook fields: lms_user_id, names
+    reading: LmsName | None = None  # how its LMS-written name was read, if it has one
+    certain: bool = False  # that name has this one reading only (no other file needed)
 
 
 @dataclass
@@ -96,17 +155,20 @@ class CollectReport:
     invalid_json: list[Item] = field(default_factory=list)  # collected, but will not grade
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (origin, why)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (origin, why)
+    ambiguous: list[tuple[str, str]] = field(default_factory=list)  # (origin, readings): filed for no one
     litter: int = 0
 
     @property
     def ok(self) -> bool:
-        return not (self.conflicts or self.duplicates or self.refused)
+        return not (self.conflicts or self.duplicates or self.refused or self.ambiguous)
 
     @property
     def students(self) -> list[str]:
         return sorted({i.student for i in self.collected + self.unchanged})
 
     def render(self, course: Course) -> str:
+        """The report for the instructor's terminal: one line per file, each shown ``visible``
+        (a name with a newline or escape sequences in it stays on its line, inert)."""
         lines = []
         where = Path(course.root) / "submitted"
         lines.append(f"collected {len(self.collected)} notebook(s) of {self.assignment} into {where}")
@@ -128,6 +190,9 @@ class CollectReport:
             lines.append("ALREADY COLLECTED with other contents, left as they are (use --force to replace):")
             for item in self.conflicts:
                 lines.append(f"  {item.student:<20} <- {item.origin}")
+        if self.ambiguous:
+            lines.append("AMBIGUOUS LMS names, collected for no one (rename or move them to collect them):")
+            lines.extend(f"  {origin} ({why})" for origin, why in self.ambiguous)
         if self.refused:
             lines.append("REFUSED:")
             lines.extend(f"  {origin} ({why})" for origin, why in self.refused)
@@ -136,7 +201,7 @@ class CollectReport:
             lines.extend(f"  {origin} ({why})" for origin, why in self.ignored)
         if self.litter:
             lines.append(f"ignored {self.litter} OS/editor file(s) (__MACOSX, dotfiles, checkpoints)")
-        return "\n".join(lines)
+        return "\n".join(visible(line) for line in lines)
 
 
 def _detail_text(item: Item) -> str:
@@ -162,12 +227,12 @@ def scan(source: Path) -> tuple[list[Item], list[tuple[str, str]], int]:
         _keep_moodle_folder([item], Path(os.path.abspath(source)).parent.name)
         return [item], [], 0
     if not source.exists():
-        raise CollectError(f"{source}: no such file or folder")
-    raise CollectError(f"{source}: not a folder, a .zip file or a .ipynb notebook")
+        raise CollectError(f"{visible(str(source))}: no such file or folder")
+    raise CollectError(f"{visible(str(source))}: not a folder, a .zip file or a .ipynb notebook")
 
 
 def _keep_moodle_folder(items: list[Item], folder: str) -> None:
-    if MOODLE.fullmatch(folder):
+    if moodle_folder(folder):
         for item in items:
             item.rel = PurePosixPath(folder, item.rel)
 
@@ -206,8 +271,8 @@ def _scan_zip(path: Path):
     items, refused, litter, total = [], [], 0, 0
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise CollectError(f"{path}: cannot read the zip file: {exc}") from exc
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:  # a member name flagged UTF-8 that is not
+        raise CollectError(visible(f"{path}: cannot read the zip file: {exc}")) from exc
     with archive:
         infos = archive.infolist()
     for info in infos:
@@ -238,7 +303,7 @@ def _scan_zip(path: Path):
     # An archive of a folder holds everything in that one folder: look inside it (but a
     # Moodle submission folder is what names the student: keep it).
     tops = {item.rel.parts[0] for item in items}
-    if len(tops) == 1 and all(len(item.rel.parts) > 1 for item in items) and not MOODLE.fullmatch(next(iter(tops))):
+    if len(tops) == 1 and all(len(item.rel.parts) > 1 for item in items) and not moodle_folder(next(iter(tops))):
         for item in items:
             item.rel = PurePosixPath(*item.rel.parts[1:])
     return items, refused, litter
@@ -293,24 +358,93 @@ def lms_student_id(name: str, uid: str) -> str:
     return f"{base}_{uid}"
 
 
-def _lms_match(stem: str):
-    """The LMS prefix of a file name: the earliest Canvas or Moodle marker, or None.
+def lms_readings(name: str) -> list[LmsName]:
+    """Every way a file name reads as an LMS download name, Canvas's
+    ``<name>_[LATE_]<user id>_<file id>_<file>`` or Moodle's
+    ``<Full Name>_<user id>_assignsubmission_file_<file>``: one reading per marker, wherever
+    it starts (a name like ``mallory_1234_5555_9_x.ipynb`` reads two ways)."""
+    found = []
+    for lms, mark in (("Canvas", CANVAS_MARK), ("Moodle", MOODLE_MARK)):
+        for m in mark.finditer(name, 1):  # (a marker at 0 leaves no name)
+            found.append(LmsName(lms, name[: m.start()], m["uid"], name[m.end("mark"):]))
+            if len(found) > MAX_READINGS:  # enough to know; and a long hostile name stays cheap
+                return found
+    return found
 
-    The student's own file name follows the prefix, so whatever it imitates comes later."""
-    found = [m for m in (CANVAS.fullmatch(stem), MOODLE.fullmatch(stem)) if m]
-    return min(found, key=lambda m: m.end("uid")) if found else None
+
+def moodle_folder(name: str) -> LmsName | None:
+    """A Moodle submission folder's reading, from its end (the marker ends the name), or None."""
+    m = MOODLE_FOLDER.fullmatch(name)
+    return LmsName("Moodle", m["name"], m["uid"], "") if m else None
 
 
-def _lms_student(item: Item, match) -> str | None:
+def lms_could_write(reading: LmsName) -> bool:
+    """Whether the LMS writes names like this reading's name part: Moodle replaces every ``_``
+    of a name by a space; Canvas keeps only the name's word characters, lower-cased (so no
+    space, control, capital A-Z or ASCII punctuation other than ``_``)."""
+    if reading.lms == "Moodle":
+        return "_" not in reading.name
+    return not any(c.isspace() or not c.isprintable() or "A" <= c <= "Z"
+                   or (c.isascii() and not c.isalnum() and c != "_") for c in reading.name)
+
+
+def read_lms_name(readings: list[LmsName], claims: Claims) -> tuple[LmsName | None, bool, str | None]:
+    """Whose file an LMS-written name is: ``(reading, certain, None)`` or ``(None, False, why)``.
+
+    ``certain``: every reading gives one LMS user id. Else the readings the LMS could not have
+    written are dropped, and so are those that ``claims`` refute (``_refuted``); one user id
+    must be left. A name that gives one user id several ways (``doe_LATE_12_34_x``) is read
+    by its earliest marker."""
+    if len(readings) > MAX_READINGS:
+        return None, False, f"the LMS name reads more than {MAX_READINGS} ways"
+    if len(_users(readings)) == 1:
+        return _earliest(readings), True, None
+    left = [r for r in readings if lms_could_write(r) and not _refuted(r, claims)]
+    if len(_users(left)) == 1:
+        return _earliest(left), False, None
+    ways = list(dict.fromkeys(str(r) for r in readings))
+    return None, False, "the LMS name reads as " + " or as ".join(ways)
+
+
+def _users(readings: list[LmsName]) -> set[tuple[str, str]]:
+    return {(r.lms, r.uid) for r in readings}
+
+
+def _earliest(readings: list[LmsName]) -> LmsName:
+    return min(readings, key=lambda r: len(r.name))
+
+
+def _refuted(reading: LmsName, claims: Claims) -> bool:
+    """The download's certain files give this user id another name, or were all written by
+    the other LMS: one download is one LMS's snapshot, naming each user one way."""
+    other_name = reading.uid in claims.names and reading.name not in claims.names[reading.uid]
+    return other_name or claims.lms == {"Canvas", "Moodle"} - {reading.lms}
+
+
+def lms_claims(items: list[Item], assignment: str, notebooks: list[str], assignments: list[str]) -> Claims:
+    """What the files of one download say for certain: the names they give each LMS user id,
+    and which LMS wrote them. Only names with one reading count: those are what the LMS
+    wrote, whatever the student chose, so they never refute the true reading of another file."""
+    claims = Claims()
+    for item in items:
+        probe = replace(item)  # identify on a copy: only the reading is wanted here
+        identify(probe, assignment, notebooks, assignments)
+        if probe.reading and probe.certain:
+            claims.names.setdefault(probe.reading.uid, set()).add(probe.reading.name)
+            claims.lms.add(probe.reading.lms)
+    return claims
+
+
+def _lms_student(item: Item, reading: LmsName) -> str | None:
     """Set ``item.student``/``form``/``details`` from an LMS-written name; return why not, or None."""
-    name, uid = match.group("name"), match.group("uid")
+    name, uid = reading.name, reading.uid
     student = lms_student_id(name, uid)
     if not STUDENT_ID.fullmatch(student):
         return f"refused: cannot make a student id of {name!r} and LMS user id {uid}"
     words = [w for w in re.split(r"[\s_]+", name.strip()) if w]
     details = {"lms_user_id": uid}
     if len(words) >= 2:
-        if match.re is CANVAS:  # Canvas writes last name first
+        if reading.lms == "Canvas":  # Canvas writes last name first
             details.update(last_name=words[0], first_name=" ".join(words[1:]))
         else:  # Moodle writes the full name
             details.update(first_name=" ".join(words[:-1]), last_name=words[-1])
@@ -318,17 +452,22 @@ def _lms_student(item: Item, match) -> str | None:
     return None
 
 
-def identify(item: Item, assignment: str, notebooks: list[str], assignments: list[str]) -> str | None:
+def identify(item: Item, assignment: str, notebooks: list[str], assignments: list[str],
+             claims: Claims | None = None) -> str | None:
     """Fill in ``item.student``/``target``/``form``; return why it cannot be, or None.
 
-    ``item.student`` of an LMS file is the id made of the LMS name and user id; ``collect``
-    then replaces it by the gradebook's student of that LMS user id, if there is one."""
+    The reason starts with ``refused: ``, ``ignored: `` or ``ambiguous: `` (an LMS name
+    that reads as more than one student: see ``read_lms_name``; ``claims`` are what the other
+    files of its download say, from ``lms_claims``). ``item.student`` of an LMS file is the id
+    made of the LMS name and user id; ``collect`` then replaces it by the gradebook's student
+    of that LMS user id, if there is one."""
     parts = item.rel.parts
     name = parts[-1]
     # 1. under a Moodle submission folder: the (outermost) folder alone names the student;
     #    everything inside it -- file names, subfolders -- is the student's own choice
-    folder = next((m for m in map(MOODLE.fullmatch, parts[:-1]) if m), None)
+    folder = next(filter(None, map(moodle_folder, parts[:-1])), None)
     if folder:
+        item.reading, item.certain = folder, True
         if not name.endswith(".ipynb"):
             return "ignored: not a notebook"
         why = _lms_student(item, folder)
@@ -354,14 +493,19 @@ def identify(item: Item, assignment: str, notebooks: list[str], assignments: lis
         return "ignored: not a notebook"
     if not name.endswith(".ipynb"):
         return "ignored: not a notebook"
-    stem = name[: -len(".ipynb")]
     # 3. an LMS file name: the LMS-written prefix names the student, the rest is the student's
-    match = _lms_match(stem)
-    if match:
-        why = _lms_student(item, match)
+    readings = lms_readings(name)
+    if readings:
+        reading, item.certain, why = read_lms_name(readings, claims or Claims())
+        if why:
+            notebook = notebooks[0] if len(notebooks) == 1 else "<notebook>.ipynb"
+            return f"ambiguous: {why}; to collect it, move it to <student>/{assignment}/{notebook}"
+        item.reading = reading
+        why = _lms_student(item, reading)
         if why:
             return why
-        return _place(item, match.group("file") + ".ipynb", assignment, notebooks, assignments)
+        return _place(item, reading.file, assignment, notebooks, assignments)
+    stem = name[: -len(".ipynb")]
     # 4. <student>.ipynb or <student>_<anything>.ipynb, at the top of the SOURCE only (in a
     #    subfolder the folder, not the file, may be what names the student)
     if len(parts) > 1:
@@ -411,12 +555,15 @@ def collect(
     for found, refused, litter in scanned:
         report.refused += refused
         report.litter += litter
+        claims = lms_claims(found, assignment, notebooks, assignments)  # per download: one snapshot of names
         for item in found:
-            why = identify(item, assignment, notebooks, assignments)
+            why = identify(item, assignment, notebooks, assignments, claims)
             if why is None:
                 items.append(item)
             elif why.startswith("refused: "):
                 report.refused.append((item.origin, why[len("refused: "):]))
+            elif why.startswith("ambiguous: "):
+                report.ambiguous.append((item.origin, why[len("ambiguous: "):]))
             else:
                 report.ignored.append((item.origin, why[len("ignored: "):]))
     items = _key_by_lms_user_id(course, items, report)

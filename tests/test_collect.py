@@ -2,12 +2,16 @@
 
 Regression tests for identity spoofing in LMS downloads (a Moodle student naming the file in
 their own submission folder after another student), for students of one name told apart by
-their LMS user id, and for names with no Latin letters. The course is prepared once (nbgrader
-``generate_assignment``) and copied for each test.
+their LMS user id, for names with no Latin letters, for LMS names that read as more than one
+student (a Canvas name ending in another student's user id), and for names from a submission
+reaching the instructor's terminal (escape sequences, CR, bidi overrides). The course is
+prepared once (nbgrader ``generate_assignment``) and copied for each test.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import zipfile
@@ -15,7 +19,17 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.collect import Item, collect, identify, lms_student_id, slug
+from autograder.collect import (
+    Claims,
+    Item,
+    collect,
+    identify,
+    lms_readings,
+    lms_student_id,
+    read_lms_name,
+    slug,
+    visible,
+)
 from autograder.course import ASSIGNMENTS, Course
 
 A = "hw1-rooflines"
@@ -225,3 +239,138 @@ def test_two_files_of_one_lms_user_id_are_one_student(course, tmp_path):
         make_zip(tmp_path / "b.zip", {f"Jane Smith_4242_assignsubmission_file_/{NB}": notebook("2")}),
     ], course, A)
     assert list(report.duplicates) == ["jane_doe_4242"] and not report.collected, report.render(course)
+
+
+# --- a name cannot take another student's LMS user id (LMS names are read every way) ---------
+# Canvas keeps a name's "_" and digits (it writes <name>_<user id>_<file id>_<file>), so a
+# student can make their name end in another student's user id: "mallory_1234" of user 5555
+# downloads as mallory_1234_5555_99_<file>, which also reads as user 1234 ("mallory").
+
+ALICE = f"smithalice_1234_88_{NB}"  # Canvas: alice is user 1234
+BOB = f"brownbob_2002_77_{NB}"
+MALLORY = f"mallory_1234_5555_99_{NB}"  # user 5555, named "mallory_1234"
+
+
+def test_lms_readings_are_every_way_a_name_reads():
+    readings = lms_readings(MALLORY)
+    assert [(r.lms, r.name, r.uid, r.file) for r in readings] == [
+        ("Canvas", "mallory", "1234", f"99_{NB}"), ("Canvas", "mallory_1234", "5555", NB)]
+    assert read_lms_name(readings, Claims())[:2] == (None, False)
+    # the download's own, unambiguous file of user 1234 names them otherwise: 5555 is left
+    reading, certain, why = read_lms_name(readings, Claims({"1234": {"smithalice"}}, {"Canvas"}))
+    assert (reading.uid, reading.name, certain, why) == ("5555", "mallory_1234", False, None)
+    # a Moodle-like name with "_" in it is one no Moodle writes: alone it reads as Canvas user
+    # 1234; in a download whose certain files are Moodle's, a Canvas reading is refuted
+    crafted = lms_readings(f"trudy_1234_7777_assignsubmission_file_{NB}")
+    assert read_lms_name(crafted, Claims())[0].uid == "1234"
+    assert read_lms_name(crafted, Claims({}, {"Moodle"}))[:2] == (None, False)
+    # a late submission reads one user id two ways: one student, by the earliest marker
+    reading, certain, _ = read_lms_name(lms_readings(f"doe_LATE_12_34_{NB}"), Claims())
+    assert (reading.name, reading.uid, certain) == ("doe", "12", True)
+
+
+def test_a_name_ending_in_another_students_lms_user_id_does_not_hold_them_back(course, tmp_path):
+    download = make_zip(tmp_path / "canvas.zip", {
+        ALICE: notebook("alice"), MALLORY: notebook("mallory"), BOB: notebook("bob")})
+    report = collect([download], course, A)
+    assert report.ok and not report.duplicates, report.render(course)
+    assert report.students == ["brownbob_2002", "mallory_1234_5555", "smithalice_1234"]
+    assert who(course, "smithalice_1234") == "alice" and who(course, "mallory_1234_5555") == "mallory"
+    ids = lms_ids(course)
+    assert (ids["smithalice_1234"], ids["mallory_1234_5555"]) == ("1234", "5555")
+
+
+@pytest.mark.parametrize("roster", [False, True])
+def test_a_name_that_reads_as_two_students_is_reported_and_collected_for_no_one(course, tmp_path, roster):
+    if roster:  # alice is in the gradebook already (a roster, an earlier collect) but has not submitted
+        add_student(course, "alice", lms_user_id="1234")
+    download = make_zip(tmp_path / "canvas.zip", {MALLORY: notebook("mallory"), BOB: notebook("bob")})
+    report = collect([download], course, A)
+    text = report.render(course)
+    assert report.students == ["brownbob_2002"], text  # bob is not held back either
+    assert [origin for origin, _ in report.ambiguous] == [f"{download}:{MALLORY}"]
+    assert not report.ok and not report.duplicates and not report.refused, text
+    assert "AMBIGUOUS" in text
+    assert "Canvas user 1234 ('mallory')" in text and "Canvas user 5555 ('mallory_1234')" in text
+    assert not (Path(course.root) / "submitted" / "alice").exists()
+    assert set(lms_ids(course)) == {"brownbob_2002"} | ({"alice"} if roster else set())
+
+
+def test_a_name_imitating_another_students_name_and_id_is_ambiguous(course, tmp_path):
+    impostor = f"smithalice_1234_5555_99_{NB}"  # user 5555 took alice's name and id as their name
+    download = make_zip(tmp_path / "canvas.zip", {ALICE: notebook("alice"), impostor: notebook("mallory")})
+    report = collect([download], course, A)
+    assert report.students == ["smithalice_1234"] and who(course, "smithalice_1234") == "alice", report.render(course)
+    assert [origin for origin, _ in report.ambiguous] == [f"{download}:{impostor}"] and not report.duplicates
+
+
+def test_moodle_names_ending_in_another_students_id(course, tmp_path):
+    download = make_zip(tmp_path / "moodle.zip", {
+        f"Alice Smith_1234_assignsubmission_file_{NB}": notebook("alice"),
+        f"Mallory 1234_5555_assignsubmission_file_{NB}": notebook("mallory"),  # what Moodle writes ("_" -> " ")
+        # a folder is read from its end, whatever its name holds
+        f"eve_1234_assignsubmission_file_x_6666_assignsubmission_file_/{NB}": notebook("eve"),
+        # no Moodle writes "_" in a name: read as Canvas this is user 1234, whom the download names otherwise
+        f"trudy_1234_7777_assignsubmission_file_{NB}": notebook("trudy"),
+    })
+    report = collect([download], course, A)
+    text = report.render(course)
+    assert report.students == ["alice_smith_1234", "eve_1234_assignsubmission_file_x_6666", "mallory_1234_5555"], text
+    assert who(course, "alice_smith_1234") == "alice" and who(course, "mallory_1234_5555") == "mallory"
+    assert who(course, "eve_1234_assignsubmission_file_x_6666") == "eve"
+    assert [o for o, _ in report.ambiguous] == [f"{download}:trudy_1234_7777_assignsubmission_file_{NB}"], text
+    assert not report.duplicates
+
+
+# --- names from a submission reach the terminal escaped ---------------------------------------
+
+HOSTILE_NAMES = {
+    "\x1b]0;owned\x07notes.txt": b"x",  # an OSC sequence retitles the terminal (ignored: not a notebook)
+    f"evil\x1b[2K\rbob_1_2_{NB}": notebook("evil"),  # erase the line, return: collected (Canvas user 1)
+    "\u202ebnpi.ipynb": notebook("rlo"),  # a right-to-left override disguises the name: refused
+    f"sub\x9b31m\x1b[8m/alice.ipynb": notebook("c1"),  # a C1 CSI and ESC in a folder name: refused
+    f"Eve\rMallory_77_assignsubmission_file_/{NB}": notebook("cr"),  # a CR in a Moodle name: collected
+}
+
+
+def run_cli(*argv) -> tuple[int, str]:
+    from autograder import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = cli.main([str(a) for a in argv])
+    return rc, out.getvalue()
+
+
+def raw_controls(text: str) -> list[str]:
+    return sorted({c for c in text if not c.isprintable() and c != "\n"})
+
+
+def test_names_from_a_submission_are_printed_escaped(course, tmp_path):
+    download = make_zip(tmp_path / "lms.zip", HOSTILE_NAMES)
+    rc, out = run_cli("collect", download, "-a", A, "--course", course.root)
+    assert raw_controls(out) == [], out
+    for escaped in ("\\x1b]0;owned\\x07notes.txt", "evil\\x1b[2K\\x0dbob", "\\u202ebnpi", "sub\\x9b31m\\x1b[8m",
+                    "Eve\\x0dMallory"):
+        assert escaped in out, out
+    assert rc == 1  # refused files
+    assert {"evil_2k_bob_1", "eve_mallory_77"} <= set(lms_ids(course))
+    assert sum(f"{download}:" in line for line in out.splitlines()) == len(HOSTILE_NAMES)  # one line each
+
+
+def test_an_error_about_a_source_is_printed_escaped(course, tmp_path):
+    rc, out = run_cli("collect", tmp_path / "no\x1b[2Jwhere\u202e", "-a", A, "--course", course.root)
+    assert rc == 2 and raw_controls(out) == [] and "no\\x1b[2Jwhere\\u202e: no such file" in out, out
+
+
+def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path):
+    path = make_zip(tmp_path / "bad.zip", {"a\u00e9b.ipynb": notebook("x")})  # flagged UTF-8
+    path.write_bytes(path.read_bytes().replace("a\u00e9b".encode(), b"a\xff\xfeb"))
+    rc, out = run_cli("collect", path, "-a", A, "--course", course.root)
+    assert rc == 2 and "cannot read the zip file" in out and raw_controls(out) == [], out
+
+
+def test_visible():
+    assert visible("Zoë 张伟 a b") == "Zoë 张伟 a b"
+    assert visible("\x1b[2J\r\n\x07\x9b\u202e\u2066\ud800\x7f") == (
+        "\\x1b[2J\\x0d\\x0a\\x07\\x9b\\u202e\\u2066\\ud800\\x7f")
