@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
             that student's id is used. An existing student's lms_user_id is never changed: a file
             that would do so is refused as a conflict.
             Two files for one student are reported as duplicates and neither is collected.
+            LMS names are read from their fixed end (user id, submission id), so a display name
+            cannot pass for another student's id; a file name that still reads as two LMS users
+            is reported as AMBIGUOUS and collected for no one. Every name from a submission is
+            printed with control and bidi characters escaped (\\x1b, \\u202e).
             Zip members that would leave the archive (../, absolute paths) or are links are refused."""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -256,22 +260,26 @@ def cmd_grade(args) -> int:
 def render_grade_summary(report, elapsed: float) -> str:
     """The table of this run, the time taken, and every submission not fully graded."""
     results = sorted(report.results, key=lambda r: r.student)
-    previous = sorted(getattr(report, "previous", []) or [], key=lambda r: r.student)
-    skipped = list(getattr(report, "skipped_already_graded", []) or [])
-    errors = dict(getattr(report, "errors", {}) or {})
-    assignment = getattr(report, "assignment", results[0].assignment if results else "")
-    lines = [f"{assignment}: graded {len(results)} submission(s)"]
+    previous = sorted(report.previous, key=lambda r: r.student)
+    skipped, errors = list(report.skipped_already_graded), dict(report.errors)
+    lines = [f"{report.assignment}: graded {len(results)} submission(s)"]
     width = max([len(r.student) for r in results] + [7])
     for r in results:
         got, possible = sum(r.scores.values()), sum(r.max_scores.values())
         lines.append(f"  {r.student:<{width}}  {got:>6g} / {possible:<6g} {r.status}")
+
+    def some(names: list[str]) -> str:
+        return ", ".join(map(str, names[:10])) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
     if skipped:
-        names = ", ".join(map(str, skipped[:10])) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
-        lines.append(f"skipped {len(skipped)} already graded and unchanged (--force grades them again): {names}")
+        lines.append(f"skipped {len(skipped)} already graded and unchanged (--force grades them again): "
+                     f"{some(skipped)}")
+    if report.claimed_elsewhere:
+        lines.append(f"left {len(report.claimed_elsewhere)} to another grader running on this gradebook: "
+                     f"{some(report.claimed_elsewhere)}")
     if results:
-        workers = getattr(report, "workers", 0)
         lines.append(f"time: {elapsed:.1f} s in all, {elapsed / len(results):.2f} s per submission"
-                     + (f" ({workers} in parallel)" if workers else ""))
+                     + (f" ({report.workers} in parallel)" if report.workers else ""))
     trouble = []
     for r in results + previous:
         if r.status != "graded" or r.problems:

@@ -1,7 +1,7 @@
 """Benchmark: nbgrader autograde vs. autograder.grade.grade_assignment, same submissions.
 
     .venv/bin/python bench/grading.py [--assignment hw1-rooflines] [-n 24] [--workers N]
-                                      [--detail] [--keep DIR]
+                                      [--class-size 2000] [--detail] [--keep DIR]
 
 Builds N sample submissions of the assignment from ``exercises/`` (answer cells filled with
 the solutions' code; every fifth with two answers wrong, every fifth with three left
@@ -11,6 +11,12 @@ prints both times, their ratio, the per-notebook overhead and the floor: the tim
 students' own cells take when everything they import is already imported. Exits non-zero
 unless both gave identical scores. ``--detail`` also times our grader with one worker, with a
 pre-imported template and with a fresh sandbox per notebook (overhead without parallelism).
+
+Then, class scale: ``--class-size`` notebooks (default 2,000; 0 skips it) built the same way
+are graded by ``grade_assignment`` alone (nbgrader would take over an hour), and the run prints
+wall time, cost per notebook and the peak memory of the whole process tree (the grader and its
+sandboxes, sampled every 50 ms), and checks that every student got the score the same
+submission got in the side-by-side run.
 """
 
 from __future__ import annotations
@@ -168,6 +174,72 @@ def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
     return time.perf_counter() - t
 
 
+def run_ours_measured(root: Path, assignment: str, workers: int) -> tuple[float, int]:
+    """Like :func:`run_ours`; also the peak total RSS (bytes) of its process tree."""
+    import threading
+
+    import psutil
+
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from pathlib import Path\n"
+        "from autograder.course import Course\n"
+        "from autograder.grade import grade_assignment\n"
+        f"r = grade_assignment(Course(Path({str(root)!r})), {assignment!r}, workers={workers}, "
+        "progress=False)\n"
+        "sys.exit(1 if r.errors else 0)\n"
+    )
+    peak, stop = [0], threading.Event()
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], env=ENV, cwd=root)
+
+    def sample():
+        top = psutil.Process(proc.pid)
+        while not stop.is_set():
+            try:
+                tree = [top, *top.children(recursive=True)]
+                total = 0
+                for p in tree:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                peak[0] = max(peak[0], total)
+            except psutil.Error:
+                pass
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    rc = proc.wait()
+    elapsed = time.perf_counter() - t
+    stop.set()
+    sampler.join()
+    if rc != 0:
+        sys.exit(f"grading the class failed (exit status {rc})")
+    return elapsed, peak[0]
+
+
+def class_scale(tmp: Path, assignment: str, size: int, workers: int, reference: dict) -> bool:
+    """Grade a generated class of ``size``; print wall time, per notebook and peak memory."""
+    root = tmp / "class"
+    prepare_course(root, assignment)
+    t = time.perf_counter()
+    students = build_submissions(root, assignment, size)
+    built = time.perf_counter() - t
+    wall, peak = run_ours_measured(root, assignment, workers)
+    got = scores(root, assignment)
+    # build_submissions is deterministic in the student's index: the first n students here have
+    # the notebooks of the side-by-side run, so their scores must match it; and all are graded
+    same = all(got.get(s) == v for s, v in reference.items()) and len(got) == len(students)
+    print(f"class of {size} ({assignment}, {workers} workers; notebooks built in {built:.1f} s): "
+          f"{wall:.1f} s wall, {1000 * wall / size:.1f} ms per notebook, "
+          f"peak memory {peak / 2 ** 30:.2f} GiB (grader + sandboxes); "
+          f"every student graded and scores as in the side-by-side run: {same}")
+    return same
+
+
 def scores(root: Path, assignment: str) -> dict:
     from nbgrader.api import Gradebook
 
@@ -181,10 +253,12 @@ def main(argv=None) -> int:
     ap.add_argument("--assignment", default="hw1-rooflines")
     ap.add_argument("-n", type=int, default=24, help="submissions (default 24)")
     ap.add_argument("--workers", type=int, default=None, help="default: one per core")
+    ap.add_argument("--class-size", type=int, default=2000,
+                    help="notebooks in the class-scale run (default 2000; 0 skips it)")
     ap.add_argument("--detail", action="store_true", help="also time 1 worker, template vs fresh")
     ap.add_argument("--keep", type=Path, help="build the courses here and keep them")
     args = ap.parse_args(argv)
-    from autograder.grade import default_workers
+    from autograder.runners import default_workers
 
     workers = args.workers or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="scalebook-bench-")) if args.keep is None else args.keep
@@ -244,6 +318,8 @@ def main(argv=None) -> int:
                 print(f"DIFFERENT SCORES ({label}): {json.dumps(diff, indent=1)[:3000]}")
         total = sum(sum(v.values()) for v in reference.values())
         print(f"scores identical: {ok} ({n} students, {total:g} points in all)")
+        if args.class_size:
+            ok &= class_scale(tmp, args.assignment, args.class_size, workers, reference)
         return 0 if ok else 1
     finally:
         if args.keep is None:

@@ -27,8 +27,8 @@ from hostile import corpus, fixture  # noqa: E402
 
 from autograder import checker, runner  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
-from autograder.grade import (GradingError, Progress, atomic_write,  # noqa: E402
-                              grade_assignment)
+from autograder.grade import GradingError, grade_assignment, progress_bar  # noqa: E402
+from autograder.record import atomic_write  # noqa: E402
 from autograder.sandbox import Limits, Outcome  # noqa: E402
 
 def in_sandbox(test):
@@ -360,14 +360,17 @@ def test_python_source_skips_magics():
         runner.python_source("%%time\nx = 1")
 
 
-def test_progress_line():
+def test_progress_bar_counts_and_stays_quiet_when_asked():
     out = io.StringIO()
-    bar = Progress(200, "hw1", stream=out)
-    bar.t0 -= 10
-    bar.update(50)
+    with progress_bar(200, "hw1", stream=out) as advance:
+        for _ in range(50):
+            advance()
     line = out.getvalue()
-    assert "grading hw1: 50/200 (25%)" in line and "5.00/s" in line and "ETA 30s" in line
-    bar.close()
+    assert "grading hw1" in line and "50/200" in line and "25%" in line
+    quiet = io.StringIO()
+    with progress_bar(200, "hw1", enabled=False, stream=quiet) as advance:
+        advance()
+    assert quiet.getvalue() == ""
 
 
 def test_atomic_write(tmp_path):
@@ -441,12 +444,12 @@ def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     exception while scoring it is recorded as its "grader error" (zero, flagged, not retried
     forever); a result that cannot be written is left ungraded, reported, and graded by the
     next run. Everyone else is graded normally."""
-    from autograder import grade as grade_mod
+    from autograder import record as record_mod
 
     release = fixture.release_notebook(course)
     for student in ("alice", "mallory", "zed", "walt"):
         fixture.submit(course, student, sub_bytes(release))
-    real_score, real_validate, real_write = checker.score, checker.validate, grade_mod.atomic_write
+    real_score, real_validate, real_write = checker.score, checker.validate, record_mod.atomic_write
 
     def score(spec, student, *a, **k):
         if student == "mallory":
@@ -468,7 +471,7 @@ def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     fixture.submit(course, "walt", nb)
     monkeypatch.setattr(checker, "score", score)
     monkeypatch.setattr(checker, "validate", validate)
-    monkeypatch.setattr(grade_mod, "atomic_write", atomic_write)
+    monkeypatch.setattr(record_mod, "atomic_write", atomic_write)
     report = grade_assignment(Course(course), A, workers=2, limits=LIMITS, progress=False)
     res = report.by_student()
     assert res["alice"].scores == fixture.POINTS and res["alice"].status == "graded"

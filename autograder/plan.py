@@ -1,0 +1,137 @@
+"""Grading, stage 1 -- plan: which submissions to grade in this run, and how to read them.
+
+A submission is ``submitted/<student>/<assignment>/<assignment>.ipynb`` (nbgrader's layout)
+with an optional ``timestamp.txt``. :func:`plan_grading` sorts the class into
+
+- ``todo``: not graded yet, or resubmitted since (a different timestamp), or ``force``;
+- ``skipped``: graded by an earlier run and unchanged (their recorded results are loaded, so a
+  report still shows the whole class);
+- ``unreadable``: a folder name that cannot be a gradebook id (not UTF-8).
+
+:func:`read_submission` reads a notebook's bytes without following links out of the course.
+Nothing here changes a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+
+from . import checker
+from .checker import SubmissionResult
+from .course import GRADING_RECORD, Course
+from .record import graded_submissions
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One submission to grade: who, and the time it was submitted (None: not recorded)."""
+
+    student: str
+    timestamp: datetime | None
+
+
+@dataclasses.dataclass
+class Plan:
+    todo: list[Task]
+    skipped: list[str]                          # graded before and unchanged
+    previous: list[SubmissionResult]            # ... their recorded results
+    unreadable: dict[str, str]                  # ascii(folder name) -> why it cannot be graded
+
+
+def submission_folders(course: Course, assignment: str) -> list[str]:
+    """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (dot-names skipped)."""
+    base = Path(course.root) / "submitted"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir()
+                  if not p.name.startswith(".") and (p / assignment).is_dir())
+
+
+def unchanged(recorded: datetime | None, submitted: datetime | None) -> bool:
+    """Whether a graded submission is still the one on disk (no timestamp counts as same)."""
+    return submitted is None or recorded is None or submitted == recorded
+
+
+def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | None = None,
+                 force: bool = False) -> Plan:
+    """Sort the class's submissions into to-do, already graded, and unreadable."""
+    everyone = submission_folders(course, assignment)
+    if students is not None:
+        wanted = set(students)
+        everyone = [s for s in everyone if s in wanted]
+    unreadable = {}
+    for s in everyone:
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:  # a folder name that is not UTF-8: no gradebook id
+            unreadable[ascii(s)] = "the submission folder's name is not UTF-8 text: rename it"
+    everyone = [s for s in everyone if ascii(s) not in unreadable]
+    done_before = graded_submissions(gb, assignment)
+    todo, skipped = [], []
+    for s in everyone:
+        ts = read_timestamp(course, s, assignment)
+        if not force and s in done_before and unchanged(done_before[s], ts):
+            skipped.append(s)
+        else:
+            todo.append(Task(s, ts))
+    previous = [r for r in (load_result(course, s, assignment) for s in skipped) if r]
+    return Plan(todo, skipped, previous, unreadable)
+
+
+def read_submission(course: Course, student: str, assignment: str) -> tuple[bytes | None, str | None]:
+    """The submitted notebook's bytes, or (None, why not). Never follows links out of it."""
+    folder = course.submitted(student, assignment)
+    base = (Path(course.root) / "submitted").resolve()
+    try:
+        real = folder.resolve(strict=True)
+    except OSError:
+        return None, "no submission folder"
+    if real != base / student / assignment:
+        return None, "the submission folder is a link to somewhere else"
+    path = folder / f"{assignment}.ipynb"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, f"there is no {assignment}.ipynb in the submission"
+    except OSError as exc:
+        return None, f"{assignment}.ipynb cannot be read ({exc.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, f"{assignment}.ipynb is not a regular file"
+        chunks, size = [], 0
+        while size <= checker.MAX_NOTEBOOK_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), None
+    finally:
+        os.close(fd)
+
+
+def read_timestamp(course: Course, student: str, assignment: str) -> datetime | None:
+    """The submission's ``timestamp.txt`` as a UTC time, or None (missing, a link, garbage)."""
+    from nbgrader.utils import parse_utc
+
+    path = course.submitted(student, assignment) / "timestamp.txt"
+    try:
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < 200:
+            return parse_utc(path.read_text("utf-8").strip())
+    except (OSError, ValueError, OverflowError):
+        pass
+    return None
+
+
+def load_result(course: Course, student: str, assignment: str) -> SubmissionResult | None:
+    """The result recorded by the last grading of this submission (``grading.json``)."""
+    path = course.autograded(student, assignment) / GRADING_RECORD
+    try:
+        return SubmissionResult.from_json(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

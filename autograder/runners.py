@@ -1,0 +1,132 @@
+"""Grading, stage 2 -- run: the students' code in sandboxes, many at once.
+
+Two runners with the same three verbs (``submit(student, job)`` -> future, ``wait_any(futures)``
+-> the finished ones, ``close(abort)``):
+
+- :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox.py``), by default one per
+  core; each a pre-imported template that forks a fresh, isolated child per submission, or a
+  fresh bwrap per submission.
+- :class:`DaskRunner`: the same sandbox on the workers of a Dask cluster; the raw (untrusted)
+  output comes back here, where it is checked.
+
+Both return ``sandbox.Outcome`` objects and never judge them: checking is the next stage.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import queue
+import threading
+import uuid
+from pathlib import Path
+
+from .course import REPO, SOLUTIONS, Course
+from .sandbox import Limits, make_sandbox
+
+
+class RunnerError(RuntimeError):
+    """The runner cannot start (a Dask cluster without workers, ...)."""
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def forbidden_paths(course: Course | None = None) -> list[Path]:
+    """What no sandbox bind may contain: the course, the solutions, the repository."""
+    out = [SOLUTIONS, REPO]
+    if course is not None:
+        out.append(Path(course.root))
+    return [p.resolve() for p in out]
+
+
+class LocalRunner:
+    """Sandboxes on this machine, one per worker thread."""
+
+    def __init__(self, workers: int, kind: str, forbidden: list[Path], limits: Limits):
+        self.limits = limits
+        self.workers = workers
+        self.cancel = threading.Event()
+        self.pool: queue.SimpleQueue = queue.SimpleQueue()
+        self.sandboxes = [make_sandbox(kind, forbidden) for _ in range(workers)]
+        for sb in self.sandboxes:
+            self.pool.put(sb)
+        self.executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="grade")
+        self.capacity = 2 * workers
+
+    def _run(self, job: dict):
+        sb = self.pool.get()
+        try:
+            return sb.run(job, self.limits, self.cancel)
+        finally:
+            self.pool.put(sb)
+
+    def submit(self, student: str, job: dict) -> cf.Future:
+        return self.executor.submit(self._run, job)
+
+    def wait_any(self, futures: set) -> set:
+        done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+        return done
+
+    def close(self, abort: bool = False) -> None:
+        if abort:
+            self.cancel.set()
+        self.executor.shutdown(wait=True, cancel_futures=abort)
+        for sb in self.sandboxes:
+            sb.close()
+
+
+class DaskRunner:
+    """Sandboxes on the workers of a Dask cluster; the results come back here."""
+
+    def __init__(self, scheduler: str, kind: str, limits: Limits):
+        from distributed import Client
+
+        self.client = Client(scheduler, timeout="30s", set_as_default=False)
+        self.kind, self.limits = kind, limits
+        info = self.client.scheduler_info()
+        threads = sum(w.get("nthreads", 1) for w in info.get("workers", {}).values())
+        if threads == 0:
+            self.client.close()
+            raise RunnerError(f"the Dask cluster at {scheduler} has no workers")
+        self.capacity = 2 * threads
+        self.workers = threads
+        self.completed = None
+
+    def submit(self, student: str, job: dict):
+        from .sandbox import run_remote
+
+        fut = self.client.submit(run_remote, job, self.limits, self.kind, pure=False,
+                                 key=f"grade-{student}-{uuid.uuid4().hex}")
+        if self.completed is None:
+            from distributed import as_completed
+
+            self.completed = as_completed([fut], loop=self.client.loop)
+        else:
+            self.completed.add(fut)
+        return fut
+
+    def wait_any(self, futures: set) -> set:
+        done = {next(self.completed)}
+        done.update(self.completed.next_batch(block=False))
+        return done & futures
+
+    def close(self, abort: bool = False) -> None:
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
+                 scheduler: str | None = None, course: Course | None = None):
+    """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
+    ``workers`` sandboxes (default: one per core) that may not see ``course``."""
+    if scheduler is not None:
+        return DaskRunner(scheduler, kind, limits)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits)
