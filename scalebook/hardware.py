@@ -19,6 +19,10 @@ from typing import Mapping
 
 GB = 1e9
 TB = 1e12
+# On-chip SRAM is sized in powers of two: NVIDIA's "256 KB" of registers per SM is 65,536
+# 32-bit registers = 262,144 bytes, and CUDA reports an A100's "40 MB" L2 as 41,943,040 bytes.
+KiB = 1024.0
+MiB = 1024.0 ** 2
 
 # Bytes per element. Sub-byte types are fractional: two int4 values share a byte.
 _DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
@@ -82,6 +86,18 @@ class Chip:
         mxu_size: TPU systolic array side (128 means 128x128); None for GPUs.
         sources: where the figures come from.
         notes: caveats, alternative published values.
+        vmem_bytes_per_core: TPU VMEM (vector memory, the on-chip scratchpad) per TensorCore,
+            bytes.
+        vreg_shape: TPU vector register / VPU layout as (sublanes, lanes), e.g. (8, 128).
+        vpu_alus: independent ALUs at each (sublane, lane) position of a TPU VPU.
+        core_clock_hz: TPU TensorCore clock in Hz (for GPUs see ``boost_clock_hz``).
+        smem_l1_bytes_per_sm: GPU combined L1 cache / shared memory per SM, bytes.
+        register_bytes_per_sm: GPU register file per SM, bytes.
+        l2_bytes: GPU L2 cache per chip, bytes.
+
+    The last seven are None where the catalog has no sourced figure; the helpers that use them
+    (:func:`vpu_flops`, :func:`on_chip_memory`) refuse such a chip by name. On-chip sizes are
+    powers of two: the "256 kB" and "50 MB" of the sources are KiB and MiB.
     """
 
     name: str
@@ -103,6 +119,14 @@ class Chip:
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     aliases: tuple[str, ...] = field(default=(), repr=False)
+    # Optional on-chip figures, appended last so positional construction stays as it was.
+    vmem_bytes_per_core: float | None = None
+    vreg_shape: tuple[int, int] | None = None
+    vpu_alus: int | None = None
+    core_clock_hz: float | None = None
+    smem_l1_bytes_per_sm: float | None = None
+    register_bytes_per_sm: float | None = None
+    l2_bytes: float | None = None
 
     def __post_init__(self) -> None:
         flops = {canonical_dtype(k): float(v) for k, v in dict(self.flops_per_s).items()}
@@ -112,6 +136,18 @@ class Chip:
             value = getattr(self, attr)
             if not value > 0:
                 raise ValueError(f"{self.name}: {attr} must be positive, got {value!r}")
+        for attr in ("vmem_bytes_per_core", "vpu_alus", "core_clock_hz", "smem_l1_bytes_per_sm",
+                     "register_bytes_per_sm", "l2_bytes"):
+            value = getattr(self, attr)
+            if value is not None and not value > 0:
+                raise ValueError(f"{self.name}: {attr} must be positive or None, got {value!r}")
+        if self.vreg_shape is not None:
+            shape = tuple(self.vreg_shape)
+            if len(shape) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                          for n in shape):
+                raise ValueError(f"{self.name}: vreg_shape must be (sublanes, lanes), two positive "
+                                 f"integers, got {self.vreg_shape!r}")
+            object.__setattr__(self, "vreg_shape", shape)
         for dtype, value in flops.items():
             if not value > 0:
                 raise ValueError(f"{self.name}: FLOPs/s for {dtype} must be positive, got {value!r}")
@@ -168,6 +204,10 @@ _TPU_DOCS = "Google Cloud TPU system architecture pages"
 _TPU_DCN = 2.5e10  # bytes/s per host, one way
 _TPU_PCIE = 1.5e10
 _IB_PER_GPU = 5.0e10  # one 400 Gb/s NIC per GPU, each way
+_JAX_TPU_REF = "JAX documentation, Pallas 'TPU Hardware Reference' (jax.experimental.pallas.tpu)"
+_NO_VPU_RATE = ("VPU ALUs per position and clock are not in the sources, so vpu_flops refuses "
+                "this chip.")
+_GPU_ON_CHIP = f"{_HSYM}, part 12 (SMEM per SM, L2, 256 kB of registers per SM)"
 
 CATALOG: tuple[Chip, ...] = (
     Chip(
@@ -176,7 +216,10 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=1.0e11, links_per_chip=4, topology="2D torus",
         max_slice=(32, 32), chips_per_host=8, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=2, mxu_size=128,
-        sources=(_TPU_DOCS, f"{_HSYM}, part 2"),
+        sources=(_TPU_DOCS, f"{_HSYM}, part 2", _JAX_TPU_REF),
+        notes=("VMEM 16 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
+               _NO_VPU_RATE),
+        vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
         aliases=("v3", "tpuv3", "tpu-v3"),
     ),
     Chip(
@@ -185,9 +228,12 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=4.5e10, links_per_chip=6, topology="3D torus",
         max_slice=(16, 16, 16), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=2, mxu_size=128,
-        sources=(_TPU_DOCS, f"{_HSYM}, part 2"),
+        sources=(_TPU_DOCS, f"{_HSYM}, part 2", _JAX_TPU_REF),
         notes=("HBM bandwidth 1.23e12 B/s is also quoted; the catalog keeps 1.2e12.",
-               "Two TensorCores act as one 'megacore'."),
+               "Two TensorCores act as one 'megacore'.",
+               "VMEM 16 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
+               _NO_VPU_RATE),
+        vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
         aliases=("v4", "v4p", "tpuv4", "tpuv4p", "tpu-v4", "tpu-v4p", "tpu v4"),
     ),
     Chip(
@@ -196,9 +242,14 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=9.0e10, links_per_chip=6, topology="3D torus",
         max_slice=(16, 20, 28), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=2, mxu_size=128,
-        sources=(_TPU_DOCS, f"{_HSYM}, parts 2 and 3"),
+        sources=(_TPU_DOCS, f"{_HSYM}, parts 2 and 3", _JAX_TPU_REF),
         notes=("HBM bandwidth 2.77e12 B/s is also quoted; the catalog keeps 2.8e12.",
-               "Two TensorCores act as one 'megacore'."),
+               "Two TensorCores act as one 'megacore'.",
+               "VPU: 8 sublanes x 128 lanes x 4 ALUs per TensorCore at about 1.75 GHz (HSYM "
+               "part 2, appendix A, which works out 2 x 8 x 128 x 4 x 1.75e9 = 1.4e13 vector "
+               "FLOPs/s).",
+               "VMEM 64 MiB per TensorCore from the JAX TPU Hardware Reference."),
+        vmem_bytes_per_core=64 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.75e9,
         aliases=("v5p", "tpuv5p", "tpu-v5p"),
     ),
     Chip(
@@ -207,10 +258,15 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=4.5e10, links_per_chip=4, topology="2D torus",
         max_slice=(16, 16), chips_per_host=8, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=1, mxu_size=128,
-        sources=(_TPU_DOCS, f"{_HSYM}, parts 1 and 2"),
+        sources=(_TPU_DOCS, f"{_HSYM}, parts 1 and 2", _JAX_TPU_REF),
         notes=("HBM bandwidth 8.2e11 B/s is also quoted; the catalog keeps 8.1e11 "
                "(critical bf16 intensity 243 rather than 240).",
-               "Wraparound only when an axis spans the full 16 chips."),
+               "Wraparound only when an axis spans the full 16 chips.",
+               "VMEM 128 MiB (HSYM part 2). Clock 1.5 GHz (HSYM part 2: 5e13 bf16 FLOPs/s per MXU "
+               "at 1.5 GHz). VPU: 8 x 128 positions with 4 ALUs each, the layout HSYM part 2 "
+               "(appendix A) gives for v5; the vector rate 8 x 128 x 4 x 1.5e9 = 6.1e12 FLOPs/s "
+               "is derived from it, not published."),
+        vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.5e9,
         aliases=("v5e", "v5lite", "v5litepod", "tpuv5e", "tpu-v5e", "tpu-v5-lite"),
     ),
     Chip(
@@ -219,9 +275,12 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=9.0e10, links_per_chip=4, topology="2D torus",
         max_slice=(16, 16), chips_per_host=8, pcie_bandwidth=3.2e10,
         host_network_bandwidth=_TPU_DCN, cores=1, mxu_size=256,
-        sources=(_TPU_DOCS, f"{_HSYM}, part 2"),
+        sources=(_TPU_DOCS, f"{_HSYM}, part 2", _JAX_TPU_REF),
         notes=("Also called Trillium. 918e12 bf16 FLOPs/s and 1.64e12 B/s HBM are also quoted.",
-               "Wraparound only when an axis spans the full 16 chips."),
+               "Wraparound only when an axis spans the full 16 chips.",
+               "VMEM 128 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
+               _NO_VPU_RATE),
+        vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128),
         aliases=("v6e", "trillium", "tpuv6e", "tpu-v6e", "tpuv6", "v6"),
     ),
     Chip(
@@ -231,10 +290,14 @@ CATALOG: tuple[Chip, ...] = (
         topology="NVLink 2 hybrid cube mesh in a node", max_slice=(8,), chips_per_host=8,
         pcie_bandwidth=1.6e10, host_network_bandwidth=8 * _IB_PER_GPU, cores=80,
         fp32_cores_per_sm=64, boost_clock_hz=1.53e9,
-        sources=("NVIDIA Tesla V100 datasheet (SXM2)",),
+        sources=("NVIDIA Tesla V100 datasheet (SXM2)",
+                 "NVIDIA Tesla V100 GPU architecture whitepaper", _GPU_ON_CHIP),
         notes=("fp16 tensor-core rate; Volta has no bf16.",
+               "Per SM: 128 KiB combined L1/SMEM (at most 96 KiB of it shared memory, the figure "
+               "HSYM part 12 lists), 256 KiB of registers; L2 6 MiB (V100 whitepaper).",
                "NVLink 2: 6 links x 25 GB/s each way (300 GB/s total, both directions).",
                "Scale-out NIC figure assumes one 400 Gb/s NIC per GPU, as for later nodes."),
+        smem_l1_bytes_per_sm=128 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=6 * MiB,
         aliases=("v100-sxm", "v100-sxm2", "tesla v100", "v100-32gb"),
     ),
     Chip(
@@ -244,10 +307,14 @@ CATALOG: tuple[Chip, ...] = (
         topology="NVSwitch (all-to-all in a node)", max_slice=(8,), chips_per_host=8,
         pcie_bandwidth=3.2e10, host_network_bandwidth=8 * _IB_PER_GPU, cores=108,
         fp32_cores_per_sm=64, boost_clock_hz=1.41e9,
-        sources=("NVIDIA A100 datasheet (SXM4 80GB)", f"{_HSYM}, part 12"),
+        sources=("NVIDIA A100 datasheet (SXM4 80GB)", f"{_HSYM}, part 12",
+                 "NVIDIA A100 Tensor Core GPU architecture whitepaper"),
         notes=("HBM bandwidth 2.039e12 B/s for the 80 GB part; the catalog keeps 2.0e12.",
+               "Per SM: 192 KiB combined L1/SMEM and 256 KiB of registers; L2 40 MiB "
+               "(NVIDIA A100 whitepaper; HSYM part 12).",
                "Spec sheet prints 624 TFLOPs bf16 'with sparsity'; dense is 312.",
                "NVLink 3: 12 links x 25 GB/s each way = 300 GB/s per GPU each way."),
+        smem_l1_bytes_per_sm=192 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=40 * MiB,
         aliases=("a100-sxm", "a100-80gb", "a100-sxm4"),
     ),
     Chip(
@@ -257,10 +324,12 @@ CATALOG: tuple[Chip, ...] = (
         topology="NVSwitch (all-to-all in a node)", max_slice=(8,), chips_per_host=8,
         pcie_bandwidth=6.4e10, host_network_bandwidth=8 * _IB_PER_GPU, cores=132,
         fp32_cores_per_sm=128, boost_clock_hz=1.98e9,
-        sources=("NVIDIA H100 Tensor Core GPU datasheet (SXM5)", f"{_HSYM}, part 12"),
+        sources=("NVIDIA H100 Tensor Core GPU datasheet (SXM5)", f"{_HSYM}, part 12",
+                 "NVIDIA H100 Tensor Core GPU architecture whitepaper (on-chip memory)"),
         notes=("Spec sheet prints 1,979 TFLOPs bf16 'with sparsity'; dense is 989.",
                "Per SM: 4 sub-partitions x 32 fp32 CUDA cores, 256 kB SMEM/L1; L2 about 50 MB.",
                "NVLink 4: 18 links x 25 GB/s each way = 450 GB/s per GPU each way."),
+        smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
         aliases=("h100-sxm", "h100-sxm5", "h100-80gb", "h100 sxm"),
     ),
     Chip(
@@ -272,7 +341,10 @@ CATALOG: tuple[Chip, ...] = (
         fp32_cores_per_sm=128, boost_clock_hz=1.98e9,
         sources=("NVIDIA H200 Tensor Core GPU datasheet (SXM)", f"{_HSYM}, part 12"),
         notes=("Same compute die as the H100 with more and faster HBM.",
+               "On-chip memory as the H100 (HSYM part 12: 256 kB SMEM per SM, 50 MB L2, 256 kB "
+               "of registers per SM).",
                "Spec sheet prints tensor-core figures 'with sparsity' (2x dense)."),
+        smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
         aliases=("h200-sxm", "h200-141gb"),
     ),
     Chip(
@@ -287,7 +359,10 @@ CATALOG: tuple[Chip, ...] = (
         notes=("Spec sheet prints tensor-core figures 'with sparsity' (2x dense).",
                "NVLink 5: 18 links x 50 GB/s each way = 900 GB/s per GPU each way.",
                "A GB200 NVL72 rack forms one 72-GPU NVLink domain; the catalog models 8-GPU nodes.",
-               "Boost clock not in the vetted facts, so CUDA-core FLOPs/s is not derived."),
+               "Boost clock not in the vetted facts, so CUDA-core FLOPs/s is not derived.",
+               "Per SM 256 kB SMEM and 256 kB registers, L2 126 MB (HSYM part 12 table, not in "
+               "the vetted facts); Blackwell's 256 kB of TMEM per SM is not modelled."),
+        smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=126 * MiB,
         aliases=("b200-sxm", "blackwell", "dgx-b200"),
     ),
 )
@@ -332,16 +407,107 @@ def get_chip(name: str | Chip) -> Chip:
     return chip
 
 
-def cuda_core_flops(chip: Chip | str, dtype: str = "fp32") -> float:
+def _check_fma_flops(fma_flops: object) -> int:
+    if isinstance(fma_flops, bool) or fma_flops not in (1, 2):
+        raise ValueError(
+            "fma_flops must be 1 (a fused multiply-add counts as one FLOP, i.e. one operation per "
+            "core per cycle) or 2 (it counts as two, NVIDIA's datasheet convention), "
+            f"got {fma_flops!r}"
+        )
+    return int(fma_flops)  # type: ignore[arg-type]
+
+
+def cuda_core_flops(chip: Chip | str, dtype: str = "fp32", *, fma_flops: int = 2) -> float:
     """FLOPs/s of a GPU's CUDA (vector) cores, without tensor cores.
 
-    Formula: SMs x fp32 cores per SM x 2 FLOPs per fused multiply-add x boost clock (Hz).
-    For an H100: 132 x 128 x 2 x 1.98e9 = 6.7e13 FLOPs/s, ~15x below its bf16 tensor cores.
-    Only fp32 is modelled. Raises ``ValueError`` for TPUs or GPUs without vetted figures.
+    Formula: SMs x fp32 cores per SM x ``fma_flops`` x boost clock (Hz). Each CUDA core retires
+    one fp32 instruction per cycle; a fused multiply-add (FMA) does a multiply and an add in it.
+
+    - ``fma_flops=2`` (the default, unchanged): an FMA counts as two FLOPs, NVIDIA's datasheet
+      convention. H100: 132 x 128 x 2 x 1.98e9 = 6.69e13 FLOPs/s (the datasheet prints 67 fp32
+      TFLOPS), ~15x below its bf16 tensor cores.
+    - ``fma_flops=1``: an FMA counts as one, so this is the instruction rate, 3.35e13 FMA/s on an
+      H100; it is also the peak of plain adds, multiplies or maxes, which do one FLOP each.
+
+    Only fp32 is modelled. Raises ``ValueError`` for TPUs or GPUs without vetted figures, and for
+    an ``fma_flops`` other than 1 or 2.
     """
     chip = get_chip(chip)
+    fma = _check_fma_flops(fma_flops)
     if canonical_dtype(dtype) != "fp32":
         raise ValueError("cuda_core_flops models fp32 FMA throughput only")
     if not chip.is_gpu or chip.fp32_cores_per_sm is None or chip.boost_clock_hz is None:
         raise ValueError(f"{chip.name} has no vetted CUDA-core count and clock in the catalog")
-    return chip.cores * chip.fp32_cores_per_sm * 2.0 * chip.boost_clock_hz
+    return chip.cores * chip.fp32_cores_per_sm * float(fma) * chip.boost_clock_hz
+
+
+def vpu_flops(chip: Chip | str) -> float:
+    """Vector (VPU) FLOPs/s of a whole TPU chip, fp32, the matrix units left out.
+
+    Formula: TensorCores x sublanes x lanes x ALUs per (sublane, lane) x clock (Hz), one FLOP per
+    ALU per cycle (a vadd, vmul or vmax). TPU v5p: 2 x 8 x 128 x 4 x 1.75e9 = 1.43e13 FLOPs/s, the
+    1.4e13 that HSYM part 2 (appendix A) works out; TPU v5e: 1 x 8 x 128 x 4 x 1.5e9 = 6.1e12,
+    derived from the same layout and the v5e clock of HSYM part 2 (not a published rate).
+
+    Raises ``ValueError`` for GPUs (see :func:`cuda_core_flops`) and for TPUs whose ALU count or
+    clock the catalog lacks (v3, v4p, v6e).
+    """
+    chip = get_chip(chip)
+    if chip.is_gpu:
+        raise ValueError(f"{chip.name} is a GPU; its vector rate is cuda_core_flops(), not a VPU's")
+    figures = (("vreg_shape", chip.vreg_shape), ("vpu_alus", chip.vpu_alus),
+               ("core_clock_hz", chip.core_clock_hz))
+    missing = [name for name, value in figures if value is None]
+    if missing:
+        raise ValueError(f"{chip.name} has no sourced {', '.join(missing)} in the catalog, so its "
+                         "VPU FLOPs/s is unknown; pass the rate your problem states instead")
+    sublanes, lanes = chip.vreg_shape  # type: ignore[misc]
+    alus, clock = chip.vpu_alus, chip.core_clock_hz
+    return chip.cores * sublanes * lanes * alus * clock  # type: ignore[operator]
+
+
+def vector_flops(chip: Chip | str, *, fma_flops: int = 2) -> float:
+    """Peak FLOPs/s of the chip's vector unit: :func:`cuda_core_flops` on a GPU (fp32, with
+    ``fma_flops`` choosing how an FMA counts), :func:`vpu_flops` on a TPU (``fma_flops`` does
+    not apply: each VPU ALU does one FLOP per cycle). FLOPs/s, whole chip."""
+    chip = get_chip(chip)
+    fma = _check_fma_flops(fma_flops)
+    return cuda_core_flops(chip, fma_flops=fma) if chip.is_gpu else vpu_flops(chip)
+
+
+# level -> (catalog field, vendor that has it, what the figure is per: "TensorCore"/"SM"/"chip")
+_ON_CHIP: Mapping[str, tuple[str, str, str]] = MappingProxyType({
+    "vmem": ("vmem_bytes_per_core", "google", "TensorCore"),
+    "smem": ("smem_l1_bytes_per_sm", "nvidia", "SM"),
+    "registers": ("register_bytes_per_sm", "nvidia", "SM"),
+    "l2": ("l2_bytes", "nvidia", "chip"),
+})
+ON_CHIP_LEVELS: tuple[str, ...] = tuple(_ON_CHIP)
+
+
+def on_chip_memory(chip: Chip | str, level: str, *, total: bool = False) -> float:
+    """Bytes of on-chip memory at ``level``, as the catalog holds it.
+
+    Levels: "vmem" (TPU vector memory, per TensorCore), "smem" (GPU combined L1/shared memory,
+    per SM), "registers" (GPU register file, per SM), "l2" (GPU L2, per chip). With
+    ``total=True`` a per-core or per-SM figure is multiplied by the chip's TensorCores or SMs:
+    an H100 has 132 x 256 KiB = 33 MiB of SMEM/L1. Sources are in each chip's ``sources``.
+
+    Raises ``ValueError`` for an unknown level, a level the chip's vendor does not have (a GPU
+    has no VMEM), or a figure the catalog does not have for that chip.
+    """
+    chip = get_chip(chip)
+    if level not in _ON_CHIP:
+        raise ValueError(
+            f"unknown on-chip memory level {level!r}; known: {', '.join(ON_CHIP_LEVELS)}"
+        )
+    attr, vendor, unit = _ON_CHIP[level]
+    if chip.vendor != vendor:
+        kind = "TPU" if vendor == "google" else "GPU"
+        raise ValueError(f"{chip.name} has no {level!r}: that level is modelled for {kind}s only")
+    value = getattr(chip, attr)
+    if value is None:
+        raise ValueError(
+            f"{chip.name} has no sourced {level!r} size in the catalog ({attr} is None)"
+        )
+    return float(value) * (chip.cores if total and unit != "chip" else 1)

@@ -13,6 +13,10 @@ binds: compute when ``I > C / W``, the chip's critical intensity.
 
 Sizes may be numpy arrays (for plots); they must be positive.
 Reference for the model: Austin et al., "How to Scale Your Model" (2025), part 1.
+
+Matmuls run on the matrix units (MXU, tensor cores) and are timed against ``chip.flops(dtype)``;
+element-wise ops (adds, multiplies, activations) run on the vector units (a TPU's VPU, a GPU's
+CUDA cores) and are timed against :func:`scalebook.hardware.vector_flops`, some 15-30x lower.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Union
 
 import numpy as np
 
-from .hardware import Chip, bytes_per_element, canonical_dtype, get_chip
-from .validation import positive
+from .hardware import Chip, bytes_per_element, canonical_dtype, get_chip, vector_flops
+from .validation import positive, positive_int
 
 Number = Union[float, int, np.ndarray]
 
@@ -235,3 +239,124 @@ def weight_load_time(param_bytes: Number, chip: Chip | str, *, n_chips: int = 1,
         raise ValueError(f"n_chips must be a positive integer, got {n_chips!r}")
     w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
     return param_bytes / (n_chips * w)
+
+
+# --------------------------------------------------------------------------- element-wise ops
+
+@dataclass(frozen=True)
+class ElementwiseCost:
+    """FLOPs and HBM traffic of one element-wise op over arrays of ``elements`` elements each."""
+
+    elements: Number
+    flops: Number
+    bytes_read: Number
+    bytes_written: Number
+
+    @property
+    def total_bytes(self) -> Number:
+        """Bytes read + bytes written."""
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> Number:
+        """Arithmetic intensity: FLOPs / total bytes (FLOPs per byte)."""
+        return self.flops / self.total_bytes
+
+
+def _element_count(shape: object) -> Number:
+    """Elements in ``shape``: a tuple or list is an array shape (the product of its sizes, each a
+    positive integer); a number or numpy array is already an element count."""
+    if isinstance(shape, (tuple, list)):
+        if not shape:
+            raise ValueError("shape is empty; give the array's dimensions, e.g. (8192, 8192)")
+        count = 1
+        for size in shape:
+            count *= positive_int(size, "each dimension of shape")
+        return float(count)
+    return positive(shape, "shape (element count)")
+
+
+def elementwise_cost(
+    shape: object,
+    *,
+    n_inputs: int = 2,
+    flops_per_element: Number = 1,
+    dtype: str = "bf16",
+    out_dtype: str | None = None,
+    n_outputs: int = 1,
+) -> ElementwiseCost:
+    """Exact cost of an element-wise op ``out = op(in_1, ..., in_k)`` on same-shape arrays.
+
+    With N elements per array (``shape`` is a shape such as ``(8192, 8192)`` or an element
+    count), b and o the bytes per element of ``dtype`` (inputs) and ``out_dtype`` (default: the
+    same):
+
+        FLOPs         = N · f                  (f = ``flops_per_element``)
+        bytes read    = k · N · b              (k = ``n_inputs``; each input read once from HBM)
+        bytes written = n_outputs · N · o
+        intensity     = f / (k·b + n_outputs·o)   FLOPs/byte, independent of N
+
+    f is the caller's count: 1 for an add, multiply or max (so relu is 1); an activation such as
+    exp or gelu costs whatever the problem states. Adding two bf16 [8192, 8192] arrays:
+    8192² FLOPs over 3 · 2 · 8192² bytes, intensity 1/6. Inputs broadcast from smaller arrays
+    (a bias) are not modelled: pass them as separate traffic if they matter.
+    """
+    n = _element_count(shape)
+    k = positive_int(n_inputs, "n_inputs")
+    outputs = positive_int(n_outputs, "n_outputs")
+    f = positive(flops_per_element, "flops_per_element", allow_zero=True)
+    b = bytes_per_element(dtype)
+    o = bytes_per_element(out_dtype or dtype)
+    return ElementwiseCost(elements=n, flops=n * f, bytes_read=k * n * b,
+                           bytes_written=outputs * n * o)
+
+
+def vector_critical_intensity(chip: Chip | str, *, fma_flops: int = 1,
+                              bandwidth: float | None = None) -> float:
+    """Critical intensity of the chip's vector unit: V / W in FLOPs/byte.
+
+    V is :func:`scalebook.hardware.vector_flops` (GPU: CUDA cores, counting an FMA as
+    ``fma_flops`` FLOPs, default 1 so that V is the rate of plain adds and multiplies; TPU: the
+    VPU); W is HBM bandwidth unless ``bandwidth`` (bytes/s) is given. TPU v5e:
+    6.14e12 / 8.1e11 ≈ 7.6; H100: 3.35e13 / 3.35e12 ≈ 10. An element-wise op whose intensity is
+    below this (any add or multiply of bf16 arrays: 1/6) is memory-bound.
+    """
+    chip = get_chip(chip)
+    w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
+    return vector_flops(chip, fma_flops=fma_flops) / w
+
+
+def elementwise_time(
+    shape: object,
+    chip: Chip | str,
+    *,
+    n_inputs: int = 2,
+    flops_per_element: Number = 1,
+    dtype: str = "bf16",
+    out_dtype: str | None = None,
+    n_outputs: int = 1,
+    fma_flops: int = 1,
+    flops_per_s: float | None = None,
+    bandwidth: float | None = None,
+) -> TimeBounds:
+    """Time bounds of one element-wise op on one chip, its arrays in HBM.
+
+    T_math = FLOPs / V and T_comms = bytes / W (seconds), FLOPs and bytes from
+    :func:`elementwise_cost`. V is the VECTOR unit's peak, not the matrix units':
+    :func:`scalebook.hardware.vector_flops` (the TPU's VPU; the GPU's fp32 CUDA cores, whatever
+    the storage dtype, since they compute in fp32), or ``flops_per_s`` if the problem states one.
+    On a GPU ``fma_flops=1`` (default) counts one FLOP per core per cycle, right for adds,
+    multiplies and maxes; an op built from FMAs may count 2 FLOPs per element with
+    ``fma_flops=2``. W is HBM bandwidth unless ``bandwidth`` is given.
+
+    Adding two bf16 [8192, 8192] arrays on a TPU v5e: T_comms = 6 · 8192² / 8.1e11 ≈ 497 µs,
+    T_math = 8192² / 6.14e12 ≈ 11 µs: memory-bound ("comms"), as element-wise ops almost
+    always are.
+    """
+    chip = get_chip(chip)
+    cost = elementwise_cost(shape, n_inputs=n_inputs, flops_per_element=flops_per_element,
+                            dtype=dtype, out_dtype=out_dtype, n_outputs=n_outputs)
+    v = (vector_flops(chip, fma_flops=fma_flops) if flops_per_s is None
+         else positive(flops_per_s, "flops_per_s"))
+    w = chip.hbm_bandwidth if bandwidth is None else positive(bandwidth, "bandwidth")
+    return time_bounds(cost.flops, cost.total_bytes, flops_per_s=v, bytes_per_s=w)

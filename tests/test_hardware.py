@@ -3,7 +3,8 @@ import dataclasses
 import pytest
 
 from scalebook.hardware import (CATALOG, Chip, bytes_per_element, canonical_dtype, chip_names,
-                                cuda_core_flops, get_chip)
+                                cuda_core_flops, get_chip, on_chip_memory, vector_flops,
+                                vpu_flops)
 
 
 @pytest.mark.parametrize("spelling, name", [
@@ -132,3 +133,117 @@ def test_chip_validates_its_figures():
         Chip(name="x", vendor="google", hbm_bytes=0, hbm_bandwidth=1, flops_per_s={"bf16": 1},
              link_bandwidth_one_way=1, links_per_chip=1, topology="", max_slice=(1,),
              chips_per_host=1, pcie_bandwidth=1, host_network_bandwidth=1, cores=1)
+
+
+# --------------------------------------------------------------------------- FMA convention
+
+def test_cuda_core_flops_fma_convention():
+    # H100 SXM: 132 SMs x 128 fp32 cores x 1.98e9 Hz = 3.345e13 FMA/s (one op per core per cycle)
+    assert cuda_core_flops("H100", fma_flops=1) == pytest.approx(132 * 128 * 1.98e9)
+    assert cuda_core_flops("H100", fma_flops=1) == pytest.approx(3.35e13, rel=0.01)
+    # counting an FMA as two FLOPs: 2 x 3.345e13 = 6.69e13; NVIDIA's datasheet prints 67 TFLOPS fp32
+    assert cuda_core_flops("H100", fma_flops=2) == pytest.approx(2 * 132 * 128 * 1.98e9)
+    assert cuda_core_flops("H100", fma_flops=2) == pytest.approx(67e12, rel=0.01)
+    # the default is unchanged: FMA = 2 FLOPs
+    assert cuda_core_flops("H100") == cuda_core_flops("H100", fma_flops=2)
+    # A100: 108 x 64 x 1.41e9 = 9.75e12 FMA/s; x 2 = 19.5 TFLOPS, the datasheet's fp32 figure
+    assert cuda_core_flops("A100") == pytest.approx(19.5e12, rel=0.01)
+
+
+@pytest.mark.parametrize("bad", [0, 3, True, 2.5, "2", None])
+def test_cuda_core_flops_refuses_other_fma_counts(bad):
+    with pytest.raises(ValueError, match="fma_flops must be 1 .* or 2"):
+        cuda_core_flops("H100", fma_flops=bad)
+
+
+# --------------------------------------------------------------------------- vector units
+
+def test_vpu_flops_v5p_matches_hsym():
+    # HSYM part 2, appendix A: 2 cores x 8 sublanes x 128 lanes x 4 ALUs x 1.75e9 Hz
+    # = 1.4e13 FLOPs/s
+    assert vpu_flops("v5p") == pytest.approx(2 * 8 * 128 * 4 * 1.75e9)
+    assert vpu_flops("v5p") == pytest.approx(1.4e13, rel=0.03)
+
+
+def test_vpu_flops_v5e_is_derived_from_the_layout():
+    # 1 core x 8 x 128 x 4 ALUs x 1.5e9 Hz = 6.14e12 FLOPs/s, ~32x below the MXUs' 1.97e14
+    assert vpu_flops("v5e") == pytest.approx(8 * 128 * 4 * 1.5e9)
+    assert get_chip("v5e").flops("bf16") / vpu_flops("v5e") == pytest.approx(32.1, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["v3", "v4p", "v6e"])
+def test_vpu_flops_refuses_tpus_without_sourced_figures(name):
+    with pytest.raises(ValueError, match="no sourced vpu_alus, core_clock_hz"):
+        vpu_flops(name)
+
+
+def test_vpu_flops_refuses_gpus():
+    with pytest.raises(ValueError, match="H100 is a GPU.*cuda_core_flops"):
+        vpu_flops("H100")
+
+
+def test_vector_flops_dispatches_by_vendor():
+    assert vector_flops("H100", fma_flops=1) == pytest.approx(132 * 128 * 1.98e9)
+    assert vector_flops("H100") == cuda_core_flops("H100")
+    assert vector_flops("v5p") == vpu_flops("v5p")
+    assert vector_flops("v5p", fma_flops=1) == vpu_flops("v5p")  # no FMA convention on a VPU
+    with pytest.raises(ValueError, match="fma_flops"):
+        vector_flops("v5p", fma_flops=4)
+    with pytest.raises(ValueError, match="no vetted"):
+        vector_flops("B200")
+
+
+def test_every_tpu_has_the_8x128_vreg_layout():
+    for chip in CATALOG:
+        assert chip.vreg_shape == (None if chip.is_gpu else (8, 128)), chip.name
+
+
+# --------------------------------------------------------------------------- on-chip memory
+
+@pytest.mark.parametrize("name, level, nbytes", [
+    # shared/facts/hardware.md: H100 256 kB SMEM/L1 and 256 kB registers per SM, L2 about 50 MB
+    ("H100", "smem", 256 * 1024), ("H100", "registers", 256 * 1024), ("H100", "l2", 50 * 2**20),
+    # NVIDIA A100 whitepaper: 192 KB L1/SMEM and 256 KB registers per SM, 40 MB L2
+    ("A100", "smem", 192 * 1024), ("A100", "registers", 256 * 1024), ("A100", "l2", 40 * 2**20),
+    ("V100", "smem", 128 * 1024), ("V100", "l2", 6 * 2**20),
+    # HSYM part 2: 128 MiB of VMEM on a TPU v5e; JAX TPU Hardware Reference: 64 MiB per v5p core
+    ("v5e", "vmem", 128 * 2**20), ("v5p", "vmem", 64 * 2**20), ("v6e", "vmem", 128 * 2**20),
+])
+def test_on_chip_memory(name, level, nbytes):
+    assert on_chip_memory(name, level) == nbytes
+
+
+def test_on_chip_memory_totals():
+    # 132 SMs x 256 KiB = 33 MiB of SMEM/L1 on an H100
+    assert on_chip_memory("H100", "smem", total=True) == 132 * 256 * 1024
+    # 2 TensorCores x 64 MiB of VMEM on a v5p chip
+    assert on_chip_memory("v5p", "vmem", total=True) == 2 * 64 * 2**20
+    assert on_chip_memory("H100", "l2", total=True) == on_chip_memory("H100", "l2")  # per chip
+
+
+def test_a100_l2_is_what_cuda_reports():
+    # deviceQuery on an A100-SXM4-80GB reports "L2 Cache Size: 41943040 bytes"
+    assert get_chip("A100").l2_bytes == 41943040
+
+
+def test_on_chip_memory_refuses_clearly():
+    with pytest.raises(ValueError, match="unknown on-chip memory level 'l3'; known: vmem, smem"):
+        on_chip_memory("H100", "l3")
+    with pytest.raises(ValueError, match="H100 has no 'vmem'.*TPUs only"):
+        on_chip_memory("H100", "vmem")
+    with pytest.raises(ValueError, match="TPU v5e has no 'l2'.*GPUs only"):
+        on_chip_memory("v5e", "l2")
+    with pytest.raises(ValueError, match="no sourced 'l2' size"):
+        on_chip_memory(get_chip("H100").replace(l2_bytes=None), "l2")
+
+
+def test_new_chip_fields_are_validated():
+    v5e = get_chip("v5e")
+    with pytest.raises(ValueError, match="vmem_bytes_per_core must be positive or None"):
+        v5e.replace(vmem_bytes_per_core=0)
+    with pytest.raises(ValueError, match="vreg_shape must be"):
+        v5e.replace(vreg_shape=(8,))
+    with pytest.raises(ValueError, match="vreg_shape must be"):
+        v5e.replace(vreg_shape=(True, 128))
+    assert v5e.replace(core_clock_hz=1.0e9).core_clock_hz == 1.0e9
+    assert vpu_flops(v5e.replace(core_clock_hz=1.0e9)) == pytest.approx(8 * 128 * 4 * 1.0e9)

@@ -2,9 +2,11 @@ import numpy as np
 import pytest
 
 from scalebook.hardware import get_chip
-from scalebook.roofline import (attainable_flops, critical_batch_size, critical_contracting_dim,
-                                critical_intensity, dot_product_cost, matmul_cost, matmul_time,
-                                time_bounds, two_chip_sharded_matmul, weight_load_time)
+from scalebook.roofline import (ElementwiseCost, attainable_flops, critical_batch_size,
+                                critical_contracting_dim, critical_intensity, dot_product_cost,
+                                elementwise_cost, elementwise_time, matmul_cost, matmul_time,
+                                time_bounds, two_chip_sharded_matmul, vector_critical_intensity,
+                                weight_load_time)
 
 
 def test_matmul_cost_exact_bytes():
@@ -143,3 +145,118 @@ def test_bad_dtype_and_chip_raise():
         time_bounds(-1, 1, flops_per_s=1, bytes_per_s=1)
     with pytest.raises(ValueError, match="bytes_per_s must be positive"):
         time_bounds(1, 1, flops_per_s=1, bytes_per_s=0)
+
+
+# --------------------------------------------------------------------------- element-wise ops
+
+N8K = 8192 ** 2
+
+
+def test_adding_two_bf16_arrays_costs():
+    c = elementwise_cost((8192, 8192))  # x + y, bf16 in and out
+    assert isinstance(c, ElementwiseCost)
+    assert c.elements == N8K
+    assert c.flops == N8K                      # one add per element
+    assert c.bytes_read == 2 * 2 * N8K         # two bf16 inputs
+    assert c.bytes_written == 2 * N8K          # one bf16 output
+    assert c.total_bytes == 3 * 2 * N8K
+    assert c.intensity == pytest.approx(1 / 6)
+
+
+def test_adding_two_bf16_arrays_on_a_v5e_is_memory_bound():
+    t = elementwise_time((8192, 8192), "v5e")
+    # T_comms = 3 x 2 x 8192^2 bytes / 8.1e11 B/s ~ 497 us
+    assert t.t_comms == pytest.approx(3 * 2 * N8K / 8.1e11)
+    assert t.t_comms == pytest.approx(497e-6, rel=1e-3)
+    # T_math = 8192^2 FLOPs / VPU (8 x 128 x 4 ALUs x 1.5e9 Hz = 6.144e12 FLOPs/s) ~ 10.9 us
+    assert t.t_math == pytest.approx(N8K / (8 * 128 * 4 * 1.5e9))
+    assert t.bound_by == "comms"
+    assert t.lower == pytest.approx(3 * 2 * N8K / 8.1e11)  # time = bytes / HBM BW
+
+
+def test_elementwise_uses_the_vector_unit_not_the_mxu():
+    t = elementwise_time((8192, 8192), "v5e")
+    assert t.t_math > N8K / get_chip("v5e").flops("bf16")  # the MXU peak would be 32x too fast
+
+
+def test_activation_with_stated_flops():
+    # gelu on fp32 [4096, 4096], counted as 20 FLOPs/element: reads 4 B, writes 4 B per element
+    c = elementwise_cost((4096, 4096), n_inputs=1, flops_per_element=20, dtype="fp32")
+    assert c.flops == 20 * 4096 ** 2
+    assert c.total_bytes == 8 * 4096 ** 2
+    assert c.intensity == pytest.approx(20 / 8)
+    # relu = max(x, 0): 1 FLOP per element; bf16 in, fp32 out: intensity 1 / (2 + 4)
+    relu = elementwise_cost(1000, n_inputs=1, dtype="bf16", out_dtype="fp32")
+    assert relu.bytes_read == 2000 and relu.bytes_written == 4000
+    assert relu.intensity == pytest.approx(1 / 6)
+
+
+def test_fma_convention_moves_the_gpu_vector_roofline():
+    # H100, fp32 x -> y with 100 FLOPs/element: intensity 100 / 8 = 12.5 FLOPs/byte
+    h100 = get_chip("H100")
+    one = elementwise_time(2 ** 24, h100, n_inputs=1, flops_per_element=100, dtype="fp32")
+    # one FLOP per CUDA core per cycle: V = 132 x 128 x 1.98e9 = 3.345e13, V / W = 9.99 < 12.5
+    assert one.t_math == pytest.approx(100 * 2 ** 24 / (132 * 128 * 1.98e9))
+    assert one.t_comms == pytest.approx(8 * 2 ** 24 / 3.35e12)
+    assert one.bound_by == "compute"
+    # counted as FMAs (2 FLOPs each): V = 6.69e13, V / W = 20 > 12.5
+    two = elementwise_time(2 ** 24, h100, n_inputs=1, flops_per_element=100, dtype="fp32",
+                           fma_flops=2)
+    assert two.t_math == pytest.approx(one.t_math / 2)
+    assert two.bound_by == "comms"
+
+
+def test_vector_critical_intensity():
+    # v5e: 6.144e12 / 8.1e11 ~ 7.6 FLOPs/byte; H100: 3.345e13 / 3.35e12 ~ 10 (FMA = 1)
+    assert vector_critical_intensity("v5e") == pytest.approx(8 * 128 * 4 * 1.5e9 / 8.1e11)
+    assert vector_critical_intensity("H100") == pytest.approx(132 * 128 * 1.98e9 / 3.35e12)
+    assert vector_critical_intensity("H100", fma_flops=2) == pytest.approx(
+        2 * vector_critical_intensity("H100"))
+    assert vector_critical_intensity("v5e", bandwidth=1e12) == pytest.approx(6.144)
+
+
+def test_elementwise_sizes_as_counts_lists_and_arrays():
+    assert elementwise_cost(N8K).total_bytes == elementwise_cost([8192, 8192]).total_bytes
+    sizes = np.array([1e3, 1e6, 1e9])
+    c = elementwise_cost(sizes, n_inputs=3, n_outputs=2, dtype="fp32")
+    assert np.allclose(c.total_bytes, (3 + 2) * 4 * sizes)
+    assert np.allclose(c.intensity, 1 / 20)
+    t = elementwise_time(sizes, "H100", dtype="fp32")
+    assert list(t.bound_by) == ["comms"] * 3
+
+
+def test_elementwise_time_takes_a_problems_own_rates():
+    # v6e has no sourced VPU rate; a problem that states one can still be solved
+    with pytest.raises(ValueError, match="no sourced"):
+        elementwise_time(1e6, "v6e")
+    t = elementwise_time(1e6, "v6e", flops_per_s=1e13, bandwidth=1e12)
+    assert t.t_math == pytest.approx(1e6 / 1e13)
+    assert t.t_comms == pytest.approx(6e6 / 1e12)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"shape": ()}, "shape is empty"),
+    ({"shape": (0, 4)}, "each dimension of shape must be a positive integer"),
+    ({"shape": (4, 2.5)}, "each dimension of shape must be a positive integer"),
+    ({"shape": "8192"}, "shape .* must be a number"),
+    ({"shape": -5}, "must be positive"),
+    ({"shape": 10, "n_inputs": 0}, "n_inputs must be a positive integer"),
+    ({"shape": 10, "n_outputs": 1.5}, "n_outputs must be a positive integer"),
+    ({"shape": 10, "flops_per_element": -1}, "flops_per_element must be non-negative"),
+    ({"shape": 10, "dtype": "bf17"}, "unknown dtype"),
+    ({"shape": 10, "out_dtype": "int3"}, "unknown dtype"),
+])
+def test_elementwise_cost_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        elementwise_cost(**kwargs)
+
+
+def test_elementwise_time_bad_input():
+    with pytest.raises(ValueError, match="fma_flops"):
+        elementwise_time(10, "H100", fma_flops=3)
+    with pytest.raises(ValueError, match="flops_per_s must be positive"):
+        elementwise_time(10, "H100", flops_per_s=0)
+    with pytest.raises(ValueError, match="bandwidth must be positive"):
+        elementwise_time(10, "H100", bandwidth=-1)
+    with pytest.raises(ValueError, match="unknown chip"):
+        elementwise_time(10, "Z80")
