@@ -35,6 +35,11 @@ Conventions (every strategy uses them, so the strategies compare fairly):
   with gradients), and activations: with full rematerialisation, each layer keeps only its input
   ``In`` (``tokens × D`` in ``activation_dtype``, bf16 by default) for the backward pass. Transient
   buffers (the ``[B, F]`` intermediate, FSDP's gathered weights) are not counted.
+
+Layout arithmetic for any model (:func:`sequences_per_batch`, :func:`data_parallel_degree`,
+:func:`split_batch`, :func:`tokens_per_chip`) checks that degrees divide and says how a batch
+spreads; :func:`data_parallel_bandwidth` gives the ``W`` a GPU's data-parallel axis really
+gets once a model replica spans nodes (the NICs, not NVLink).
 """
 
 from __future__ import annotations
@@ -76,6 +81,12 @@ __all__ = [
     "pipeline_bubble_fraction",
     "min_microbatches",
     "STRATEGIES",
+    "sequences_per_batch",
+    "data_parallel_degree",
+    "BatchSplit",
+    "split_batch",
+    "tokens_per_chip",
+    "data_parallel_bandwidth",
 ]
 
 #: Strategy names accepted by :func:`max_chips_compute_bound`.
@@ -675,3 +686,202 @@ def min_microbatches(stages: int, max_bubble_fraction: float) -> int:
         raise ValueError(f"max_bubble_fraction must be a number in (0, 1), "
                          f"got {max_bubble_fraction!r}")
     return max(1, math.ceil((stages - 1) * (1 - f) / f - 1e-9))
+
+
+# --------------------------------------------------------------------------- layout arithmetic
+
+
+def _whole(value: ArrayLike, what: str) -> int:
+    """A positive whole number given as an int or an integer-valued float (``16e6``)."""
+    number = positive(value, what)
+    if np.ndim(number) or not float(number).is_integer():
+        raise ValueError(f"{what} must be a positive whole number, got {value!r}")
+    return int(number)
+
+
+def sequences_per_batch(global_batch_tokens: ArrayLike, seq_len: int) -> int:
+    """Sequences in a global batch: ``global_batch_tokens / seq_len``, a whole number.
+
+    A 16M-token batch (2^24 = 16,777,216 tokens) of 8,192-token sequences is 2,048 sequences.
+    Raises ``ValueError`` when the batch is not a whole number of sequences.
+    """
+    tokens = _whole(global_batch_tokens, "global_batch_tokens")
+    seq_len = positive_int(seq_len, "seq_len")
+    if tokens % seq_len:
+        raise ValueError(f"a global batch of {tokens} tokens is not a whole number of "
+                         f"{seq_len}-token sequences ({tokens / seq_len:g})")
+    return tokens // seq_len
+
+
+def data_parallel_degree(n_chips: int, *, tp: int = 1, pp: int = 1, cp: int = 1) -> int:
+    """Data-parallel degree left once the model is laid out: ``n_chips / (tp · pp · cp)``.
+
+    One model replica spans ``tp · pp · cp`` chips (tensor, pipeline and context parallel);
+    the rest of the chips hold replicas, each with its share of the batch (fsdp and dp
+    together). LLaMA-3 405B on 16,384 H100s with tp 8, pp 16: 128; with cp 16 as well: 8
+    (Dubey et al. 2024, table 4). Raises ``ValueError`` when the degrees do not divide
+    ``n_chips``.
+    """
+    n = positive_int(n_chips, "n_chips")
+    tp, pp, cp = positive_int(tp, "tp"), positive_int(pp, "pp"), positive_int(cp, "cp")
+    replica = tp * pp * cp
+    if n % replica:
+        raise ValueError(f"n_chips={n} is not divisible by tp·pp·cp = {replica} "
+                         f"(tp={tp}, pp={pp}, cp={cp})")
+    return n // replica
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """How one step's global batch spreads over a ``dp · tp · pp · cp`` layout.
+
+    Attributes:
+        global_batch_tokens, seq_len, dp, tp, pp, cp, microbatches: the inputs.
+        sequences: ``B / T`` sequences in the global batch.
+        sequences_per_replica: ``B / (T · dp)``, the sequences each model replica takes.
+        tokens_per_chip: ``B / (dp · cp)`` — the tokens whose activations pass through every
+            chip of a replica in one step: tensor-parallel chips share the same tokens and every
+            pipeline stage sees all of its replica's tokens; only context parallelism splits
+            them further (a ``T / cp`` slice of each sequence per chip).
+        tokens_per_microbatch: ``tokens_per_chip / microbatches``.
+        sequences_per_microbatch: ``sequences_per_replica / microbatches``.
+        compute_tokens_per_chip: ``B / N`` with ``N = dp·tp·pp·cp`` — each chip's share of the
+            work: a step's ``6·P·B`` FLOPs are ``6·P·(B/N)`` per chip, whatever the layout.
+    """
+
+    global_batch_tokens: int
+    seq_len: int
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    microbatches: int
+
+    @property
+    def n_chips(self) -> int:
+        """N = dp · tp · pp · cp."""
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def sequences(self) -> int:
+        return self.global_batch_tokens // self.seq_len
+
+    @property
+    def sequences_per_replica(self) -> int:
+        return self.sequences // self.dp
+
+    @property
+    def sequences_per_microbatch(self) -> int:
+        return self.sequences_per_replica // self.microbatches
+
+    @property
+    def tokens_per_chip(self) -> float:
+        return self.global_batch_tokens / (self.dp * self.cp)
+
+    @property
+    def tokens_per_microbatch(self) -> float:
+        return self.tokens_per_chip / self.microbatches
+
+    @property
+    def compute_tokens_per_chip(self) -> float:
+        return self.global_batch_tokens / self.n_chips
+
+
+def split_batch(global_batch_tokens: ArrayLike, seq_len: int, *, dp: int, tp: int = 1,
+                pp: int = 1, cp: int = 1, microbatches: int = 1) -> BatchSplit:
+    """Split a batch of ``B`` tokens in sequences of ``T`` over a layout (:class:`BatchSplit`).
+
+    Every replica must get whole sequences, every microbatch whole sequences, and context
+    parallelism whole slices of each sequence, so ``T`` must divide ``B``, ``dp`` the sequence
+    count, ``microbatches`` the sequences per replica, and ``cp`` the sequence length; each
+    failure raises ``ValueError`` naming the numbers. LLaMA-3 405B's 16M-token batch of
+    8,192-token sequences over dp 128 (tp 8, pp 16): 2,048 sequences, 16 per replica,
+    131,072 tokens through every chip, 1,024 tokens of work per chip.
+    """
+    tokens = _whole(global_batch_tokens, "global_batch_tokens")
+    seq_len = positive_int(seq_len, "seq_len")
+    dp, tp = positive_int(dp, "dp"), positive_int(tp, "tp")
+    pp, cp = positive_int(pp, "pp"), positive_int(cp, "cp")
+    microbatches = positive_int(microbatches, "microbatches")
+    sequences = sequences_per_batch(tokens, seq_len)
+    if sequences % dp:
+        raise ValueError(f"{sequences} sequences do not split evenly over dp={dp} replicas")
+    per_replica = sequences // dp
+    if per_replica % microbatches:
+        raise ValueError(f"{per_replica} sequences per replica do not split into "
+                         f"microbatches={microbatches} equal microbatches")
+    if seq_len % cp:
+        raise ValueError(f"seq_len={seq_len} does not split evenly over cp={cp} chips")
+    return BatchSplit(global_batch_tokens=tokens, seq_len=seq_len, dp=dp, tp=tp, pp=pp, cp=cp,
+                      microbatches=microbatches)
+
+
+def tokens_per_chip(global_batch_tokens: ArrayLike, seq_len: int, *, dp: int, tp: int = 1,
+                    pp: int = 1, cp: int = 1, microbatches: int = 1) -> float:
+    """Tokens each chip processes per microbatch: ``B / (dp · cp · microbatches)``.
+
+    The per-step figure is ``B / (dp · cp)`` (:attr:`BatchSplit.tokens_per_chip`): tensor and
+    pipeline parallelism do not divide the tokens a chip sees, only the work it does on each.
+    With ``microbatches = 1`` this is HSYM's per-chip batch ``B / X`` that data-parallel
+    communication is compared against. Checks as :func:`split_batch`.
+    """
+    return split_batch(global_batch_tokens, seq_len, dp=dp, tp=tp, pp=pp, cp=cp,
+                       microbatches=microbatches).tokens_per_microbatch
+
+
+def data_parallel_bandwidth(chip: Chip | str, replica_chips: int, *, dp: int | None = None,
+                            chips_per_node: int | None = None,
+                            nic_bandwidth: float | None = None,
+                            nvlink_bandwidth: float | None = None) -> float:
+    """HSYM's ``W`` for the data-parallel axis of a GPU layout, in bytes/s per GPU.
+
+    One model replica spans ``R = replica_chips`` GPUs (``tp · pp · cp``), laid out innermost;
+    GPU ``i`` of every replica forms one data-parallel group, so a GPU's DP peers sit ``R``
+    GPUs apart. With ``g = chips_per_node`` (default the chip's ``chips_per_host``),
+    ``W_nic = host_network_bandwidth / chips_per_host`` (each GPU's own NIC, one way; H100
+    400 GB/s per node / 8 = 50 GB/s) and ``W_nvl`` = the GPU's NVLink bandwidth one way
+    (H100 450 GB/s):
+
+    - the whole group in one node (``dp`` given and ``R · dp <= g``): ``W = W_nvl``;
+    - ``R >= g`` (a replica fills one node or more): every peer is in another node, so the
+      AllReduce crosses the network GPU by GPU: ``W = W_nic`` — 50 GB/s on H100s, 9x less
+      than NVLink, whatever the node's NVLink could do;
+    - ``R < g``, ``r = g / R`` peers per node: a hierarchical AllReduce (ReduceScatter over
+      NVLink, AllReduce of ``1/r`` of the data over ``r`` NICs, AllGather over NVLink) whose
+      time ``2·V·((r−1)/(r·W_nvl) + 1/(r·W_nic))`` defines
+      ``W = 1 / ((r−1)/(r·W_nvl) + 1/(r·W_nic))``: pure DP on H100s (r = 8) gets 225 GB/s.
+
+    The AllReduce of ``V`` bytes then takes about ``2·V / W`` (many nodes, ring factors
+    ``(n−1)/n`` dropped; :func:`scalebook.collectives.gpu_all_reduce` keeps them), and DP is
+    compute-bound when the tokens per GPU exceed ``C / W``
+    (:func:`critical_batch_per_chip_dp` with ``bandwidth=W``). GPUs only; TPUs use
+    :func:`axis_bandwidth`.
+    """
+    chip = get_chip(chip)
+    if not chip.is_gpu:
+        raise ValueError(f"{chip.name} is not a GPU; for TPU mesh axes use axis_bandwidth")
+    R = positive_int(replica_chips, "replica_chips")
+    g = (chip.chips_per_host if chips_per_node is None
+         else positive_int(chips_per_node, "chips_per_node"))
+    nic = (chip.host_network_bandwidth / chip.chips_per_host if nic_bandwidth is None
+           else positive(nic_bandwidth, "nic_bandwidth"))
+    nvl = (chip.interconnect_bandwidth_one_way if nvlink_bandwidth is None
+           else positive(nvlink_bandwidth, "nvlink_bandwidth"))
+    if np.ndim(nic) or np.ndim(nvl):
+        raise ValueError("nic_bandwidth and nvlink_bandwidth must be single numbers")
+    if dp is not None:
+        dp = positive_int(dp, "dp")
+        if dp == 1:
+            raise ValueError("dp=1 has no data-parallel collective, so no DP bandwidth")
+        if R * dp <= g:
+            return float(nvl)
+    if R >= g:
+        return float(nic)
+    if g % R:
+        raise ValueError(f"replica_chips={R} must divide the {g} GPUs of a node "
+                         f"(or be at least a node)")
+    r = g // R
+    if dp is not None and dp % r:
+        raise ValueError(f"dp={dp} spans nodes but is not a multiple of the {r} replicas "
+                         f"per node")
+    return 1.0 / ((r - 1) / (r * nvl) + 1.0 / (r * nic))

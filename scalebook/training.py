@@ -21,6 +21,7 @@ So with the default ``zero_stage=3`` the two axes are the same thing, and ``fsdp
 **Bytes per parameter** (ZeRO paper's mixed-precision accounting): bf16 weights 2, bf16
 gradients 2, optimizer state 12 (Adam's two fp32 moments, 8, plus an fp32 master copy, 4;
 ``master_fp32=False`` drops the 4; ``optimizer="sgd"`` keeps one fp32 momentum, 4). Total 16.
+A :class:`PrecisionPolicy` states another policy (``plan_training(..., precision=...)``).
 A chip holds the parameters of the heaviest pipeline stage (``ceil(L/pp)`` layers plus one
 embedding table; both tables when ``pp = 1``), divided by ``tp`` and by the shard count of each
 kind: weights ``fsdp·(dp if stage 3)``, gradients ``fsdp·(dp if stage >= 2)``, optimizer
@@ -77,6 +78,13 @@ With ``overlap=False`` everything is exposed.
 
 **MFU** = model FLOPs / (step time · N · peak); rematerialised FLOPs do not count.
 
+**Whole-model budget** (no layout needed): :func:`training_memory` is the state of the whole
+model plus the activations of the whole batch, and :func:`fewest_chips` /
+:func:`fewest_nodes` the least hardware that holds it; :func:`training_flops_from_params`
+(``6·N·D``, with :func:`active_params` for mixtures of experts), :func:`flops_from_chip_hours`,
+:func:`cluster_flops_per_s`, :func:`run_time` and :func:`implied_mfu` convert between FLOPs,
+chip-hours, wall-clock time and MFU.
+
 **Hardware mapping.** Axes are laid out innermost first: ``tp``, ``fsdp``, ``dp``, ``pp``.
 GPUs (NVSwitch nodes of ``chips_per_host``): a group whose chips are ``stride`` apart (the
 product of the inner degrees) has ``gcd(n, host // stride)`` members per node, so ``tp <= 8``
@@ -119,6 +127,23 @@ __all__ = [
     "plan_training",
     "best_training_layout",
     "activation_bytes_per_layer",
+    "activation_memory",
+    "PrecisionPolicy",
+    "MIXED_PRECISION_ADAM",
+    "BF16_ADAM",
+    "BF16_WEIGHTS_FP32_ADAM",
+    "FP32_ADAM",
+    "PRECISION_POLICIES",
+    "TrainingFootprint",
+    "training_memory",
+    "fewest_chips",
+    "fewest_nodes",
+    "training_flops_from_params",
+    "active_params",
+    "flops_from_chip_hours",
+    "cluster_flops_per_s",
+    "run_time",
+    "implied_mfu",
     "llama3_405b",
     "PRESETS",
     "REMAT_MODES",
@@ -144,6 +169,107 @@ COMMS_FLAG_FRACTION = 0.2
 BUBBLE_FLAG_FRACTION = 0.1
 
 _GIB = 2.0 ** 30
+
+
+# --------------------------------------------------------------------------- precision policies
+
+
+@dataclass(frozen=True)
+class PrecisionPolicy:
+    """What a training run keeps per parameter, and in which dtype: a stated precision policy.
+
+    Attributes:
+        name: a label for printing.
+        weights: dtype of the weights the matmuls read (and FSDP gathers).
+        gradients: dtype the gradients are kept and reduced in.
+        master: dtype of a separate master copy of the weights that the optimizer updates
+            (mixed precision keeps it in fp32), or None when the weights are updated in place.
+        moments: dtype of the optimizer's moment estimates.
+        n_moments: moment tensors per parameter: 2 for Adam (``m`` and ``v``), 1 for SGD with
+            momentum, 0 for plain SGD.
+
+    Bytes per parameter (``bytes_per_element`` of each dtype):
+    ``state_bytes_per_param = weights + master + n_moments · moments`` (what lives from step to
+    step) and ``bytes_per_param = state_bytes_per_param + gradients`` (the peak during a step).
+    Mixed precision with Adam (:data:`MIXED_PRECISION_ADAM`, the ZeRO paper's accounting,
+    Rajbhandari et al. 2020): state ``2 + 4 + 4 + 4 = 14``, with bf16 gradients 16.
+    """
+
+    name: str
+    weights: str = "bf16"
+    gradients: str = "bf16"
+    master: str | None = "fp32"
+    moments: str = "fp32"
+    n_moments: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValueError(f"name must be a string, got {self.name!r}")
+        for field in ("weights", "gradients", "moments"):
+            object.__setattr__(self, field, canonical_dtype(getattr(self, field)))
+        if self.master is not None:
+            object.__setattr__(self, "master", canonical_dtype(self.master))
+        n = self.n_moments
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n_moments must be a non-negative integer (2 for Adam), got {n!r}")
+
+    @property
+    def weight_bytes(self) -> float:
+        return bytes_per_element(self.weights)
+
+    @property
+    def gradient_bytes(self) -> float:
+        return bytes_per_element(self.gradients)
+
+    @property
+    def master_bytes(self) -> float:
+        """Bytes of the master copy per parameter (0 without one)."""
+        return 0.0 if self.master is None else bytes_per_element(self.master)
+
+    @property
+    def moment_bytes(self) -> float:
+        """Bytes of optimizer moments per parameter: ``n_moments · bytes(moments)``."""
+        return self.n_moments * bytes_per_element(self.moments)
+
+    @property
+    def optimizer_bytes(self) -> float:
+        """Optimizer state per parameter: master copy + moments (what ZeRO-1 shards)."""
+        return self.master_bytes + self.moment_bytes
+
+    @property
+    def state_bytes_per_param(self) -> float:
+        """Weights + master + moments: bytes per parameter kept between steps."""
+        return self.weight_bytes + self.optimizer_bytes
+
+    @property
+    def bytes_per_param(self) -> float:
+        """Weights + gradients + master + moments: bytes per parameter during a step."""
+        return self.state_bytes_per_param + self.gradient_bytes
+
+
+#: bf16 weights and gradients, fp32 master weights, fp32 Adam m and v: 2+2+4+4+4 = 16 bytes
+#: per parameter (14 without the gradients). The ZeRO paper's mixed precision; plan_training's
+#: default.
+MIXED_PRECISION_ADAM = PrecisionPolicy("bf16 mixed precision, fp32 master and Adam")
+
+#: Everything in bf16, no master copy: 2 (weights) + 2 (gradients) + 2 + 2 (Adam m, v) = 8
+#: bytes per parameter (6 without the gradients).
+BF16_ADAM = PrecisionPolicy("pure bf16 Adam", master=None, moments="bf16")
+
+#: bf16 weights and gradients with fp32 Adam moments and no master copy: 2+2+8 = 12 (10 without
+#: the gradients), HSYM's accounting (Austin et al. 2025, part 5) and scalebook.parallelism's.
+BF16_WEIGHTS_FP32_ADAM = PrecisionPolicy("bf16 weights, fp32 Adam, no master", master=None)
+
+#: Full fp32 training with Adam: 4+4+4+4 = 16 bytes per parameter (12 without the gradients).
+FP32_ADAM = PrecisionPolicy("fp32 Adam", weights="fp32", gradients="fp32", master=None)
+
+#: The named policies by short key.
+PRECISION_POLICIES: Mapping[str, PrecisionPolicy] = MappingProxyType({
+    "mixed": MIXED_PRECISION_ADAM,
+    "bf16": BF16_ADAM,
+    "bf16-fp32-adam": BF16_WEIGHTS_FP32_ADAM,
+    "fp32": FP32_ADAM,
+})
 
 
 def llama3_405b() -> TransformerConfig:
@@ -339,6 +465,40 @@ def activation_bytes_per_layer(cfg: TransformerConfig, sequences: float, seq_len
     return tokens * per_token / tp
 
 
+def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *, tp: int = 1,
+                      remat: str = "none", layers: int | None = None,
+                      in_flight: int = 1) -> float:
+    """Activation bytes one chip holds at the start of the backward pass, under ``remat``.
+
+    ``sequences`` (b) sequences of ``seq_len`` (T) tokens per microbatch, ``layers`` layers
+    (default all ``L``), ``in_flight`` microbatches held at once (a 1F1B pipeline stage holds
+    ``min(M, pp)``), ``tp``-way tensor and sequence parallel::
+
+        in_flight · layers · activation_bytes_per_layer(b, T, remat)     stored for backward
+        + activation_bytes_per_layer(b, T, "none")     remat="full" only: the layer being redone
+        + 4·b·T·V / tp                                  fp32 logits of the last layer
+
+    The policies (Korthikanti et al. 2022): "none" keeps everything the backward pass reads;
+    "selective" recomputes only the attention core; "full" keeps one checkpoint per layer (its
+    bf16 input) and recomputes the layer from it — per-layer checkpointing. Every term is linear
+    in b, so splitting the batch over N chips splits these bytes N ways.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    b = positive(sequences, "sequences")
+    if np.ndim(b):
+        raise ValueError("sequences must be a single number")
+    seq_len = positive_int(seq_len, "seq_len")
+    tp = positive_int(tp, "tp")
+    layers = cfg.n_layers if layers is None else positive_int(layers, "layers")
+    in_flight = positive_int(in_flight, "in_flight")
+    remat = TrainingLayout(remat=remat).remat
+    act = in_flight * layers * activation_bytes_per_layer(cfg, b, seq_len, tp=tp, remat=remat)
+    if remat == "full":
+        act += activation_bytes_per_layer(cfg, b, seq_len, tp=tp, remat="none")
+    return act + 4.0 * b * seq_len * cfg.vocab_size / tp
+
+
 def _torus_axes(chip: Chip, n: int) -> list[int]:
     """Split a group of ``n`` TPU chips into ring axes of at most 16 chips (one cube edge)."""
     axes, left = [], n
@@ -417,7 +577,8 @@ def _ring_bytes(nbytes: float, n: int) -> float:
 def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | str, *,
                   global_batch: int, seq_len: int, n_chips: int | None = None,
                   overlap: bool = True, param_dtype: str = "bf16", master_fp32: bool = True,
-                  optimizer: str = "adam", compute_efficiency: float = 1.0) -> TrainingPlan:
+                  optimizer: str = "adam", compute_efficiency: float = 1.0,
+                  precision: PrecisionPolicy | None = None) -> TrainingPlan:
     """Price one training step of ``cfg`` laid out as ``layout`` on ``chip`` (module docstring).
 
     ``global_batch`` is in sequences of ``seq_len`` tokens. ``n_chips``, if given, is the
@@ -427,6 +588,11 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     fraction of peak FLOPs/s the matmuls reach; the default 1 makes the step time a lower
     bound and the MFU an upper bound (well-tuned large-model training reaches roughly 0.4-0.6
     MFU on real hardware, e.g. 38-43% for LLaMA-3 405B on H100s, Dubey et al. 2024).
+    ``precision`` (a :class:`PrecisionPolicy`), if given, replaces ``param_dtype``,
+    ``master_fp32`` and ``optimizer``: weights (and communicated activations) in its
+    ``weights`` dtype, gradients (memory and reductions) in its ``gradients`` dtype, optimizer
+    state of ``master + moments`` bytes per parameter. The defaults equal
+    :data:`MIXED_PRECISION_ADAM`.
 
     Flags: "does not fit: needs X GiB of Y GiB HBM"; "communication-bound: exposed
     communication is X% of the step" (at least :data:`COMMS_FLAG_FRACTION`); "TP past its
@@ -451,6 +617,12 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     if key not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     b_opt = OPTIMIZERS[key] + (MASTER_BYTES if master_fp32 else 0.0)
+    b_grad = b_param
+    if precision is not None:
+        if not isinstance(precision, PrecisionPolicy):
+            raise ValueError(f"precision must be a PrecisionPolicy, got {type(precision).__name__}")
+        b_param, b_grad = precision.weight_bytes, precision.gradient_bytes
+        b_opt = precision.optimizer_bytes
     peak = chip.flops("bf16")
     efficiency = positive(compute_efficiency, "compute_efficiency")
     if isinstance(efficiency, np.ndarray) or efficiency > 1:
@@ -474,14 +646,11 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     b_loc = global_batch / lay.data  # sequences per data shard
     micro = b_loc / lay.microbatches  # sequences per microbatch
     in_flight = min(lay.microbatches, lay.pp) if lay.pp > 1 else 1
-    act_layer = activation_bytes_per_layer(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat)
-    act = in_flight * layers * act_layer
-    if lay.remat == "full":
-        act += activation_bytes_per_layer(cfg, micro, seq_len, tp=lay.tp, remat="none")
-    act += 4.0 * micro * seq_len * cfg.vocab_size / lay.tp  # fp32 logits
+    act = activation_memory(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat, layers=layers,
+                            in_flight=in_flight)
     memory = TrainingMemory(
         weights=stage_params * b_param / lay.weight_shards,
-        gradients=stage_params * b_param / lay.gradient_shards,
+        gradients=stage_params * b_grad / lay.gradient_shards,
         optimizer=stage_params * b_opt / lay.optimizer_shards,
         activations=act,
     )
@@ -504,6 +673,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     fabric = _Fabric(chip)
     M = lay.microbatches
     weights_full = stage_params * b_param  # bytes of one (tp, pp) shard's weights
+    grads_full = stage_params * b_grad  # and of its gradients
     comms: list[CommCost] = []
     fwd = bwd = 0.0
     exposed_always = 0.0
@@ -517,26 +687,28 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
         bwd += M * t_one
     # Gradient ReduceScatter over the gradient-sharding group, per microbatch.
     if s_g > 1:
-        t_one = fabric.gather(weights_full / layers, s_g, lay.tp) * layers
-        comms.append(CommCost("gradient ReduceScatter", M * _ring_bytes(weights_full, s_g),
+        t_one = fabric.gather(grads_full / layers, s_g, lay.tp) * layers
+        comms.append(CommCost("gradient ReduceScatter", M * _ring_bytes(grads_full, s_g),
                               M * t_one))
         bwd += M * t_one
     # What the dp axis still has to do once per step when it does not shard everything.
-    rest = weights_full / lay.fsdp  # gradient or weight shard bytes left replicated over dp
+    rest = weights_full / lay.fsdp  # weight shard bytes left replicated over dp
+    rest_g = grads_full / lay.fsdp  # and gradient shard bytes
     dp_stride = lay.tp * lay.fsdp
     if lay.dp > 1 and lay.zero_stage == 0:
-        t = fabric.all_reduce(rest / layers, lay.dp, dp_stride) * layers
-        comms.append(CommCost("gradient AllReduce (DP)", 2 * _ring_bytes(rest, lay.dp), t))
+        t = fabric.all_reduce(rest_g / layers, lay.dp, dp_stride) * layers
+        comms.append(CommCost("gradient AllReduce (DP)", 2 * _ring_bytes(rest_g, lay.dp), t))
         bwd += t
     elif lay.dp > 1 and lay.zero_stage in (1, 2):
-        t_g = fabric.gather(rest / layers, lay.dp, dp_stride) * layers
+        t_w = fabric.gather(rest / layers, lay.dp, dp_stride) * layers
         if lay.zero_stage == 1:
+            t_g = fabric.gather(rest_g / layers, lay.dp, dp_stride) * layers
             comms.append(CommCost("gradient ReduceScatter (ZeRO-1)",
-                                  _ring_bytes(rest, lay.dp), t_g))
+                                  _ring_bytes(rest_g, lay.dp), t_g))
             bwd += t_g
         comms.append(CommCost(f"updated-weight AllGather (ZeRO-{lay.zero_stage})",
-                              _ring_bytes(rest, lay.dp), t_g))
-        fwd += t_g  # overlaps the next forward pass at best
+                              _ring_bytes(rest, lay.dp), t_w))
+        fwd += t_w  # overlaps the next forward pass at best
     # Tensor parallelism: 2 AllReduces of [b·T, D] per layer per pass (+2 for full remat).
     if lay.tp > 1:
         act_bytes = micro * seq_len * D * b_param
@@ -678,3 +850,219 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
         raise ValueError(f"no layout of {n_chips} {chip.name} chips fits {cfg.name or 'the model'} "
                          f"with {global_batch} sequences of {seq_len} tokens")
     return best
+
+
+# --------------------------------------------------------------------------- whole-model budget
+
+
+@dataclass(frozen=True)
+class TrainingFootprint:
+    """Bytes a whole training run holds, all chips together (see :func:`training_memory`).
+
+    Attributes:
+        n_params: parameters (:attr:`scalebook.transformer.ParamCount.total`).
+        precision: the :class:`PrecisionPolicy` the bytes follow.
+        weights, gradients, master, moments: bytes of one copy of each, for the whole model.
+        activations: bytes of activations for the whole global batch (0 when none was given).
+    """
+
+    n_params: int
+    precision: PrecisionPolicy
+    weights: float
+    gradients: float
+    master: float
+    moments: float
+    activations: float
+
+    @property
+    def optimizer(self) -> float:
+        """Master copy + moments (bytes)."""
+        return self.master + self.moments
+
+    @property
+    def state(self) -> float:
+        """Weights + gradients + master + moments: everything but activations (bytes)."""
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        """State + activations (bytes)."""
+        return self.state + self.activations
+
+
+def training_memory(cfg: TransformerConfig, *,
+                    precision: PrecisionPolicy = MIXED_PRECISION_ADAM,
+                    global_batch: int | None = None, seq_len: int | None = None,
+                    remat: str = "full") -> TrainingFootprint:
+    """Bytes to train ``cfg``: one copy of its training state plus the activations of a batch.
+
+    With ``P`` = :func:`scalebook.transformer.param_count` total and the bytes per parameter of
+    ``precision``::
+
+        weights = P·b_w    gradients = P·b_g    master = P·b_master    moments = P·n·b_m
+        activations = activation_memory(cfg, global_batch, seq_len, remat=remat)   (bytes)
+
+    ``global_batch`` is in sequences of ``seq_len`` tokens; leave both out for the state alone.
+    ``remat`` is the activation policy of :func:`activation_memory`: "none" (keep everything),
+    "selective" (recompute attention) or "full" (per-layer checkpoints, the default).
+
+    This is the footprint of one chip that held everything. Sharded perfectly (ZeRO-3 / FSDP
+    over N chips, ``global_batch / N`` sequences each) every term divides by N — the activation
+    terms are linear in the batch — so ``fewest_chips(training_memory(...).total, chip)`` is the
+    least number of chips that can hold the run (:func:`plan_training` with
+    ``TrainingLayout(fsdp=N)`` gives exactly ``total / N`` per chip). LLaMA-3 405B in mixed
+    precision: 405,853,388,800 × 16 bytes = 6.49e12 bytes of state.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    if not isinstance(precision, PrecisionPolicy):
+        raise ValueError(f"precision must be a PrecisionPolicy, got {type(precision).__name__}")
+    if (global_batch is None) != (seq_len is None):
+        raise ValueError("give global_batch and seq_len together (or neither, for the state alone)")
+    remat = TrainingLayout(remat=remat).remat
+    P = param_count(cfg).total
+    activations = 0.0
+    if global_batch is not None:
+        global_batch = positive_int(global_batch, "global_batch")
+        activations = activation_memory(cfg, global_batch, seq_len, remat=remat)
+    return TrainingFootprint(
+        n_params=P, precision=precision,
+        weights=P * precision.weight_bytes, gradients=P * precision.gradient_bytes,
+        master=P * precision.master_bytes, moments=P * precision.moment_bytes,
+        activations=activations,
+    )
+
+
+def _fraction(value: object, what: str, *, allow_zero: bool, allow_one: bool) -> float:
+    lo = "[0" if allow_zero else "(0"
+    hi = "1]" if allow_one else "1)"
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)) and math.isfinite(value)
+    ok = (ok and (value >= 0 if allow_zero else value > 0)
+          and (value <= 1 if allow_one else value < 1))
+    if not ok:
+        raise ValueError(f"{what} must be a number in {lo}, {hi}, got {value!r}")
+    return float(value)
+
+
+def fewest_chips(nbytes: float, chip: Chip | str, *, headroom: float = 0.0,
+                 hbm_bytes: float | None = None) -> int:
+    """Fewest chips whose HBM holds ``nbytes``, keeping a ``headroom`` fraction of each free.
+
+    ``ceil(nbytes / (hbm · (1 − headroom)))`` with ``hbm`` the chip's HBM capacity (bytes)
+    unless ``hbm_bytes`` is given. A lower bound: it assumes the bytes shard perfectly (see
+    :func:`training_memory`). ``headroom`` (0 <= h < 1) stands for what the estimate leaves out
+    (gathered FSDP weights, allocator fragmentation, communication buffers). LLaMA-3 405B's
+    6.49e12 bytes of mixed-precision state on 80 GB H100s with 10% headroom: 91.
+    """
+    n = positive(nbytes, "nbytes")
+    if np.ndim(n):
+        raise ValueError("nbytes must be a single number")
+    h = _fraction(headroom, "headroom", allow_zero=True, allow_one=False)
+    capacity = get_chip(chip).hbm_bytes if hbm_bytes is None else positive(hbm_bytes, "hbm_bytes")
+    if np.ndim(capacity):
+        raise ValueError("hbm_bytes must be a single number")
+    return max(1, math.ceil(n / (capacity * (1.0 - h)) * (1 - 1e-12)))
+
+
+def fewest_nodes(nbytes: float, chip: Chip | str, *, headroom: float = 0.0,
+                 hbm_bytes: float | None = None, chips_per_node: int | None = None) -> int:
+    """Fewest whole nodes (hosts) whose chips hold ``nbytes``: ``ceil(fewest_chips / g)``.
+
+    ``g`` = ``chips_per_node``, default the chip's ``chips_per_host`` (8 GPUs in an H100 node).
+    LLaMA-3 405B's mixed-precision state on H100s with 10% headroom: 91 GPUs, 12 nodes.
+    """
+    chip = get_chip(chip)
+    g = chip.chips_per_host if chips_per_node is None else positive_int(chips_per_node,
+                                                                        "chips_per_node")
+    return math.ceil(fewest_chips(nbytes, chip, headroom=headroom, hbm_bytes=hbm_bytes) / g)
+
+
+def training_flops_from_params(n_params: ArrayLike, tokens: ArrayLike) -> ArrayLike:
+    """Training FLOPs by the ``6·N·D`` rule: ``6 · n_params · tokens``.
+
+    2 FLOPs per parameter per token forward, 4 backward (Kaplan et al. 2020); attention's
+    context-dependent FLOPs are left out (:func:`scalebook.transformer.training_flops` adds
+    them for a given shape). For a mixture of experts pass :func:`active_params`. LLaMA-3 405B
+    on 15.6e12 tokens: 6 · 405e9 · 15.6e12 = 3.79e25, the 3.8e25 FLOPs Dubey et al. (2024,
+    "The Llama 3 Herd of Models", section 3) report.
+    """
+    return 6.0 * positive(n_params, "n_params") * positive(tokens, "tokens")
+
+
+def active_params(shared: ArrayLike, expert_params: ArrayLike, *, n_experts: int,
+                  top_k: int) -> ArrayLike:
+    """Parameters one token uses in a mixture of experts: ``shared + (k / E) · expert_params``.
+
+    ``shared`` = parameters every token uses (attention, embeddings, norms, router, shared
+    experts); ``expert_params`` = all ``E = n_experts`` routed experts together; each token is
+    routed to ``k = top_k`` of them. Mixtral 8x7B (Jiang et al. 2024): 1.61e9 shared +
+    (2/8) · 45.1e9 expert = 12.9e9 active of 46.7e9 total.
+    """
+    shared = positive(shared, "shared", allow_zero=True)
+    experts = positive(expert_params, "expert_params")
+    E = positive_int(n_experts, "n_experts")
+    k = positive_int(top_k, "top_k")
+    if k > E:
+        raise ValueError(f"top_k ({k}) cannot exceed n_experts ({E})")
+    return shared + experts * k / E
+
+
+def _peak(chip: Chip | str, dtype: str) -> float:
+    return get_chip(chip).flops(dtype)
+
+
+def flops_from_chip_hours(chip_hours: ArrayLike, chip: Chip | str, *, mfu: float,
+                          dtype: str = "bf16") -> ArrayLike:
+    """Useful FLOPs a budget of chip-hours (GPU-hours) buys: ``hours · 3600 · C · mfu``.
+
+    ``C`` = the chip's dense peak in ``dtype`` (FLOPs/s); ``mfu`` (0 < mfu <= 1) the model
+    FLOPs utilisation reached. 1e6 H100-hours at 40%: 1e6 · 3600 · 9.89e14 · 0.4 = 1.42e24.
+    """
+    hours = positive(chip_hours, "chip_hours")
+    return hours * 3600.0 * _peak(chip, dtype) * _fraction(mfu, "mfu", allow_zero=False,
+                                                           allow_one=True)
+
+
+def cluster_flops_per_s(n_chips: int, chip: Chip | str, *, mfu: float,
+                        dtype: str = "bf16") -> float:
+    """Useful FLOPs/s of ``n_chips`` chips at ``mfu``: ``n_chips · C · mfu``.
+
+    16,384 H100s at 40%: 16,384 · 9.89e14 · 0.4 = 6.48e18 FLOPs/s.
+    """
+    n = positive_int(n_chips, "n_chips")
+    return n * _peak(chip, dtype) * _fraction(mfu, "mfu", allow_zero=False, allow_one=True)
+
+
+def run_time(flops: ArrayLike, n_chips: int, chip: Chip | str, *, mfu: float,
+             dtype: str = "bf16") -> ArrayLike:
+    """Seconds to spend ``flops`` on ``n_chips`` chips at ``mfu``: ``flops / (n · C · mfu)``.
+
+    3.8e25 FLOPs on 16,384 H100s at 40%: 5.86e6 s, about 68 days.
+    """
+    return positive(flops, "flops") / cluster_flops_per_s(n_chips, chip, mfu=mfu, dtype=dtype)
+
+
+def implied_mfu(model_flops: ArrayLike, chip: Chip | str, *, n_chips: int | None = None,
+                seconds: ArrayLike | None = None, chip_hours: ArrayLike | None = None,
+                dtype: str = "bf16") -> ArrayLike:
+    """The MFU a reported run implies: ``model_flops / (n_chips · C · seconds)``.
+
+    Give either ``n_chips`` and ``seconds`` (wall-clock) or ``chip_hours`` (then the
+    denominator is ``chip_hours · 3600 · C``). ``model_flops`` is usually ``6·N·D``
+    (:func:`training_flops_from_params`); ``C`` the dense peak in ``dtype``. A result above 1
+    means the inputs disagree (a "with sparsity" peak, or FLOPs counted twice).
+    LLaMA-3.1 405B: 3.79e25 FLOPs over the 30.84e6 H100-hours of Meta's model card gives
+    3.79e25 / (30.84e6 · 3600 · 9.89e14) ≈ 0.345, under the 38-43% the paper reports for its
+    steady state because the hours include restarts, evaluation and the long-context stages.
+    """
+    flops = positive(model_flops, "model_flops")
+    peak = _peak(chip, dtype)
+    if chip_hours is not None:
+        if n_chips is not None or seconds is not None:
+            raise ValueError("give either chip_hours or n_chips and seconds, not both")
+        return flops / (positive(chip_hours, "chip_hours") * 3600.0 * peak)
+    if n_chips is None or seconds is None:
+        raise ValueError("implied_mfu needs n_chips and seconds, or chip_hours")
+    n = positive_int(n_chips, "n_chips")
+    return flops / (n * peak * positive(seconds, "seconds"))

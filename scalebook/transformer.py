@@ -1,4 +1,4 @@
-"""Counting a decoder-only Transformer: parameters, FLOPs and KV cache.
+"""Counting a decoder-only Transformer: parameters, FLOPs, KV cache and attention's intensity.
 
 Follows the accounting of "How to Scale Your Model" (Austin et al., 2025, part 4), for a
 LLaMA-style block: pre-norm attention with grouped-query attention (GQA) and rotary positions,
@@ -14,20 +14,28 @@ Per layer, the weights are
 Plus the embedding table [V, D], a final RMSNorm (D) and the unembedding [D, V] (shared with
 the embedding when ``tied_embeddings``). Norms are counted (they are 0.003% of an 8B model) so
 the totals match published parameter counts exactly.
+
+The attention core (``softmax(q·Kᵀ)·V``) has its own roofline: :func:`attention_cost` counts its
+FLOPs and bytes at prefill and at decode, and :func:`attention_critical_context` gives the
+context length where it turns compute-bound on a chip (for decode, usually never).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Union
 
 import numpy as np
 
-from scalebook.hardware import bytes_per_element
+from scalebook.hardware import Chip, bytes_per_element, get_chip
 from scalebook.validation import positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
+
+#: The two ways a Transformer runs attention: a whole prompt at once, or one new token.
+ATTENTION_PHASES: tuple[str, ...] = ("prefill", "decode")
 
 __all__ = [
     "TransformerConfig",
@@ -37,6 +45,11 @@ __all__ = [
     "inference_flops_per_token",
     "attention_flops_per_token",
     "kv_cache_bytes",
+    "ATTENTION_PHASES",
+    "AttentionCost",
+    "attention_cost",
+    "attention_intensity_limit",
+    "attention_critical_context",
     "llama3_8b",
     "llama3_70b",
     "EXAMPLE_CONFIGS",
@@ -212,6 +225,171 @@ def kv_cache_bytes(cfg: TransformerConfig, *, seq_len: ArrayLike, batch: ArrayLi
     seq = positive(seq_len, "seq_len")
     b = positive(batch, "batch")
     return 2.0 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * seq * b * bytes_per_element(dtype)
+
+
+# --------------------------------------------------------------------------- attention intensity
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """FLOPs and HBM bytes of the attention core of one layer (scores and mixing only).
+
+    The projections ``W_q, W_k, W_v, W_o`` are ordinary matmuls priced by
+    :mod:`scalebook.roofline`; this is the part between them, ``softmax(q·Kᵀ)·V``, whose
+    "weights" are the keys and values themselves.
+
+    Attributes (FLOPs and bytes, numbers or arrays over a sweep of context lengths):
+        phase: "prefill" or "decode".
+        flops: ``q·Kᵀ`` plus ``probabilities·V`` (the softmax's few FLOPs per score are left out).
+        q_bytes: queries read.
+        kv_bytes: keys and values read (for decode: the whole KV cache of the layer).
+        out_bytes: attention output written.
+    """
+
+    phase: str
+    flops: ArrayLike
+    q_bytes: ArrayLike
+    kv_bytes: ArrayLike
+    out_bytes: ArrayLike
+
+    @property
+    def total_bytes(self) -> ArrayLike:
+        """q + K + V read, plus the output written (bytes)."""
+        return self.q_bytes + self.kv_bytes + self.out_bytes
+
+    @property
+    def intensity(self) -> ArrayLike:
+        """Arithmetic intensity, FLOPs / total bytes (FLOPs per byte)."""
+        return self.flops / self.total_bytes
+
+
+def _attention_shape(n_heads: int, n_kv_heads: int, head_dim: int) -> tuple[int, int, int]:
+    H = positive_int(n_heads, "n_heads")
+    K = positive_int(n_kv_heads, "n_kv_heads")
+    dh = positive_int(head_dim, "head_dim")
+    if H % K:
+        raise ValueError(f"n_kv_heads ({K}) must divide n_heads ({H})")
+    return H, K, dh
+
+
+def _phase(phase: object) -> str:
+    key = phase.strip().lower() if isinstance(phase, str) else None
+    if key not in ATTENTION_PHASES:
+        raise ValueError(f"phase must be one of {', '.join(ATTENTION_PHASES)}, got {phase!r}")
+    return key
+
+
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{what} must be True or False, got {value!r}")
+    return value
+
+
+def attention_cost(context_len: ArrayLike, *, n_heads: int, n_kv_heads: int, head_dim: int,
+                   phase: str = "decode", dtype: str = "bf16", kv_dtype: str | None = None,
+                   batch: int = 1, causal: bool = False) -> AttentionCost:
+    """FLOPs and bytes of one layer's attention core at context length ``S = context_len``.
+
+    Grouped-query attention: ``H = n_heads`` query heads share ``K = n_kv_heads`` key/value heads
+    of width ``d = head_dim`` (``G = H / K`` query heads per KV head; ``K = H`` is multi-head,
+    ``K = 1`` multi-query attention). ``b`` = bytes per element of ``dtype`` (queries, output)
+    and ``b_kv`` of ``kv_dtype`` (keys and values; default ``dtype``). Every term is multiplied
+    by ``batch``: each sequence has its own keys and values, so batching never changes the
+    intensity of attention (unlike the weight matmuls, whose weights all sequences share).
+
+    ``phase="decode"``: one new query per sequence against ``S`` cached keys and values::
+
+        FLOPs = 4·S·H·d                         (2·S·H·d for q·Kᵀ, as much for ·V)
+        bytes = 2·S·K·d·b_kv + 2·H·d·b          (read the KV cache; read q, write the output)
+
+    ``phase="prefill"``: all ``S`` positions of a prompt at once, the way a fused
+    (flash-attention) kernel runs it, so the ``S × S`` scores never reach HBM::
+
+        FLOPs = 4·S²·H·d                        (every query against every key)
+              = 2·S·(S + 1)·H·d                 (causal=True: query i sees keys 0..i only)
+        bytes = 2·S·H·d·b + 2·S·K·d·b_kv        (read Q, K, V; write the output)
+
+    ``causal`` affects prefill only (a decoded token sees the whole cache anyway); the default
+    counts all ``S²`` pairs, as :func:`attention_flops_per_token` does. The new token's own key
+    and value, written to the cache by the projection, are not counted. All layers have the
+    same cost, so a model's attention is ``n_layers`` times this at the same intensity.
+
+    LLaMA-3 70B (H 64, K 8, d 128), bf16, decode at S = 8192: 268,435,456 FLOPs over
+    33,587,200 bytes, about 8 FLOPs/byte; prefill: ``2·8192·64 / 144`` ≈ 7,282 FLOPs/byte.
+    """
+    H, K, dh = _attention_shape(n_heads, n_kv_heads, head_dim)
+    key = _phase(phase)
+    S = positive(context_len, "context_len")
+    batch = positive_int(batch, "batch")
+    _flag(causal, "causal")
+    b = bytes_per_element(dtype)
+    b_kv = bytes_per_element(kv_dtype if kv_dtype is not None else dtype)
+    kv_bytes = batch * 2.0 * S * K * dh * b_kv
+    if key == "decode":
+        return AttentionCost(phase=key, flops=batch * 4.0 * S * H * dh,
+                             q_bytes=batch * 1.0 * H * dh * b, kv_bytes=kv_bytes,
+                             out_bytes=batch * 1.0 * H * dh * b)
+    pairs = S * (S + 1.0) / 2.0 if causal else S * S
+    return AttentionCost(phase=key, flops=batch * 4.0 * pairs * H * dh,
+                         q_bytes=batch * S * H * dh * b, kv_bytes=kv_bytes,
+                         out_bytes=batch * S * H * dh * b)
+
+
+def attention_intensity_limit(*, n_heads: int, n_kv_heads: int, dtype: str = "bf16",
+                              kv_dtype: str | None = None) -> float:
+    """The intensity decode attention tends to as the context grows: ``2·G / b_kv`` FLOPs/byte.
+
+    From :func:`attention_cost`, decode intensity is ``2·S·H / (S·K·b_kv + H·b)``, which rises
+    with ``S`` towards ``2·H / (K·b_kv) = 2·G / b_kv`` with ``G = n_heads / n_kv_heads``. Each
+    cached key or value element (``b_kv`` bytes) is read once and used by the ``G`` query heads
+    of its group, one multiply-add (2 FLOPs) each, whatever the context length: a longer
+    context adds FLOPs and bytes in the same proportion. In bf16 the limit is ``G`` itself:
+    1 for multi-head attention, 8 for LLaMA-3 (64 or 32 query heads over 8 KV heads), far below
+    any accelerator's critical intensity (H100: 9.89e14 / 3.35e12 ≈ 295), so decode attention
+    stays memory-bound at every context length. Only a large ``G`` with a narrow KV dtype
+    (e.g. multi-query attention with 128 heads and an int8 cache: 256) can cross it.
+    """
+    H, K, _ = _attention_shape(n_heads, n_kv_heads, 1)
+    b_kv = bytes_per_element(kv_dtype if kv_dtype is not None else dtype)
+    bytes_per_element(dtype)  # validate the query dtype too
+    return 2.0 * H / (K * b_kv)
+
+
+def attention_critical_context(chip: Chip | str, *, n_heads: int, n_kv_heads: int,
+                               head_dim: int, phase: str, dtype: str = "bf16",
+                               kv_dtype: str | None = None, causal: bool = False) -> float:
+    """Context length ``S*`` above which attention is compute-bound on ``chip`` (tokens).
+
+    Sets the intensity of :func:`attention_cost` equal to the chip's critical intensity
+    ``I* = C / W`` (``C`` = dense peak in ``dtype``, ``W`` = HBM bandwidth; the same ratio as
+    :func:`scalebook.roofline.critical_intensity`) and solves for ``S``:
+
+    - prefill: ``I = 2·S·H / (H·b + K·b_kv)``, so ``S* = I*·(H·b + K·b_kv) / (2·H)``; with
+      ``causal=True``, ``I = (S + 1)·H / (H·b + K·b_kv)`` and
+      ``S* = I*·(H·b + K·b_kv) / H − 1`` (clipped at 0). LLaMA-3 70B on an H100 in bf16:
+      ``295.2 · 144 / 128 ≈ 332`` tokens — prefill of any real prompt is compute-bound.
+    - decode: ``I = 2·S·H / (S·K·b_kv + H·b)``, so ``S* = I*·H·b / (2·H − I*·K·b_kv)`` when
+      the limit ``2·H / (K·b_kv)`` (:func:`attention_intensity_limit`) exceeds ``I*``, and
+      ``math.inf`` (never compute-bound) otherwise — the usual case: the intensity tends to
+      ``2·G / b_kv`` (``G`` query heads per KV head), a constant no context length can raise.
+
+    The result is a real number; attention is compute-bound for ``S > S*``.
+    """
+    H, K, dh = _attention_shape(n_heads, n_kv_heads, head_dim)
+    key = _phase(phase)
+    _flag(causal, "causal")
+    chip = get_chip(chip)
+    critical = chip.flops(dtype) / chip.hbm_bandwidth
+    b = bytes_per_element(dtype)
+    b_kv = bytes_per_element(kv_dtype if kv_dtype is not None else dtype)
+    if key == "prefill":
+        if causal:
+            return max(0.0, critical * (H * b + K * b_kv) / H - 1.0)
+        return critical * (H * b + K * b_kv) / (2.0 * H)
+    headroom = 2.0 * H - critical * K * b_kv
+    if headroom <= 0:
+        return math.inf
+    return critical * H * b / headroom
 
 
 def llama3_8b() -> TransformerConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scalebook import collectives as coll
 from scalebook import parallelism as par
 from scalebook.hardware import get_chip
 
@@ -319,3 +320,142 @@ def test_bad_closed_form_inputs():
         par.pipeline_bubble_fraction(4, 2.5)
     with pytest.raises(ValueError, match="max_bubble_fraction"):
         par.min_microbatches(4, 1.5)
+
+
+# --------------------------------------------------------------------------- layout arithmetic
+
+H100 = get_chip("H100")
+BATCH_16M = 2 ** 24  # LLaMA-3 405B's 16M-token batch (Dubey et al. 2024, table 4)
+
+
+def test_sequences_per_batch():
+    assert par.sequences_per_batch(BATCH_16M, 8192) == 2048  # 16,777,216 / 8,192
+    assert par.sequences_per_batch(BATCH_16M, 131_072) == 128
+    assert par.sequences_per_batch(4_194_304.0, 4096) == 1024  # integer-valued float is fine
+
+
+def test_data_parallel_degree_of_the_llama3_405b_layouts():
+    # Dubey et al. 2024, table 4: tp 8, pp 16 on 8,192 and 16,384 GPUs; cp 16 for long context.
+    assert par.data_parallel_degree(8192, tp=8, pp=16) == 64  # 8,192 / 128
+    assert par.data_parallel_degree(16_384, tp=8, pp=16) == 128  # 16,384 / 128
+    assert par.data_parallel_degree(16_384, tp=8, pp=16, cp=16) == 8  # 16,384 / 2,048
+    assert par.data_parallel_degree(8) == 8
+
+
+def test_split_batch_of_llama3_405b():
+    split = par.split_batch(BATCH_16M, 8192, dp=128, tp=8, pp=16)
+    assert split.n_chips == 16_384
+    assert split.sequences == 2048
+    assert split.sequences_per_replica == 16  # 2,048 / 128
+    assert split.tokens_per_chip == 131_072  # 2^24 / 128: every tp and pp chip sees them all
+    assert split.compute_tokens_per_chip == 1024  # 2^24 / 16,384: each chip's share of the work
+    micro = par.split_batch(BATCH_16M, 8192, dp=128, tp=8, pp=16, microbatches=16)
+    assert micro.sequences_per_microbatch == 1
+    assert micro.tokens_per_microbatch == 8192
+    # 128K context with cp 16: 128 sequences, 16 per replica, each chip a 8,192-token slice
+    long = par.split_batch(BATCH_16M, 131_072, dp=8, tp=8, pp=16, cp=16)
+    assert long.sequences == 128 and long.sequences_per_replica == 16
+    assert long.tokens_per_chip == 2 ** 24 / (8 * 16) == 131_072
+    assert long.compute_tokens_per_chip == 1024
+
+
+def test_tokens_per_chip():
+    assert par.tokens_per_chip(BATCH_16M, 8192, dp=128, tp=8, pp=16) == 131_072
+    # 4 microbatches: 2^24 / (128 · 4)
+    assert par.tokens_per_chip(BATCH_16M, 8192, dp=128, tp=8, pp=16,
+                               microbatches=4) == 32_768
+    # tp and pp leave the tokens a chip sees unchanged; dp divides them
+    assert par.tokens_per_chip(2 ** 20, 4096, dp=256) == 4096
+    assert par.tokens_per_chip(2 ** 20, 4096, dp=256, tp=8) == 4096
+    assert par.tokens_per_chip(2 ** 20, 4096, dp=256, cp=4) == 1024
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: par.sequences_per_batch(BATCH_16M + 1, 8192),
+     "a global batch of 16777217 tokens is not a whole number of 8192-token sequences"),
+    (lambda: par.sequences_per_batch(16e6, 8192), "not a whole number of 8192-token sequences"),
+    (lambda: par.sequences_per_batch(1.5, 1), "global_batch_tokens must be a positive whole"),
+    (lambda: par.sequences_per_batch(0, 1), "global_batch_tokens must be positive"),
+    (lambda: par.sequences_per_batch(1024, 0), "seq_len must be a positive integer"),
+    (lambda: par.data_parallel_degree(1000, tp=8, pp=16),
+     r"n_chips=1000 is not divisible by tp·pp·cp = 128 \(tp=8, pp=16, cp=1\)"),
+    (lambda: par.data_parallel_degree(0), "n_chips must be a positive integer"),
+    (lambda: par.data_parallel_degree(64, tp=0), "tp must be a positive integer"),
+    (lambda: par.data_parallel_degree(64, cp=2.5), "cp must be a positive integer"),
+    (lambda: par.split_batch(BATCH_16M, 8192, dp=3),
+     "2048 sequences do not split evenly over dp=3 replicas"),
+    (lambda: par.split_batch(BATCH_16M, 8192, dp=128, microbatches=3),
+     "16 sequences per replica do not split into microbatches=3 equal microbatches"),
+    (lambda: par.split_batch(BATCH_16M, 8192, dp=128, cp=3),
+     "seq_len=8192 does not split evenly over cp=3 chips"),
+    (lambda: par.split_batch(BATCH_16M, 8192, dp=0), "dp must be a positive integer"),
+    (lambda: par.tokens_per_chip(BATCH_16M, 8192, dp=128, microbatches=0),
+     "microbatches must be a positive integer"),
+])
+def test_layout_arithmetic_rejects_what_does_not_divide(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_data_parallel_bandwidth_drops_to_the_nic_once_a_replica_fills_a_node():
+    # tp 8 (one node per replica), or tp 8 x pp 2: every DP peer is in another node, so each
+    # GPU's 400 Gb/s NIC: 400e9 / 8 = 5e10 B/s, not NVLink's 18 x 2.5e10 = 4.5e11.
+    assert par.data_parallel_bandwidth("H100", 8) == pytest.approx(5e10)
+    assert par.data_parallel_bandwidth("H100", 16) == pytest.approx(5e10)
+    assert par.data_parallel_bandwidth("H100", 12) == pytest.approx(5e10)  # straddles nodes
+    assert par.data_parallel_bandwidth("B200", 8) == pytest.approx(5e10)  # NVLink 9e11 unused
+    # the whole DP group inside one node: NVLink
+    assert par.data_parallel_bandwidth("H100", 2, dp=4) == pytest.approx(4.5e11)
+    assert par.data_parallel_bandwidth("H100", 1, dp=8) == pytest.approx(4.5e11)
+    # tp 4: r = 2 peers per node. 1 / (1/(2·4.5e11) + 1/(2·5e10)) = 1 / (1/9e11 + 1/1e11) = 9e10
+    assert par.data_parallel_bandwidth("H100", 4) == pytest.approx(9e10)
+    # pure DP, r = 8: 1 / (7/(8·4.5e11) + 1/(8·5e10)) = 3.6e12 / (7 + 9) = 2.25e11
+    assert par.data_parallel_bandwidth("H100", 1) == pytest.approx(2.25e11)
+    assert par.data_parallel_bandwidth("H100", 1, dp=4096) == pytest.approx(2.25e11)
+    # overrides: 4-GPU nodes with 25 GB/s NICs, replica of 4 -> the NIC
+    assert par.data_parallel_bandwidth("H100", 4, chips_per_node=4,
+                                       nic_bandwidth=2.5e10) == pytest.approx(2.5e10)
+    assert par.data_parallel_bandwidth("H100", 1, dp=2, nvlink_bandwidth=1e11) == 1e11
+
+
+def test_data_parallel_bandwidth_matches_the_hierarchical_all_reduce():
+    V = 1e9
+    # pure DP over 512 nodes: 2·V / W against the collectives module's bandwidth term
+    ar = coll.gpu_all_reduce(V, 8 * 512, H100)
+    assert ar.bandwidth_time == pytest.approx(2 * V / par.data_parallel_bandwidth(H100, 1),
+                                              rel=2e-3)
+    # tp 2: 4 DP peers per node
+    ar = coll.gpu_all_reduce(V, 4 * 512, H100, gpus_per_node=4)
+    assert ar.bandwidth_time == pytest.approx(2 * V / par.data_parallel_bandwidth(H100, 2),
+                                              rel=2e-3)
+    # tp 8: the DP group is one GPU per node, all over the NICs
+    ar = coll.gpu_all_reduce(V, 512, H100, gpus_per_node=1)
+    assert ar.bandwidth_time == pytest.approx(2 * V / par.data_parallel_bandwidth(H100, 8),
+                                              rel=2e-3)
+
+
+def test_dp_critical_batch_over_the_nic():
+    # C / W = 9.89e14 / 5e10 = 19,780 tokens per GPU once the replica spans a node
+    w = par.data_parallel_bandwidth("H100", 8)
+    assert par.critical_batch_per_chip_dp("H100", bandwidth=w) == pytest.approx(19_780)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"chip": "TPU v5p"}, "TPU v5p is not a GPU; for TPU mesh axes use axis_bandwidth"),
+    ({"replica_chips": 3}, r"replica_chips=3 must divide the 8 GPUs of a node"),
+    ({"replica_chips": 0}, "replica_chips must be a positive integer"),
+    ({"dp": 1}, "dp=1 has no data-parallel collective"),
+    ({"replica_chips": 2, "dp": 6},
+     "dp=6 spans nodes but is not a multiple of the 4 replicas per node"),
+    ({"dp": 0}, "dp must be a positive integer"),
+    ({"chips_per_node": 0}, "chips_per_node must be a positive integer"),
+    ({"nic_bandwidth": 0}, "nic_bandwidth must be positive"),
+    ({"nvlink_bandwidth": np.array([1e11, 2e11])}, "must be single numbers"),
+    ({"chip": "H900"}, "unknown chip"),
+])
+def test_data_parallel_bandwidth_rejects_bad_input(kwargs, message):
+    args = dict(chip="H100", replica_chips=1)
+    args.update(kwargs)
+    chip, replica = args.pop("chip"), args.pop("replica_chips")
+    with pytest.raises(ValueError, match=message):
+        par.data_parallel_bandwidth(chip, replica, **args)

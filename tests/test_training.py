@@ -4,18 +4,35 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from scalebook import collectives as coll
 from scalebook.hardware import get_chip
 from scalebook.parallelism import pipeline_bubble_fraction
 from scalebook.training import (
+    BF16_ADAM,
+    BF16_WEIGHTS_FP32_ADAM,
+    FP32_ADAM,
+    MIXED_PRECISION_ADAM,
+    PRECISION_POLICIES,
     PRESETS,
+    PrecisionPolicy,
     TrainingLayout,
     activation_bytes_per_layer,
+    activation_memory,
+    active_params,
     best_training_layout,
+    cluster_flops_per_s,
+    fewest_chips,
+    fewest_nodes,
+    flops_from_chip_hours,
+    implied_mfu,
     llama3_405b,
     plan_training,
+    run_time,
+    training_flops_from_params,
+    training_memory,
 )
 from scalebook.transformer import TransformerConfig, param_count
 
@@ -247,3 +264,233 @@ def test_step_time_total_and_tokens_per_second():
     assert st.total == pytest.approx(st.compute + st.comms_exposed + st.bubble)
     assert plan.tokens_per_second == pytest.approx(128 / st.total)
     assert math.isclose(plan.hbm_capacity, 80e9)
+
+
+# --------------------------------------------------------------------------- precision policies
+
+
+@pytest.mark.parametrize("policy, state, total", [
+    (MIXED_PRECISION_ADAM, 2 + 4 + 4 + 4, 2 + 2 + 4 + 4 + 4),  # bf16 w, fp32 master, m, v
+    (BF16_ADAM, 2 + 2 + 2, 2 + 2 + 2 + 2),  # bf16 w, m, v (+ bf16 gradients)
+    (BF16_WEIGHTS_FP32_ADAM, 2 + 4 + 4, 2 + 2 + 4 + 4),  # HSYM: no master copy
+    (FP32_ADAM, 4 + 4 + 4, 4 + 4 + 4 + 4),
+])
+def test_precision_policies_bytes_per_parameter(policy, state, total):
+    assert policy.state_bytes_per_param == state
+    assert policy.bytes_per_param == total
+
+
+def test_precision_policy_fields_and_custom_policies():
+    assert MIXED_PRECISION_ADAM.optimizer_bytes == 12  # master 4 + moments 8
+    assert BF16_ADAM.master_bytes == 0 and BF16_ADAM.moment_bytes == 4
+    assert PRECISION_POLICIES["mixed"] is MIXED_PRECISION_ADAM
+    assert set(PRECISION_POLICIES) == {"mixed", "bf16", "bf16-fp32-adam", "fp32"}
+    sgd = PrecisionPolicy("sgd + momentum", master="float32", n_moments=1)
+    assert sgd.master == "fp32"  # canonical spelling
+    assert sgd.bytes_per_param == 2 + 2 + 4 + 4
+    plain = PrecisionPolicy("plain sgd", weights="fp32", gradients="fp32", master=None,
+                            n_moments=0)
+    assert plain.bytes_per_param == 8
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"weights": "bf12"}, "unknown dtype"),
+    ({"master": "fp99"}, "unknown dtype"),
+    ({"moments": 4}, "dtype must be a string"),
+    ({"n_moments": -1}, "n_moments must be a non-negative integer"),
+    ({"n_moments": True}, "n_moments must be a non-negative integer"),
+    ({"n_moments": 1.5}, "n_moments must be a non-negative integer"),
+    ({"name": None}, "name must be a string"),
+])
+def test_bad_precision_policies_raise(kwargs, message):
+    args = dict(name="p")
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        PrecisionPolicy(**args)
+
+
+def test_plan_training_under_a_precision_policy():
+    layout = TrainingLayout(dp=8, zero_stage=0)
+    default = plan_training(TINY, layout, "H100", global_batch=8, seq_len=16)
+    mixed = plan_training(TINY, layout, "H100", global_batch=8, seq_len=16,
+                          precision=MIXED_PRECISION_ADAM)
+    assert mixed.memory == default.memory and mixed.comms == default.comms
+    bf16 = plan_training(TINY, layout, "H100", global_batch=8, seq_len=16, precision=BF16_ADAM)
+    assert bf16.memory.weights == pytest.approx(2 * P_TINY)
+    assert bf16.memory.gradients == pytest.approx(2 * P_TINY)
+    assert bf16.memory.optimizer == pytest.approx(4 * P_TINY)  # bf16 m and v
+    fp32 = plan_training(TINY, layout, "H100", global_batch=8, seq_len=16, precision=FP32_ADAM)
+    assert fp32.memory.weights == fp32.memory.gradients == pytest.approx(4 * P_TINY)
+    assert fp32.memory.optimizer == pytest.approx(8 * P_TINY)
+    (comm,) = fp32.comms  # the AllReduce moves fp32 gradients: twice the bf16 bytes
+    assert comm.nbytes == pytest.approx(2 * 4 * P_TINY * 7 / 8)
+    # fp32 gradients with bf16 weights: ZeRO-1 reduces 4-byte gradients, gathers 2-byte weights
+    wide = PrecisionPolicy("fp32 grads", gradients="fp32")
+    z1 = dict((c.name, c.nbytes) for c in plan_training(
+        TINY, TrainingLayout(dp=8, zero_stage=1), "H100", global_batch=8, seq_len=16,
+        precision=wide).comms)
+    assert z1["gradient ReduceScatter (ZeRO-1)"] == pytest.approx(4 * P_TINY * 7 / 8)
+    assert z1["updated-weight AllGather (ZeRO-1)"] == pytest.approx(2 * P_TINY * 7 / 8)
+    with pytest.raises(ValueError, match="precision must be a PrecisionPolicy"):
+        plan_training(TINY, layout, "H100", global_batch=8, seq_len=16, precision="mixed")
+
+
+# --------------------------------------------------------------------------- whole-model memory
+
+
+def test_activation_memory_is_what_plan_training_holds():
+    # 2 sequences of 16 tokens, 4 layers of 79,872 bytes + fp32 logits 128,000 (as above).
+    assert activation_memory(TINY, 2, 16) == pytest.approx(4 * 79_872 + 128_000)
+    # full remat: 4 layers · 2·2048 bytes + one layer redone (2048·39) + logits.
+    assert activation_memory(TINY, 2, 16, remat="full") == pytest.approx(
+        4 * 2 * 2048 + 2048 * 39 + 128_000)
+    # a pipeline stage of 1 layer with 4 microbatches in flight, tp = 2
+    assert activation_memory(TINY, 2, 16, tp=2, remat="selective", layers=1,
+                             in_flight=4) == pytest.approx(4 * 2048 * 34 / 2 + 128_000 / 2)
+    plan = tiny_plan(TrainingLayout(dp=2, tp=2, pp=2, microbatches=4, remat="selective"))
+    # 4 sequences per replica, 1 per microbatch, 2 in flight on the 2-layer first stage
+    assert plan.memory.activations == pytest.approx(activation_memory(
+        TINY, 1, 16, tp=2, remat="selective", layers=2, in_flight=2))
+
+
+def test_training_memory_of_the_tiny_model_by_hand():
+    state = training_memory(TINY)
+    assert state.n_params == P_TINY
+    assert (state.weights, state.gradients, state.master, state.moments) == (
+        2 * P_TINY, 2 * P_TINY, 4 * P_TINY, 8 * P_TINY)
+    assert state.optimizer == 12 * P_TINY
+    assert state.total == state.state == 16 * P_TINY == 6_251_520
+    run = training_memory(TINY, global_batch=8, seq_len=16)  # per-layer checkpoints
+    # 128 tokens: 4 layers · 2·128·64 = 65,536; one layer redone 8,192·39 = 319,488;
+    # logits 4·128·1000 = 512,000.
+    assert run.activations == pytest.approx(65_536 + 319_488 + 512_000)
+    none = training_memory(TINY, global_batch=8, seq_len=16, remat="none", precision=BF16_ADAM)
+    assert none.activations == pytest.approx(4 * 8192 * 39 + 512_000)
+    assert none.state == 8 * P_TINY
+
+
+@pytest.mark.parametrize("remat", ["none", "selective", "full"])
+def test_fsdp_over_n_chips_holds_exactly_one_nth_of_the_footprint(remat):
+    footprint = training_memory(TINY, global_batch=8, seq_len=16, remat=remat)
+    for n in (1, 2, 4, 8):
+        plan = tiny_plan(TrainingLayout(fsdp=n, remat=remat))
+        assert plan.memory.total * n == pytest.approx(footprint.total)
+
+
+def test_llama3_405b_needs_91_h100s_or_12_nodes_for_its_state():
+    state = training_memory(llama3_405b()).state
+    assert state == 405_853_388_800 * 16 == 6_493_654_220_800
+    assert fewest_chips(state, "H100") == 82  # 6.494e12 / 8e10 = 81.2
+    assert fewest_chips(state, "H100", headroom=0.1) == 91  # / 7.2e10 = 90.2
+    assert fewest_nodes(state, "H100", headroom=0.1) == 12  # 91 / 8 = 11.4
+    assert fewest_nodes(state, "H100", headroom=0.1, chips_per_node=4) == 23
+    assert fewest_chips(state, "TPU v5p") == 68  # / 9.6e10 = 67.6
+    assert fewest_chips(state, "H100", hbm_bytes=141e9) == 47  # / 1.41e11 = 46.05
+
+
+def test_fewest_chips_at_exact_multiples():
+    assert fewest_chips(160e9, "H100") == 2
+    assert fewest_chips(160e9 + 1, "H100") == 3
+    assert fewest_chips(1, "H100") == 1
+    assert fewest_chips(100, "H100", hbm_bytes=10, headroom=0.5) == 20  # 100 / 5
+    assert fewest_nodes(8 * 80e9, "H100") == 1
+    assert fewest_nodes(8 * 80e9 + 1, "H100") == 2
+
+
+# --------------------------------------------------------------------------- compute budget
+
+
+def test_six_n_d_reproduces_llama3_405b_flops():
+    # Dubey et al. 2024 report 3.8e25 FLOPs for 405B parameters on 15.6T tokens.
+    assert training_flops_from_params(405e9, 15.6e12) == pytest.approx(3.8e25, rel=0.01)
+    assert training_flops_from_params(405e9, 15.6e12) == pytest.approx(6 * 405e9 * 15.6e12)
+    swept = training_flops_from_params(1e9, np.array([1e9, 2e9]))
+    np.testing.assert_allclose(swept, [6e18, 1.2e19])
+
+
+def test_budget_conversions_by_hand():
+    # 1e6 H100-hours at 40%: 1e6 · 3600 · 9.89e14 · 0.4
+    assert flops_from_chip_hours(1e6, "H100", mfu=0.4) == pytest.approx(1.42416e24)
+    # 16,384 H100s at 40%: 16,384 · 9.89e14 · 0.4 = 6.4815e18 FLOPs/s
+    assert cluster_flops_per_s(16_384, "H100", mfu=0.4) == pytest.approx(6.4815104e18)
+    assert cluster_flops_per_s(8, "H100", mfu=1, dtype="fp8") == pytest.approx(8 * 1.979e15)
+    # 3.8e25 FLOPs on them: 5.863e6 s, about 68 days
+    seconds = run_time(3.8e25, 16_384, "H100", mfu=0.4)
+    assert seconds == pytest.approx(3.8e25 / 6.4815104e18)
+    assert seconds / 86_400 == pytest.approx(67.86, abs=0.01)
+
+
+def test_implied_mfu_by_hand_and_from_llama3_405b_gpu_hours():
+    # 1e23 FLOPs on 1,024 A100s (3.12e14) in 10 days: 1e23 / (1024 · 3.12e14 · 864,000)
+    assert implied_mfu(1e23, "A100", n_chips=1024, seconds=864_000) == pytest.approx(
+        1e23 / 2.76037632e23)
+    # the inverse of run_time
+    seconds = run_time(3.8e25, 16_384, "H100", mfu=0.4)
+    assert implied_mfu(3.8e25, "H100", n_chips=16_384, seconds=seconds) == pytest.approx(0.4)
+    assert implied_mfu(3.8e25, "H100", chip_hours=16_384 * seconds / 3600) == pytest.approx(0.4)
+    # Meta's Llama 3.1 model card: 30.84M H100-hours for 405B. 6ND / (hours · 3600 · 9.89e14):
+    # 3.7908e25 / 1.098e26 = 0.345, below the 38-43% the paper reports at steady state.
+    mfu = implied_mfu(training_flops_from_params(405e9, 15.6e12), "H100", chip_hours=30.84e6)
+    assert mfu == pytest.approx(0.3452, abs=5e-4)
+
+
+def test_active_parameters_of_a_mixture_of_experts():
+    assert active_params(1e9, 8e9, n_experts=8, top_k=2) == pytest.approx(3e9)
+    assert active_params(0, 8e9, n_experts=8, top_k=8) == pytest.approx(8e9)
+    # Mixtral 8x7B (Jiang et al. 2024: 47B parameters, 13B active): a Mistral-7B shape with
+    # each gated MLP replaced by 8 experts, top-2, and a 4096 x 8 router per layer.
+    shape = TransformerConfig(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336,
+                              vocab_size=32000)
+    counts = param_count(shape)
+    one_expert = counts.mlp  # 32 · 3 · 4096 · 14336 = 5,637,144,576
+    shared = counts.total - one_expert + 32 * 4096 * 8  # 1,605,636,096
+    assert shared == 1_605_636_096
+    assert shared + 8 * one_expert == 46_702_792_704  # total
+    active = active_params(shared, 8 * one_expert, n_experts=8, top_k=2)
+    assert active == pytest.approx(12_879_925_248)
+    assert active == pytest.approx(12.9e9, rel=0.01)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: training_memory("llama"), "cfg must be a TransformerConfig"),
+    (lambda: training_memory(TINY, precision="bf16"), "precision must be a PrecisionPolicy"),
+    (lambda: training_memory(TINY, global_batch=8), "give global_batch and seq_len together"),
+    (lambda: training_memory(TINY, seq_len=16), "give global_batch and seq_len together"),
+    (lambda: training_memory(TINY, global_batch=0, seq_len=16),
+     "global_batch must be a positive integer"),
+    (lambda: training_memory(TINY, global_batch=8, seq_len=16, remat="per-layer"),
+     "remat must be one of none, selective, full"),
+    (lambda: activation_memory(TINY, np.array([1, 2]), 16), "sequences must be a single number"),
+    (lambda: activation_memory(TINY, 0, 16), "sequences must be positive"),
+    (lambda: activation_memory(TINY, 1, 16, in_flight=0), "in_flight must be a positive integer"),
+    (lambda: activation_memory(TINY, 1, 16, layers=2.5), "layers must be a positive integer"),
+    (lambda: activation_memory("tiny", 1, 16), "cfg must be a TransformerConfig"),
+    (lambda: fewest_chips(0, "H100"), "nbytes must be positive"),
+    (lambda: fewest_chips(np.array([1e9]), "H100"), "nbytes must be a single number"),
+    (lambda: fewest_chips(1e9, "H100", headroom=1.0), r"headroom must be a number in \[0, 1\)"),
+    (lambda: fewest_chips(1e9, "H100", headroom=-0.1), r"headroom must be a number in \[0, 1\)"),
+    (lambda: fewest_chips(1e9, "H100", headroom="10%"), r"headroom must be a number in \[0, 1\)"),
+    (lambda: fewest_chips(1e9, "H100", hbm_bytes=0), "hbm_bytes must be positive"),
+    (lambda: fewest_chips(1e9, "TPU v9"), "unknown chip"),
+    (lambda: fewest_nodes(1e9, "H100", chips_per_node=0), "chips_per_node must be a positive"),
+    (lambda: training_flops_from_params(0, 1e12), "n_params must be positive"),
+    (lambda: training_flops_from_params(1e9, -1), "tokens must be positive"),
+    (lambda: active_params(1e9, 8e9, n_experts=2, top_k=3),
+     r"top_k \(3\) cannot exceed n_experts \(2\)"),
+    (lambda: active_params(1e9, 8e9, n_experts=0, top_k=1), "n_experts must be a positive"),
+    (lambda: active_params(-1, 8e9, n_experts=8, top_k=1), "shared must be non-negative"),
+    (lambda: flops_from_chip_hours(1e6, "H100", mfu=0), r"mfu must be a number in \(0, 1\]"),
+    (lambda: flops_from_chip_hours(1e6, "H100", mfu=1.5), r"mfu must be a number in \(0, 1\]"),
+    (lambda: flops_from_chip_hours(-1, "H100", mfu=0.4), "chip_hours must be positive"),
+    (lambda: cluster_flops_per_s(0, "H100", mfu=0.4), "n_chips must be a positive integer"),
+    (lambda: cluster_flops_per_s(8, "V100", mfu=0.4), "V100 has no bf16 FLOPs/s figure"),
+    (lambda: run_time(0, 8, "H100", mfu=0.4), "flops must be positive"),
+    (lambda: implied_mfu(1e23, "H100"), "needs n_chips and seconds, or chip_hours"),
+    (lambda: implied_mfu(1e23, "H100", n_chips=8), "needs n_chips and seconds, or chip_hours"),
+    (lambda: implied_mfu(1e23, "H100", n_chips=8, seconds=1, chip_hours=1), "not both"),
+    (lambda: implied_mfu(1e23, "H100", n_chips=8, seconds=0), "seconds must be positive"),
+    (lambda: implied_mfu(1e23, "H100", chip_hours=0), "chip_hours must be positive"),
+])
+def test_bad_budget_inputs_raise(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from scalebook import transformer as tf
+from scalebook.hardware import get_chip
 
 LLAMA8 = tf.llama3_8b()
 LLAMA70 = tf.llama3_70b()
@@ -101,3 +104,138 @@ def test_bad_inputs():
         tf.inference_flops_per_token(LLAMA8, context_len=-5)
     with pytest.raises(ValueError, match="cfg must be a TransformerConfig"):
         tf.param_count("llama")
+
+
+# --------------------------------------------------------------------------- attention intensity
+
+# LLaMA-3 70B's attention: 64 query heads over 8 KV heads of 128 (G = 8).
+GQA = dict(n_heads=64, n_kv_heads=8, head_dim=128)
+H100 = get_chip("H100")
+# A round-number chip: C / W = 2e14 / 1e12 = 200 FLOPs/byte in bf16.
+ROUND = H100.replace(name="round", flops_per_s={"bf16": 2e14}, hbm_bandwidth=1e12)
+
+
+def test_decode_attention_cost_by_hand():
+    cost = tf.attention_cost(8192, **GQA)  # decode is the default phase
+    assert cost.phase == "decode"
+    assert cost.flops == 4 * 8192 * 64 * 128 == 268_435_456
+    assert cost.kv_bytes == 2 * 8192 * 8 * 128 * 2 == 33_554_432  # the layer's bf16 KV cache
+    assert cost.q_bytes == cost.out_bytes == 64 * 128 * 2
+    assert cost.total_bytes == 33_587_200
+    # 2·S·H / (S·K·b + H·b) = 2·8192·64 / (8192·8·2 + 64·2) = 1,048,576 / 131,200
+    assert cost.intensity == pytest.approx(1_048_576 / 131_200)
+    assert cost.intensity < 8  # below the limit G = 8
+
+
+def test_prefill_attention_cost_by_hand():
+    cost = tf.attention_cost(8192, phase="prefill", **GQA)
+    assert cost.flops == 4 * 8192 ** 2 * 64 * 128
+    assert cost.q_bytes == cost.out_bytes == 8192 * 64 * 128 * 2
+    assert cost.kv_bytes == 2 * 8192 * 8 * 128 * 2
+    # 2·S·H / (H·b + K·b) = 2·8192·64 / (128 + 16)
+    assert cost.intensity == pytest.approx(2 * 8192 * 64 / 144)
+    causal = tf.attention_cost(8192, phase="prefill", causal=True, **GQA)
+    assert causal.flops == 4 * (8192 * 8193 / 2) * 64 * 128  # query i sees i + 1 keys
+    assert causal.total_bytes == cost.total_bytes
+    # MHA (K = H): 2·S·H / (2·H·b) = S / b -- 4096 FLOPs/byte at S = 8192 in bf16.
+    mha = tf.attention_cost(8192, phase="prefill", n_heads=32, n_kv_heads=32, head_dim=128)
+    assert mha.intensity == pytest.approx(4096)
+
+
+def test_decode_intensity_rises_to_twice_g_over_kv_bytes_and_batch_does_not_help():
+    contexts = np.array([1, 8, 64, 8192, 1e9])
+    intensity = tf.attention_cost(contexts, **GQA).intensity
+    assert np.all(np.diff(intensity) > 0)
+    assert intensity[0] == pytest.approx(2 * 64 / (8 * 2 + 64 * 2))  # S = 1: 128/144
+    assert intensity[-1] == pytest.approx(8, rel=1e-6)
+    assert tf.attention_intensity_limit(n_heads=64, n_kv_heads=8) == 8.0  # 2·G / 2 bytes
+    assert tf.attention_intensity_limit(n_heads=32, n_kv_heads=32) == 1.0  # MHA
+    assert tf.attention_intensity_limit(n_heads=64, n_kv_heads=8, kv_dtype="int8") == 16.0
+    one = tf.attention_cost(4096, **GQA)
+    many = tf.attention_cost(4096, batch=32, **GQA)
+    assert many.flops == 32 * one.flops and many.total_bytes == 32 * one.total_bytes
+    assert many.intensity == pytest.approx(one.intensity)
+
+
+def test_int8_kv_cache_doubles_decode_intensity_for_long_contexts():
+    bf16 = tf.attention_cost(1e6, **GQA)
+    int8 = tf.attention_cost(1e6, kv_dtype="int8", **GQA)
+    assert int8.kv_bytes == bf16.kv_bytes / 2
+    assert int8.q_bytes == bf16.q_bytes  # queries stay in bf16
+    assert int8.intensity == pytest.approx(2 * bf16.intensity, rel=1e-4)
+
+
+def test_critical_context_for_prefill():
+    # I* = 200: S* = 200 · (64·2 + 8·2) / (2·64) = 225; causal: 200 · 144 / 64 − 1 = 449.
+    s_star = tf.attention_critical_context(ROUND, phase="prefill", **GQA)
+    assert s_star == pytest.approx(225)
+    assert tf.attention_cost(s_star, phase="prefill", **GQA).intensity == pytest.approx(200)
+    causal = tf.attention_critical_context(ROUND, phase="prefill", causal=True, **GQA)
+    assert causal == pytest.approx(449)
+    assert tf.attention_cost(causal, phase="prefill", causal=True,
+                             **GQA).intensity == pytest.approx(200)
+    # MHA: S* = I* · b = 400.
+    assert tf.attention_critical_context(ROUND, phase="prefill", n_heads=16, n_kv_heads=16,
+                                         head_dim=64) == pytest.approx(400)
+    # LLaMA-3 70B on an H100: 9.89e14 / 3.35e12 · 144 / 128 ≈ 332 tokens.
+    assert tf.attention_critical_context("H100", phase="prefill", **GQA) == pytest.approx(
+        9.89e14 / 3.35e12 * 144 / 128)
+    # A tiny critical intensity makes every causal prompt compute-bound: clipped at 0.
+    easy = H100.replace(flops_per_s={"bf16": 1e12})  # I* = 0.3
+    assert tf.attention_critical_context(easy, phase="prefill", causal=True, **GQA) == 0.0
+
+
+def test_critical_context_for_decode_is_never_for_gqa_and_finite_for_wide_mqa():
+    assert tf.attention_critical_context("H100", phase="decode", **GQA) == math.inf
+    assert tf.attention_critical_context(ROUND, phase="decode", **GQA) == math.inf
+    # MQA, 128 heads, int8 cache: limit 2·128 / 1 = 256 > 200, so
+    # S* = I*·H·b / (2·H − I*·K·b_kv) = 200·128·2 / (256 − 200) = 51,200 / 56.
+    mqa = dict(n_heads=128, n_kv_heads=1, head_dim=128)
+    s_star = tf.attention_critical_context(ROUND, phase="decode", kv_dtype="int8", **mqa)
+    assert s_star == pytest.approx(51_200 / 56)
+    assert tf.attention_cost(s_star, kv_dtype="int8", **mqa).intensity == pytest.approx(200)
+    # At exactly the limit (2·H = I*·K·b_kv) it never crosses.
+    edge = ROUND.replace(flops_per_s={"bf16": 2.56e14})  # I* = 256
+    assert tf.attention_critical_context(edge, phase="decode", kv_dtype="int8", **mqa) == math.inf
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"phase": "generate"}, "phase must be one of prefill, decode"),
+    ({"phase": None}, "phase must be one of prefill, decode"),
+    ({"n_kv_heads": 3}, r"n_kv_heads \(3\) must divide n_heads \(64\)"),
+    ({"n_heads": 0}, "n_heads must be a positive integer"),
+    ({"head_dim": 12.5}, "head_dim must be a positive integer"),
+    ({"context_len": 0}, "context_len must be positive"),
+    ({"context_len": np.array([1, -2])}, "context_len must be positive"),
+    ({"dtype": "bf12"}, "unknown dtype"),
+    ({"kv_dtype": "int3"}, "unknown dtype"),
+    ({"batch": 0}, "batch must be a positive integer"),
+    ({"causal": "yes"}, "causal must be True or False"),
+])
+def test_attention_cost_rejects_bad_input(kwargs, message):
+    args = dict(context_len=1024, **GQA)
+    args.update(kwargs)
+    context = args.pop("context_len")
+    with pytest.raises(ValueError, match=message):
+        tf.attention_cost(context, **args)
+
+
+@pytest.mark.parametrize("chip, kwargs, message", [
+    ("TPU v9", {}, "unknown chip"),
+    ("H100", {"dtype": "fp32"}, "H100 has no fp32 FLOPs/s figure"),
+    ("H100", {"phase": "both"}, "phase must be one of prefill, decode"),
+    ("H100", {"n_kv_heads": 5}, r"n_kv_heads \(5\) must divide n_heads \(64\)"),
+    ("H100", {"causal": 1}, "causal must be True or False"),
+])
+def test_attention_critical_context_rejects_bad_input(chip, kwargs, message):
+    args = dict(phase="prefill", **GQA)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        tf.attention_critical_context(chip, **args)
+
+
+def test_attention_intensity_limit_rejects_bad_input():
+    with pytest.raises(ValueError, match=r"n_kv_heads \(3\) must divide n_heads \(8\)"):
+        tf.attention_intensity_limit(n_heads=8, n_kv_heads=3)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        tf.attention_intensity_limit(n_heads=8, n_kv_heads=1, dtype="fp9")
