@@ -6,7 +6,8 @@ answers comes from this package. Modules, one idea each:
 - :mod:`scalebook.hardware` — the chip catalog and dtype sizes
 - :mod:`scalebook.roofline` — FLOPs, bytes, intensity, time bounds (matmuls, element-wise ops)
 - :mod:`scalebook.topology` — TPU slices and pods, GPU nodes and clusters, as objects
-- :mod:`scalebook.collectives` — time of collectives on rings, tori and GPU nodes
+- :mod:`scalebook.collectives` — time of collectives on rings, lines, tori and GPU nodes
+- :mod:`scalebook.networks` — GPU cluster networks (leaf and spine levels, bisection)
 - :mod:`scalebook.sharding` — sharding notation, meshes and the sharded-matmul planner
 - :mod:`scalebook.parallelism` — data, FSDP, tensor and pipeline parallelism
 - :mod:`scalebook.transformer` — parameter counts, FLOPs and KV caches of decoders

@@ -24,9 +24,30 @@ summed over the ``N`` devices of the group, never one device's shard:
 left), negative raises ``ValueError``. ``n_devices`` is an integer >= 1; ``N = 1`` costs nothing.
 
 Bandwidths are SI bytes/s. ``bandwidth=`` overrides the chip's figure with a problem's own number;
-on TPUs it is the **one-way** bandwidth of one ICI link. A bidirectional ring (an axis with
-wraparound) moves data both ways round the ring, so it sees ``2 x`` one-way bandwidth; an axis
-without wraparound is a line and sees the one-way figure for the same bytes: 2x slower.
+on TPUs it is the **one-way** bandwidth ``W`` of one ICI link (each link carries ``W`` in each
+direction at once).
+
+Rings and lines (TPU axes)
+--------------------------
+An axis of ``N`` chips is one of three things, chosen by ``wraparound=`` and ``direction=``:
+
+- **bidirectional ring** (``wraparound=True``, ``direction="bidirectional"``, the default): data
+  flows both ways round, so each chip takes in data on two links. AllGather
+  ``T_bw = V·(N−1)/N / (2·W)``, ``N//2`` hops of latency.
+- **unidirectional ring** (``wraparound=True``, ``direction="unidirectional"``): data flows one
+  way only, over one link per chip. AllGather ``T_bw = V·(N−1)/N / W``, ``N − 1`` hops.
+- **line** (``wraparound=False``; ``direction`` is then ignored, since the end chips can only be
+  reached one way each and a line must use both directions of its links): AllGather
+  ``T_bw = V·(N−1)/N / W`` (an end chip receives everything through its one link), ``N − 1``
+  hops. So for AllGather, ReduceScatter and AllReduce a line costs the same as a
+  unidirectional ring; the AllToAll tells them apart (a line V/(4W), a unidirectional ring
+  about V/(2W), a bidirectional ring V/(8W) for even N).
+
+Other models
+------------
+- :func:`point_to_point`: one chip sends to another over several hops of a torus.
+- ``*_first_cut``: the back-of-envelope forms (no ``(N−1)/N``, time = max of the two terms).
+- :func:`ragged_all_to_all`: the mixture-of-experts token dispatch against a dense AllToAll.
 
 ``regime`` names the larger term: "bandwidth-bound" or "latency-bound" (ties, i.e. a zero-cost
 collective on one device, are "no communication").
@@ -47,6 +68,14 @@ BANDWIDTH_BOUND = "bandwidth-bound"
 LATENCY_BOUND = "latency-bound"
 NO_COMMUNICATION = "no communication"
 
+BIDIRECTIONAL = "bidirectional"
+UNIDIRECTIONAL = "unidirectional"
+DIRECTIONS = (BIDIRECTIONAL, UNIDIRECTIONAL)
+"""The values ``direction=`` accepts: how data may flow round a ring (see the module docstring)."""
+
+SUM = "sum"
+MAX = "max"
+
 DEFAULT_HOP_LATENCY = 1e-6
 """Seconds per ICI hop; HSYM part 3 uses about 1 µs. Also used per step of a GPU ring (an
 order-of-magnitude assumption, not a vetted figure: pass ``hop_latency=`` to change it)."""
@@ -55,8 +84,13 @@ Bytes = Union[float, np.ndarray]
 
 __all__ = [
     "BANDWIDTH_BOUND", "LATENCY_BOUND", "NO_COMMUNICATION", "DEFAULT_HOP_LATENCY",
-    "CollectiveCost",
+    "BIDIRECTIONAL", "UNIDIRECTIONAL", "DIRECTIONS",
+    "CollectiveCost", "Transfer", "RaggedAllToAllCost",
     "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "ppermute",
+    "point_to_point", "torus_hops",
+    "all_gather_first_cut", "reduce_scatter_first_cut", "all_reduce_first_cut",
+    "all_to_all_first_cut",
+    "ragged_all_to_all",
     "all_gather_multi_axis", "reduce_scatter_multi_axis", "all_reduce_multi_axis",
     "has_wraparound",
     "gpu_all_gather", "gpu_reduce_scatter", "gpu_all_reduce", "gpu_all_to_all",
@@ -79,7 +113,10 @@ class CollectiveCost:
             multi-stage cost, the slowest stage's.
         formula: the bandwidth term in symbols, e.g. "V·(N−1)/N / (2·W)".
         stages: for a composite collective (hierarchical GPU AllReduce), its parts in order.
-        time: bandwidth_time + latency_time (s).
+        combine: how the two terms make the time: "sum" (the alpha-beta model, every function
+            but the first-cut ones) or "max" (the first-cut rule that latency and bandwidth
+            overlap completely).
+        time: bandwidth_time + latency_time (s), or their maximum when ``combine="max"``.
         regime: "bandwidth-bound", "latency-bound" or "no communication" (numpy array of those
             strings when ``nbytes`` is an array).
     """
@@ -92,11 +129,18 @@ class CollectiveCost:
     link_bandwidth: float
     formula: str = ""
     stages: tuple["CollectiveCost", ...] = ()
+    combine: str = SUM
     time: Bytes = field(init=False)
     regime: Union[str, np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
-        time = self.bandwidth_time + self.latency_time
+        if self.combine == SUM:
+            time = self.bandwidth_time + self.latency_time
+        elif self.combine == MAX:
+            time = np.maximum(self.bandwidth_time, self.latency_time)
+            time = time if isinstance(time, np.ndarray) else float(time)
+        else:
+            raise ValueError(f"combine must be {SUM!r} or {MAX!r}, got {self.combine!r}")
         object.__setattr__(self, "time", time)
         object.__setattr__(self, "regime", _regime(self.bandwidth_time, self.latency_time))
 
@@ -147,6 +191,13 @@ def _check_bandwidth(bandwidth: float, what: str = "bandwidth") -> float:
     return float(bandwidth)
 
 
+def _check_positive(value: float, what: str) -> float:
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+            or not value > 0 or math.isinf(value)):
+        raise ValueError(f"{what} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
 def _tpu_link_bandwidth(chip: Chip | str | None, bandwidth: float | None) -> float:
     """One-way bytes/s of one ICI link: the override if given, else the chip's figure."""
     if chip is not None:
@@ -176,9 +227,34 @@ def _wraparound_list(wraparound: bool | Sequence[bool], n_axes: int) -> list[boo
     return [bool(flag) for flag in flags]
 
 
-def _hops(n: int, wraparound: bool) -> int:
-    """Sequential hops a ring collective needs: N//2 both ways round a ring, N-1 along a line."""
-    return n // 2 if wraparound else n - 1
+def _check_direction(direction: str) -> str:
+    if not isinstance(direction, str) or direction.strip().lower() not in DIRECTIONS:
+        raise ValueError(
+            f"direction must be one of {', '.join(map(repr, DIRECTIONS))}, got {direction!r}"
+        )
+    return direction.strip().lower()
+
+
+def _direction_list(direction: str | Sequence[str], n_axes: int) -> list[str]:
+    if isinstance(direction, str):
+        return [_check_direction(direction)] * n_axes
+    values = list(direction)
+    if len(values) != n_axes:
+        raise ValueError(
+            f"direction lists {len(values)} values but there are {n_axes} axes; give one per axis"
+        )
+    return [_check_direction(value) for value in values]
+
+
+def _bidirectional_ring(wraparound: bool, direction: str) -> bool:
+    """Whether an axis moves data both ways round a ring (the only case with 2·W per chip)."""
+    return bool(wraparound) and direction == BIDIRECTIONAL
+
+
+def _hops(n: int, wraparound: bool, direction: str = BIDIRECTIONAL) -> int:
+    """Sequential hops a ring collective needs: N//2 both ways round a ring, N-1 one way round
+    a ring or along a line."""
+    return n // 2 if _bidirectional_ring(wraparound, direction) else n - 1
 
 
 def _zero(name: str, n: int, nbytes: Bytes, link_bandwidth: float) -> CollectiveCost:
@@ -189,15 +265,19 @@ def _zero(name: str, n: int, nbytes: Bytes, link_bandwidth: float) -> Collective
 
 def all_gather(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
                wraparound: bool = True, hop_latency: float = DEFAULT_HOP_LATENCY,
-               bandwidth: float | None = None) -> CollectiveCost:
+               bandwidth: float | None = None,
+               direction: str = BIDIRECTIONAL) -> CollectiveCost:
     """AllGather over one TPU mesh axis of ``N = n_devices`` chips (HSYM part 3).
 
     Each chip must receive the ``N − 1`` shards it lacks, ``V·(N−1)/N`` bytes, ``V = nbytes``.
 
-    - With wraparound (a ring) shards travel both ways, so each chip takes in data on two links:
-      ``T_bw = V·(N−1)/N / (2·W)`` ≈ ``V / W_bidirectional``; latency ``N//2`` hops.
-    - Without wraparound (a line) the end chips have one neighbour:
-      ``T_bw = V·(N−1)/N / W``, twice as long; latency ``N − 1`` hops.
+    - Bidirectional ring (wraparound, the default ``direction``): shards travel both ways, so
+      each chip takes in data on two links: ``T_bw = V·(N−1)/N / (2·W)`` ≈
+      ``V / W_bidirectional``; latency ``N//2`` hops.
+    - Unidirectional ring (wraparound, ``direction="unidirectional"``): one incoming link per
+      chip, ``T_bw = V·(N−1)/N / W``, twice as long; latency ``N − 1`` hops.
+    - Line (no wraparound): the end chips have one neighbour, so again
+      ``T_bw = V·(N−1)/N / W``; latency ``N − 1`` hops.
 
     ``W`` is one link's one-way bandwidth (bytes/s), ``bandwidth=`` overrides the chip's.
     ``T = T_bw + hops × hop_latency`` (s).
@@ -205,50 +285,57 @@ def all_gather(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
     nbytes, n = _check_nbytes(nbytes), _check_count(n_devices, "n_devices")
     link = _tpu_link_bandwidth(chip, bandwidth)
     latency = _check_latency(hop_latency)
+    direction = _check_direction(direction)
     if n == 1:
         return _zero("AllGather", n, nbytes, link)
-    ways = 2 if wraparound else 1
-    bw_time = nbytes * (n - 1) / n / (ways * link)
-    formula = "V·(N−1)/N / (2·W)" if wraparound else "V·(N−1)/N / W"
-    return CollectiveCost("AllGather", n, nbytes, bw_time, _hops(n, wraparound) * latency, link,
-                          formula)
+    both_ways = _bidirectional_ring(wraparound, direction)
+    bw_time = nbytes * (n - 1) / n / ((2 if both_ways else 1) * link)
+    formula = "V·(N−1)/N / (2·W)" if both_ways else "V·(N−1)/N / W"
+    return CollectiveCost("AllGather", n, nbytes, bw_time,
+                          _hops(n, wraparound, direction) * latency, link, formula)
 
 
 def reduce_scatter(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
                    wraparound: bool = True, hop_latency: float = DEFAULT_HOP_LATENCY,
-                   bandwidth: float | None = None) -> CollectiveCost:
+                   bandwidth: float | None = None,
+                   direction: str = BIDIRECTIONAL) -> CollectiveCost:
     """ReduceScatter over one TPU axis: the AllGather run backwards, so the same cost.
 
     ``V = nbytes`` is the unreduced input every chip holds; each chip ends with ``V/N``, reduced.
-    ``T_bw = V·(N−1)/N / (2·W)`` with wraparound, ``V·(N−1)/N / W`` without (s).
+    ``T_bw = V·(N−1)/N / (2·W)`` on a bidirectional ring, ``V·(N−1)/N / W`` on a
+    unidirectional ring or a line (s).
     """
     cost = all_gather(nbytes, n_devices, chip, wraparound=wraparound, hop_latency=hop_latency,
-                      bandwidth=bandwidth)
+                      bandwidth=bandwidth, direction=direction)
     return _renamed(cost, "ReduceScatter")
 
 
 def all_reduce(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
                wraparound: bool = True, hop_latency: float = DEFAULT_HOP_LATENCY,
-               bandwidth: float | None = None) -> CollectiveCost:
+               bandwidth: float | None = None,
+               direction: str = BIDIRECTIONAL) -> CollectiveCost:
     """AllReduce over one TPU axis = ReduceScatter then AllGather: **twice** an AllGather.
 
-    ``T_bw = 2·V·(N−1)/N / (2·W)`` with wraparound (≈ ``2V / W_bidirectional``), and twice the
-    latency. Forgetting the factor 2 is the classic mistake.
+    ``T_bw = 2·V·(N−1)/N / (2·W)`` on a bidirectional ring (≈ ``2V / W_bidirectional``),
+    ``2·V·(N−1)/N / W`` on a unidirectional ring or a line, and twice the latency. Forgetting the
+    factor 2 is the classic mistake.
     """
     rs = reduce_scatter(nbytes, n_devices, chip, wraparound=wraparound, hop_latency=hop_latency,
-                        bandwidth=bandwidth)
+                        bandwidth=bandwidth, direction=direction)
     return _doubled(rs, "AllReduce")
 
 
 def all_to_all(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
                wraparound: bool = True, hop_latency: float = DEFAULT_HOP_LATENCY,
-               bandwidth: float | None = None) -> CollectiveCost:
+               bandwidth: float | None = None,
+               direction: str = BIDIRECTIONAL) -> CollectiveCost:
     """AllToAll over one TPU axis: each chip sends a different ``V/N²`` block to every other chip.
 
     Derivation (byte-hops over link capacity). Chip ``i`` sends ``V/N²`` to each chip ``j ≠ i``,
-    along the shorter way round. On a ring the distances sum to ``S = ⌊N/2⌋·⌈N/2⌉`` (``N²/4``
-    for even N), so all chips together put ``N · S · V/N² = S·V/N`` byte-hops on the network,
-    and the ring has ``N`` links × 2 directions × ``W``:
+    along the shorter way round. On a bidirectional ring the distances sum to
+    ``S = ⌊N/2⌋·⌈N/2⌉`` (``N²/4`` for even N), so all chips together put
+    ``N · S · V/N² = S·V/N`` byte-hops on the network, and the ring has ``N`` links ×
+    2 directions × ``W``:
 
         T_bw = S·V / (2·N²·W)  =  V / (8·W) = V / (4·W_bidirectional)   (even N)
 
@@ -256,20 +343,27 @@ def all_to_all(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
     ``AllGather/4 × N/(N−1)``: the AllGather keeps its ``(N−1)/N`` factor, the AllToAll's is
     inside S). Without wraparound, the bottleneck is the middle link: the ``⌊N/2⌋`` chips on
     one side send ``⌊N/2⌋·⌈N/2⌉`` blocks of ``V/N²`` across it, one way, so
-    ``T_bw = S·V / (N²·W)`` (= ``V/(4W)``, again 2x the ring). Latency: ``N//2`` hops
-    (ring) or ``N − 1`` (line).
+    ``T_bw = S·V / (N²·W)`` (= ``V/(4W)``, again 2x the ring). On a unidirectional ring chip
+    ``i`` reaches ``j`` only forwards, ``(j − i) mod N`` hops: the distances sum to
+    ``N·(N−1)/2``, the byte-hops to ``V·(N−1)/2``, over ``N`` links one way:
+    ``T_bw = V·(N−1)/(2·N·W)`` ≈ ``V/(2W)``, 4x the bidirectional ring and 2x the line.
+    Latency: ``N//2`` hops (bidirectional ring) or ``N − 1`` (unidirectional ring, line).
     """
     nbytes, n = _check_nbytes(nbytes), _check_count(n_devices, "n_devices")
     link = _tpu_link_bandwidth(chip, bandwidth)
     latency = _check_latency(hop_latency)
+    direction = _check_direction(direction)
     if n == 1:
         return _zero("AllToAll", n, nbytes, link)
+    hops = _hops(n, wraparound, direction) * latency
+    if wraparound and direction == UNIDIRECTIONAL:
+        bw_time = nbytes * (n - 1) / (2 * n * link)
+        return CollectiveCost("AllToAll", n, nbytes, bw_time, hops, link, "V·(N−1)/(2N) / W")
     pair_distance_sum = (n // 2) * ((n + 1) // 2)
     ways = 2 if wraparound else 1
     bw_time = pair_distance_sum * nbytes / (ways * n * n * link)
     formula = ("V·⌊N/2⌋⌈N/2⌉/N² / (2·W)" if wraparound else "V·⌊N/2⌋⌈N/2⌉/N² / W")
-    return CollectiveCost("AllToAll", n, nbytes, bw_time, _hops(n, wraparound) * latency, link,
-                          formula)
+    return CollectiveCost("AllToAll", n, nbytes, bw_time, hops, link, formula)
 
 
 def ppermute(nbytes: Bytes, chip: Chip | str | None = None, *, n_devices: int = 2,
@@ -290,13 +384,268 @@ def ppermute(nbytes: Bytes, chip: Chip | str | None = None, *, n_devices: int = 
 
 def _renamed(cost: CollectiveCost, name: str) -> CollectiveCost:
     return CollectiveCost(name, cost.n_devices, cost.nbytes, cost.bandwidth_time,
-                          cost.latency_time, cost.link_bandwidth, cost.formula, cost.stages)
+                          cost.latency_time, cost.link_bandwidth, cost.formula, cost.stages,
+                          cost.combine)
 
 
 def _doubled(cost: CollectiveCost, name: str) -> CollectiveCost:
     formula = f"2 × {cost.formula}" if cost.n_devices > 1 else cost.formula
     return CollectiveCost(name, cost.n_devices, cost.nbytes, 2 * cost.bandwidth_time,
-                          2 * cost.latency_time, cost.link_bandwidth, formula)
+                          2 * cost.latency_time, cost.link_bandwidth, formula,
+                          combine=cost.combine)
+
+
+# --------------------------------------------------------------------------- TPU: point to point
+
+@dataclass(frozen=True)
+class Transfer:
+    """One chip sending ``nbytes`` to another over the links of a torus (see
+    :func:`point_to_point`).
+
+    Attributes:
+        src, dst: the two chips' coordinates, one integer per axis.
+        axis_sizes: the torus shape.
+        nbytes: bytes sent.
+        hops_per_axis: hops the route takes along each axis.
+        hops: route length, the sum of ``hops_per_axis``.
+        paths: link-disjoint shortest routes the bytes are split over (1 unless ``multipath``).
+        bandwidth_time: ``nbytes / (paths · W)`` (s).
+        latency_time: ``hops × hop_latency``, the time for the first byte to arrive (s).
+        link_bandwidth: one-way bytes/s of one link (``W``).
+        formula: the bandwidth term in symbols.
+        time: bandwidth_time + latency_time (s).
+        regime: "bandwidth-bound", "latency-bound" or "no communication" (src == dst).
+    """
+
+    src: tuple[int, ...]
+    dst: tuple[int, ...]
+    axis_sizes: tuple[int, ...]
+    nbytes: Bytes
+    hops_per_axis: tuple[int, ...]
+    hops: int
+    paths: int
+    bandwidth_time: Bytes
+    latency_time: float
+    link_bandwidth: float
+    formula: str = ""
+    time: Bytes = field(init=False)
+    regime: Union[str, np.ndarray] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time", self.bandwidth_time + self.latency_time)
+        object.__setattr__(self, "regime", _regime(self.bandwidth_time, self.latency_time))
+
+    @property
+    def first_byte_time(self) -> float:
+        """Seconds until the first byte arrives: ``hops × hop_latency`` (= ``latency_time``)."""
+        return self.latency_time
+
+
+def _check_coordinate(coordinate: int | Sequence[int], sizes: Sequence[int],
+                      what: str) -> tuple[int, ...]:
+    if isinstance(coordinate, numbers.Integral) and not isinstance(coordinate, (bool, np.bool_)):
+        coordinate = (coordinate,)
+    if isinstance(coordinate, (str, bytes)) or not isinstance(coordinate, Sequence):
+        raise ValueError(f"{what} must be a sequence of integers (one per axis), got "
+                         f"{coordinate!r}")
+    if len(coordinate) != len(sizes):
+        raise ValueError(f"{what}={tuple(coordinate)!r} has {len(coordinate)} coordinates but "
+                         f"the torus has {len(sizes)} axes {tuple(sizes)!r}; give one per axis")
+    for value, size in zip(coordinate, sizes):
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
+                or not 0 <= value < size):
+            raise ValueError(f"{what}={tuple(coordinate)!r}: each coordinate must be an integer "
+                             f"from 0 to axis size − 1 on axes {tuple(sizes)!r}")
+    return tuple(int(value) for value in coordinate)
+
+
+def _sizes(axis_sizes: int | Sequence[int]) -> list[int]:
+    if isinstance(axis_sizes, numbers.Integral) and not isinstance(axis_sizes, (bool, np.bool_)):
+        axis_sizes = [axis_sizes]
+    return _check_axis_sizes(axis_sizes)
+
+
+def _axis_route(src: int, dst: int, size: int, wraparound: bool,
+                direction: str) -> tuple[int, int]:
+    """(hops, link-disjoint shortest routes) from ``src`` to ``dst`` along one axis."""
+    forward = (dst - src) % size
+    if not wraparound:
+        hops = abs(dst - src)
+    elif direction == UNIDIRECTIONAL:
+        hops = forward
+    else:
+        hops = min(forward, size - forward)
+    if hops == 0:
+        return 0, 0
+    # Exactly halfway round a bidirectional ring both ways are shortest. An axis of 2 chips has
+    # a single pair of links (its wraparound would join the same two chips), so one route.
+    tie = wraparound and direction == BIDIRECTIONAL and size > 2 and 2 * forward == size
+    return hops, 2 if tie else 1
+
+
+def torus_hops(src: int | Sequence[int], dst: int | Sequence[int],
+               axis_sizes: int | Sequence[int], *,
+               wraparound: bool | Sequence[bool] = True,
+               direction: str | Sequence[str] = BIDIRECTIONAL) -> tuple[int, ...]:
+    """Hops along each axis of the shortest route from ``src`` to ``dst`` on a torus.
+
+    Along an axis of ``n`` chips with offset ``d = dst − src``: ``min(d mod n, −d mod n)`` on a
+    bidirectional ring (wraparound), ``d mod n`` on a unidirectional ring (only forwards), ``|d|``
+    on a line (no wraparound). The route length is the sum over axes (a torus route moves along
+    each axis independently). ``wraparound`` and ``direction`` are one value or one per axis.
+    """
+    sizes = _sizes(axis_sizes)
+    flags = _wraparound_list(wraparound, len(sizes))
+    directions = _direction_list(direction, len(sizes))
+    src = _check_coordinate(src, sizes, "src")
+    dst = _check_coordinate(dst, sizes, "dst")
+    return tuple(_axis_route(a, b, n, w, d)[0]
+                 for a, b, n, w, d in zip(src, dst, sizes, flags, directions))
+
+
+def point_to_point(nbytes: Bytes, src: int | Sequence[int], dst: int | Sequence[int],
+                   axis_sizes: int | Sequence[int], chip: Chip | str | None = None, *,
+                   wraparound: bool | Sequence[bool] = True,
+                   direction: str | Sequence[str] = BIDIRECTIONAL,
+                   hop_latency: float = DEFAULT_HOP_LATENCY, bandwidth: float | None = None,
+                   multipath: bool = False) -> Transfer:
+    """One chip at ``src`` sends ``nbytes`` to the chip at ``dst`` over a TPU torus.
+
+    The route is a shortest one (:func:`torus_hops`): ``h`` hops in all. The transfer is
+    pipelined (cut-through): bytes stream through the chips on the way, so the route length
+    costs latency, not bandwidth:
+
+        first byte:  T_first = h × hop_latency
+        whole array: T = V / (p·W) + h × hop_latency        (s)
+
+    with ``V = nbytes``, ``W`` one link's one-way bandwidth (bytes/s) and ``p`` the number of
+    routes used. By default ``p = 1``, one route. With ``multipath=True`` the bytes are split
+    evenly over every link-disjoint shortest route: ``p`` = the number of directions at ``src``
+    that start a shortest route, one per axis the route moves along, two on an axis where
+    ``dst`` is exactly halfway round a bidirectional ring (for example chip 0 to chip 8 on a
+    16-ring: 8 hops either way, so half of ``V`` goes each way). On a torus that many routes
+    can share no link (dimension-ordered routes taking the axes in rotated order), and no more
+    can leave ``src``; ``tests/test_collectives.py`` checks this against a max-flow count.
+    Longer detours are not used.
+
+    ``ppermute`` is the special case of every chip sending to a neighbour at once (1 hop).
+    ``src`` and ``dst`` are coordinates (one integer per axis, or one integer for one axis);
+    ``wraparound`` and ``direction`` are one value or one per axis. ``src == dst`` costs nothing.
+    """
+    nbytes = _check_nbytes(nbytes)
+    sizes = _sizes(axis_sizes)
+    flags = _wraparound_list(wraparound, len(sizes))
+    directions = _direction_list(direction, len(sizes))
+    src_t = _check_coordinate(src, sizes, "src")
+    dst_t = _check_coordinate(dst, sizes, "dst")
+    link = _tpu_link_bandwidth(chip, bandwidth)
+    latency = _check_latency(hop_latency)
+    if not isinstance(multipath, (bool, np.bool_)):
+        raise ValueError(f"multipath must be True or False, got {multipath!r}")
+    routes = [_axis_route(a, b, n, w, d)
+              for a, b, n, w, d in zip(src_t, dst_t, sizes, flags, directions)]
+    hops_per_axis = tuple(hops for hops, _ in routes)
+    hops = sum(hops_per_axis)
+    if hops == 0:
+        return Transfer(src_t, dst_t, tuple(sizes), nbytes, hops_per_axis, 0, 0, nbytes * 0.0,
+                        0.0, link, "0 (same chip)")
+    paths = sum(count for _, count in routes) if multipath else 1
+    formula = "V / W" if paths == 1 else f"V / ({paths}·W)"
+    return Transfer(src_t, dst_t, tuple(sizes), nbytes, hops_per_axis, hops, paths,
+                    nbytes / (paths * link), hops * latency, link, formula)
+
+
+# --------------------------------------------------------------------------- TPU: first cut
+
+def all_gather_first_cut(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
+                         wraparound: bool = True, direction: str = BIDIRECTIONAL,
+                         hop_latency: float = DEFAULT_HOP_LATENCY,
+                         bandwidth: float | None = None) -> CollectiveCost:
+    """The back-of-envelope AllGather over one TPU axis (HSYM part 3's first estimate).
+
+    Two simplifications of :func:`all_gather`:
+
+    - no ``(N−1)/N`` factor: ``T_bw = V / (2·W)`` on a bidirectional ring, ``V / W`` on a
+      unidirectional ring or a line. That is ``N/(N−1)`` times the exact term (2x at N = 2,
+      1.07x at N = 16, → 1 for large N).
+    - latency and bandwidth overlap: ``T = max(T_bw, hops × hop_latency)`` rather than their
+      sum (``combine="max"``). The sum is at most 2x the max (when the terms are equal).
+
+    Together: ``N/(2N−1) ≤ first_cut.time / all_gather(...).time ≤ N/(N−1)``, never below 1/2
+    (the low end where the two first-cut terms are equal, the high end for large arrays). Same
+    hops as the exact form (``N//2`` on a bidirectional ring, ``N − 1`` otherwise); ``N = 1``
+    costs nothing.
+    """
+    exact = all_gather(nbytes, n_devices, chip, wraparound=wraparound, hop_latency=hop_latency,
+                       bandwidth=bandwidth, direction=direction)
+    return _first_cut(exact, "AllGather (first cut)", _bidirectional_ring(wraparound, direction),
+                      ring_share=1.0)
+
+
+def reduce_scatter_first_cut(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
+                             wraparound: bool = True, direction: str = BIDIRECTIONAL,
+                             hop_latency: float = DEFAULT_HOP_LATENCY,
+                             bandwidth: float | None = None) -> CollectiveCost:
+    """The back-of-envelope ReduceScatter: the same cost as :func:`all_gather_first_cut`
+    (``V / (2·W)`` on a bidirectional ring, time = max of the terms; ``N/(N−1)`` times the exact
+    bandwidth term, and between ``N/(2N−1)`` and ``N/(N−1)`` times the exact time)."""
+    cost = all_gather_first_cut(nbytes, n_devices, chip, wraparound=wraparound,
+                                direction=direction, hop_latency=hop_latency, bandwidth=bandwidth)
+    return _renamed(cost, "ReduceScatter (first cut)")
+
+
+def all_reduce_first_cut(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
+                         wraparound: bool = True, direction: str = BIDIRECTIONAL,
+                         hop_latency: float = DEFAULT_HOP_LATENCY,
+                         bandwidth: float | None = None) -> CollectiveCost:
+    """The back-of-envelope AllReduce: twice :func:`all_gather_first_cut`.
+
+    ``T_bw = 2·V / (2·W) = V / W`` on a bidirectional ring (``2V / W`` on a unidirectional ring
+    or a line), ``2 × hops`` of latency, ``T = max`` of the two. ``N/(N−1)`` times the exact
+    bandwidth term; between ``N/(2N−1)`` and ``N/(N−1)`` times the exact :func:`all_reduce` time.
+    """
+    cost = reduce_scatter_first_cut(nbytes, n_devices, chip, wraparound=wraparound,
+                                    direction=direction, hop_latency=hop_latency,
+                                    bandwidth=bandwidth)
+    return _doubled(cost, "AllReduce (first cut)")
+
+
+def all_to_all_first_cut(nbytes: Bytes, n_devices: int, chip: Chip | str | None = None, *,
+                         wraparound: bool = True, direction: str = BIDIRECTIONAL,
+                         hop_latency: float = DEFAULT_HOP_LATENCY,
+                         bandwidth: float | None = None) -> CollectiveCost:
+    """The back-of-envelope AllToAll: a quarter of the first-cut AllGather on a ring.
+
+    ``T_bw = V / (8·W)`` (= ``V / (4·W_bidirectional)``) on a bidirectional ring, ``V / (4·W)``
+    on a line, ``V / (2·W)`` on a unidirectional ring; ``T = max(T_bw, hops × hop_latency)``.
+    Against :func:`all_to_all` the bandwidth term is exact for even N on a bidirectional ring or
+    a line, ``N²/(N²−1)`` times it for odd N, and ``N/(N−1)`` times it on a unidirectional ring;
+    the max instead of the sum makes the time up to 2x smaller.
+    """
+    exact = all_to_all(nbytes, n_devices, chip, wraparound=wraparound, hop_latency=hop_latency,
+                       bandwidth=bandwidth, direction=direction)
+    if wraparound and direction == UNIDIRECTIONAL:
+        share = 1 / 2
+    else:
+        share = 1 / 8 if wraparound else 1 / 4
+    return _first_cut(exact, "AllToAll (first cut)", False, ring_share=share)
+
+
+def _first_cut(exact: CollectiveCost, name: str, both_ways: bool,
+               ring_share: float) -> CollectiveCost:
+    """``exact``'s latency and the bandwidth term ``ring_share · V / (ways·W)``, combined by
+    max."""
+    if exact.n_devices == 1:
+        return _renamed(exact, name)
+    ways = 2 if both_ways else 1
+    link = exact.link_bandwidth
+    bw_time = ring_share * exact.nbytes / (ways * link)
+    if ring_share == 1.0:
+        formula = "V / (2·W)" if both_ways else "V / W"
+    else:
+        formula = f"V / ({round(1 / ring_share)}·W)"
+    return CollectiveCost(name, exact.n_devices, exact.nbytes, bw_time, exact.latency_time, link,
+                          formula, combine=MAX)
 
 
 # --------------------------------------------------------------------------- TPU: several axes
@@ -305,28 +654,33 @@ def all_gather_multi_axis(nbytes: Bytes, axis_sizes: Sequence[int],
                           chip: Chip | str | None = None, *,
                           wraparound: bool | Sequence[bool] = True,
                           hop_latency: float = DEFAULT_HOP_LATENCY,
-                          bandwidth: float | None = None) -> CollectiveCost:
+                          bandwidth: float | None = None,
+                          direction: str | Sequence[str] = BIDIRECTIONAL) -> CollectiveCost:
     """AllGather over several torus axes at once (``N`` = product of ``axis_sizes``).
 
     Each axis used (size > 1) adds its own links, so bandwidths add (HSYM part 3):
 
-        T_bw = V·(N−1)/N / Σ_axes W_axis,   W_axis = 2·W with wraparound, W without
+        T_bw = V·(N−1)/N / Σ_axes W_axis,
+        W_axis = 2·W on a bidirectional ring, W on a unidirectional ring or a line
 
     With ``k`` equal axes this is ``k`` times faster than one axis of the same ``N``. Latency is
-    the sum of each axis's hops. ``wraparound`` is one flag or one per axis.
+    the sum of each axis's hops (``n//2`` or ``n − 1``). ``wraparound`` and ``direction`` are one
+    value or one per axis.
     """
     nbytes = _check_nbytes(nbytes)
     sizes = _check_axis_sizes(axis_sizes)
     flags = _wraparound_list(wraparound, len(sizes))
+    directions = _direction_list(direction, len(sizes))
     link = _tpu_link_bandwidth(chip, bandwidth)
     latency = _check_latency(hop_latency)
     n = math.prod(sizes)
     if n == 1:
         return _zero("AllGather", n, nbytes, link)
-    used = [(size, wrap) for size, wrap in zip(sizes, flags) if size > 1]
-    total_bandwidth = sum((2 if wrap else 1) * link for _, wrap in used)
-    hops = sum(_hops(size, wrap) for size, wrap in used)
-    terms = " + ".join("2·W" if wrap else "W" for _, wrap in used)
+    used = [(size, wrap, way) for size, wrap, way in zip(sizes, flags, directions) if size > 1]
+    both = [_bidirectional_ring(wrap, way) for _, wrap, way in used]
+    total_bandwidth = sum((2 if two else 1) * link for two in both)
+    hops = sum(_hops(size, wrap, way) for size, wrap, way in used)
+    terms = " + ".join("2·W" if two else "W" for two in both)
     bw_time = nbytes * (n - 1) / n / total_bandwidth
     return CollectiveCost("AllGather", n, nbytes, bw_time, hops * latency, link,
                           f"V·(N−1)/N / ({terms})")
@@ -336,10 +690,12 @@ def reduce_scatter_multi_axis(nbytes: Bytes, axis_sizes: Sequence[int],
                               chip: Chip | str | None = None, *,
                               wraparound: bool | Sequence[bool] = True,
                               hop_latency: float = DEFAULT_HOP_LATENCY,
-                              bandwidth: float | None = None) -> CollectiveCost:
+                              bandwidth: float | None = None,
+                              direction: str | Sequence[str] = BIDIRECTIONAL) -> CollectiveCost:
     """ReduceScatter over several axes: same cost as :func:`all_gather_multi_axis`."""
     cost = all_gather_multi_axis(nbytes, axis_sizes, chip, wraparound=wraparound,
-                                 hop_latency=hop_latency, bandwidth=bandwidth)
+                                 hop_latency=hop_latency, bandwidth=bandwidth,
+                                 direction=direction)
     return _renamed(cost, "ReduceScatter")
 
 
@@ -347,10 +703,12 @@ def all_reduce_multi_axis(nbytes: Bytes, axis_sizes: Sequence[int],
                           chip: Chip | str | None = None, *,
                           wraparound: bool | Sequence[bool] = True,
                           hop_latency: float = DEFAULT_HOP_LATENCY,
-                          bandwidth: float | None = None) -> CollectiveCost:
+                          bandwidth: float | None = None,
+                          direction: str | Sequence[str] = BIDIRECTIONAL) -> CollectiveCost:
     """AllReduce over several axes: 2 × :func:`all_gather_multi_axis` (bandwidth and latency)."""
     cost = reduce_scatter_multi_axis(nbytes, axis_sizes, chip, wraparound=wraparound,
-                                     hop_latency=hop_latency, bandwidth=bandwidth)
+                                     hop_latency=hop_latency, bandwidth=bandwidth,
+                                     direction=direction)
     return _doubled(cost, "AllReduce")
 
 
@@ -557,3 +915,139 @@ def gpu_all_to_all(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
     bw_time = bw_time if isinstance(block, np.ndarray) else float(bw_time)
     return CollectiveCost("AllToAll", n, nbytes, bw_time, latency, nic,
                           "max((V/N)·(N−g)/N / W_nic, (V/N)·(g−1)/N / W_nvlink)")
+
+
+# --------------------------------------------------------------------------- mixture of experts
+
+@dataclass(frozen=True)
+class RaggedAllToAllCost:
+    """The token dispatch of a mixture-of-experts layer: ragged against dense (see
+    :func:`ragged_all_to_all`).
+
+    Attributes:
+        n_tokens: ``T``, tokens held by the whole group (``T/N`` per device).
+        token_bytes: ``d``, bytes of one token's activation row.
+        top_k: ``k``, experts each token is routed to.
+        n_experts: ``E``, experts, ``E/N`` on each device.
+        n_devices: ``N``.
+        copies_per_token: expected copies of one token that leave its device.
+        sent_per_device: expected bytes each device sends to the others, ragged.
+        dense_sent_per_device: bytes each device sends to the others, dense.
+        ragged: the ragged AllToAll, costed as an AllToAll of ``ragged.nbytes`` bytes.
+        dense: the dense (fixed-shape) AllToAll.
+        ratio: ``dense.nbytes / ragged.nbytes``, how many times more the dense one moves.
+    """
+
+    n_tokens: int
+    token_bytes: float
+    top_k: int
+    n_experts: int
+    n_devices: int
+    copies_per_token: float
+    sent_per_device: float
+    dense_sent_per_device: float
+    ragged: CollectiveCost
+    dense: CollectiveCost
+    ratio: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ratio", self.dense.nbytes / self.ragged.nbytes)
+
+
+def ragged_all_to_all(n_tokens: int, token_bytes: float, top_k: int, n_experts: int,
+                      n_devices: int, chip: Chip | str | None = None, *,
+                      capacity_factor: float | None = None, deduplicate: bool = False,
+                      wraparound: bool = True, direction: str = BIDIRECTIONAL,
+                      hop_latency: float = DEFAULT_HOP_LATENCY, bandwidth: float | None = None,
+                      gpus_per_node: int | None = None, nvlink_bandwidth: float | None = None,
+                      nic_bandwidth: float | None = None) -> RaggedAllToAllCost:
+    """Dispatching ``T`` tokens of ``d`` bytes to their top-``k`` of ``E`` experts on ``N`` devices.
+
+    Model (expert parallelism, HSYM part 12): the ``E`` experts sit ``E/N`` per device;
+    each device holds ``T/N`` tokens and sends every token to the devices of its ``k`` experts.
+    With uniform random routing each chosen expert is on any device with probability ``1/N``,
+    so a device sends, in expectation,
+
+        ragged:  (N−1)/N · k · (T/N) · d   bytes
+
+    of its ``k·(T/N)·d`` bytes of copies (the ``1/N`` for its own experts stays). Traffic is
+    uniform over destinations, so this costs exactly an AllToAll of ``V = k·T·d`` bytes
+    (:func:`all_to_all` on a TPU axis, :func:`gpu_all_to_all` on GPUs): AllToAll of ``V``
+    sends ``(N−1)/N · V/N`` per device. With ``deduplicate=True`` a token goes once to each
+    device holding any of its experts: ``V = T·d·N·P``, ``P = 1 − C(E−E/N, k) / C(E, k)`` the
+    chance a given device holds one of a token's ``k`` (distinct) experts.
+
+    The dense AllToAll is what a framework without ragged collectives sends: fixed-shape
+    buffers of ``E`` experts × ``C`` token slots per device, ``V_dense = N·E·C·d``, each device
+    sending ``(N−1)/N · E·C·d``. By default ``C = T/N`` (no token can ever be dropped: the full
+    one-hot dispatch array ``[T, E, d]``), so the dense AllToAll moves ``E/k`` times more. With
+    ``capacity_factor=c`` (GShard/Switch capacity) ``C = c·k·(T/N)/E``: ``c`` times more, and
+    tokens past an expert's capacity are dropped.
+
+    On a TPU (or with ``bandwidth=``) ``wraparound``/``direction``/``bandwidth`` describe the
+    axis; on a GPU ``gpus_per_node``/``nvlink_bandwidth``/``nic_bandwidth`` do. Expected
+    values: the busiest expert gets more than average (load imbalance is not modelled).
+    """
+    tokens = _check_count(n_tokens, "n_tokens")
+    row = _check_positive(token_bytes, "token_bytes")
+    k = _check_count(top_k, "top_k")
+    experts = _check_count(n_experts, "n_experts")
+    n = _check_count(n_devices, "n_devices")
+    if k > experts:
+        raise ValueError(f"top_k={k} is more than n_experts={experts}; a token picks k of E")
+    if experts % n:
+        raise ValueError(f"n_experts={experts} is not a multiple of n_devices={n}; the experts "
+                         "must spread evenly over the devices")
+    if tokens % n:
+        raise ValueError(f"n_tokens={tokens} is not a multiple of n_devices={n}")
+    if not isinstance(deduplicate, (bool, np.bool_)):
+        raise ValueError(f"deduplicate must be True or False, got {deduplicate!r}")
+    local_tokens = tokens // n
+    if capacity_factor is None:
+        slots = float(local_tokens)
+    else:
+        slots = _check_positive(capacity_factor, "capacity_factor") * k * local_tokens / experts
+    if deduplicate:
+        per_device = experts // n
+        hit = 1.0 - math.comb(experts - per_device, k) / math.comb(experts, k)
+        ragged_bytes = tokens * row * n * hit
+        copies = (n - 1) * hit
+    else:
+        ragged_bytes = k * tokens * row
+        copies = k * (n - 1) / n
+    dense_bytes = n * experts * slots * row
+    cost = _all_to_all_on(chip, n, wraparound=wraparound, direction=direction,
+                          hop_latency=hop_latency, bandwidth=bandwidth,
+                          gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
+                          nic_bandwidth=nic_bandwidth)
+    ragged = _renamed(cost(ragged_bytes), "AllToAll (ragged MoE dispatch)")
+    dense = _renamed(cost(dense_bytes), "AllToAll (dense MoE dispatch)")
+    return RaggedAllToAllCost(tokens, row, k, experts, n, copies, copies * local_tokens * row,
+                              (n - 1) / n * experts * slots * row, ragged, dense)
+
+
+def _all_to_all_on(chip: Chip | str | None, n: int, *, wraparound: bool, direction: str,
+                   hop_latency: float, bandwidth: float | None, gpus_per_node: int | None,
+                   nvlink_bandwidth: float | None, nic_bandwidth: float | None):
+    """The AllToAll cost function (bytes -> CollectiveCost) for ``chip``: TPU axis or GPUs."""
+    is_gpu = chip is not None and get_chip(chip).is_gpu
+    if is_gpu:
+        tpu_only = {"bandwidth": bandwidth is not None, "wraparound": wraparound is not True,
+                    "direction": direction != BIDIRECTIONAL}
+        given = [name for name, used in tpu_only.items() if used]
+        if given:
+            raise ValueError(f"{', '.join(given)} describe a TPU axis; for a GPU give "
+                             "gpus_per_node / nvlink_bandwidth / nic_bandwidth")
+        return lambda nbytes: gpu_all_to_all(nbytes, n, chip, gpus_per_node=gpus_per_node,
+                                             nvlink_bandwidth=nvlink_bandwidth,
+                                             nic_bandwidth=nic_bandwidth,
+                                             hop_latency=hop_latency)
+    gpu_only = {"gpus_per_node": gpus_per_node, "nvlink_bandwidth": nvlink_bandwidth,
+                "nic_bandwidth": nic_bandwidth}
+    given = [name for name, value in gpu_only.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} describe GPUs; for a TPU axis give wraparound / "
+                         "direction / bandwidth")
+    return lambda nbytes: all_to_all(nbytes, n, chip, wraparound=wraparound,
+                                     hop_latency=hop_latency, bandwidth=bandwidth,
+                                     direction=direction)
