@@ -46,9 +46,10 @@ check-system:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "ERROR: missing Debian packages:$$missing"; \
-	  echo "       install them with: apt-get install -y chromium chromium-driver bubblewrap"; \
+	  echo "       install them with: apt-get install -y chromium chromium-driver bubblewrap postgresql"; \
 	  echo "       (.ci/run does this), or run 'make test-fast' for the tests that need none."; \
 	  exit 1; \
 	fi
@@ -65,7 +66,7 @@ grade-demo: $(STAMP)
 lock:
 	@echo "To update pins: make a fresh venv, pip install the unpinned top-level packages"
 	@echo "(jupyter-book>=1.0.4,<2 nbgrader>=0.9,<0.10 ipywidgets>=8,<9 matplotlib numpy jax pytest"
-	@echo " jupyter-cache selenium distributed), then pip freeze > requirements.txt and add '-e .'."
+	@echo " jupyter-cache selenium distributed 'psycopg[binary]' rich), then pip freeze > requirements.txt and add '-e .'."
 
 clean:
 	rm -rf _build .pytest_cache

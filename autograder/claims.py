@@ -115,6 +115,7 @@ class AdvisoryLockClaims(SubmissionClaims):
         self.assignment = assignment
         # autocommit: the connection never sits "idle in transaction" while it holds locks
         self._engine = create_engine(db_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+        self._conn = None
         try:
             self._conn = self._engine.connect()
             # a grader whose machine dies (no FIN from its socket) frees its claims within a
@@ -123,6 +124,8 @@ class AdvisoryLockClaims(SubmissionClaims):
                             "tcp_keepalives_count = 3"):
                 self._conn.execute(text(f"SET {setting}"))
         except BaseException:
+            if self._conn is not None:
+                self._conn.close()
             self._engine.dispose()
             raise
         self._keys: dict[str, tuple[int, int]] = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .nbgrader_config import IGNORED_NAMES, nbgrader_config, write_course_config
+from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -93,7 +93,8 @@ class Course:
         """nbgrader's ``CourseDirectory`` for this course (and optionally one assignment)."""
         from nbgrader.coursedir import CourseDirectory
 
-        cd = CourseDirectory(root=str(Path(self.root).resolve()), db_url=self.gradebook_url)
+        cd = CourseDirectory(root=str(Path(self.root).resolve()), db_url=self.gradebook_url,
+                             course_id=COURSE_ID)
         cd.ignore = list(IGNORED_NAMES)
         if assignment:
             cd.assignment_id = assignment
@@ -106,7 +107,7 @@ class Course:
 
         ensure_tools_on_path()
         try:
-            gb = Gradebook(self.gradebook_url)
+            gb = Gradebook(self.gradebook_url, course_id=COURSE_ID)
         except ModuleNotFoundError as exc:  # e.g. postgresql:// without its driver
             scheme = self.gradebook_url.split(":", 1)[0]
             raise CourseError(

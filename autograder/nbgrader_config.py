@@ -18,6 +18,14 @@ from traitlets.config import Config
 # ``CourseDirectory.ignore``, and what the autograder skips when it copies a folder.
 IGNORED_NAMES = (".ipynb_checkpoints", "__pycache__", "*.pyc", ".DS_Store", "__MACOSX", "Thumbs.db")
 
+# The gradebook's course: every assignment row refers to a row of nbgrader's ``course`` table by
+# this id. nbgrader's ``CourseDirectory.course_id`` defaults to '', for which its ``Gradebook``
+# creates no course row, so an assignment created through a CourseDirectory would refer to a
+# course that does not exist: a foreign-key violation that SQLite (which does not enforce
+# foreign keys) lets pass and PostgreSQL refuses. Every Gradebook and CourseDirectory the
+# autograder makes uses this id (``default_course``, the default of nbgrader's ``Gradebook``).
+COURSE_ID = "default_course"
+
 # Stubs that replace ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` in the student version
 # (nbgrader's defaults, written out so that a change of nbgrader default cannot silently
 # change the committed exercises).
@@ -32,6 +40,7 @@ def nbgrader_config(root: Path, db_url: str) -> Config:
             "CourseDirectory": {
                 "root": str(Path(root).resolve()),
                 "db_url": db_url,
+                "course_id": COURSE_ID,
                 "ignore": list(IGNORED_NAMES),
             },
             "ClearSolutions": {"code_stub": dict(CODE_STUB), "text_stub": TEXT_STUB, "enforce_metadata": True},
@@ -51,6 +60,7 @@ def write_course_config(root: Path, db_url: str, *, write_db_url: bool = True) -
         "c = get_config()  # noqa: F821",
         f"c.CourseDirectory.root = {str(Path(root).resolve())!r}",
         f"c.CourseDirectory.db_url = {db_url!r}" if write_db_url else "",
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}",
         f"c.CourseDirectory.ignore = {list(IGNORED_NAMES)!r}",
         f"c.ClearSolutions.code_stub = {dict(CODE_STUB)!r}",
         f"c.ClearSolutions.text_stub = {TEXT_STUB!r}",

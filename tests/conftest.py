@@ -31,3 +31,18 @@ def _sandbox_must_work(request):
     if problem is not None:
         pytest.fail(f"the grading sandbox does not work here: {problem} "
                     "(install Debian's bubblewrap: apt-get install bubblewrap)", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server for the session (tests/pgserver.py), stopped and removed at
+    the end. Fails, never skips, where the server binaries are missing: the tests that use it
+    are marked slow, so `make test-fast` deselects them."""
+    from pgserver import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with server:
+        yield server

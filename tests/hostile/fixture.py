@@ -113,11 +113,12 @@ def generate(root: Path, assignment: str = ASSIGNMENT, db_url: str | None = None
     from traitlets.config import Config
 
     from autograder.course import ensure_tools_on_path
+    from autograder.nbgrader_config import COURSE_ID
 
     ensure_tools_on_path()
     root = Path(root).resolve()
     db = db_url or f"sqlite:///{root / 'gradebook.db'}"
-    cfg = Config({"CourseDirectory": {"root": str(root), "db_url": db},
+    cfg = Config({"CourseDirectory": {"root": str(root), "db_url": db, "course_id": COURSE_ID},
                   "GenerateAssignment": {"create_assignment": True, "force": True}})
     api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
     api.log.setLevel(logging.ERROR)
