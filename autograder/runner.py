@@ -383,19 +383,104 @@ def _array_to_plain(np, array, depth, budget):
 
 
 # --- notebook code -----------------------------------------------------------------------------
+#
+# A code cell runs as the Python Jupyter's IPython kernel runs for it. Valid Python is compiled as
+# it is: IPython's input transformation leaves it alone (the one exception, a pasted "In [n]: "
+# prompt, is sent on to IPython), and no IPython is imported for it. Any other cell goes through
+# IPython's own transformation (``TransformerManager().transform_cell``), here in the sandbox: it
+# is super-linear on hostile input (it retokenises the whole cell once per magic, and its help
+# pattern backtracks quadratically on long lines), so its cost is charged to the submission's
+# own limits, never to the grader. What it makes of ``%magic``, ``!cmd``, ``x = !cmd`` and
+# ``x?`` is a call on ``get_ipython()``, answered by :class:`NotebookShell`.
 
-_MAGIC = re.compile(r"^(\s*)([%!]|\w+\s*=\s*[%!])")
+CELL_MAGIC_ERROR = "cell magics (%%) are not supported by the grader"
+_PASTED_PROMPT = re.compile(r"^\s*In \[\d+\]: ", re.M)
+
+
+def compile_cell(source: str, filename: str):
+    """The code object Jupyter would run for the code cell ``source``.
+
+    Raises SyntaxError as Jupyter would (for a cell magic: :data:`CELL_MAGIC_ERROR`)."""
+    code = _plain_python(source, filename)
+    if code is None:
+        code = compile(_ipython_source(source), filename, "exec", dont_inherit=True)
+    return code
 
 
 def python_source(source: str) -> str:
-    """Cell source as plain Python: IPython line magics and shell escapes become ``pass``."""
-    if source.lstrip().startswith("%%"):
-        raise SyntaxError("cell magics (%%) are not supported by the grader")
-    lines = []
-    for line in source.split("\n"):
-        m = _MAGIC.match(line)
-        lines.append(m.group(1) + "pass  # " + line.strip() if m else line)
-    return "\n".join(lines)
+    """The Python Jupyter runs for the code cell ``source``: itself if it is valid Python, else
+    IPython's transformation of it. Raises SyntaxError for a cell magic."""
+    return source if _plain_python(source, "<cell>") is not None else _ipython_source(source)
+
+
+def _plain_python(source: str, filename: str):
+    """``source`` compiled, if it is Python that IPython would run unchanged; else None."""
+    if _PASTED_PROMPT.search(source):
+        return None
+    try:
+        return compile(source, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte (before Python 3.12)
+        return None
+
+
+def _ipython_source(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    code = TransformerManager().transform_cell(source)
+    if code.startswith("get_ipython().run_cell_magic("):
+        raise SyntaxError(CELL_MAGIC_ERROR)
+    return code
+
+
+class NotebookShell:
+    """What ``get_ipython()`` gives the student's code: a stand-in for the IPython shell.
+
+    ``%time statement`` runs the statement in the notebook's namespace (so that, as in Jupyter,
+    the names it binds exist afterwards) and returns its value if it is an expression. Every
+    other line magic, shell command (``!cmd``, ``x = !cmd``, which gets an empty list) and help
+    request (``x?``) is skipped, and one line on the cell's stderr says so: it is the grader's
+    run, not a kernel, and neither the shell nor the network is there. A cell magic raises
+    SyntaxError, as a cell beginning with ``%%`` does.
+    """
+
+    def __init__(self, namespace: dict):
+        self._namespace = namespace
+
+    def get_ipython(self) -> "NotebookShell":
+        return self
+
+    def run_line_magic(self, magic_name: str, line: str, _stack_depth: int = 1):
+        if magic_name.startswith("%"):  # "%%name" not at the top of the cell
+            raise SyntaxError(CELL_MAGIC_ERROR)
+        if magic_name == "time" and line.strip():  # in the caller's scope, as IPython's %time
+            return self._time(line, sys._getframe(_stack_depth).f_locals)
+        self._skipped(f"%{magic_name} {line}".rstrip())
+        return None
+
+    def run_cell_magic(self, magic_name: str, line: str, cell: str):
+        raise SyntaxError(CELL_MAGIC_ERROR)
+
+    def system(self, cmd: str) -> None:
+        self._skipped(f"!{cmd}")
+
+    def getoutput(self, cmd: str, split: bool = True, depth: int = 0) -> list:
+        self._skipped(f"!{cmd}")
+        return []
+
+    def show_usage(self) -> None:
+        self._skipped("?")
+
+    def _time(self, statement: str, scope: dict):
+        try:
+            expression = compile(statement, "<%time>", "eval", dont_inherit=True)
+        except SyntaxError:
+            exec(compile_cell(statement, "<%time>"), self._namespace, scope)
+            return None
+        return eval(expression, self._namespace, scope)
+
+    @staticmethod
+    def _skipped(what: str) -> None:
+        sys.stderr.write(f"[grader: not run] {what[:200]}\n")
 
 
 class Channel:
@@ -432,6 +517,7 @@ def run_job(job: dict, channel: Channel) -> None:
     total_cap = int(limits.get("total_output", 200_000))
     used = 0
     ns: dict = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+    ns["get_ipython"] = NotebookShell(ns).get_ipython
     real_stdout, real_stderr = sys.stdout, sys.stderr
     for step in job["steps"]:
         kind = step.get("kind")
@@ -443,7 +529,7 @@ def run_job(job: dict, channel: Channel) -> None:
             sys.stdout, sys.stderr = out, err
             error = None
             try:
-                code = compile(python_source(step["source"]), f"<cell {index}>", "exec")
+                code = compile_cell(step["source"], f"<cell {index}>")
                 exec(code, ns)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt, MemoryError too
                 try:
@@ -504,6 +590,16 @@ def apply_rlimits(limits: dict) -> None:
             resource.setrlimit(names[key], (int(value), int(value)))
 
 
+def _exit_at_cpu_limit() -> None:
+    """Pid 1 of a namespace (a template's job; as an ordinary user, the runner) is immune to
+    signals it has no handler for, RLIMIT_CPU's SIGXCPU included: without a handler it would
+    run on to the hard limit and die of SIGKILL, which reads as a crash, not as a CPU limit.
+    Exiting with 128 + SIGXCPU reports it as a process killed by SIGXCPU would be."""
+    import signal
+
+    signal.signal(signal.SIGXCPU, lambda signum, frame: os._exit(128 + signum))
+
+
 def setup(config: dict) -> None:
     """Limits, then the uid, then the seccomp filter: all before any of the student's code is
     read. Raises :class:`SandboxSetupError` if the filter cannot be installed."""
@@ -513,6 +609,8 @@ def setup(config: dict) -> None:
     except OSError:
         pass
     apply_rlimits(config.get("rlimits", {}))
+    if os.getpid() == 1:
+        _exit_at_cpu_limit()
     if config.get("uid") is not None:
         drop_privileges(int(config["uid"]))
     else:

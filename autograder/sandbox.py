@@ -16,6 +16,25 @@ What the student's process gets (see :func:`bwrap_command`):
 - resource limits: RLIMIT_AS (memory), RLIMIT_CPU, RLIMIT_NPROC (processes and threads of its
   uid), RLIMIT_FSIZE, RLIMIT_NOFILE, no core dumps; a wall-clock timeout and output caps
   enforced from outside (the process group is killed, and with it the pid namespace);
+- a memory cap on the job as a whole, where a cgroup memory controller is usable (see
+  :func:`memory_cgroup`): every process of one submission, and what it writes to its tmpfs,
+  together within ``Limits.job_memory`` (default: ``Limits.memory``) -- cgroup v2
+  (``memory.max``) where the controller is delegated to us, else cgroup v1
+  (``memory.limit_in_bytes``) where that hierarchy is writable (root on hybrid hosts), else
+  none, and only RLIMIT_AS per process holds. An OOM kill in it during the job sets
+  ``Outcome.memory_exceeded``; :func:`memory_cap` says in words which cap holds (also in
+  ``Outcome.memory_cap``);
+- nothing of the grader to read: bwrap starts from an empty environment but for the
+  allow-list :func:`sandbox_env` (the only variables the student's process gets), in ``/``,
+  with its options -- every bind, so every host path it names -- passed over a pipe
+  (``--args``) rather than on its command line (:func:`start_bwrap`). No process in the
+  sandbox holds the grader's environment, command line or directory; the grader and the
+  outer bwrap are outside its pid namespace. As root, bwrap's reaper (pid 1 beside the
+  student) is root, so its ``environ``, ``maps``, ``cwd``, ``mem`` are closed to the student
+  anyway; as an ordinary user there is no reaper (``--as-pid-1``): it would share the
+  student's uid, open to reading and ptrace. What the student does see of the host: the
+  paths of what is bound in (the Python install, the venv, ``scalebook``; in mountinfo also
+  the source of ``runner.py`` and of the font cache), never the course directory;
 - a seccomp filter (``runner.install_seccomp``), installed by the runner after the uid switch
   and before the student's code: no new namespaces (a user namespace would let it mount a tmpfs
   of its own, past RLIMIT_AS and the scratch cap), no mounts, no keyring, bpf, userfaultfd,
@@ -26,7 +45,8 @@ When the grader runs as root, bwrap runs as root *without* a user namespace (so 
 can be given a uid of its own, which RLIMIT_NPROC needs: the kernel exempts uid 0 from it) and
 keeps only CAP_SETUID/CAP_SETGID, which ``runner.py`` uses to drop to that uid before it reads
 the job. As an ordinary user bwrap makes a user namespace instead (``--unshare-user``,
-``--disable-userns``) and the process keeps the user's uid.
+``--disable-userns``), the process keeps the user's uid and is pid 1 of its namespace, and
+cgroups are usually not writable (:func:`memory_cap` then says so).
 
 Two ways to start the student's process:
 
@@ -36,8 +56,9 @@ Two ways to start the student's process:
   fresh child per submission. The child gets a namespace of its own for mounts (a new empty
   ``/tmp``), IPC and pids (it is pid 1 of its own namespace, so when it ends every process it
   started dies), a uid of its own, the limits above, and no way back to the template (different
-  uid; the template is not dumpable). Nothing a child does survives it. See
-  ``runner.serve`` and :class:`TemplateSandbox`.
+  uid; the template is not dumpable). Nothing a child does survives it. The template and its
+  one child at a time share a cgroup whose limit is the template's own memory plus the job cap
+  (see the cgroup section below). See ``runner.serve`` and :class:`TemplateSandbox`.
 """
 
 from __future__ import annotations
@@ -46,6 +67,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import secrets
 import selectors
 import shutil
@@ -77,6 +99,7 @@ class Limits:
     timeout: float = 60.0
     cpu: float | None = None            # CPU seconds (default: timeout)
     memory: int = 4 * GiB               # RLIMIT_AS, bytes (JAX with 8 CPU devices needs 2)
+    job_memory: int | None = None       # the whole job, by cgroup where one is usable (None: memory)
     nproc: int = 128                    # processes + threads of the sandbox's uid
     fsize: int = 64 * MiB               # largest file it may write
     nofile: int = 256
@@ -95,6 +118,10 @@ class Limits:
             nproc += _count_own_processes()
         return {"as": int(self.memory), "cpu": cpu, "nproc": nproc,
                 "fsize": int(self.fsize), "nofile": int(self.nofile)}
+
+    def job_memory_bytes(self) -> int:
+        """The memory cap of one submission's whole process tree (and its tmpfs files)."""
+        return int(self.memory if self.job_memory is None else self.job_memory)
 
 
 def _count_own_processes() -> int:
@@ -121,6 +148,8 @@ class Outcome:
     signal: int | None = None           # the student's process died of this signal
     wall: float = 0.0
     error: str | None = None            # the sandbox itself failed (not the student's doing)
+    memory_exceeded: bool = False       # the job's cgroup ran out of memory: the kernel killed in it
+    memory_cap: str = ""                # which memory cap held for this run (see memory_cap())
 
 
 # --- what the sandbox may see ------------------------------------------------------------------
@@ -282,6 +311,12 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
             cmd += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
     else:
         cmd += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    if template or not as_root():
+        # No bwrap reaper as pid 1 beside the student: as an ordinary user it would run as the
+        # student's own uid, its /proc entries (maps, memory) open to them, and it could be
+        # ptraced to make the system calls the seccomp filter refuses. The sandboxed Python is
+        # pid 1 itself (a template, or as an ordinary user the runner).
+        cmd += ["--as-pid-1"]
     # the system, read-only (read_only_binds has checked that no forbidden path is in there)
     binds = read_only_binds(forbidden)
     for top in ("usr",):
@@ -322,9 +357,344 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
     return cmd
 
 
+def start_bwrap(cmd: list[str], *, cgroup: JobCgroup | None = None, pass_fds: tuple = (),
+                **popen: object) -> subprocess.Popen:
+    """Start a :func:`bwrap_command` so that nothing of the grader can be read inside.
+
+    - bwrap gets an empty environment but for :func:`sandbox_env` (the sandbox's first process,
+      pid 1 of its namespace, is a copy of bwrap: it must hold nothing of the grader's);
+    - its options (every bind, so the host paths) arrive on a pipe (``--args FD``), not on its
+      command line, which any process in the sandbox can read; only the command it runs, which
+      the sandboxed process sees as its own anyway, stays there;
+    - it starts in ``/``, not in the grader's directory;
+    - with a ``cgroup``, the process enters it before it becomes bwrap (a shell that writes
+      ``0`` into the cgroup and execs bwrap: see :meth:`JobCgroup.entry`), so everything the
+      job starts is in the job's cgroup.
+    """
+    split = cmd.index("--")
+    options = b"".join(a.encode() + b"\0" for a in cmd[1:split])
+    args_r, args_w = os.pipe()
+    argv = [cmd[0], "--args", str(args_r)] + cmd[split:]
+    if cgroup is not None:
+        argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(cgroup.entry())] + argv
+    try:
+        proc = subprocess.Popen(argv, env=sandbox_env(), cwd="/",
+                                pass_fds=tuple(pass_fds) + (args_r,),
+                                start_new_session=True, close_fds=True, **popen)
+    except BaseException:
+        os.close(args_w)
+        raise
+    finally:
+        os.close(args_r)
+    try:
+        view = memoryview(options)
+        while view:
+            view = view[os.write(args_w, view):]
+    except OSError as exc:
+        _kill_group(proc)
+        proc.wait()
+        raise SandboxError(f"could not start the sandbox: {exc}") from None
+    finally:
+        os.close(args_w)
+    return proc
+
+
 def sandbox_uid() -> int:
     """A uid no account has, different for every run (RLIMIT_NPROC counts per uid)."""
     return 1_000_000 + secrets.randbelow(1_000_000_000)
+
+
+# --- the job's memory, by cgroup ---------------------------------------------------------------
+#
+# RLIMIT_AS caps each process; a cgroup caps the job: every process of one submission (and the
+# files it writes to its tmpfs /tmp and /dev/shm) together. The process that becomes bwrap
+# enters the cgroup first (start_bwrap), so whatever the sandbox starts inherits it.
+#
+# - A fresh sandbox: one cgroup per job, limit job_memory, removed after the job.
+# - A template sandbox: one cgroup per template, holding the template and its one job at a
+#   time, limit = what the template held once ready + job_memory (set before each job). Not a
+#   cgroup per forked job: moving a process in costs an RCU grace period (5-15 ms here, most
+#   of a template job's start) for every move but a single-threaded process's own move into a
+#   v1 ``tasks`` file, which cgroup v2 does not have; forking inside the cgroup costs nothing,
+#   and the template's protocol stays as it is. What a job is charged is the same: what it
+#   allocates, the copies of the template's pages it writes to, its tmpfs files. Between jobs
+#   nothing of a job is left in it (its namespaces, tmpfs and processes die with it) but page
+#   cache, which the kernel reclaims before it kills. The student's processes have
+#   oom_score_adj 1000, so the kernel kills them, never the template, while any is left.
+# - An OOM kill in the cgroup during a job (its oom_kill counter went up) sets
+#   Outcome.memory_exceeded.
+
+JOB_CGROUP_PREFIX = "scalebook-job-"
+
+
+@dataclasses.dataclass(frozen=True)
+class CgroupParent:
+    """Where job cgroups are made: a directory of a cgroup v2 or v1 memory hierarchy."""
+
+    version: int
+    path: Path
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per hierarchy: ``{"2": path}`` and ``{"memory": path}`` (v1)."""
+    out = {}
+    with open("/proc/self/cgroup", encoding="utf-8") as f:
+        for line in f:
+            hid, controllers, path = line.rstrip("\n").split(":", 2)
+            if hid == "0" and controllers == "":
+                out["2"] = path
+            elif "memory" in controllers.split(","):
+                out["memory"] = path
+    return out
+
+
+def _unescape(field: str) -> str:
+    """A path from /proc/self/mountinfo (space, tab, newline, backslash are octal escapes)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _cgroup_mounts() -> dict[str, tuple[str, str]]:
+    """``{"2": (mount point, root), "memory": (mount point, root)}`` from /proc/self/mountinfo."""
+    out: dict[str, tuple[str, str]] = {}
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) < 5 or len(tail) < 3:
+                continue
+            root, point = _unescape(fields[3]), _unescape(fields[4])
+            if tail[0] == "cgroup2":
+                out.setdefault("2", (point, root))
+            elif tail[0] == "cgroup" and "memory" in tail[2].split(","):
+                out.setdefault("memory", (point, root))
+    return out
+
+
+def _on_disk(mount: tuple[str, str], path: str) -> Path:
+    point, root = mount
+    if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
+        path = path[len(root.rstrip("/")):] or "/"
+    return Path(point) / path.lstrip("/")
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _entry_name(version: int) -> str:
+    """The file a process writes ``0`` into to enter a cgroup (see :meth:`JobCgroup.entry`)."""
+    return "cgroup.procs" if version == 2 else "tasks"
+
+
+def _probe_parent(parent: CgroupParent) -> str | None:
+    """None if a job cgroup can be made in ``parent``, given a limit, and entered; else why."""
+    if not os.access(parent.path, os.W_OK | os.X_OK):
+        return f"{parent.path} is not writable by uid {os.geteuid()}"
+    probe = parent.path / f"{JOB_CGROUP_PREFIX}{os.getpid()}-probe-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+    except OSError as exc:
+        return f"cannot make a cgroup in {parent.path}: {exc.strerror}"
+    try:
+        _set_limit(parent.version, probe, 64 * MiB)
+        # a process can enter it, as start_bwrap's do (cgroup v2 has delegation rules)
+        entry = probe / _entry_name(parent.version)
+        r = subprocess.run(["/bin/sh", "-c", 'echo 0 > "$0"', str(entry)], env={}, cwd="/",
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
+        if r.returncode != 0:
+            return (f"cannot enter a cgroup in {parent.path}: "
+                    f"{r.stderr.decode(errors='replace').strip()[-200:]}")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"cannot use a cgroup in {parent.path}: {getattr(exc, 'strerror', None) or exc}"
+    finally:
+        _remove(probe)
+    return None
+
+
+def _set_limit(version: int, path: Path, limit: int) -> None:
+    """Memory (and swap, where it is accounted: none beyond the limit) of cgroup ``path``."""
+    if version == 2:
+        _write(path / "memory.max", str(limit))
+        if (path / "memory.swap.max").exists():
+            _write(path / "memory.swap.max", "0")
+    else:
+        _write(path / "memory.limit_in_bytes", str(limit))
+        if (path / "memory.memsw.limit_in_bytes").exists():
+            _write(path / "memory.memsw.limit_in_bytes", str(limit))
+
+
+def _remove(path: Path, wait: float = 2.0) -> bool:
+    """Remove a job cgroup, killing whatever is still in it. True once it is gone."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            pass
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+
+
+def _sweep(parent: CgroupParent) -> None:
+    """Remove the empty job cgroups of graders that no longer run (killed before cleaning up)."""
+    try:
+        entries = list(os.scandir(parent.path))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(JOB_CGROUP_PREFIX):
+            continue
+        pid = entry.name[len(JOB_CGROUP_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                os.rmdir(entry.path)
+            except OSError:
+                pass
+
+
+@functools.lru_cache(maxsize=None)
+def memory_cgroup() -> tuple[CgroupParent | None, str]:
+    """Where this process can make job cgroups with a memory limit, or None and why not.
+
+    cgroup v2 first, where the memory controller is enabled for the children of our cgroup or
+    of its parent (a delegated subtree: the grader runs in a leaf of it); else cgroup v1, where
+    our memory cgroup is writable (root, on hybrid hosts); else none.
+    """
+    try:
+        own, mounts = _own_cgroups(), _cgroup_mounts()
+    except OSError as exc:
+        return None, f"cannot read this process's cgroups ({exc.strerror})"
+    reasons = []
+    if "2" in own and "2" in mounts:
+        here = _on_disk(mounts["2"], own["2"])
+        try:
+            controllers = (here / "cgroup.controllers").read_text().split()
+        except OSError:
+            controllers = []
+        if "memory" not in controllers:
+            reasons.append(f"the cgroup2 hierarchy at {mounts['2'][0]} has no memory controller "
+                           "for this process")
+        else:
+            why = f"the memory controller is not enabled for sub-cgroups of {here} or its parent"
+            for cand in (here, here.parent):
+                try:
+                    enabled = "memory" in (cand / "cgroup.subtree_control").read_text().split()
+                except OSError:
+                    continue
+                if enabled:
+                    parent = CgroupParent(2, cand)
+                    why = _probe_parent(parent)
+                    if why is None:
+                        _sweep(parent)
+                        return parent, ""
+                    break
+            reasons.append(f"cgroup v2: {why}")
+    elif "2" not in mounts:
+        reasons.append("no cgroup2 hierarchy is mounted")
+    if "memory" in own and "memory" in mounts:
+        parent = CgroupParent(1, _on_disk(mounts["memory"], own["memory"]))
+        why = _probe_parent(parent)
+        if why is None:
+            _sweep(parent)
+            return parent, ""
+        reasons.append(f"cgroup v1 memory: {why}")
+    elif "memory" not in mounts:
+        reasons.append("no cgroup v1 memory hierarchy is mounted")
+    return None, "; ".join(reasons)
+
+
+def _size(n: int) -> str:
+    return f"{n / GiB:.1f} GiB" if n >= GiB else f"{n / MiB:.0f} MiB"
+
+
+def memory_cap(limits: Limits) -> str:
+    """In words, which memory cap holds for each submission here (for the grading report)."""
+    parent, why = memory_cgroup()
+    if parent is None:
+        return f"RLIMIT_AS per process only: {why}"
+    return f"cgroup v{parent.version} memory: {_size(limits.job_memory_bytes())} per submission"
+
+
+class JobCgroup:
+    """A cgroup with a memory limit: made, entered (before anything forks), read, removed.
+
+    A fresh sandbox's job has one of its own; a template sandbox has one for the template and
+    its one job at a time (see :class:`TemplateSandbox`).
+    """
+
+    def __init__(self, parent: CgroupParent, limit: int | None):
+        self.parent = parent
+        self.path = parent.path / f"{JOB_CGROUP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        self.limit: int | None = None
+        self.path.mkdir()
+        try:
+            if limit is not None:
+                self.set_limit(limit)
+        except OSError:
+            _remove(self.path)
+            raise
+
+    def set_limit(self, limit: int) -> None:
+        if limit != self.limit:
+            _set_limit(self.parent.version, self.path, limit)
+            self.limit = limit
+
+    def entry(self) -> Path:
+        """The file a process writes ``0`` into to enter this cgroup, itself.
+
+        In cgroup v1, its ``tasks``: a single-threaded process moving itself there takes no
+        global lock, where a write of a pid to ``cgroup.procs`` waits for an RCU grace period
+        (5-15 ms, as long as the rest of a template job's start). In v2, ``cgroup.procs``.
+        """
+        return self.path / _entry_name(self.parent.version)
+
+    def usage(self) -> int:
+        """Bytes charged to it now."""
+        name = "memory.current" if self.parent.version == 2 else "memory.usage_in_bytes"
+        return int((self.path / name).read_text())
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed in it for going over its limit."""
+        try:
+            name = "memory.events" if self.parent.version == 2 else "memory.oom_control"
+            text = (self.path / name).read_text()
+        except OSError:
+            return 0
+        counts = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+        return int(counts.get("oom_kill", 0))
+
+    def close(self) -> None:
+        _remove(self.path)
+
+
+def job_cgroup(limits: Limits) -> tuple[JobCgroup | None, str]:
+    """A new cgroup for one job (None where none is usable) and the cap that holds, in words.
+
+    Raises :class:`SandboxError` if cgroups are usable here but this one cannot be made:
+    a job never runs without the cap that :func:`memory_cap` announced.
+    """
+    parent, _ = memory_cgroup()
+    cap = memory_cap(limits)
+    if parent is None:
+        return None, cap
+    try:
+        return JobCgroup(parent, limits.job_memory_bytes()), cap
+    except OSError as exc:
+        raise SandboxError(f"cannot make the job's cgroup in {parent.path}: {exc}") from None
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -496,23 +866,45 @@ class FreshSandbox:
     def __init__(self, forbidden: list[Path] = ()):
         self.forbidden = [Path(f) for f in forbidden]
 
+    def warm(self) -> None:
+        """Nothing to prepare: every job starts its own sandbox."""
+
     def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
         uid = sandbox_uid()
-        result_r, result_w = os.pipe()
-        argv = [sys.executable, "-s", "-B", SANDBOX_RUNNER, str(result_w),
-                json.dumps({"uid": uid if as_root() else None, "rlimits": limits.rlimits()})]
-        cmd = bwrap_command(argv, scratch=limits.scratch, forbidden=self.forbidden)
+        config = json.dumps({"uid": uid if as_root() else None, "rlimits": limits.rlimits()})
         job_bytes = json.dumps(job).encode()
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, pass_fds=(result_w,),
-                                    start_new_session=True, close_fds=True)
-        except OSError as exc:
+            cgroup, cap = job_cgroup(limits)
+        except SandboxError as exc:
+            return Outcome([], "", None, error=str(exc))
+        try:
+            return self._run(cgroup, config, job_bytes, limits, cancel, cap)
+        finally:
+            if cgroup is not None:
+                cgroup.close()
+
+    def _run(self, cgroup: JobCgroup | None, config: str, job_bytes: bytes, limits: Limits,
+             cancel: threading.Event | None, cap: str) -> Outcome:
+        result_r, result_w = os.pipe()
+        try:
+            argv = [sys.executable, "-s", "-B", SANDBOX_RUNNER, str(result_w), config]
+            cmd = bwrap_command(argv, scratch=limits.scratch, forbidden=self.forbidden)
+        except BaseException:
             os.close(result_r)
             os.close(result_w)
-            return Outcome([], "", None, error=f"could not start bwrap: {exc}")
-        os.close(result_w)
-        return _require_ready(pump(proc, job_bytes, result_r, limits, cancel))
+            raise
+        try:
+            proc = start_bwrap(cmd, cgroup=cgroup, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, pass_fds=(result_w,))
+        except (OSError, SandboxError) as exc:
+            os.close(result_r)
+            return Outcome([], "", None, error=f"could not start bwrap: {exc}", memory_cap=cap)
+        finally:
+            os.close(result_w)
+        outcome = _require_ready(pump(proc, job_bytes, result_r, limits, cancel))
+        outcome.memory_exceeded = cgroup is not None and cgroup.oom_kills() > 0
+        outcome.memory_cap = cap
+        return outcome
 
     def close(self) -> None:
         pass
@@ -547,6 +939,8 @@ class TemplateSandbox:
         self.starts = 0
         self.broken: str | None = None
         self.fallback = FreshSandbox(forbidden)
+        self.cgroup: JobCgroup | None = None   # the template's and its job's, see run()
+        self.baseline = 0                      # bytes charged to it when the template was ready
 
     def _start(self) -> None:
         import socket
@@ -556,14 +950,19 @@ class TemplateSandbox:
                 "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
                 "runner.serve(int(sys.argv[1]), sys.argv[2])",
                 str(child.fileno()), json.dumps({"preload": list(self.preload)})]
+        # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
         cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
-        # pid 1 of its namespace: its children cannot signal it to death
-        cmd.insert(cmd.index("--die-with-parent"), "--as-pid-1")
         self.log = tempfile.TemporaryFile()  # the template's own stderr (never a pipe that fills)
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self.log, pass_fds=(child.fileno(),),
-                                         start_new_session=True, close_fds=True)
+            cgroup_parent, _ = memory_cgroup()
+            if cgroup_parent is not None:
+                self.cgroup = JobCgroup(cgroup_parent, None)
+            self.proc = start_bwrap(cmd, cgroup=self.cgroup, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=self.log,
+                                    pass_fds=(child.fileno(),))
+        except OSError as exc:
+            self.close()
+            raise SandboxError(f"could not start the template: {exc}") from None
         finally:
             child.close()
         self.sock = parent
@@ -583,6 +982,8 @@ class TemplateSandbox:
             self.close()
             raise SandboxError(f"the template did not start: {err.decode('utf-8', 'replace')}")
         self.jobs = 0
+        if self.cgroup is not None:
+            self.baseline = self.cgroup.usage()
 
     def _recv(self, timeout: float) -> dict | None:
         """The next JSON line from the template, or None (closed, garbage, or too slow)."""
@@ -622,19 +1023,47 @@ class TemplateSandbox:
         if getattr(self, "log", None) is not None:
             self.log.close()
             self.log = None
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
 
-    def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
-        import socket
+    def warm(self) -> None:
+        """Start the template now, not at the first job (a grader starts every worker's template
+        at once, while it reads the gradebook). If it cannot start, jobs will use the fallback."""
+        self._ready()
 
+    def _ready(self) -> bool:
+        """A running template (started anew if need be); False: it cannot be started."""
         if self.broken is not None:
-            return self.fallback.run(job, limits, cancel)
+            return False
         if self.proc is None or self.proc.poll() is not None or self.jobs >= self.max_jobs:
             self.close()
             try:
                 self._start()
             except (SandboxError, OSError) as exc:
                 self.broken = str(exc)
+                return False
+        return True
+
+    def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
+        if not self._ready():
+            return self.fallback.run(job, limits, cancel)
+        cap = memory_cap(limits)
+        if self.cgroup is not None:
+            try:  # the job may use job_memory beyond what the template itself holds
+                self.cgroup.set_limit(self.baseline + limits.job_memory_bytes())
+            except OSError:
+                self.close()
                 return self.fallback.run(job, limits, cancel)
+        outcome = self._run(job, limits, cancel)
+        if outcome is None:  # the template failed before the job started
+            return self.fallback.run(job, limits, cancel)
+        outcome.memory_cap = cap
+        return outcome
+
+    def _run(self, job: dict, limits: Limits, cancel: threading.Event | None) -> Outcome | None:
+        import socket
+
         self.jobs += 1
         result_r, result_w = os.pipe()
         in_r, in_w = os.pipe()
@@ -648,14 +1077,18 @@ class TemplateSandbox:
             sent = False
         for fd in (in_r, out_w, result_w):
             os.close(fd)
+        cgroup = self.cgroup
+        kills = cgroup.oom_kills() if cgroup is not None else 0
         started = self._recv(timeout=30) if sent else None
         if not started or started.get("started") is not True:
             for fd in (result_r, in_w, out_r):
                 os.close(fd)
             self.close()
-            return self.fallback.run(job, limits, cancel)
+            return None
         child = _TemplateChild(self, out_r, in_w)
         outcome = pump(child, json.dumps(job).encode(), result_r, limits, cancel)
+        if cgroup is not None:  # read before a close() below removes it
+            outcome.memory_exceeded = cgroup.oom_kills() > kills
         if child.killed or outcome.returncode is None or outcome.returncode in (70, 71, 72):
             self.close()  # a job had to be killed, or the protocol went wrong: start afresh
         return _require_ready(outcome)
