@@ -29,6 +29,7 @@ import math
 import re
 import signal
 
+from .safe_cells import RenderBudget, safe_attachments, safe_cell_text
 from .sandbox import Limits, Outcome
 
 MAX_NOTEBOOK_BYTES = 64 << 20
@@ -707,7 +708,12 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
             statuses.append(OUTPUT)
             problems.append(f"{OUTPUT}: the notebook's code wrote more than "
                             f"{limits.output >> 20} MB of output{where}; it was stopped")
-        if _memory_trouble(rep, outcome):
+        if outcome.memory_exceeded:  # the job's cgroup hit its cap (all its processes together)
+            statuses.append(MEMORY)
+            problems.append(f"{MEMORY}: the notebook's processes together needed more than "
+                            f"{limits.job_memory_bytes() / (1 << 30):g} GB of memory"
+                            + (where if not rep.done else "") + "; they were stopped")
+        elif _memory_trouble(rep, outcome):
             statuses.append(MEMORY)
             problems.append(f"{MEMORY}: the notebook's code needed more than "
                             f"{limits.memory / (1 << 30):g} GB of memory"
@@ -786,8 +792,9 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
     Built anew, never copied from the submission wholesale, so that it always validates with
     nbformat: notebook metadata, and the metadata of every cell matched by grade_id, come from
     the release copy (the instructor's); test and read-only cells are the instructor's version;
-    from the student it keeps only each cell's type, id, source, attachments, and for cells of
-    their own well-typed ``tags``.
+    from the student it keeps only each cell's type, id, source, raster-image attachments, and
+    for cells of their own well-typed ``tags``. A markdown or raw cell whose text could run code in
+    a browser is shown as text (see :func:`safe_cell_text`); the submission itself is untouched.
     """
     release_cells = spec.release.get("cells", [])
     release_by_gid: dict[str, dict] = {}
@@ -800,6 +807,8 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
     by_pos = {i: gid for gid, i in validation.test_positions.items()}
     seen_tests: set[str] = set()
     seen_gids: set[str] = set()
+    trusted = {_text(c.get("source")) for c in release_cells if c.get("cell_type") in ("markdown", "raw")}
+    budget = RenderBudget()
     cells = []
     for i, cell in enumerate(base_cells):
         gid = _gid(cell)
@@ -824,7 +833,12 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
             tags = _tags(cell)
             if tags:
                 meta["tags"] = tags
-        source = _text((rel if rel is not None and gid in spec.locked else cell).get("source"))
+        from_release = rel is not None and gid in spec.locked
+        source = _text((rel if from_release else cell).get("source"))
+        raw = cell.get("attachments")
+        attachments = safe_attachments(raw) if kind != "code" and _valid_attachments(raw) else {}
+        if kind != "code" and not from_release and source not in trusted:
+            source = safe_cell_text(kind, source, attachments, budget)
         new = {"cell_type": kind, "id": cell.get("id"), "metadata": meta, "source": source}
         if kind == "code":
             new["execution_count"] = None
@@ -839,8 +853,8 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
                     e = ran["error"]
                     outputs.append(_error(e["ename"], e["evalue"], e["traceback"]))
             new["outputs"] = outputs
-        elif _valid_attachments(cell.get("attachments")):
-            new["attachments"] = copy.deepcopy(cell["attachments"])
+        elif attachments:
+            new["attachments"] = attachments
         cells.append(new)
     for t in spec.tests:  # deleted test cells come back at the end, with their result
         if t.grade_id not in seen_tests:

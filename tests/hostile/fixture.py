@@ -183,8 +183,9 @@ def prepared(tmp_path_factory) -> Path:
     return _PREPARED["course"]
 
 
-def tree_snapshot(root: Path, ignore=("autograded", "gradebook.db")) -> dict[str, tuple]:
-    """Every path under ``root`` with its type, mode and content hash (except ``ignore``)."""
+def tree_snapshot(root: Path, ignore=("autograded", "gradebook.db", ".grading-claims")) -> dict[str, tuple]:
+    """Every path under ``root`` with its type, mode and content hash (except ``ignore``: what
+    the grader itself writes, its claims folder included)."""
     import hashlib
     import os
 
