@@ -280,6 +280,8 @@ def render_grade_summary(report, elapsed: float) -> str:
     if results:
         lines.append(f"time: {elapsed:.1f} s in all, {elapsed / len(results):.2f} s per submission"
                      + (f" ({report.workers} in parallel)" if report.workers else ""))
+    if report.memory_cap:
+        lines.append(f"memory cap: {report.memory_cap}")
     trouble = []
     for r in results + previous:
         if r.status != "graded" or r.problems:

@@ -41,11 +41,11 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import Task, load_result, plan_grading, read_submission, unchanged
+from .plan import Task, load_result, plan_grading, read_submission, submission_folders, unchanged
 from .record import (GradebookMismatch, build_record, ensure_in_gradebook, graded_submissions,
                      save_record)
 from .runners import RunnerError, start_runner
-from .sandbox import Limits, check_sandbox
+from .sandbox import Limits, check_sandbox, memory_cap
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -65,6 +65,7 @@ class GradeReport:
     claimed_elsewhere: list[str] = dataclasses.field(default_factory=list)  # another grader has them
     workers: int = 0
     sandbox: str = ""
+    memory_cap: str = ""                            # which memory cap held each submission
     wall: float = 0.0
 
     def by_student(self) -> dict[str, SubmissionResult]:
@@ -123,10 +124,6 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     ``self_check``: first grade the instructor's own solutions (see the module docstring).
     """
     t0 = time.monotonic()
-    try:
-        spec = checker.load_spec(course, assignment)
-    except SpecError as exc:
-        raise GradingError(str(exc)) from None
     limits = limits or Limits()
     if timeout is not None:
         limits = dataclasses.replace(limits, timeout=float(timeout))
@@ -135,33 +132,52 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         if why is not None:
             raise GradingError(f"the grading sandbox does not work here: {why}")
     ensure_tools_on_path()
-    with course.gradebook() as gb, open_claims(course, assignment) as claims:
+    # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
+    # process reads the notebooks and the gradebook; closed at once if there is nothing to grade.
+    runner = None
+    if plan_has_submissions(course, assignment, students):
         try:
-            ensure_in_gradebook(gb, spec)
-        except GradebookMismatch as exc:
+            runner = start_runner(kind=sandbox, limits=limits, workers=workers,
+                                  scheduler=scheduler, course=course)
+        except RunnerError as exc:
             raise GradingError(str(exc)) from None
-        plan = plan_grading(course, gb, assignment, students=students, force=force)
-        report = GradeReport(assignment, [], plan.skipped, plan.previous, errors=dict(plan.unreadable))
-        if plan.todo:
+    try:
+        try:
+            spec = checker.load_spec(course, assignment)
+        except SpecError as exc:
+            raise GradingError(str(exc)) from None
+        with course.gradebook() as gb, open_claims(course, assignment) as claims:
             try:
-                runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                      scheduler=scheduler, course=course)
-            except RunnerError as exc:
+                ensure_in_gradebook(gb, spec)
+            except GradebookMismatch as exc:
                 raise GradingError(str(exc)) from None
-            report.workers = runner.workers
-            report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
-            try:
+            plan = plan_grading(course, gb, assignment, students=students, force=force)
+            report = GradeReport(assignment, [], plan.skipped, plan.previous,
+                                 errors=dict(plan.unreadable))
+            if plan.todo:
+                report.workers = runner.workers
+                report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
+                report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"
                 if self_check:
                     check_solutions(spec, limits, lambda job: runner.submit("(solutions)", job).result())
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
                     _GradingRun(course, gb, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)
-            except BaseException:
-                runner.close(abort=True)
-                raise
-            runner.close()
+    except BaseException:
+        if runner is not None:
+            runner.close(abort=True)
+        raise
+    if runner is not None:
+        runner.close()
     report.wall = time.monotonic() - t0
     return report
+
+
+def plan_has_submissions(course: Course, assignment: str, students: list[str] | None) -> bool:
+    """Whether there is any submission folder this run might grade (before the gradebook says
+    which are graded already)."""
+    folders = submission_folders(course, assignment)
+    return bool(folders if students is None else set(folders) & set(students))
 
 
 class _GradingRun:

@@ -54,10 +54,17 @@ class LocalRunner:
         self.cancel = threading.Event()
         self.pool: queue.SimpleQueue = queue.SimpleQueue()
         self.sandboxes = [make_sandbox(kind, forbidden) for _ in range(workers)]
-        for sb in self.sandboxes:
-            self.pool.put(sb)
         self.executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="grade")
+        # every sandbox gets ready at once, in the background; a job waits for a ready one
+        for sb in self.sandboxes:
+            self.executor.submit(self._warm, sb)
         self.capacity = 2 * workers
+
+    def _warm(self, sb) -> None:
+        try:
+            sb.warm()
+        finally:
+            self.pool.put(sb)
 
     def _run(self, job: dict):
         sb = self.pool.get()
