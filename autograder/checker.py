@@ -23,6 +23,7 @@ import builtins
 import contextlib
 import copy
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -95,6 +96,11 @@ class TestCell:
     release_source: str    # what the student sees
     checksum: str          # nbgrader checksum of the release cell
     names: tuple[str, ...]  # names it reads that it does not bind itself: the answers
+
+    @functools.cached_property
+    def code(self):
+        """``source`` compiled, once per spec (a SyntaxError is raised again at each use)."""
+        return compile(self.source, f"<test {self.grade_id}>", "exec")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -630,9 +636,8 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
             ns[name] = copy.deepcopy(entry["value"])
     sink = io.StringIO()
     try:
-        code = compile(test.source, f"<test {test.grade_id}>", "exec")
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exec(code, ns)
+            exec(test.code, ns)
     except AssertionError as exc:
         msg = clean_text(str(exc)).strip() or "AssertionError: the answer is not correct."
         return False, msg[:MAX_MESSAGE]

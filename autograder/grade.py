@@ -42,8 +42,8 @@ from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
 from .plan import Task, load_result, plan_grading, read_submission, submission_folders, unchanged
-from .record import (GradebookMismatch, build_record, ensure_in_gradebook, graded_submissions,
-                     save_record)
+from .record import (GradebookMismatch, build_record, ensure_in_gradebook, gradebook_layout,
+                     graded_submissions, save_record)
 from .runners import RunnerError, start_runner
 from .sandbox import Limits, check_sandbox, memory_cap
 
@@ -151,6 +151,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                 ensure_in_gradebook(gb, spec)
             except GradebookMismatch as exc:
                 raise GradingError(str(exc)) from None
+            layout = gradebook_layout(gb, assignment)
             plan = plan_grading(course, gb, assignment, students=students, force=force)
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
                                  errors=dict(plan.unreadable))
@@ -161,7 +162,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                 if self_check:
                     check_solutions(spec, limits, lambda job: runner.submit("(solutions)", job).result())
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
-                    _GradingRun(course, gb, spec, limits, claims, runner, report, force,
+                    _GradingRun(course, gb, layout, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)
     except BaseException:
         if runner is not None:
@@ -184,8 +185,8 @@ class _GradingRun:
     """The stages for each submission of one run, kept as busy as the runner allows:
     claim -> read and validate -> run -> check -> record -> release."""
 
-    def __init__(self, course, gb, spec, limits, claims, runner, report, force, advance):
-        self.course, self.gb, self.spec, self.limits = course, gb, spec, limits
+    def __init__(self, course, gb, layout, spec, limits, claims, runner, report, force, advance):
+        self.course, self.gb, self.layout, self.spec, self.limits = course, gb, layout, spec, limits
         self.claims, self.runner, self.report = claims, runner, report
         self.force, self.advance = force, advance
 
@@ -267,7 +268,7 @@ class _GradingRun:
             self.report.errors[student] = f"the grader failed: {type(exc).__name__}: {exc}"[:500]
             return
         try:
-            save_record(self.course, self.gb, self.spec, record, task.timestamp)
+            save_record(self.course, self.gb, self.spec, record, task.timestamp, self.layout)
         except Exception as exc:  # the disk, the database: not the submission's doing
             self.report.errors[student] = (f"the result could not be recorded ({type(exc).__name__}: "
                                            f"{exc}); it is graded again by the next run")[:500]

@@ -470,6 +470,27 @@ def test_grade_assignment(course, sandbox_kind):
     assert sorted(r.student for r in forced.results) == ["alice", "bob"]
     assert fixture.scores_in_gradebook(course)["carol"] == fixture.POINTS
 
+    # nbgrader's own API reads the rows as its autograde would have written them: totals,
+    # flags, nothing waiting for a person; a manual score survives a regrade and is flagged
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="default_course") as gb:
+        for student, r in res.items():
+            sub = gb.find_submission(A, student)
+            assert sub.score == pytest.approx(sum(fixture.scores_in_gradebook(course)[student].values()))
+            assert sub.max_score == sum(fixture.POINTS.values())
+            assert [nb.flagged for nb in sub.notebooks] == [r.status != "graded"], student
+            assert not any(g.needs_manual_grade for nb in sub.notebooks for g in nb.grades), student
+        grade = gb.find_grade("q1-test", A, A, "alice")
+        grade.manual_score = 0.5
+        gb.db.commit()
+    grade_assignment(Course(course), A, limits=LIMITS, progress=False, force=True, students=["alice"])
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="default_course") as gb:
+        grade = gb.find_grade("q1-test", A, A, "alice")
+        assert (grade.manual_score, grade.auto_score, grade.needs_manual_grade) == \
+            (0.5, fixture.POINTS["q1-test"], True)
+        assert gb.find_grade("q2-test", A, A, "alice").needs_manual_grade is False
+
 
 @in_sandbox
 def test_one_submission_cannot_stop_the_class(course, monkeypatch):
