@@ -10,8 +10,8 @@ Grading a class is five stages, each in a module of its own:
    Before it runs, ``checker.validate`` parses the notebook as data and plans the run.
 3. **check** (``checker.py``): the answers that came back, judged here by the instructor's
    test cells; the autograded notebook is written up (``record.build_record``).
-4. **record** (``record.py``): files, then one gradebook transaction per submission; a
-   submission counts as graded once that commits.
+4. **record** (``record.py``): files, then the gradebook, a few submissions per transaction
+   (all or nothing); a submission counts as graded once its transaction commits.
 5. **report** (this module's :class:`GradeReport`, shown by ``cli.render_grade_summary``):
    what was graded, skipped, claimed by another grader, or could not be recorded.
 
@@ -42,8 +42,8 @@ from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
 from .plan import Task, load_result, plan_grading, read_submission, submission_folders, unchanged
-from .record import (GradebookMismatch, build_record, ensure_in_gradebook, gradebook_layout,
-                     graded_submissions, save_record)
+from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
+                     gradebook_layout, graded_submissions, write_files)
 from .runners import RunnerError, start_runner
 from .sandbox import Limits, check_sandbox, memory_cap
 
@@ -181,14 +181,23 @@ def plan_has_submissions(course: Course, assignment: str, students: list[str] | 
     return bool(folders if students is None else set(folders) & set(students))
 
 
+# A gradebook commit waits for the disk: the grader commits up to this many submissions, or
+# what it recorded in this many seconds, in one transaction (a kill loses at most that many,
+# which the next run grades again).
+COMMIT_EVERY = 16
+COMMIT_WITHIN = 1.0
+
+
 class _GradingRun:
     """The stages for each submission of one run, kept as busy as the runner allows:
-    claim -> read and validate -> run -> check -> record -> release."""
+    claim -> read and validate -> run -> check -> write -> commit (a few at a time) -> release."""
 
     def __init__(self, course, gb, layout, spec, limits, claims, runner, report, force, advance):
         self.course, self.gb, self.layout, self.spec, self.limits = course, gb, layout, spec, limits
         self.claims, self.runner, self.report = claims, runner, report
         self.force, self.advance = force, advance
+        self.uncommitted: list[tuple[Task, SubmissionResult]] = []  # written, not yet committed
+        self.oldest = 0.0
 
     def grade(self, todo: list[Task]) -> None:
         pending: dict = {}  # future -> (task, validation)
@@ -210,6 +219,10 @@ class _GradingRun:
                     task, validation = pending.pop(future)
                     self.finish(task, validation, future)
                     self.done(task)
+            if self.uncommitted and (len(self.uncommitted) >= COMMIT_EVERY or not pending
+                                     or time.monotonic() - self.oldest >= COMMIT_WITHIN):
+                self.commit()
+        self.commit()
 
     def start(self, task: Task):
         """Read and validate one claimed submission: (future, validation) if its code must
@@ -260,7 +273,7 @@ class _GradingRun:
         self.record(task, validation, outcome)
 
     def record(self, task: Task, validation, outcome, failed=None) -> None:
-        """Check and write up, then save: see ``record.py``."""
+        """Check and write up, write the files; the commit follows (:meth:`commit`)."""
         student = task.student
         try:
             record = build_record(self.spec, student, validation, outcome, self.limits, failed)
@@ -268,14 +281,40 @@ class _GradingRun:
             self.report.errors[student] = f"the grader failed: {type(exc).__name__}: {exc}"[:500]
             return
         try:
-            save_record(self.course, self.gb, self.spec, record, task.timestamp, self.layout)
-        except Exception as exc:  # the disk, the database: not the submission's doing
-            self.report.errors[student] = (f"the result could not be recorded ({type(exc).__name__}: "
-                                           f"{exc}); it is graded again by the next run")[:500]
+            write_files(self.course, self.spec, record, task.timestamp)
+        except Exception as exc:  # the disk: not the submission's doing
+            self.not_recorded(student, exc)
             return
-        self.report.results.append(record.result)
+        if not self.uncommitted:
+            self.oldest = time.monotonic()
+        self.uncommitted.append((task, record.result))
+
+    def commit(self) -> None:
+        """Commit what was written, in one transaction; if that fails, one by one, so that one
+        submission the database refuses does not hold back the others. Then release them."""
+        batch, self.uncommitted = self.uncommitted, []
+        if not batch:
+            return
+        try:
+            commit_results(self.gb, self.layout, [(r, t.timestamp) for t, r in batch])
+            self.report.results.extend(r for _, r in batch)
+        except Exception:
+            for task, result in batch:
+                try:
+                    commit_results(self.gb, self.layout, [(result, task.timestamp)])
+                    self.report.results.append(result)
+                except Exception as exc:  # the database: not the submission's doing
+                    self.not_recorded(task.student, exc)
+        for task, _ in batch:
+            self.claims.release(task.student)
+
+    def not_recorded(self, student: str, exc: Exception) -> None:
+        self.report.errors[student] = (f"the result could not be recorded ({type(exc).__name__}: "
+                                       f"{exc}); it is graded again by the next run")[:500]
 
     def done(self, task: Task) -> None:
-        """A claimed submission is finished with, whatever happened to it."""
-        self.claims.release(task.student)
+        """A claimed submission is finished with here; its claim is released now, or once its
+        result is committed."""
+        if not any(t is task for t, _ in self.uncommitted):
+            self.claims.release(task.student)
         self.advance()

@@ -1,15 +1,16 @@
 """Grading, stage 4 -- record: a checked submission into files and the gradebook, exactly once.
 
-A submission counts as graded when its scores are committed to the gradebook, in one
-transaction per submission that writes every score at once (:func:`commit_result`). The
-autograded notebook and ``grading.json`` (status and messages) are written before that commit,
-each through a temporary file and an atomic rename (:func:`atomic_write`). Killed at any point,
-the next run skips what was committed and grades the rest again, with the same result.
+A submission counts as graded when its scores are committed to the gradebook, every score of
+it in the same transaction (:func:`commit_results`; the grader commits a few submissions per
+transaction, all or nothing). The autograded notebook and ``grading.json`` (status and
+messages) are written before that commit, each through a temporary file and an atomic rename
+(:func:`write_files`, :func:`atomic_write`). Killed at any point, the next run skips what was
+committed and grades the rest again, with the same result.
 
 :func:`build_record` turns the checker's verdict into those bytes; if anything goes wrong while
 scoring or writing up one submission, it becomes that submission's "grader error" record (zero,
-flagged) and the rest of the class is graded. :func:`save_record` writes them; only when even
-that fails (the disk, the database) is the student left ungraded, for the next run.
+flagged) and the rest of the class is graded. Only when even writing it fails (the disk, the
+database) is the student left ungraded, for the next run.
 
 The gradebook is nbgrader's (SQLite or PostgreSQL through SQLAlchemy): :func:`ensure_in_gradebook`
 makes sure it knows the assignment's test cells, :func:`graded_submissions` says what is
@@ -104,10 +105,9 @@ def build_record(spec: checker.Spec, student: str, validation: checker.Validatio
         return Record(result, notebook, dump_json(result.to_json()))
 
 
-def save_record(course: Course, gb, spec: checker.Spec, record: Record,
-                timestamp: datetime | None, layout: "GradebookLayout | None" = None) -> None:
-    """The autograded notebook, its timestamp and ``grading.json``, then the gradebook commit
-    (``layout``: see :func:`commit_result`)."""
+def write_files(course: Course, spec: checker.Spec, record: Record,
+                timestamp: datetime | None) -> None:
+    """The autograded notebook, its timestamp and ``grading.json`` (before the gradebook commit)."""
     student, assignment = record.result.student, spec.assignment
     out_dir = course.autograded(student, assignment)
     clean_stale_tmp(out_dir)
@@ -116,7 +116,6 @@ def save_record(course: Course, gb, spec: checker.Spec, record: Record,
     if timestamp is not None and stamp.is_file() and not stamp.is_symlink():
         atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
     atomic_write(out_dir / GRADING_RECORD, record.summary)
-    commit_result(gb, spec, record.result, timestamp, layout)
 
 
 # --- gradebook ---------------------------------------------------------------------------------
@@ -222,27 +221,34 @@ def gradebook_layout(gb, assignment: str) -> GradebookLayout:
     return layout
 
 
-def commit_result(gb, spec: checker.Spec, result: SubmissionResult, timestamp,
-                  layout: GradebookLayout | None = None, attempts: int = 5) -> None:
-    """All of a submission's scores in one transaction (created if need be).
+def commit_results(gb, layout: GradebookLayout, results: list[tuple[SubmissionResult, datetime | None]],
+                   attempts: int = 5) -> None:
+    """Every score of ``results`` (each a submission's result and timestamp) in one transaction:
+    all of them are recorded or none is. The grader commits a few submissions at a time (one
+    commit costs a disk flush); a submission counts as graded once its transaction commits.
 
     Retried when the database is busy (another tool holds SQLite's lock) or when another
     grader created the same submission meanwhile; each attempt is all or nothing.
-    ``layout``: :func:`gradebook_layout` of the assignment, read here if not given.
     """
     from sqlalchemy.exc import IntegrityError, OperationalError
 
-    layout = layout or gradebook_layout(gb, spec.assignment)
     for attempt in range(attempts):
         try:
-            return _commit_once(gb, layout, result, timestamp)
+            for result, timestamp in results:
+                _write_rows(gb, layout, result, timestamp)
+            gb.db.commit()
+            return
         except (IntegrityError, OperationalError):
+            gb.db.rollback()
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2 * 2 ** attempt)
+        except BaseException:
+            gb.db.rollback()
+            raise
 
 
-def _commit_once(gb, layout: GradebookLayout, result: SubmissionResult, timestamp) -> None:
+def _write_rows(gb, layout: GradebookLayout, result: SubmissionResult, timestamp) -> None:
     """The rows nbgrader's own autograde writes, with SQL statements rather than ORM objects
     (a class of 2,000 spends its grading time here otherwise): the student if new; the
     submission, its notebooks, a grade per grade and task cell and a comment per solution and
@@ -254,47 +260,42 @@ def _commit_once(gb, layout: GradebookLayout, result: SubmissionResult, timestam
 
     s, student, scores = gb.db, result.student, result.scores
     flagged = result.status != GRADED
-    try:
-        if s.execute(select(Student.id).where(Student.id == student)).first() is None:
-            s.execute(insert(Student).values(id=student))
-        sub_id = s.execute(select(SubmittedAssignment.id).where(
-            SubmittedAssignment.assignment_id == layout.assignment_id,
-            SubmittedAssignment.student_id == student)).scalar_one_or_none()
-        if sub_id is None:
-            sub_id = new_uuid()
-            s.execute(insert(SubmittedAssignment).values(
-                id=sub_id, assignment_id=layout.assignment_id, student_id=student, timestamp=timestamp))
-            grades, comments = [], []
-            for nb in layout.notebooks:
-                nb_id = new_uuid()
-                s.execute(insert(SubmittedNotebook).values(
-                    id=nb_id, assignment_id=sub_id, notebook_id=nb.id, flagged=flagged))
-                for cell_id, name in nb.grade_cells + nb.task_cells:
-                    scored = name in scores
-                    grades.append({"id": new_uuid(), "notebook_id": nb_id, "cell_id": cell_id,
-                                   "auto_score": float(scores[name]) if scored else None,
-                                   "needs_manual_grade": not scored})
-                for cell_id in nb.solution_cells + tuple(c for c, _ in nb.task_cells):
-                    comments.append({"id": new_uuid(), "notebook_id": nb_id, "cell_id": cell_id})
-            if grades:
-                s.execute(insert(Grade), grades)
-            if comments:
-                s.execute(insert(Comment), comments)
-        else:
-            s.execute(update(SubmittedAssignment).where(SubmittedAssignment.id == sub_id)
-                      .values(timestamp=timestamp))
-            s.execute(update(SubmittedNotebook).where(SubmittedNotebook.assignment_id == sub_id)
-                      .values(flagged=flagged))
-            notebooks = select(SubmittedNotebook.id).where(SubmittedNotebook.assignment_id == sub_id)
-            rows = [{"cell": cell_id, "score": float(scores[name])} for nb in layout.notebooks
-                    for cell_id, name in nb.grade_cells + nb.task_cells if name in scores]
-            if rows:  # one UPDATE run for every row (on the table: plain executemany)
-                grade = Grade.__table__.c
-                s.execute(update(Grade.__table__)
-                          .where(and_(grade.notebook_id.in_(notebooks), grade.cell_id == bindparam("cell")))
-                          .values(auto_score=bindparam("score"),
-                                  needs_manual_grade=grade.manual_score.is_not(None)), rows)
-        s.commit()
-    except BaseException:
-        s.rollback()
-        raise
+    if s.execute(select(Student.id).where(Student.id == student)).first() is None:
+        s.execute(insert(Student).values(id=student))
+    sub_id = s.execute(select(SubmittedAssignment.id).where(
+        SubmittedAssignment.assignment_id == layout.assignment_id,
+        SubmittedAssignment.student_id == student)).scalar_one_or_none()
+    if sub_id is None:
+        sub_id = new_uuid()
+        s.execute(insert(SubmittedAssignment).values(
+            id=sub_id, assignment_id=layout.assignment_id, student_id=student, timestamp=timestamp))
+        grades, comments = [], []
+        for nb in layout.notebooks:
+            nb_id = new_uuid()
+            s.execute(insert(SubmittedNotebook).values(
+                id=nb_id, assignment_id=sub_id, notebook_id=nb.id, flagged=flagged))
+            for cell_id, name in nb.grade_cells + nb.task_cells:
+                scored = name in scores
+                grades.append({"id": new_uuid(), "notebook_id": nb_id, "cell_id": cell_id,
+                               "auto_score": float(scores[name]) if scored else None,
+                               "needs_manual_grade": not scored})
+            for cell_id in nb.solution_cells + tuple(c for c, _ in nb.task_cells):
+                comments.append({"id": new_uuid(), "notebook_id": nb_id, "cell_id": cell_id})
+        if grades:
+            s.execute(insert(Grade), grades)
+        if comments:
+            s.execute(insert(Comment), comments)
+    else:
+        s.execute(update(SubmittedAssignment).where(SubmittedAssignment.id == sub_id)
+                  .values(timestamp=timestamp))
+        s.execute(update(SubmittedNotebook).where(SubmittedNotebook.assignment_id == sub_id)
+                  .values(flagged=flagged))
+        notebooks = select(SubmittedNotebook.id).where(SubmittedNotebook.assignment_id == sub_id)
+        rows = [{"cell": cell_id, "score": float(scores[name])} for nb in layout.notebooks
+                for cell_id, name in nb.grade_cells + nb.task_cells if name in scores]
+        if rows:  # one UPDATE run for every row (on the table: plain executemany)
+            grade = Grade.__table__.c
+            s.execute(update(Grade.__table__)
+                      .where(and_(grade.notebook_id.in_(notebooks), grade.cell_id == bindparam("cell")))
+                      .values(auto_score=bindparam("score"),
+                              needs_manual_grade=grade.manual_score.is_not(None)), rows)
