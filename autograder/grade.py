@@ -32,6 +32,7 @@ Guarantees, and where they are kept:
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
 import sys
@@ -196,10 +197,16 @@ class _GradingRun:
         self.course, self.gb, self.layout, self.spec, self.limits = course, gb, layout, spec, limits
         self.claims, self.runner, self.report = claims, runner, report
         self.force, self.advance = force, advance
-        self.uncommitted: list[tuple[Task, SubmissionResult]] = []  # written, not yet committed
+        # checked, being written (files, by one writer thread: a file's fsync waits for the
+        # disk, not for this process), not yet committed
+        self.uncommitted: list[tuple[Task, SubmissionResult, cf.Future]] = []
         self.oldest = 0.0
 
     def grade(self, todo: list[Task]) -> None:
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="write") as self.writer:
+            self._grade(todo)
+
+    def _grade(self, todo: list[Task]) -> None:
         pending: dict = {}  # future -> (task, validation)
         waiting = list(reversed(todo))
         while waiting or pending:
@@ -273,39 +280,44 @@ class _GradingRun:
         self.record(task, validation, outcome)
 
     def record(self, task: Task, validation, outcome, failed=None) -> None:
-        """Check and write up, write the files; the commit follows (:meth:`commit`)."""
+        """Check and write up; the files are written in the background and the commit follows
+        (:meth:`commit`)."""
         student = task.student
         try:
             record = build_record(self.spec, student, validation, outcome, self.limits, failed)
         except Exception as exc:
             self.report.errors[student] = f"the grader failed: {type(exc).__name__}: {exc}"[:500]
             return
-        try:
-            write_files(self.course, self.spec, record, task.timestamp)
-        except Exception as exc:  # the disk: not the submission's doing
-            self.not_recorded(student, exc)
-            return
         if not self.uncommitted:
             self.oldest = time.monotonic()
-        self.uncommitted.append((task, record.result))
+        written = self.writer.submit(write_files, self.course, self.spec, record, task.timestamp)
+        self.uncommitted.append((task, record.result, written))
 
     def commit(self) -> None:
-        """Commit what was written, in one transaction; if that fails, one by one, so that one
-        submission the database refuses does not hold back the others. Then release them."""
+        """Once their files are written, commit the submissions in one transaction; if that
+        fails, one by one, so that one submission the database refuses does not hold back the
+        others. Then release them."""
         batch, self.uncommitted = self.uncommitted, []
         if not batch:
             return
+        ready = []
+        for task, result, written in batch:
+            try:
+                written.result()
+                ready.append((task, result))
+            except Exception as exc:  # the disk: not the submission's doing
+                self.not_recorded(task.student, exc)
         try:
-            commit_results(self.gb, self.layout, [(r, t.timestamp) for t, r in batch])
-            self.report.results.extend(r for _, r in batch)
+            commit_results(self.gb, self.layout, [(r, t.timestamp) for t, r in ready])
+            self.report.results.extend(r for _, r in ready)
         except Exception:
-            for task, result in batch:
+            for task, result in ready:
                 try:
                     commit_results(self.gb, self.layout, [(result, task.timestamp)])
                     self.report.results.append(result)
                 except Exception as exc:  # the database: not the submission's doing
                     self.not_recorded(task.student, exc)
-        for task, _ in batch:
+        for task, _, _ in batch:
             self.claims.release(task.student)
 
     def not_recorded(self, student: str, exc: Exception) -> None:
@@ -315,6 +327,6 @@ class _GradingRun:
     def done(self, task: Task) -> None:
         """A claimed submission is finished with here; its claim is released now, or once its
         result is committed."""
-        if not any(t is task for t, _ in self.uncommitted):
+        if not any(t is task for t, _, _ in self.uncommitted):
             self.claims.release(task.student)
         self.advance()
