@@ -298,7 +298,9 @@ def render_grade_summary(report, elapsed: float) -> str:
         lines.extend(trouble)
     else:
         lines.append("every submission was fully graded")
-    return "\n".join(lines)
+    from .collect import visible  # student ids and messages came from submissions
+
+    return "\n".join(visible(line) for line in lines)
 
 
 def cmd_export(args) -> int:

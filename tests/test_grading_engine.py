@@ -693,3 +693,20 @@ def test_real_homework(assignment, tmp_path):
     assert res["blank"].total == 0 and res["blank"].status == "graded", res["blank"].problems
     assert all(m.startswith("not answered") for m in res["blank"].messages.values())
     assert res["wrong"].scores[first_test] == 0 and res["wrong"].total < total
+
+
+def test_grade_summary_prints_names_and_messages_escaped():
+    """A student id (a folder name) or a message with terminal escapes is printed inert."""
+    from autograder.checker import SubmissionResult
+    from autograder.cli import render_grade_summary
+    from autograder.grade import GradeReport
+
+    evil = "eve\x1b]0;owned\x07\u202e"
+    result = SubmissionResult(evil, "hw1", "crashed", {"q1": 0.0}, {"q1": 1.0}, {"q1": "x\x1b[2K"},
+                              ["crashed: \rkilled"])
+    report = GradeReport("hw1", [result], [], errors={"mal\x1b[1Alory": "boom\x1b[2J"},
+                         claimed_elsewhere=["z\x07"], memory_cap="cgroup v1 memory: 4.0 GiB per submission")
+    text = render_grade_summary(report, 1.0)
+    assert not any(c in text for c in "\x1b\x07\r\u202e")
+    assert "eve\\x1b]0;owned\\x07\\u202e" in text and "mal\\x1b[1Alory" in text
+    assert "memory cap: cgroup v1 memory" in text and "left 1 to another grader" in text
