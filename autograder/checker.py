@@ -73,6 +73,9 @@ class SubmissionResult:
     max_scores: dict[str, float]
     messages: dict[str, str]
     problems: list[str]
+    # grade_id -> {answer name: the value the test saw (short plain data) or {"error": why}}:
+    # what the instructor's report groups wrong answers by
+    answers: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -83,7 +86,8 @@ class SubmissionResult:
 
     @classmethod
     def from_json(cls, data: dict) -> "SubmissionResult":
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        fields = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        return cls(**fields)
 
 
 # --- the instructor's notebook -----------------------------------------------------------------
@@ -688,6 +692,7 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
     max_scores = spec.max_scores
     scores = {gid: 0.0 for gid in max_scores}
     messages: dict[str, str] = {}
+    answers: dict[str, dict] = {}
     if validation.invalid is not None:
         for gid in max_scores:
             messages[gid] = f"{INVALID}: {validation.invalid}"
@@ -754,9 +759,24 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
         if passed:
             scores[gid] = t.points
         messages[gid] = msg
+        answers[gid] = {name: recorded_answer(values[name]) for name in t.names if name in values}
     status = min(statuses, key=SEVERITY.index) if statuses else GRADED
     return SubmissionResult(student, spec.assignment, status, scores, dict(max_scores), messages,
-                            problems), rep
+                            problems, answers), rep
+
+
+MAX_RECORDED_ANSWER = 200  # characters of JSON: a number, a short list, a PartitionSpec
+
+
+def recorded_answer(entry: dict):
+    """What ``grading.json`` keeps of one captured answer: the value itself when it is short,
+    else a note; the reasons a value could not be captured stay as they are."""
+    if "value" not in entry:
+        return {"error": str(entry.get("error", "not captured"))[:MAX_RECORDED_ANSWER]}
+    text = json.dumps(entry["value"])
+    if len(text) > MAX_RECORDED_ANSWER:
+        return {"error": f"a value of {len(text)} characters (not kept)"}
+    return entry["value"]
 
 
 # --- the autograded copy -----------------------------------------------------------------------

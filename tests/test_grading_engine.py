@@ -454,8 +454,12 @@ def test_grade_assignment(course, sandbox_kind):
             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
     assert outs["q1-test"][0]["output_type"] == "error" and "Hint" in outs["q1-test"][0]["evalue"]
     assert outs["q2-test"][0]["text"].startswith("Passed: 3/3")
-    assert json.loads((course / "autograded" / "bob" / A / "grading.json").read_text())["scores"] == \
-        res["bob"].scores
+    bob = json.loads((course / "autograded" / "bob" / A / "grading.json").read_text())
+    assert bob["scores"] == res["bob"].scores
+    # the answers each test saw are kept, for the instructor's report of common wrong answers
+    assert bob["answers"] == res["bob"].answers and set(bob["answers"]) <= set(fixture.POINTS)
+    assert bob["answers"]["q1-test"]["intensity"] != pytest.approx(240, rel=0.05)  # the wrong one
+    assert res["erin"].answers["q3-test"] == {"answer": 6.1}  # as it was where its test stands
     assert (course / "autograded" / "bob" / A / "timestamp.txt").is_file()
 
     # run again: nothing to do; a re-collected submission (new timestamp) is graded again
