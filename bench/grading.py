@@ -158,8 +158,9 @@ def run_nbgrader(root: Path, assignment: str) -> float:
     return elapsed
 
 
-def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
-    code = (
+def grading_script(root: Path, assignment: str, workers: int, sandbox: str = "template") -> str:
+    """A Python program that grades the course at ``root`` (exit status 1 if any errors)."""
+    return (
         "import sys\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
         "from pathlib import Path\n"
@@ -169,8 +170,12 @@ def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
         f"sandbox={sandbox!r}, progress=False)\n"
         "sys.exit(1 if r.errors else 0)\n"
     )
+
+
+def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, cwd=root)
+    subprocess.run([sys.executable, "-c", grading_script(root, assignment, workers, sandbox)],
+                   check=True, env=ENV, cwd=root)
     return time.perf_counter() - t
 
 
@@ -180,19 +185,10 @@ def run_ours_measured(root: Path, assignment: str, workers: int) -> tuple[float,
 
     import psutil
 
-    code = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(REPO)!r})\n"
-        "from pathlib import Path\n"
-        "from autograder.course import Course\n"
-        "from autograder.grade import grade_assignment\n"
-        f"r = grade_assignment(Course(Path({str(root)!r})), {assignment!r}, workers={workers}, "
-        "progress=False)\n"
-        "sys.exit(1 if r.errors else 0)\n"
-    )
     peak, stop = [0], threading.Event()
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], env=ENV, cwd=root)
+    proc = subprocess.Popen([sys.executable, "-c", grading_script(root, assignment, workers)],
+                            env=ENV, cwd=root)
 
     def sample():
         top = psutil.Process(proc.pid)

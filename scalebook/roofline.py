@@ -33,8 +33,9 @@ Number = Union[float, int, np.ndarray]
 
 
 @dataclass(frozen=True)
-class MatmulCost:
-    """FLOPs and HBM traffic of one matmul. FLOPs count a multiply-add as 2; bytes are bytes."""
+class OpCost:
+    """FLOPs and HBM traffic of one operation; what :class:`MatmulCost` and
+    :class:`ElementwiseCost` have in common."""
 
     flops: Number
     bytes_read: Number
@@ -49,6 +50,11 @@ class MatmulCost:
     def intensity(self) -> Number:
         """Arithmetic intensity: FLOPs / total bytes (FLOPs per byte)."""
         return self.flops / self.total_bytes
+
+
+@dataclass(frozen=True)
+class MatmulCost(OpCost):
+    """FLOPs and HBM traffic of one matmul. FLOPs count a multiply-add as 2; bytes are bytes."""
 
 
 def matmul_cost(
@@ -244,23 +250,10 @@ def weight_load_time(param_bytes: Number, chip: Chip | str, *, n_chips: int = 1,
 # --------------------------------------------------------------------------- element-wise ops
 
 @dataclass(frozen=True)
-class ElementwiseCost:
+class ElementwiseCost(OpCost):
     """FLOPs and HBM traffic of one element-wise op over arrays of ``elements`` elements each."""
 
     elements: Number
-    flops: Number
-    bytes_read: Number
-    bytes_written: Number
-
-    @property
-    def total_bytes(self) -> Number:
-        """Bytes read + bytes written."""
-        return self.bytes_read + self.bytes_written
-
-    @property
-    def intensity(self) -> Number:
-        """Arithmetic intensity: FLOPs / total bytes (FLOPs per byte)."""
-        return self.flops / self.total_bytes
 
 
 def _element_count(shape: object) -> Number:
