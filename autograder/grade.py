@@ -42,7 +42,7 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import Task, load_result, plan_grading, read_submission, submission_folders, unchanged
+from .plan import Task, has_submissions, load_result, plan_grading, read_submission, unchanged
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, graded_submissions, write_files)
 from .runners import RunnerError, start_runner
@@ -136,7 +136,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
     # process reads the notebooks and the gradebook; closed at once if there is nothing to grade.
     runner = None
-    if plan_has_submissions(course, assignment, students):
+    if has_submissions(course, assignment, students):
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
                                   scheduler=scheduler, course=course)
@@ -173,13 +173,6 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         runner.close()
     report.wall = time.monotonic() - t0
     return report
-
-
-def plan_has_submissions(course: Course, assignment: str, students: list[str] | None) -> bool:
-    """Whether there is any submission folder this run might grade (before the gradebook says
-    which are graded already)."""
-    folders = submission_folders(course, assignment)
-    return bool(folders if students is None else set(folders) & set(students))
 
 
 # A gradebook commit waits for the disk: the grader commits up to this many submissions, or

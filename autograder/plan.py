@@ -52,6 +52,13 @@ def submission_folders(course: Course, assignment: str) -> list[str]:
                   if not p.name.startswith(".") and (p / assignment).is_dir())
 
 
+def has_submissions(course: Course, assignment: str, students: list[str] | None = None) -> bool:
+    """Whether any submission folder (of ``students``, if given) might be graded: known before
+    the gradebook says which are graded already."""
+    folders = submission_folders(course, assignment)
+    return bool(folders if students is None else set(folders) & set(students))
+
+
 def unchanged(recorded: datetime | None, submitted: datetime | None) -> bool:
     """Whether a graded submission is still the one on disk (no timestamp counts as same)."""
     return submitted is None or recorded is None or submitted == recorded
