@@ -36,8 +36,10 @@ the instructor's loop:
   python -m autograder generate                      # solutions/ -> exercises/ (commit these)
   python -m autograder collect downloads.zip -a hw1-rooflines
   python -m autograder grade -a hw1-rooflines --workers 4
-  python -m autograder export -a hw1-rooflines --output grades.csv
-  python -m autograder feedback -a hw1-rooflines
+  python -m autograder due -a hw1-rooflines --date "2026-02-01 23:59 UTC" --per-day 10 --zero-after 7
+  python -m autograder export -a hw1-rooflines --output grades.csv   # or --format canvas|moodle
+  python -m autograder feedback -a hw1-rooflines     # after the due date: --release-solutions
+  python -m autograder report -a hw1-rooflines       # item analysis: report-<A>.html and .csv
 a student, before submitting:
   python -m autograder validate exercises/hw1-rooflines/hw1-rooflines.ipynb
 
@@ -146,13 +148,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser(
-        "export", help="write the grades of an assignment as CSV",
-        description="One row per student in the gradebook: student, one column per question (grade_id), "
-                    "total, max, status.",
+        "due", help="set or show an assignment's due date and the course's late penalty",
+        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and the course's "
+                    "late policy in <course>/late_policy.json. Without options, show both. Late work is "
+                    "penalised when exported and shown on the feedback page, computed from the raw scores "
+                    "each time (never stored): a submission d started days late keeps "
+                    "max(0, 1 - d * PCT/100) of its score, nothing after --zero-after days. The submission "
+                    "time is its timestamp.txt (nbgrader layout) or the one the gradebook recorded.",
     )
     _course_options(p)
+    p.add_argument("--date", metavar="WHEN",
+                   help="due date with its time zone, e.g. '2026-02-01 23:59 UTC' or '2026-02-01T23:59+01:00'")
+    p.add_argument("--per-day", type=float, metavar="PCT",
+                   help="course policy: percent of the score lost per started day late (default 0)")
+    p.add_argument("--zero-after", type=int, metavar="DAYS",
+                   help="course policy: a submission more than DAYS days late scores zero")
+    p.set_defaults(func=cmd_due)
+
+    p = sub.add_parser(
+        "export", help="write the grades of an assignment as CSV (ours, Canvas's or Moodle's)",
+        description="csv (default): one row per student in the gradebook: student, one column per question "
+                    "(grade_id), total, max, status; with a due date also raw, days_late and penalty "
+                    "(total is then the penalised score). canvas: Canvas's gradebook import CSV; moodle: "
+                    "Moodle's assignment grading worksheet; both keyed by the LMS user id collect read "
+                    "from the download (autograder/export.py says which layouts). Students without an "
+                    "LMS id are listed on stderr and the exit status is 1.",
+    )
+    _course_options(p)
+    p.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
+                   help="file layout (default csv)")
+    p.add_argument("--lms-assignment-id", metavar="ID",
+                   help="canvas: the Canvas assignment id, so the column reads '<A> (<ID>)' and Canvas "
+                        "fills that assignment instead of creating a new one")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="CSV file to write, '-' for standard output (default: <course>/grades-<A>.csv)")
+                   help="CSV file to write, '-' for standard output (default: <course>/grades-<A>.csv, "
+                        "canvas-<A>.csv or moodle-<A>.csv)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
@@ -162,7 +192,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _course_options(p)
     p.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    p.add_argument("--release-solutions", action="store_true",
+                   help="also show, for each part a student missed, the expected answers and the worked "
+                        "solution (refused before the due date)")
+    p.add_argument("--force", action="store_true", help="release solutions even before the due date")
     p.set_defaults(func=cmd_feedback)
+
+    p = sub.add_parser(
+        "report", help="write the item analysis of an assignment (HTML page and CSV)",
+        description="From the recorded results (nothing is graded again): per graded part, how many "
+                    "attempted it, mean points, full-credit share, discrimination (upper-lower 27%) and "
+                    "the most common wrong answers grouped by the misconception their hint names; a "
+                    "histogram of the totals. Writes report-<A>.html and report-<A>.csv.",
+    )
+    _course_options(p)
+    p.add_argument("--output-dir", metavar="DIR", help="folder to write into (default: the course directory)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
         "demo", help="run the whole loop on the sample submissions (make grade-demo)",
@@ -303,17 +348,43 @@ def render_grade_summary(report, elapsed: float) -> str:
     return "\n".join(visible(line) for line in lines)
 
 
+def cmd_due(args) -> int:
+    from .deadlines import LatePolicy, due_date, load_policy, parse_when, save_policy, set_due_date, show_when
+
+    course, assignment = _course(args), _assignment(args)
+    if args.zero_after is not None and args.per_day is None:
+        raise UsageError("--zero-after goes with --per-day (the course's whole policy)")
+    if args.date is not None:
+        course.prepare(assignment)
+        set_due_date(course, assignment, parse_when(args.date))
+    if args.per_day is not None:
+        save_policy(course, LatePolicy(args.per_day, args.zero_after))
+    print(f"{assignment}: due {show_when(due_date(course, assignment))}; "
+          f"late policy: {load_policy(course).describe()}")
+    return 0
+
+
 def cmd_export(args) -> int:
-    from .export import export_csv
+    from .collect import visible
+    from .export import export_csv, missing_lms_ids
 
     course, assignment = _course(args), _assignment(args)
     to_stdout = args.output == "-"
-    output = None if to_stdout else Path(args.output or Path(course.root) / f"grades-{assignment}.csv")
-    text, rows = export_csv(course, assignment, output)
+    name = {"csv": "grades", "canvas": "canvas", "moodle": "moodle"}[args.format]
+    output = None if to_stdout else Path(args.output or Path(course.root) / f"{name}-{assignment}.csv")
+    text, rows = export_csv(course, assignment, output, fmt=args.format, lms_assignment_id=args.lms_assignment_id)
     if to_stdout:
         sys.stdout.write(text)
-    else:
-        print(f"wrote {len(rows)} student row(s) of {assignment} to {output}")
+    missing = missing_lms_ids(rows) if args.format != "csv" else []
+    if not to_stdout:
+        print(f"wrote {len(rows) - len(missing)} student row(s) of {assignment} to {output}")
+    if missing:
+        print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): no LMS user id in the gradebook "
+              f"(collected from a folder or nbgrader's layout, not an LMS download); enter by hand:",
+              file=sys.stderr)
+        for row in missing:
+            print(visible(f"  {row.student}: {row.status}, total {row.total:g} / {row.max:g}"), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -321,12 +392,28 @@ def cmd_feedback(args) -> int:
     from .feedback import write_feedback
 
     course, assignment = _course(args), _assignment(args)
-    written = write_feedback(course, assignment, args.student)
+    written = write_feedback(course, assignment, args.student, release_solutions=args.release_solutions,
+                             force=args.force)
     if args.student:
         missing = sorted(set(args.student) - set(written))
         if missing:
             raise UsageError(f"nothing graded for {', '.join(missing)} in {assignment}")
     print(f"wrote {len(written)} feedback page(s) of {assignment} under {Path(course.root) / 'feedback'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .collect import visible  # hint labels and answers may hold what students wrote
+    from .report import render_table, write_report
+
+    course, assignment = _course(args), _assignment(args)
+    start = time.perf_counter()
+    analysis, html_path, csv_path = write_report(course, assignment, Path(args.output_dir or course.root))
+    elapsed = time.perf_counter() - start
+    lines = [render_table(analysis), "",
+             f"wrote the item analysis of {assignment} ({analysis.students} students) to {html_path} "
+             f"and {csv_path} in {elapsed:.1f} s"]
+    print("\n".join(visible(line) for text in lines for line in text.splitlines() or [""]))
     return 0
 
 
