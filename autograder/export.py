@@ -6,6 +6,38 @@ manual grade entered in formgrader wins over the autograder's); the status comes
 grading (``grading.json`` beside the autograded notebook: ``graded``, ``timed out``,
 ``invalid notebook`` ...), else ``not graded yet`` for a
 collected but ungraded submission and ``no submission`` for a student without one.
+
+Late work (``deadlines.py``): when the assignment has a due date, ``total`` is the *final*
+score, the raw score less the late penalty of the course's policy, computed here from the raw
+gradebook scores at every export (never stored, so a second export penalises once, not twice);
+the per-question CSV then also has ``raw``, ``days_late`` and ``penalty`` columns before
+``total``. Without a due date the columns are as above.
+
+LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as the student's
+``lms_user_id``; students without one cannot be matched and are listed by ``missing_lms_ids``
+(``export`` prints them and exits 1), never written under a guessed key:
+
+- ``canvas``: the Canvas gradebook import CSV, laid out as Canvas's own gradebook export.
+  Followed: the Ohio State guide "Import a CSV file to Carmen Grades" (CarmenCanvas,
+  teaching.resources.osu.edu), which lists the columns an import needs: the columns
+  ``Student`` (``Last, First``), ``ID`` (the Canvas user id, which Canvas's submission
+  download writes into every file name: ``doejane_12345_...``), ``SIS User ID``,
+  ``SIS Login ID``, ``Section`` (left empty: Canvas matches on ``ID``), then one assignment
+  column named ``<assignment> (<Canvas assignment id>)`` (``--lms-assignment-id``; without it
+  the column is the bare name and Canvas offers to create a new assignment), holding the final
+  total. The second row is Canvas's ``Points Possible`` row (the maximum), as in its export.
+- ``moodle``: Moodle's assignment *grading worksheet* (Assignment > "Upload grading
+  worksheet", plugin ``assignfeedback_offline``), columns ``Identifier`` (``Participant
+  <id>``), ``Full name``, ``Grade``, ``Maximum Grade``, ``Last modified (grade)``. Followed: the
+  worksheet importer ``mod/assign/feedback/offline/importgradeslib.php``, which needs the
+  ``Identifier``, ``Grade`` and ``Last modified (grade)`` columns and maps the number after
+  ``Participant `` back through the assignment's participant ids. It is used instead of the
+  course gradebook's "Import > CSV file" (``grade/import/csv``, which maps a column to the
+  user's id, ID number, email or username) because the number in Moodle's download names
+  (``Jane Doe_4242_assignsubmission_file_``) is the assignment's *participant* id
+  (``get_uniqueid_for_user``), not the Moodle user id: keyed by it, the gradebook import
+  would credit the wrong users. Moodle's grade there is out of the assignment's maximum grade,
+  so set that maximum to this assignment's total points.
 """
 
 from __future__ import annotations
@@ -13,6 +45,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
@@ -22,9 +55,15 @@ from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
 class Row:
     student: str
     scores: dict[str, float | None]
-    total: float
+    total: float  # the final score: raw less the late penalty
     max: float
     status: str
+    raw: float = 0.0
+    penalty: float = 0.0
+    days_late: int = 0
+    submitted: datetime | None = None
+    lms_user_id: str | None = None
+    name: str = ""  # "Last, First" when the gradebook has names
 
 
 def question_columns(course: Course, assignment: str) -> list[tuple[str, float]]:
@@ -40,18 +79,22 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     """The questions and one :class:`Row` per student in the gradebook (sorted by id)."""
     from nbgrader.api import MissingEntry
 
+    from .deadlines import lateness, load_policy, submission_time
+
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
     report = load_report(course, assignment)
+    policy = load_policy(course)
     rows = []
     with course.gradebook() as gb:
         try:
-            gb.find_assignment(assignment)
+            due = gb.find_assignment(assignment).duedate
         except MissingEntry:
             raise CourseError(
                 f"the gradebook {course.gradebook_url} has no assignment {assignment}: collect and grade it first"
             ) from None
-        for student in sorted(s.id for s in gb.students):
+        people = {s.id: s for s in gb.students}
+        for student in sorted(people):
             entry = report.get(student)
             try:
                 submission = gb.find_submission(assignment, student)
@@ -73,8 +116,16 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 status = "not graded yet"
             else:
                 status = "no submission"
-            total = sum(v for v in scores.values() if v is not None)
-            rows.append(Row(student, scores, total, max_total, status))
+            raw = sum(v for v in scores.values() if v is not None)
+            late = lateness(None, None, policy)
+            if status != "no submission":
+                recorded = submission.timestamp if submission is not None else None
+                late = lateness(submission_time(course, student, assignment, recorded), due, policy)
+            penalty = late.penalty(raw)
+            person = people[student]
+            name = ", ".join(n for n in (person.last_name, person.first_name) if n)
+            rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
+                            late.submitted, person.lms_user_id or None, name))
     return questions, rows
 
 
@@ -82,16 +133,62 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{round(value, 6):g}"
 
 
-def to_csv(questions, rows) -> str:
+def to_csv(questions, rows, *, late_columns: bool = False) -> str:
+    """The per-question CSV; ``late_columns`` adds ``raw``, ``days_late`` and ``penalty``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", *[gid for gid, _ in questions], "total", "max", "status"])
+    late_head = ["raw", "days_late", "penalty"] if late_columns else []
+    writer.writerow(["student", *[gid for gid, _ in questions], *late_head, "total", "max", "status"])
     for row in rows:
+        late = [_num(row.raw), str(row.days_late), _num(row.penalty)] if late_columns else []
         writer.writerow(
-            [_safe_cell(row.student), *[_num(row.scores.get(gid)) for gid, _ in questions],
+            [_safe_cell(row.student), *[_num(row.scores.get(gid)) for gid, _ in questions], *late,
              _num(row.total), _num(row.max), row.status]
         )
     return out.getvalue()
+
+
+CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_HEAD = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
+FORMATS = ("csv", "canvas", "moodle")
+
+
+def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
+    return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
+
+
+def _score(row: Row) -> str:
+    """An LMS cell: the final total, empty (left as it is in the LMS) without a submission."""
+    return "" if row.status == "no submission" else _num(row.total)
+
+
+def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)])
+    possible = rows[0].max if rows else 0.0
+    writer.writerow(["    Points Possible", "", "", "", "", _num(possible)])
+    for row in rows:
+        if row.lms_user_id:
+            writer.writerow([_safe_cell(row.name or row.student), row.lms_user_id, "", "", "", _score(row)])
+    return out.getvalue()
+
+
+def to_moodle(rows: list[Row], now: datetime | None = None) -> str:
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(MOODLE_HEAD)
+    for row in rows:
+        if row.lms_user_id:
+            full = " ".join(reversed(row.name.split(", "))) if row.name else row.student
+            writer.writerow([f"Participant {row.lms_user_id}", _safe_cell(full), _score(row), _num(row.max), stamp])
+    return out.getvalue()
+
+
+def missing_lms_ids(rows: list[Row]) -> list[Row]:
+    """Rows an LMS file cannot carry: students without an LMS user id."""
+    return [r for r in rows if not r.lms_user_id]
 
 
 def _safe_cell(text: str) -> str:
@@ -99,10 +196,20 @@ def _safe_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
-def export_csv(course: Course, assignment: str, output: Path | None) -> tuple[str, list[Row]]:
-    """Write the CSV to ``output`` (or return it only, when None); return (text, rows)."""
+def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",
+               lms_assignment_id: str | None = None) -> tuple[str, list[Row]]:
+    """Write the ``fmt`` file to ``output`` (or return it only, when None); return (text, rows)."""
+    from .deadlines import due_date
+
+    if fmt not in FORMATS:
+        raise CourseError(f"unknown export format {fmt!r}: one of {', '.join(FORMATS)}")
     questions, rows = grade_rows(course, assignment)
-    text = to_csv(questions, rows)
+    if fmt == "canvas":
+        text = to_canvas(assignment, rows, lms_assignment_id)
+    elif fmt == "moodle":
+        text = to_moodle(rows)
+    else:
+        text = to_csv(questions, rows, late_columns=due_date(course, assignment) is not None)
     if output is not None:
         output = Path(output)
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -6,17 +6,32 @@ message comes from the grading record beside the autograded notebook (``grading.
 in the autograded notebook. Messages quote the student's values
 (``x should be a number, got the string '<script>'``), so every piece of text is HTML-escaped
 and the page forbids scripts and remote content (Content-Security-Policy).
+
+A late submission's page shows the raw score, how late it was, the penalty of the course's
+policy and the final score (``deadlines.py``; computed from the raw scores, as ``export``
+does, so the two always agree).
+
+``release_solutions`` (``feedback --release-solutions``), for after the due date: every part
+the student did not get full marks for also shows its expected answers (the answer names its
+test reads) and the worked solution: the code of the instructor's solution cells that bind
+those names, from the *source* notebook, between ``### BEGIN SOLUTION`` and
+``### END SOLUTION`` (the cell's last binding of a name before the test, as the grader
+captures it). Parts the student got right show nothing more. Before the due date (or with no
+due date set) it is refused, unless ``force``.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import re
-from dataclasses import dataclass
+import textwrap
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
-from .course import Course, load_report
+from .course import Course, CourseError, load_report
 from .export import grade_rows
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -111,6 +126,13 @@ def _join(text) -> str:
 
 
 @dataclass
+class WorkedSolution:
+    """What a missed part shows once solutions are released."""
+    answers: tuple[str, ...]  # the answer names the part's test reads
+    code: list[str]           # the solution code of each instructor cell binding them
+
+
+@dataclass
 class StudentFeedback:
     student: str
     assignment: str
@@ -118,11 +140,96 @@ class StudentFeedback:
     problems: list[str]
     cell_errors: list[str]
     questions: list[QuestionFeedback]
+    days_late: int = 0
+    penalty: float = 0.0
+    submitted: datetime | None = None
+    policy: str = ""
+    solutions: dict[str, WorkedSolution] = field(default_factory=dict)  # grade_id -> missed part
 
 
-def student_feedback(course: Course, assignment: str) -> dict[str, StudentFeedback]:
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def solution_code(source: str) -> str:
+    """The lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (all of them if the
+    cell has no markers), dedented."""
+    lines = source.splitlines()
+    if not any(SOLUTION_BEGIN in line for line in lines):
+        return textwrap.dedent(source).strip("\n")
+    out, inside = [], False
+    for line in lines:
+        if SOLUTION_BEGIN in line:
+            inside = True
+        elif SOLUTION_END in line:
+            inside = False
+        elif inside:
+            out.append(line)
+    return textwrap.dedent("\n".join(out)).strip("\n")
+
+
+def bound_names(code: str) -> set[str]:
+    """Every name the code assigns anywhere (an over-approximation is harmless here)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def worked_solutions(course: Course, assignment: str) -> dict[str, WorkedSolution]:
+    """grade_id of each test cell -> its answer names and the solution code that binds them,
+    from the instructor's source notebooks (``source/<A>/``)."""
+    from .checker import answer_names
+
+    out: dict[str, WorkedSolution] = {}
+    folder = course.source(assignment)
+    for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
+        latest: dict[str, int] = {}  # answer name -> index of the last solution cell binding it
+        codes: list[str] = []
+        for cell in json.loads(path.read_text("utf-8")).get("cells", []):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.get("cell_type") != "code":
+                continue
+            source = _join(cell.get("source", ""))
+            if meta.get("solution") and not meta.get("grade"):
+                codes.append(solution_code(source))
+                for name in bound_names(codes[-1]):
+                    latest[name] = len(codes) - 1
+            elif meta.get("grade") and meta.get("grade_id"):
+                try:
+                    names = answer_names(source)
+                except SyntaxError:
+                    names = ()
+                cells = sorted({latest[n] for n in names if n in latest})
+                out[meta["grade_id"]] = WorkedSolution(tuple(names), [codes[i] for i in cells])
+    return out
+
+
+def check_release(course: Course, assignment: str, *, force: bool = False,
+                  now: datetime | None = None) -> None:
+    """Refuse to release solutions before the due date (or without one), unless ``force``."""
+    from .deadlines import due_date, show_when
+
+    if force:
+        return
+    due = due_date(course, assignment)
+    if due is None:
+        raise CourseError(f"{assignment} has no due date: set it with `python -m autograder due -a {assignment} "
+                          "--date ...` before releasing solutions (or pass --force)")
+    now = now or datetime.now(timezone.utc).replace(tzinfo=None)
+    if now < due:
+        raise CourseError(f"{assignment} is due {show_when(due)}: solutions are not released before then "
+                          "(pass --force to release them anyway)")
+
+
+def student_feedback(course: Course, assignment: str, *,
+                     release_solutions: bool = False) -> dict[str, StudentFeedback]:
     """student -> what their page shows, for every student with a graded submission."""
+    from .deadlines import load_policy
+
     questions, rows = grade_rows(course, assignment)
+    policy = load_policy(course).describe()
+    worked = worked_solutions(course, assignment) if release_solutions else {}
     report = load_report(course, assignment)
     titles = question_titles(course, assignment)
     out = {}
@@ -137,7 +244,10 @@ def student_feedback(course: Course, assignment: str) -> dict[str, StudentFeedba
             text, hint = split_hint(messages.get(gid, ""))
             items.append(QuestionFeedback(gid, titles.get(gid, ""), row.scores.get(gid), points, text, hint))
         problems = [str(p) for p in (entry or {}).get("problems", [])]
-        out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items)
+        missed = {q.grade_id: worked[q.grade_id] for q in items
+                  if q.grade_id in worked and (q.score is None or q.score < q.points)}
+        out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items,
+                                           row.days_late, row.penalty, row.submitted, policy, missed)
     return out
 
 
@@ -150,6 +260,7 @@ td.points { white-space: nowrap; text-align: right; }
 .correct { color: #11672b; } .incorrect, .not-answered { color: #a11; } .partly-correct { color: #8a5a00; }
 .hint { background: #fff7d6; }
 pre { white-space: pre-wrap; margin: 0; font-family: inherit; }
+pre.solution { font-family: monospace; background: #f6f8fa; padding: .5rem; margin: .3rem 0; }
 """
 
 
@@ -158,6 +269,12 @@ def render_html(fb: StudentFeedback) -> str:
     student, assignment, items = fb.student, fb.assignment, fb.questions
     total = sum(q.score or 0 for q in items)
     possible = sum(q.points for q in items)
+    score_html = f"Score: <strong>{total:g} / {possible:g}</strong>"
+    if fb.days_late > 0:
+        final = total - fb.penalty
+        score_html = (f"Raw score: {total:g} / {possible:g} &middot; submitted {e(_when(fb.submitted))}, "
+                      f"{fb.days_late} day(s) late: penalty {round(fb.penalty, 6):g} ({e(fb.policy)}) &middot; "
+                      f"final score: <strong>{round(final, 6):g} / {possible:g}</strong>")
     rows = []
     for q in items:
         score = "&ndash;" if q.score is None else f"{q.score:g}"
@@ -187,7 +304,7 @@ def render_html(fb: StudentFeedback) -> str:
 </head>
 <body>
 <h1>{e(assignment)}: feedback for {e(student)}</h1>
-<p>Score: <strong>{total:g} / {possible:g}</strong> &middot; status: {e(fb.status)}</p>
+<p>{score_html} &middot; status: {e(fb.status)}</p>
 {problem_html}
 <table>
 <thead><tr><th>Question</th><th>Points</th><th>Result</th><th>Feedback</th><th>Hint</th></tr></thead>
@@ -195,15 +312,37 @@ def render_html(fb: StudentFeedback) -> str:
 {chr(10).join(rows)}
 </tbody>
 </table>
+{_solutions_html(fb, e)}
 </body>
 </html>
 """
 
 
-def write_feedback(course: Course, assignment: str, students: list[str] | None = None) -> dict[str, Path]:
-    """Write the feedback pages; return student -> path."""
+def _when(when: datetime | None) -> str:
+    from .deadlines import show_when
+
+    return show_when(when)
+
+
+def _solutions_html(fb: StudentFeedback, e) -> str:
+    if not fb.solutions:
+        return ""
+    parts = ["<h2>Solutions of the parts you missed</h2>"]
+    for gid, worked in fb.solutions.items():
+        names = ", ".join(f"<code>{e(n)}</code>" for n in worked.answers) or "&ndash;"
+        parts.append(f"<h3><code>{e(gid)}</code></h3><p>Expected answers: {names}</p>")
+        parts += [f"<pre class=\"solution\"><code>{e(code)}</code></pre>" for code in worked.code]
+    return "\n".join(parts)
+
+
+def write_feedback(course: Course, assignment: str, students: list[str] | None = None, *,
+                   release_solutions: bool = False, force: bool = False) -> dict[str, Path]:
+    """Write the feedback pages; return student -> path. ``release_solutions`` adds the worked
+    solutions of missed parts and is refused before the due date unless ``force``."""
+    if release_solutions:
+        check_release(course, assignment, force=force)
     written = {}
-    for student, fb in sorted(student_feedback(course, assignment).items()):
+    for student, fb in sorted(student_feedback(course, assignment, release_solutions=release_solutions).items()):
         if students and student not in students:
             continue
         folder = course.feedback(student, assignment)

@@ -1,0 +1,169 @@
+"""Due dates and the late-work penalty: ``python -m autograder due``.
+
+**Due date.** An assignment's due date is nbgrader's own ``Assignment.duedate`` in the
+gradebook (naive UTC, as nbgrader stores it). ``due -a A --date "2026-02-01 23:59 UTC"`` sets
+it; the time must say its zone (``UTC``, ``+01:00``, ``-0500``): a bare local time is refused
+rather than guessed.
+
+**Policy.** One per course, in ``<course>/late_policy.json``::
+
+    {"percent_per_day": 10, "zero_after_days": 7}
+
+set by ``due --per-day PCT [--zero-after DAYS]``. A submission made ``t`` after the due date is
+``d = ceil(t / 24 h)`` days late (every started day counts; on time when ``t <= 0``). Its
+factor is ``0`` when ``zero_after_days`` is set and ``d > zero_after_days``, else
+``max(0, 1 - d * percent_per_day / 100)``; the penalty is ``raw * (1 - factor)`` and the final
+score ``raw - penalty``. Without a policy file the rate is 0: late work is marked late, not
+penalised.
+
+**Submission time.** ``timestamp.txt`` of the submission (nbgrader's layout; see
+``plan.read_timestamp``), else the timestamp the gradebook recorded at grading. A submission
+with neither cannot be judged late; ``export`` lists it.
+
+**Exactly once.** Nothing here writes a score. The penalty is computed from the raw gradebook
+scores each time something is exported or shown, so exporting twice penalises once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .course import Course, CourseError
+
+POLICY_FILE = "late_policy.json"
+DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    percent_per_day: float = 0.0
+    zero_after_days: int | None = None
+
+    def factor(self, days_late: int) -> float:
+        """The share of the raw score kept by a submission ``days_late`` days late."""
+        if days_late <= 0:
+            return 1.0
+        if self.zero_after_days is not None and days_late > self.zero_after_days:
+            return 0.0
+        return max(0.0, 1.0 - days_late * self.percent_per_day / 100.0)
+
+    def describe(self) -> str:
+        text = f"{self.percent_per_day:g}% per started day late"
+        if self.zero_after_days is not None:
+            text += f", zero after {self.zero_after_days} day(s)"
+        return text
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late one submission is: its time (UTC, naive), whole started days, kept share."""
+    submitted: datetime | None
+    days_late: int
+    factor: float
+
+    def penalty(self, raw: float) -> float:
+        return raw * (1.0 - self.factor)
+
+
+def policy_path(course: Course) -> Path:
+    return Path(course.root) / POLICY_FILE
+
+
+def load_policy(course: Course) -> LatePolicy:
+    """The course's policy; no file means no penalty. A malformed file is a CourseError."""
+    path = policy_path(course)
+    if not path.is_file():
+        return LatePolicy()
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        rate = float(data.get("percent_per_day", 0))
+        after = data.get("zero_after_days")
+        after = None if after is None else int(after)
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise CourseError(f"{path}: not a late policy ({exc}); expected "
+                          '{"percent_per_day": 10, "zero_after_days": 7}') from None
+    return _checked(LatePolicy(rate, after), str(path))
+
+
+def _checked(policy: LatePolicy, where: str) -> LatePolicy:
+    if not math.isfinite(policy.percent_per_day) or not 0 <= policy.percent_per_day <= 100:
+        raise CourseError(f"{where}: the penalty per day must be between 0 and 100 percent")
+    if policy.zero_after_days is not None and policy.zero_after_days < 0:
+        raise CourseError(f"{where}: zero-after must be 0 or more days")
+    return policy
+
+
+def save_policy(course: Course, policy: LatePolicy) -> Path:
+    policy = _checked(policy, "late policy")
+    path = policy_path(course)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"percent_per_day": policy.percent_per_day,
+                                "zero_after_days": policy.zero_after_days}, indent=1) + "\n", "utf-8")
+    return path
+
+
+def parse_when(text: str) -> datetime:
+    """``"2026-02-01 23:59 UTC"``, ``"2026-02-01T23:59-05:00"`` -> naive UTC. A time without a
+    zone is refused (a grader's clock and the LMS's may not agree on local time)."""
+    import dateutil.parser
+
+    try:
+        when = dateutil.parser.parse(text, tzinfos={"UTC": timezone.utc, "GMT": timezone.utc})
+    except (ValueError, OverflowError) as exc:
+        raise CourseError(f"cannot read the date {text!r}: {exc}") from None
+    if when.tzinfo is None:
+        raise CourseError(f"the date {text!r} has no time zone: add one, e.g. '2026-02-01 23:59 UTC' "
+                          "or '2026-02-01 23:59 +01:00'")
+    return when.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def show_when(when: datetime | None) -> str:
+    return "not set" if when is None else when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def set_due_date(course: Course, assignment: str, when: datetime) -> None:
+    """Record ``when`` (naive UTC) as the assignment's nbgrader ``duedate``."""
+    with course.gradebook() as gb:
+        gb.update_or_create_assignment(assignment, duedate=when)
+
+
+def due_date(course: Course, assignment: str) -> datetime | None:
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
+def days_late(submitted: datetime, due: datetime) -> int:
+    """Whole started days after ``due`` (0 when on time or exactly at the due time)."""
+    late = submitted - due
+    if late <= timedelta(0):
+        return 0
+    return math.ceil(late / DAY)
+
+
+def lateness(submitted: datetime | None, due: datetime | None, policy: LatePolicy) -> Lateness:
+    if submitted is None or due is None:
+        return Lateness(submitted, 0, 1.0)
+    days = days_late(submitted, due)
+    return Lateness(submitted, days, policy.factor(days))
+
+
+def submission_time(course: Course, student: str, assignment: str,
+                    recorded: datetime | None = None) -> datetime | None:
+    """``timestamp.txt`` of the submission, else the time the gradebook recorded (naive UTC)."""
+    from .plan import read_timestamp
+
+    stamp = read_timestamp(course, student, assignment)
+    if stamp is None and recorded is not None:
+        stamp = recorded
+    if stamp is not None and stamp.tzinfo is not None:
+        stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+    return stamp

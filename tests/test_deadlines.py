@@ -1,0 +1,151 @@
+"""Due dates, the late penalty (applied once, at export and on the feedback page) and
+``feedback --release-solutions``: the rules alone, then end to end on a graded class."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from datetime import datetime
+
+import pytest
+
+from autograder.course import CourseError
+from autograder.deadlines import LatePolicy, days_late, lateness, parse_when
+from autograder.course import SOLUTIONS
+from autograder.feedback import solution_code
+from test_export_lms import ASSIGNMENT, gradebook_totals, graded_course, run_cli
+
+DUE = datetime(2026, 2, 1, 23, 59)
+
+
+@pytest.mark.parametrize("submitted, days", [
+    (datetime(2026, 2, 1, 12, 0), 0),
+    (DUE, 0),                                # exactly at the due time: on time
+    (datetime(2026, 2, 1, 23, 59, 1), 1),    # one second late: one started day
+    (datetime(2026, 2, 2, 23, 59), 1),
+    (datetime(2026, 2, 3, 10, 0), 2),
+])
+def test_every_started_day_counts(submitted, days):
+    assert days_late(submitted, DUE) == days
+
+
+def test_policy_factor():
+    policy = LatePolicy(10, zero_after_days=3)
+    assert [policy.factor(d) for d in range(5)] == pytest.approx([1, 0.9, 0.8, 0.7, 0])
+    assert LatePolicy(40).factor(3) == 0  # never below zero
+    assert LatePolicy().factor(9) == 1  # no policy declared: no penalty
+    assert lateness(None, DUE, policy).factor == 1  # unknown submission time: not judged late
+
+
+def test_due_dates_need_a_time_zone():
+    assert parse_when("2026-02-01 23:59 UTC") == DUE
+    assert parse_when("2026-02-02T00:59+01:00") == DUE
+    assert parse_when("2026-02-01 18:59 -0500") == DUE
+    with pytest.raises(CourseError, match="time zone"):
+        parse_when("2026-02-01 23:59")
+    with pytest.raises(CourseError, match="cannot read"):
+        parse_when("next friday-ish")
+
+
+def test_solution_code_is_what_lies_between_the_markers():
+    source = "x = 1\n    ### BEGIN SOLUTION\n    y = 2\n    ### END SOLUTION\nz = 3\n"
+    assert solution_code(source) == "y = 2"
+    assert solution_code("a = 1\n") == "a = 1"
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    return graded_course(tmp_path_factory.mktemp("late"))
+
+
+def _export(graded) -> dict[str, dict]:
+    rc, out, err = run_cli("export", *graded.opts, "-o", "-")
+    assert rc == 0, err
+    return {row["student"]: row for row in csv.DictReader(io.StringIO(out))}
+
+
+@pytest.mark.slow
+def test_a_late_submission_is_penalised_exactly_once(graded):
+    raw = gradebook_totals(graded.course)
+    rc, out, err = run_cli("due", *graded.opts, "--date", "2026-02-01 23:59 UTC", "--per-day", "10",
+                           "--zero-after", "5")
+    assert rc == 0, err
+    assert "due 2026-02-01 23:59:00 UTC" in out and "10% per started day late" in out
+    first, second = _export(graded), _export(graded)
+    assert first == second  # a re-export changes nothing
+    assert gradebook_totals(graded.course) == raw  # the raw scores were never touched
+    late = first["lateone"]  # 2026-02-03 10:00: two started days late
+    assert late["days_late"] == "2"
+    assert float(late["raw"]) == pytest.approx(raw["lateone"]) and raw["lateone"] > 0
+    assert float(late["penalty"]) == pytest.approx(0.2 * raw["lateone"])
+    assert float(late["total"]) == pytest.approx(0.8 * raw["lateone"])
+    on_time = first["ontime"]  # 2026-02-01 12:00
+    assert on_time["days_late"] == "0" and float(on_time["penalty"]) == 0
+    assert float(on_time["total"]) == pytest.approx(raw["ontime"])
+    # the LMS file carries the same final totals (no timestamp for the LMS students: not late)
+    rc, out, err = run_cli("export", *graded.opts, "--format", "canvas", "-o", "-")
+    canvas = {r[1]: float(r[5]) for r in list(csv.reader(io.StringIO(out)))[2:]}
+    assert canvas["1002"] == pytest.approx(raw["roe_1002"])
+    # and the feedback page says so
+    rc, out, err = run_cli("feedback", *graded.opts)
+    assert rc == 0, err
+    page = (graded.course.feedback("lateone", ASSIGNMENT) / "feedback.html").read_text("utf-8")
+    assert "2 day(s) late" in page and f"final score: <strong>{0.8 * raw['lateone']:g}" in page
+    page = (graded.course.feedback("ontime", ASSIGNMENT) / "feedback.html").read_text("utf-8")
+    assert "late" not in page.split("<table>")[0]
+
+
+@pytest.mark.slow
+def test_more_than_zero_after_days_late_scores_zero(graded):
+    run_cli("due", *graded.opts, "--date", "2026-02-01 23:59 UTC", "--per-day", "10", "--zero-after", "1")
+    try:
+        row = _export(graded)["lateone"]
+        assert float(row["total"]) == 0 and float(row["raw"]) > 0
+    finally:
+        run_cli("due", *graded.opts, "--per-day", "10", "--zero-after", "5")
+
+
+def worked_code(grade_id: str) -> str:
+    """The instructor's solution of an answer cell, between its markers, read here directly."""
+    import nbformat
+
+    nb = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return solution_code(cell.source)
+
+
+def _page(graded, student: str) -> str:
+    return (graded.course.feedback(student, ASSIGNMENT) / "feedback.html").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_solutions_are_refused_before_the_due_date(graded):
+    rc, out, err = run_cli("due", *graded.opts, "--date", "2999-01-01 00:00 UTC")
+    assert rc == 0, err
+    assert run_cli("feedback", *graded.opts)[0] == 0
+    rc, out, err = run_cli("feedback", *graded.opts, "--release-solutions")
+    assert rc == 2 and "not released before" in err and "--force" in err
+    assert "Solutions of the parts you missed" not in _page(graded, "roe_1002")
+    rc, out, err = run_cli("feedback", *graded.opts, "--release-solutions", "--force")
+    assert rc == 0, err
+    assert "Solutions of the parts you missed" in _page(graded, "roe_1002")
+
+
+@pytest.mark.slow
+def test_released_solutions_show_only_the_missed_parts(graded):
+    rc, out, err = run_cli("due", *graded.opts, "--date", "2026-02-01 23:59 UTC")
+    assert rc == 0, err
+    rc, out, err = run_cli("feedback", *graded.opts, "--release-solutions")
+    assert rc == 0, err
+    page = _page(graded, "roe_1002")  # the "partial" sample: 1a-3b right, 5 a string, 6 unanswered
+    section = page[page.index("Solutions of the parts you missed"):]
+    assert "<code>hw1-q5-h100-test</code></h3>" in section
+    assert "<code>critical_batch_h100</code>" in section  # its expected answer
+    assert html.escape(worked_code("hw1-q5-h100"), quote=True) in section
+    assert "hw1-q1a-bytes-test" not in section  # got right: no solution shown
+    assert html.escape(worked_code("hw1-q1a-bytes"), quote=True) not in page
+    assert "Solutions of the parts you missed" not in _page(graded, "doejane_1001")  # full marks
