@@ -15,13 +15,14 @@ export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help book test test-fast serve clean check-system grade-demo generate lock
+.PHONY: help book test test-fast serve lab clean check-system grade-demo generate lock
 
 help:
 	@echo "make book        build the HTML book, every page executed (cached), warnings as errors"
 	@echo "make test        build the book, then run the whole test suite"
 	@echo "make test-fast   unit tests only (no book build, no notebooks, no browser)"
 	@echo "make serve       serve the built book on http://127.0.0.1:8000"
+	@echo "make lab         JupyterLab on the course: chapters (book/*.md) open as notebooks, homework in exercises/"
 	@echo "make generate    regenerate exercises/ from solutions/ (nbgrader)"
 	@echo "make grade-demo  run the whole grading loop on the sample submissions"
 	@echo "make clean       remove build outputs (keeps .venv)"
@@ -56,6 +57,18 @@ check-system:
 
 serve: $(STAMP)
 	$(PY) -m http.server --directory $(HTML) --bind 127.0.0.1 8000
+
+# JupyterLab on 127.0.0.1 with the repository as its root. Kernels inherit the JAX settings
+# exported above (8 simulated devices), as in the book build. jupytext opens a chapter's MyST
+# source as a notebook; .jupyter/lab/overrides.json makes that the default on a double click.
+# LAB_PORT picks the port, LAB_ARGS adds options (e.g. --no-browser). As root, Jupyter wants
+# --allow-root.
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	  --ServerApp.root_dir="$(CURDIR)" --LabApp.app_settings_dir="$(CURDIR)/.jupyter/lab" \
+	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 generate: $(STAMP)
 	$(PY) -m autograder generate
