@@ -161,18 +161,13 @@ def test_cells() -> dict:
     return grade_cells_by_answer(SOURCE)
 
 
-def run(cell, answers: dict) -> None:
-    """The grader's way: a fresh namespace holding only the cell's answers."""
-    run_as_grader(cell, answers)
-
-
 def answers() -> dict:
     return {**BY_HAND, **OTHER}
 
 
 def failure(cell, values: dict) -> str:
     with pytest.raises(AssertionError) as info:
-        run(cell, {**answers(), **values})
+        run_as_grader(cell, {**answers(), **values})
     return str(info.value)
 
 
@@ -187,7 +182,7 @@ def test_parts_and_points():
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
-    run(test_cells[name], answers())
+    run_as_grader(test_cells[name], answers())
 
 
 @pytest.mark.parametrize("name, wrong, fragment",
@@ -201,7 +196,7 @@ def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
 def test_first_cut_formula_is_accepted_only_where_the_prompt_says_so(test_cells, name, first_cut,
                                                                      accepted):
     if accepted:
-        run(test_cells[name], {**answers(), name: first_cut})
+        run_as_grader(test_cells[name], {**answers(), name: first_cut})
         for factor in (1.3, 0.7):  # accepting both must not accept anything in between or beyond
             failure(test_cells[name], {name: first_cut * factor})
     else:
@@ -223,7 +218,7 @@ def test_wrong_collective_names_fail_with_a_reason(test_cells, name, wrong, frag
 @pytest.mark.parametrize("name, spelling", [("collective_a", " None "), ("collective_b", "allgather"),
                                             ("collective_c", "Reduce Scatter")])
 def test_collective_names_ignore_case_and_spaces(test_cells, name, spelling):
-    run(test_cells[name], {**answers(), name: spelling})
+    run_as_grader(test_cells[name], {**answers(), name: spelling})
 
 
 def test_a_number_for_a_collective_is_a_form_error(test_cells):
@@ -245,13 +240,13 @@ def test_jax_checks_pass_the_intended_layouts(test_cells, form):
 
     make = {"list": list, "tuple": tuple, "PartitionSpec": lambda v: PartitionSpec(*v)}[form]
     specs = {k: make(v) for k, v in OTHER.items() if k.endswith("spec")}
-    run(test_cells["w_shard_bytes"], {**answers(), **specs})
-    run(test_cells["allreduce_bytes"], {**answers(), **specs})
+    run_as_grader(test_cells["w_shard_bytes"], {**answers(), **specs})
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **specs})
 
 
 def test_jax_checks_accept_equivalent_spellings(test_cells):
-    run(test_cells["w_shard_bytes"], {**answers(), "a_spec": [["X"]], "w_spec": [None, ["Y"]]})
-    run(test_cells["allreduce_bytes"], {**answers(), "w_tp_spec": ["Y"]})
+    run_as_grader(test_cells["w_shard_bytes"], {**answers(), "a_spec": [["X"]], "w_spec": [None, ["Y"]]})
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_tp_spec": ["Y"]})
 
 
 @pytest.mark.parametrize("a_spec, w_spec, fragment", WRONG_8A)

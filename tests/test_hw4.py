@@ -123,11 +123,6 @@ def test_cells() -> dict:
     return grade_cells_by_answer(SOURCE)
 
 
-def run(cell, answers: dict) -> None:
-    """The grader's way: a fresh namespace holding only the cell's answers."""
-    run_as_grader(cell, answers)
-
-
 def answers() -> dict:
     return {**BY_HAND, **SPECS}
 
@@ -141,14 +136,14 @@ def test_parts_and_points():
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
-    run(test_cells[name], answers())
+    run_as_grader(test_cells[name], answers())
 
 
 @pytest.mark.parametrize("name, wrong, fragment",
                          [pytest.param(*row, id=f"{row[0]}:{row[2]}") for row in MISCONCEPTIONS])
 def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
     with pytest.raises(AssertionError) as info:
-        run(test_cells[name], {**answers(), name: wrong})
+        run_as_grader(test_cells[name], {**answers(), name: wrong})
     message = str(info.value)
     assert "Hint:" in message and fragment in message, message
 
@@ -166,13 +161,13 @@ def _partition_spec(entries):
 @pytest.mark.parametrize("form", [list, tuple, _partition_spec])
 def test_sharding_check_passes_the_megatron_layout(test_cells, form):
     """As the sandbox reports the specs (lists), and as the student's kernel holds them."""
-    run(test_cells["allreduce_bytes"], {**answers(), **{k: form(v) for k, v in SPECS.items()}})
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **{k: form(v) for k, v in SPECS.items()}})
 
 
 @pytest.mark.parametrize("w_in, w_out, fragment", WRONG_LAYOUTS)
 def test_sharding_check_fails_other_layouts_with_a_reason(test_cells, w_in, w_out, fragment):
     with pytest.raises(AssertionError) as info:
-        run(test_cells["allreduce_bytes"], {**answers(), "w_in_spec": w_in, "w_out_spec": w_out})
+        run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_in_spec": w_in, "w_out_spec": w_out})
     assert fragment in str(info.value), str(info.value)
 
 
