@@ -30,6 +30,10 @@ import math
 import re
 import signal
 
+from scalebook.homework import spec_for
+from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
+
+from .course import is_identity_cell
 from .safe_cells import RenderBudget, safe_attachments, safe_cell_text
 from .sandbox import Limits, Outcome
 
@@ -43,6 +47,15 @@ MAX_RECORD_BYTES = 4 << 20
 MAX_MESSAGE = 2000
 PLAIN_DEPTH = 16
 PLAIN_ELEMENTS = 200_000
+
+# Per-student numbers (autograder/variants.py): the hidden checks read the student's numbers
+# from VARIANT, which the grader binds and never takes from the student; the notebook's
+# STUDENT_ID and HOMEWORK_KEY are captured once, before the first test, to compare with the
+# student who handed it in.
+VARIANT_NAME = "VARIANT"
+IDENTITY = "__identity__"
+IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")
+SELF_CHECK_STUDENT = "instructor-self-check"
 
 _CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -76,6 +89,10 @@ class SubmissionResult:
     # grade_id -> {answer name: the value the test saw (short plain data) or {"error": why}}:
     # what the instructor's report groups wrong answers by
     answers: dict[str, dict] = dataclasses.field(default_factory=dict)
+    # per-student numbers: {"numbers": the drawn inputs graded against, "entered_id",
+    # "entered_key": what the notebook held, "problem": why it is not the submitter's own, or
+    # None}; empty for a homework without variants
+    variant: dict = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -123,6 +140,22 @@ class Spec:
     locked: dict[str, LockedCell]       # read-only cells that are not tests
     release: dict                       # the release notebook (JSON)
     source_nb: dict
+    variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
+    variants_on: bool = False            # the course gives per-student numbers
+    secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
+
+    def variant_of(self, student: str) -> Variant | None:
+        """The numbers ``student`` is graded on (None: the homework has no variants)."""
+        if self.variants is None:
+            return None
+        if not self.variants_on or self.secret is None:
+            return default_variant(self.variants)
+        return draw(self.variants, student_key(self.secret, student))
+
+    def key_of(self, student: str) -> str | None:
+        if self.variants is None or not self.variants_on or self.secret is None:
+            return None
+        return student_key(self.secret, student)
 
     @property
     def max_scores(self) -> dict[str, float]:
@@ -257,7 +290,7 @@ def answer_names(source: str) -> tuple[str, ...]:
     there, one too few would mark an answered question "not answered". Builtins are never
     answers.
     """
-    return tuple(sorted(_scan(ast.parse(source).body, set()) - set(dir(builtins))))
+    return tuple(sorted(_scan(ast.parse(source).body, set()) - set(dir(builtins)) - {VARIANT_NAME}))
 
 
 def strip_hidden_tests(source: str) -> str:
@@ -273,7 +306,8 @@ def strip_hidden_tests(source: str) -> str:
 
 
 def load_spec(course, assignment: str) -> Spec:
-    """The assignment's tests (from ``source/``) and locked cells (from ``release/``)."""
+    """The assignment's tests (from ``source/``) and locked cells (from ``release/``), and, for a
+    homework with per-student numbers, what it varies and the course's secret."""
     name = f"{assignment}.ipynb"
     src_path, rel_path = course.source(assignment) / name, course.release(assignment) / name
     if not src_path.is_file():
@@ -316,7 +350,14 @@ def load_spec(course, assignment: str) -> Spec:
                                      checksum(cell))
     if not tests:
         raise SpecError(f"{src_path} has no autograder test cells")
-    return Spec(assignment, name, tests, locked, release, source_nb)
+    variants = spec_for(assignment)
+    if variants is None:
+        return Spec(assignment, name, tests, locked, release, source_nb)
+    from .course import course_secret, variants_enabled
+
+    on = variants_enabled(course)
+    secret = course_secret(course) if on else None
+    return Spec(assignment, name, tests, locked, release, source_nb, variants, on, secret)
 
 
 # --- the submission ----------------------------------------------------------------------------
@@ -458,7 +499,25 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str | None]:
     return nb, None
 
 
-def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> Validation:
+def _personal_text(spec: Spec, student: str | None) -> dict[str, str]:
+    """grade_id -> a read-only markdown cell's text in ``student``'s own (roster) notebook."""
+    variant = spec.variant_of(student) if student is not None and spec.variants_on else None
+    if variant is None:
+        return {}
+    from scalebook.variants import fill_placeholders
+
+    out = {}
+    for cell in spec.source_nb.get("cells", []):
+        gid = _nbg(cell).get("grade_id")
+        if gid in spec.locked and cell.get("cell_type") == "markdown":
+            out[gid] = fill_placeholders(_text(cell.get("source")), spec.variants, variant)
+    return out
+
+
+def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
+             student: str | None = None) -> Validation:
+    """Check a submission against the spec and plan its run. ``student``: who handed it in
+    (their own roster notebook's problem text counts as unchanged)."""
     if data is None:
         return Validation(None, missing or "no notebook was submitted", {}, [], [], {})
     nb, why = parse_notebook(data)
@@ -498,6 +557,7 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
         positions[t.grade_id] = where[0]
     problems = [f"{TAMPERED} {gid}: {what}; the question scores zero" for gid, what in tampered.items()]
     restored: dict[int, str] = {}
+    personal = _personal_text(spec, student)
     for gid, lc in spec.locked.items():
         where = by_gid.get(gid, [])
         if not where:
@@ -509,6 +569,8 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
                 same = checksum(cell) == lc.checksum and _text(cell.get("source")) == lc.source
             except Exception:
                 same = False
+            if not same and gid in personal:
+                same = _text(cell.get("source")) == personal[gid]
             if not same:
                 problems.append(f"read-only cell {gid} was changed; the original was used")
             if lc.cell_type == "code" and cell.get("cell_type") == "code":
@@ -516,8 +578,12 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
     steps: list[dict] = []
     test_ids = {t.grade_id for t in spec.tests}
     by_pos = {i: gid for gid, i in positions.items()}
+    identity_due = spec.variants is not None and spec.variants_on
     for i, cell in enumerate(cells):
         if i in by_pos:
+            if identity_due:  # what the notebook says about whose numbers it holds
+                steps.append({"kind": "capture", "grade_id": IDENTITY, "names": list(IDENTITY_NAMES)})
+                identity_due = False
             t = spec.test(by_pos[i])
             steps.append({"kind": "capture", "grade_id": t.grade_id, "names": list(t.names)})
             continue
@@ -632,9 +698,13 @@ def read_records(validation: Validation, outcome: Outcome) -> RunReport:
 
 # --- checking ----------------------------------------------------------------------------------
 
-def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
-    """Run the instructor's test cell on the captured values. (passed, message)."""
+def run_test(test: TestCell, values: dict[str, dict],
+             variant: Variant | None = None) -> tuple[bool, str]:
+    """Run the instructor's test cell on the captured values, with ``VARIANT`` bound to the
+    numbers the student is graded on. (passed, message)."""
     ns: dict = {"__name__": "__grader__", "__builtins__": builtins}
+    if variant is not None:
+        ns[VARIANT_NAME] = variant
     for name, entry in values.items():
         if name in test.names and "value" in entry:  # answer names only, never the test's own
             ns[name] = copy.deepcopy(entry["value"])
@@ -661,18 +731,22 @@ def run_test(test: TestCell, values: dict[str, dict]) -> tuple[bool, str]:
     return True, ""
 
 
-def solution_submission(spec: Spec) -> bytes:
-    """The release notebook with every answer cell holding the instructor's solution."""
+def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT) -> bytes:
+    """The release notebook with every answer cell holding the instructor's solution (and,
+    for a homework with per-student numbers, ``student``'s id and key in its identity cell)."""
     solutions = {}
     for cell in spec.source_nb.get("cells", []):
         nbg = _nbg(cell)
         if nbg.get("solution") and cell.get("cell_type") == "code" and nbg.get("grade_id"):
             solutions[nbg["grade_id"]] = _text(cell.get("source"))
+    key = spec.key_of(student)
     nb = copy.deepcopy(spec.release)
     for cell in nb.get("cells", []):
         gid = _nbg(cell).get("grade_id")
         if gid in solutions:
             cell["source"] = solutions[gid]
+        if key is not None and is_identity_cell(cell):
+            cell["source"] = f"STUDENT_ID = {student!r}\nHOMEWORK_KEY = {key!r}\n"
     return json.dumps(nb).encode()
 
 
@@ -742,6 +816,10 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
                                 f"{outcome.returncode}){where}; later questions were not reached")
         if rep.junk:
             problems.append(f"{rep.junk} unexpected record(s) from the notebook's run were ignored")
+    variant = spec.variant_of(student)
+    variant_note = _variant_note(spec, student, variant, rep.captures.get(IDENTITY), outcome)
+    if variant_note.get("problem"):
+        problems.append(f"numbers: {variant_note['problem']}")
     for t in spec.tests:
         gid = t.grade_id
         if gid in validation.tampered:
@@ -755,14 +833,32 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
             else:
                 messages[gid] = "not graded: this question was not reached."
             continue
-        passed, msg = run_test(t, values)
+        passed, msg = run_test(t, values, variant)
         if passed:
             scores[gid] = t.points
         messages[gid] = msg
         answers[gid] = {name: recorded_answer(values[name]) for name in t.names if name in values}
     status = min(statuses, key=SEVERITY.index) if statuses else GRADED
     return SubmissionResult(student, spec.assignment, status, scores, dict(max_scores), messages,
-                            problems, answers), rep
+                            problems, answers, variant_note), rep
+
+
+def _variant_note(spec: Spec, student: str, variant: Variant | None, captured: dict | None,
+                  outcome) -> dict:
+    """What ``grading.json`` keeps about the numbers: those graded against and, with variants
+    on, whether the notebook held the submitter's own id and key."""
+    if variant is None:
+        return {}
+    note = {"numbers": {k: v for k, v in variant.drawn().items()}, "entered_id": None,
+            "entered_key": None, "problem": None}
+    key = spec.key_of(student)
+    if key is None or outcome is None:
+        return note
+    from . import variants as course_variants
+
+    identity = course_variants.identity_problem(student, key, captured, variants_on=True)
+    note.update(identity.to_json())
+    return note
 
 
 MAX_RECORDED_ANSWER = 200  # characters of JSON: a number, a short list, a PartitionSpec

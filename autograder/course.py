@@ -10,16 +10,22 @@ compare or copy the release into ``exercises/``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import filecmp
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from scalebook.homework import spec_for
+from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
 from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
 
@@ -120,7 +126,7 @@ class Course:
     def is_prepared(self, assignment: str, solutions: Path = SOLUTIONS) -> bool:
         """Whether ``source/`` matches ``solutions/`` and the gradebook knows the assignment."""
         src, release = solutions / assignment, self.release(assignment)
-        if not release.is_dir() or not _same_tree(src, self.source(assignment)):
+        if not release.is_dir() or not _same_tree(src, self.source(assignment), self._render(assignment)):
             return False
         from nbgrader.api import MissingEntry
 
@@ -131,12 +137,23 @@ class Course:
             return False
         return recorded == {p.stem for p in src.glob("*.ipynb")}
 
+    def _render(self, assignment: str):
+        """notebook -> the notebook as this course's class gets it (its ``{{...}}``
+        placeholders and identity cell filled in: :func:`render_source`), or None when the
+        homework has no per-student numbers."""
+        spec = spec_for(assignment)
+        if spec is None:
+            return None
+        on = variants_enabled(self)
+        return lambda nb: render_source(nb, spec, variants_on=on)
+
     def prepare(self, assignment: str, *, solutions: Path = SOLUTIONS, force: bool = False) -> Path:
         """Make the course ready to collect and grade ``assignment``; return its release folder.
 
-        Copies ``solutions/<assignment>/`` to ``source/<assignment>/`` and runs nbgrader's
-        ``generate_assignment`` in the course (release folder + gradebook records). Does nothing
-        when that is already up to date, unless ``force``.
+        Copies ``solutions/<assignment>/`` to ``source/<assignment>/``, fills in the problem text
+        for the class (a homework with per-student numbers: :func:`render_source`), and runs
+        nbgrader's ``generate_assignment`` in the course (release folder + gradebook records).
+        Does nothing when that is already up to date, unless ``force``.
         """
         check_assignment(assignment, solutions)
         if not force and self.is_prepared(assignment, solutions):
@@ -146,10 +163,107 @@ class Course:
             _make_writable(source)
             shutil.rmtree(source)
         shutil.copytree(solutions / assignment, source, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        render = self._render(assignment)
+        for path in sorted(source.glob("*.ipynb")):
+            path.write_text(json.dumps(render(json.loads(path.read_text("utf-8"))), indent=1,
+                                       ensure_ascii=False) + "\n", "utf-8")
         run_generate_assignment(self, assignment)
         # only the default SQLite URL is written: one given with --db may hold a password
         write_course_config(self.root, self.gradebook_url, write_db_url=not self.db_url)
         return self.release(assignment)
+
+
+# --- per-student numbers: the course's settings and its class notebook ---------------------------
+# (autograder/variants.py has the rest: keys, roster notebooks, who handed in what)
+
+SECRET_FILE = "variants.secret"
+SETTINGS_FILE = "variants.json"
+
+
+def variants_enabled(course: "Course") -> bool:
+    """Whether the course gives per-student numbers (the default) or everyone the same."""
+    path = Path(course.root) / SETTINGS_FILE
+    if not path.is_file():
+        return True
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise CourseError(f"{path} is not valid JSON ({exc}): write {{\"enabled\": true}} or false") from None
+    value = data.get("enabled") if isinstance(data, dict) else None
+    if not isinstance(value, bool):
+        raise CourseError(f"{path} must be {{\"enabled\": true}} or {{\"enabled\": false}}")
+    return value
+
+
+def set_variants_enabled(course: "Course", on: bool) -> None:
+    Path(course.root).mkdir(parents=True, exist_ok=True)
+    (Path(course.root) / SETTINGS_FILE).write_text(json.dumps({"enabled": bool(on)}) + "\n", "utf-8")
+
+
+def course_secret(course: "Course", *, create: bool = True) -> bytes:
+    """The course's secret; made (32 random bytes, mode 0600) on first use when ``create``."""
+    path = Path(course.root) / SECRET_FILE
+    if path.is_file():
+        text = path.read_text("ascii").strip()
+        try:
+            secret = bytes.fromhex(text)
+        except ValueError:
+            secret = b""
+        if len(secret) < 16:
+            raise CourseError(f"{path} is damaged (not 32+ hex bytes): restore it from a backup; "
+                              "a new secret would give every student new keys and numbers")
+        return secret
+    if not create:
+        raise CourseError(f"the course has no {SECRET_FILE}: no keys were ever given out")
+    Path(course.root).mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret.hex() + "\n")
+    return secret
+
+
+#: The first code cell of a homework with variants: what the student fills in.
+IDENTITY_CELL = (
+    "# Your id and homework key, from your course (the same key for every homework).\n"
+    'STUDENT_ID = ""     # e.g. "jdoe42"\n'
+    'HOMEWORK_KEY = ""   # e.g. "ABCD-EFGH-J"\n'
+)
+#: The same cell in a course that gives everyone the published numbers.
+NO_VARIANTS_CELL = (
+    "# This course gives everyone the same numbers: nothing to fill in here.\n"
+    'STUDENT_ID = ""\n'
+    "HOMEWORK_KEY = None\n"
+)
+
+
+def _cell_text(source) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
+
+
+_IDENTITY_LINE = re.compile(r"^STUDENT_ID\s*=", re.MULTILINE)
+
+
+def is_identity_cell(cell: dict) -> bool:
+    """The code cell, neither answer, test nor read-only, that binds STUDENT_ID and HOMEWORK_KEY."""
+    nbg = cell.get("metadata", {}).get("nbgrader", {}) or {}
+    return (cell.get("cell_type") == "code"
+            and not (nbg.get("grade") or nbg.get("solution") or nbg.get("locked"))
+            and bool(_IDENTITY_LINE.search(_cell_text(cell.get("source")))))
+
+
+def render_source(nb: dict, spec: VariantSpec, *, variants_on: bool) -> dict:
+    """The instructor's notebook as the class gets it: placeholders in the text filled with
+    ``[label]`` (variants on) or the published values (off); the identity cell asks for a key
+    only when variants are on. Returns a new notebook."""
+    out = copy.deepcopy(nb)
+    published = None if variants_on else default_variant(spec)
+    for cell in out.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            cell["source"] = fill_placeholders(_cell_text(cell.get("source")), spec, published)
+        elif is_identity_cell(cell):
+            cell["source"] = IDENTITY_CELL if variants_on else NO_VARIANTS_CELL
+    return out
 
 
 def default_course(root: str | os.PathLike | None = None, db_url: str | None = None) -> Course:
@@ -296,11 +410,21 @@ def _files(root: Path) -> list[Path]:
     return out
 
 
-def _same_tree(a: Path, b: Path) -> bool:
+def _same_tree(a: Path, b: Path, render=None) -> bool:
+    """Whether ``b`` holds ``a``'s files; with ``render``, ``b``'s notebooks are ``a``'s rendered."""
     files_a, files_b = set(_files(a)), set(_files(b))
     if files_a != files_b:
         return False
-    return all(filecmp.cmp(a / p, b / p, shallow=False) for p in files_a)
+    for p in files_a:
+        if render is not None and p.suffix == ".ipynb":
+            try:
+                if render(json.loads((a / p).read_text("utf-8"))) != json.loads((b / p).read_text("utf-8")):
+                    return False
+            except ValueError:
+                return False
+        elif not filecmp.cmp(a / p, b / p, shallow=False):
+            return False
+    return True
 
 
 def _make_writable(root: Path) -> None:

@@ -23,7 +23,8 @@ cells (by nbgrader ``grade_id``) replaced:
 
 Every other cell stays as released. ``expect`` is what the tests assert: ``scores`` is
 ``"full"`` (less the tests listed in ``lost``), ``"zero"`` (plus those in ``earned``) or
-``{grade_id: points}``; ``hints`` and ``messages`` map a test's grade_id to a text its message
+``{grade_id: points}`` or ``"any"`` (not checked: it depends on the numbers drawn);
+``problems`` lists texts the submission's problems must contain; ``hints`` and ``messages`` map a test's grade_id to a text its message
 must contain; ``cell_errors`` lists exceptions of the student's own cells that the feedback
 page must report; ``status`` is the grading status (default ``"graded"``). Keys starting with
 ``_`` are comments.
@@ -38,7 +39,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .course import EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids
+from scalebook.homework import spec_for
+
+from .course import (EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids, is_identity_cell,
+                     variants_enabled)
+from .variants import key_for
 
 SPECS = REPO / "tests" / "submissions"
 
@@ -75,8 +80,10 @@ def solution_cells(assignment: str, solutions: Path = SOLUTIONS) -> dict[str, st
     return out
 
 
-def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES, solutions: Path = SOLUTIONS):
-    """One student's notebook (an ``nbformat`` node) from a spec entry."""
+def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES, solutions: Path = SOLUTIONS,
+                   identity: tuple[str, str] | None = None):
+    """One student's notebook (an ``nbformat`` node) from a spec entry. ``identity``: the
+    (student id, homework key) a student of a homework with per-student numbers fills in."""
     import nbformat
 
     nb = nbformat.read(exercises / assignment / f"{assignment}.ipynb", as_version=4)
@@ -97,6 +104,8 @@ def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES,
                               f"(answer cells: {', '.join(sorted(answer_ids))})")
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if identity is not None and is_identity_cell(cell):
+            cell.source = f"STUDENT_ID = {identity[0]!r}\nHOMEWORK_KEY = {identity[1]!r}\n"
         if gid in other:
             cell.source = other[gid]
         elif gid in code:
@@ -109,8 +118,16 @@ def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES,
 
 
 def build_submissions(assignment: str, out_dir: Path, *, spec: dict | None = None,
-                      students: list[str] | None = None) -> dict[str, Path]:
-    """Write ``<out_dir>/<student>.ipynb`` for the spec's students; return student -> path."""
+                      students: list[str] | None = None, course: Course | None = None,
+                      ids: dict[str, str] | None = None) -> dict[str, Path]:
+    """Write ``<out_dir>/<student>.ipynb`` for the spec's students; return student -> path.
+
+    ``course``: for a homework with per-student numbers, each student enters their id and their
+    key in that course, as a real student would (the id they will be collected under:
+    ``ids[sample]``, else the sample's name); a spec entry's ``"identity"`` may instead be
+    ``"none"`` (left empty: the sample numbers) or ``{"as": other}`` (a copy of another
+    sample's notebook, their id and key included). Without ``course`` the notebooks keep the
+    sample numbers."""
     import nbformat
 
     spec = spec or load_spec(assignment)
@@ -123,7 +140,14 @@ def build_submissions(assignment: str, out_dir: Path, *, spec: dict | None = Non
         if students and student not in students:
             continue
         path = out_dir / f"{student}.ipynb"
-        nbformat.write(build_notebook(assignment, entry), path)
+        identity = None
+        if course is not None and spec_for(assignment) is not None and variants_enabled(course):
+            who = entry.get("identity", {})
+            owner = who.get("as", student) if isinstance(who, dict) else None
+            if owner is not None:
+                owner = (ids or {}).get(owner, owner)
+                identity = (owner, key_for(course, owner))
+        nbformat.write(build_notebook(assignment, entry, identity=identity), path)
         written[student] = path
     return written
 
@@ -138,6 +162,8 @@ def expected_scores(assignment: str, entry: dict, *, solutions: Path = SOLUTIONS
     unknown = named - set(points)
     if unknown:
         raise SampleSpecError(f"{assignment}: the sample spec names no test cell {sorted(unknown)}")
+    if wanted == "any":  # depends on the numbers drawn (a student graded with numbers not theirs)
+        return {}
     if wanted == "full":
         lost = set(expect.get("lost", []))
         return {gid: 0.0 if gid in lost else p for gid, p in points.items()}
@@ -165,7 +191,7 @@ def run_demo(command, *, workdir: Path | None = None, assignments: list[str] | N
         result["course"] = course
         for assignment in assignments:
             incoming = root / "incoming" / assignment
-            built = build_submissions(assignment, incoming)
+            built = build_submissions(assignment, incoming, course=course)
             out(f"== {assignment}: {len(built)} sample submissions ({', '.join(built)})")
             _run(command, ["collect", str(incoming), "-a", assignment, "--course", str(course.root)], out)
             argv = ["grade", "-a", assignment, "--course", str(course.root)]

@@ -95,14 +95,15 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
 def check_solutions(spec: checker.Spec, limits: Limits, run) -> SubmissionResult:
     """Grade the instructor's solutions (``run(job)`` runs a job in a sandbox); raise
     :class:`GradingError` unless they get full marks."""
-    validation = checker.validate(spec, checker.solution_submission(spec))
+    student = checker.SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
+    validation = checker.validate(spec, checker.solution_submission(spec, student), student=student)
     try:
         outcome = run(validation.job(limits))
     except Exception as exc:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {exc}") from exc
     if outcome.error:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {outcome.error}")
-    result, _ = checker.score(spec, "(instructor's solutions)", validation, outcome, limits)
+    result, _ = checker.score(spec, student, validation, outcome, limits)
     bad = {g: result.messages.get(g, "") for g, p in result.scores.items() if p != result.max_scores[g]}
     if result.status != GRADED or bad:
         detail = "; ".join(f"{g}: {m}" for g, m in bad.items()) or "; ".join(result.problems)
@@ -232,7 +233,7 @@ class _GradingRun:
             return None
         try:
             data, why = read_submission(self.course, student, self.spec.assignment)
-            validation = checker.validate(self.spec, data, missing=why)
+            validation = checker.validate(self.spec, data, missing=why, student=student)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))

@@ -79,6 +79,20 @@ def wrong(source: str) -> str:
     return source + "".join(f"\n{n} = {n} * 2" for n in dict.fromkeys(names))
 
 
+def fill_identity(nb: dict, root: Path, assignment: str, student: str) -> None:
+    """A homework with per-student numbers: the student's id and key in the course at ``root``."""
+    from autograder.course import Course, is_identity_cell
+    from autograder.variants import key_for
+    from scalebook.homework import spec_for
+
+    if spec_for(assignment) is None:
+        return
+    key = key_for(Course(root), student)
+    for cell in nb["cells"]:
+        if is_identity_cell(cell):
+            cell["source"] = f"STUDENT_ID = {student!r}\nHOMEWORK_KEY = {key!r}\n"
+
+
 def build_submissions(root: Path, assignment: str, n: int) -> list[str]:
     base_path = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     if not base_path.is_file():
@@ -104,6 +118,7 @@ def build_submissions(root: Path, assignment: str, n: int) -> list[str]:
             else:
                 cell["source"] = solutions[gid]
         student = f"student{i:03d}"
+        fill_identity(nb, root, assignment, student)
         folder = root / "submitted" / student / assignment
         folder.mkdir(parents=True)
         (folder / f"{assignment}.ipynb").write_text(json.dumps(nb, indent=1))

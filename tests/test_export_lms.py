@@ -36,7 +36,10 @@ def run_cli(*argv) -> tuple[int, str, str]:
 
 def graded_course(root: Path) -> SimpleNamespace:
     """Collect and grade the small class; the course's ``--course``/``--db`` options in ``opts``."""
-    built = build_submissions(ASSIGNMENT, root / "built", students=["correct", "partial", "misconceptions"])
+    built = build_submissions(ASSIGNMENT, root / "built", students=["correct", "partial", "misconceptions"],
+                              course=Course(root / "course"),
+                              ids={"correct": "doejane_1001", "partial": "roe_1002",
+                                   "misconceptions": "ann_lee_4242"})
     incoming = root / "incoming"
     incoming.mkdir()
     with zipfile.ZipFile(incoming / "canvas.zip", "w") as archive:
@@ -49,7 +52,10 @@ def graded_course(root: Path) -> SimpleNamespace:
                                    ("ontime", "misconceptions", "2026-02-01 12:00:00.000000 UTC")):
         target = incoming / "nbgrader" / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
-        shutil.copy(built[sample], target / f"{ASSIGNMENT}.ipynb")
+        # each notebook carries the id and key of the student who hands it in
+        own = build_submissions(ASSIGNMENT, root / "built" / student, students=[sample],
+                                course=Course(root / "course"), ids={sample: student})
+        shutil.copy(own[sample], target / f"{ASSIGNMENT}.ipynb")
         (target / "timestamp.txt").write_text(stamp)
     course_dir = root / "course"
     opts = ("-a", ASSIGNMENT, "--course", course_dir)

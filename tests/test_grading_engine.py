@@ -679,12 +679,13 @@ def test_real_homework(assignment, tmp_path):
     shutil.copytree(REPO / "solutions" / assignment, root / "source" / assignment)
     fixture.generate(root, assignment)
     spec = checker.load_spec(Course(root), assignment)
-    solved = json.loads(checker.solution_submission(spec))
+    # each notebook carries its own student's id and key (a homework with per-student numbers)
+    solved = json.loads(checker.solution_submission(spec, "solved"))
     fixture.submit(root, "solved", solved, assignment=assignment)
     exercise = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     fixture.submit(root, "blank", exercise.read_bytes() if exercise.is_file() else spec.release,
                    assignment=assignment)
-    wrong = json.loads(json.dumps(solved))
+    wrong = json.loads(checker.solution_submission(spec, "wrong"))
     answer_cells = [c for c in wrong["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     answer_cells[0]["source"] = "raise ValueError('oops')\n" + "".join(answer_cells[0]["source"])
     first_test = spec.tests[0].grade_id

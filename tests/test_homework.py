@@ -32,8 +32,10 @@ import numpy as np
 import pytest
 
 import scalebook.checks as checks
-from autograder.course import available_assignments
-from gradecells import free_names
+from autograder.course import available_assignments, is_identity_cell, render_source
+from gradecells import free_names, recording_checks
+from scalebook.homework import spec_for
+from scalebook.variants import default_variant
 
 REPO = Path(__file__).resolve().parent.parent
 # Every homework in solutions/ is held to these checks as soon as its source notebook exists.
@@ -133,6 +135,13 @@ def assert_same_answer(got, want) -> None:
         np.testing.assert_allclose(got_array, want_array, rtol=1e-12)
 
 
+def sample_variant(assignment: str):
+    """The book's sample numbers of a homework with per-student numbers (None: it has none).
+    The source notebook's identity cell is empty, so it runs with these."""
+    spec = spec_for(assignment)
+    return None if spec is None else default_variant(spec)
+
+
 def reference_answers(assignment: str) -> dict:
     """Run the source notebook's non-test code cells in this process; return the answers."""
     key = ("answers", assignment)
@@ -145,7 +154,7 @@ def reference_answers(assignment: str) -> dict:
             import matplotlib.pyplot as plt
             for cell in load("solutions", assignment).cells:
                 if cell.cell_type == "code" and not is_test(cell):
-                    exec(compile(cell.source, cell.metadata["nbgrader"]["grade_id"], "exec"), namespace)
+                    exec(compile(cell.source, nbg(cell).get("grade_id", "cell"), "exec"), namespace)
             plt.close("all")
         finally:
             os.chdir(cwd)
@@ -153,33 +162,20 @@ def reference_answers(assignment: str) -> dict:
     return _CACHE[key]
 
 
-def run_test_cell(cell, answers: dict) -> None:
-    """Execute a test cell the way the trusted grader does: a fresh namespace with only the answers."""
+def run_test_cell(cell, answers: dict, variant=None) -> None:
+    """Execute a test cell the way the trusted grader does: a fresh namespace with only the
+    answers, and ``VARIANT`` (the sample numbers unless ``variant`` says otherwise)."""
     namespace = {name: answers[name] for name in free_names(cell.source) if name in answers}
-    exec(compile(cell.source, nbg(cell)["grade_id"], "exec"), namespace)
+    grade_id = nbg(cell)["grade_id"]
+    variant = variant if variant is not None else sample_variant(grade_id_assignment(grade_id))
+    if variant is not None:
+        namespace["VARIANT"] = variant
+    exec(compile(cell.source, grade_id, "exec"), namespace)
 
 
-@contextlib.contextmanager
-def recording_checks():
-    """Record every value check (name, expected, rel, hints) a test cell makes, still checking."""
-    calls = []
-    real_close, real_allclose = checks.check_close, checks.check_allclose
-
-    def close(value, expected, *, name, rel=DEFAULT_REL, hints=()):
-        hints = list(hints)
-        calls.append(("number", name, expected, rel, hints))
-        return real_close(value, expected, name=name, rel=rel, hints=hints)
-
-    def allclose(values, expected, *, name, rel=DEFAULT_REL, hints=()):
-        hints = list(hints)
-        calls.append(("array", name, np.asarray(expected, float), rel, hints))
-        return real_allclose(values, expected, name=name, rel=rel, hints=hints)
-
-    checks.check_close, checks.check_allclose = close, allclose
-    try:
-        yield calls
-    finally:
-        checks.check_close, checks.check_allclose = real_close, real_allclose
+def grade_id_assignment(grade_id: str) -> str:
+    prefix = grade_id.split("-")[0] + "-"
+    return next(a for a in ASSIGNMENTS if a.startswith(prefix))
 
 
 def recorded_checks(assignment: str, cell) -> list:
@@ -266,6 +262,8 @@ def test_cell_roles(assignment):
         elif is_answer(cell):
             assert cell.cell_type == "code" and not meta["locked"], gid
             assert cell.source.count(BEGIN_SOLUTION) == 1 and BEGIN_HIDDEN not in cell.source, gid
+        elif is_identity_cell(cell):  # the student's id and key: theirs to fill in
+            assert spec_for(assignment) is not None and not meta["locked"], gid
         else:  # read-only prompts and "given" cells
             assert meta["locked"] and not meta["grade"] and not meta["solution"], gid
             assert not any(m in cell.source for m in MARKERS), gid
@@ -298,8 +296,12 @@ def test_title_explains_grading(assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_exercises_are_the_generated_release(assignment):
-    """Same cells in the same order; answers stubbed, hidden tests removed, nothing else changed."""
+    """Same cells in the same order; answers stubbed, hidden tests removed, problem text filled
+    in for the class (``{{name}}`` -> ``[label]``), nothing else changed."""
     source, release = load("solutions", assignment), load("exercises", assignment)
+    spec = spec_for(assignment)
+    if spec is not None:
+        source = nbformat.from_dict(render_source(source, spec, variants_on=True))
     assert [nbg(c)["grade_id"] for c in source.cells] == [nbg(c)["grade_id"] for c in release.cells]
     for src, rel in zip(source.cells, release.cells):
         gid = nbg(src)["grade_id"]
@@ -333,6 +335,8 @@ def test_exercises_carry_valid_nbgrader_checksums(assignment):
 
     for cell in load("exercises", assignment).cells:
         meta = nbg(cell)
+        if is_identity_cell(cell):  # the student's to edit: nbgrader checks nothing of it
+            continue
         assert "checksum" in meta, meta["grade_id"]
         assert meta["checksum"] == compute_checksum(cell), meta["grade_id"]
 
@@ -381,7 +385,7 @@ def test_test_cell_locals_cannot_clash_with_student_names(assignment):
         imported = {(a.asname or a.name).split(".")[0] for node in ast.walk(tree)
                     if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
         read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        captured = read - imported - set(dir(builtins))
+        captured = read - imported - set(dir(builtins)) - {"VARIANT"}  # VARIANT: the grader's
         assert captured - {n for n in captured if n.startswith("_")} <= answers, gid
 
 
@@ -465,9 +469,9 @@ BATCH = 2.0 ** np.arange(14)
 # (assignment, test cell, answer name, the value a misconception gives, text the hint must carry)
 # Each wrong value is worked out by hand from the problem's datasheet numbers, not by scalebook.
 MISCONCEPTIONS = [
-    ("hw1-rooflines", "hw1-q5-h100-test", "critical_batch_h100", 1979e12 / 3.35e12,
+    ("hw1-rooflines", "hw1-q5-h100-test", "critical_batch_gpu", 1979e12 / 3.35e12,
      "with sparsity"),
-    ("hw1-rooflines", "hw1-q5-h100-test", "critical_batch_h100", 989e12 / 3.35e12 / 2,
+    ("hw1-rooflines", "hw1-q5-h100-test", "critical_batch_gpu", 989e12 / 3.35e12 / 2,
      "about B, not 2B"),
     ("hw1-rooflines", "hw1-q2-mixed-test", "critical_batch_mixed", 1.97e14 / 8.2e11,
      "each weight is one byte"),

@@ -317,7 +317,8 @@ def loops(tmp_path_factory, postgres_server):
     """The whole loop on SQLite, then on PostgreSQL with a grader killed and resumed."""
     root = tmp_path_factory.mktemp("pg-loop")
     incoming = root / "incoming"
-    built = build_submissions(A, incoming, spec=samples_with_slow_ones())
+    lite = Course(root / "sqlite")
+    built = build_submissions(A, incoming, spec=samples_with_slow_ones(), course=lite)
     students = sorted(built)
     layout = root / "nbgrader-layout"  # two of them with nbgrader's timestamp.txt
     for student in ("slow0", "slow1"):
@@ -328,7 +329,6 @@ def loops(tmp_path_factory, postgres_server):
     sources = (incoming, layout)
     ns = {"students": students, "seconds": {"server start": postgres_server.seconds_to_start}}
 
-    lite = Course(root / "sqlite")
     rc, out = run_cli("collect", *sources, "-a", A, "--course", lite.root)
     assert rc == 0, out
     start = time.perf_counter()
@@ -339,6 +339,8 @@ def loops(tmp_path_factory, postgres_server):
 
     url = new_database(postgres_server)
     pg = Course(root / "postgresql", db_url=url)
+    pg.root.mkdir(parents=True)  # the same course moved to PostgreSQL: its secret (students' keys) too
+    shutil.copy(lite.root / "variants.secret", pg.root / "variants.secret")
     db = ("--course", pg.root, "--db", url)
     rc, out = run_cli("collect", *sources, "-a", A, *db)
     assert rc == 0, out
@@ -447,9 +449,9 @@ Path(out).write_text(json.dumps({"graded": [r.student for r in report.results],
 @pytest.mark.sandbox
 def test_two_graders_at_once_grade_each_submission_exactly_once(tmp_path, postgres_server):
     incoming = tmp_path / "incoming"
-    students = sorted(build_submissions(A, incoming))
     url = new_database(postgres_server)
     course = Course(tmp_path / "course", db_url=url)
+    students = sorted(build_submissions(A, incoming, course=course))
     rc, out = run_cli("collect", incoming, "-a", A, "--course", course.root, "--db", url)
     assert rc == 0, out
     go = tmp_path / "go"

@@ -351,7 +351,7 @@ def graded(tmp_path_factory):
     """hw1's sample submissions, collected and graded through the CLI, then reported."""
     root = tmp_path_factory.mktemp("report-loop")
     course = Course(root / "course")
-    built = build_submissions(ASSIGNMENT, root / "incoming")
+    built = build_submissions(ASSIGNMENT, root / "incoming", course=course)
     common = ["-a", ASSIGNMENT, "--course", course.root]
     collect = run_cli("collect", root / "incoming", *common)
     grade = run_cli("grade", *common, "-q")

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 from pathlib import Path
 
 import nbformat
+import numpy as np
 
-from autograder.checker import answer_names
+import scalebook.checks as checks
+
+from autograder.checker import VARIANT_NAME, answer_names
 
 
 def nbgrader_metadata(cell) -> dict:
@@ -21,7 +25,8 @@ def nbgrader_metadata(cell) -> dict:
 
 
 def free_names(source: str) -> set[str]:
-    """Names a cell reads but does not bind itself (and that are not builtins)."""
+    """Names a cell reads but does not bind itself (and that are not builtins, nor ``VARIANT``,
+    which the grader binds)."""
     tree = ast.parse(source)
     loaded, bound = set(), set()
     for node in ast.walk(tree):
@@ -33,7 +38,7 @@ def free_names(source: str) -> set[str]:
             bound.add(node.name)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
-    return loaded - bound - set(dir(builtins))
+    return loaded - bound - set(dir(builtins)) - {VARIANT_NAME}
 
 
 def grade_cells_by_answer(source: Path) -> dict:
@@ -48,7 +53,33 @@ def grade_cells_by_answer(source: Path) -> dict:
     return cells
 
 
-def run_as_grader(cell, answers: dict) -> None:
-    """Run a test cell in a fresh namespace holding only the answers it reads."""
+def run_as_grader(cell, answers: dict, variant=None) -> None:
+    """Run a test cell in a fresh namespace holding only the answers it reads (and ``VARIANT``,
+    the student's numbers, for a homework that has them)."""
     namespace = {n: answers[n] for n in free_names(cell.source) if n in answers}
+    if variant is not None:
+        namespace[VARIANT_NAME] = variant
     exec(compile(cell.source, nbgrader_metadata(cell)["grade_id"], "exec"), namespace)
+
+
+@contextlib.contextmanager
+def recording_checks():
+    """Record every value check (name, expected, rel, hints) a test cell makes, still checking."""
+    calls = []
+    real_close, real_allclose = checks.check_close, checks.check_allclose
+
+    def close(value, expected, *, name, rel=0.05, hints=()):
+        hints = list(hints)
+        calls.append(("number", name, expected, rel, hints))
+        return real_close(value, expected, name=name, rel=rel, hints=hints)
+
+    def allclose(values, expected, *, name, rel=0.05, hints=()):
+        hints = list(hints)
+        calls.append(("array", name, np.asarray(expected, float), rel, hints))
+        return real_allclose(values, expected, name=name, rel=rel, hints=hints)
+
+    checks.check_close, checks.check_allclose = close, allclose
+    try:
+        yield calls
+    finally:
+        checks.check_close, checks.check_allclose = real_close, real_allclose

@@ -1,0 +1,231 @@
+"""Per-student numbers: keys, draws, and every homework's 500-variant check.
+
+The 500-variant check is the promise the issue asks for: for each homework with a spec in
+``scalebook.homework``, 500 students of one course each get their own numbers; for every one of
+them the reference solution, run from those numbers, scores full marks when the grader's checks
+run with that student's ``VARIANT``, and the slips the checks name (each hint's wrong value), as
+well as an answer off by a factor of 2 either way, score zero on that part.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import math
+import os
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder.course import SOLUTIONS, is_identity_cell
+from autograder.runner import to_plain
+from gradecells import free_names, nbgrader_metadata, recording_checks, run_as_grader
+from scalebook.homework import SPECS, your_numbers
+from scalebook.variants import (Choice, KeyError_, VariantSpec, check_key, default_variant, draw,
+                                fill_placeholders, format_value, key_check, normalize_key,
+                                placeholders, student_key)
+
+SECRET = bytes.fromhex("5ca1ab1e" * 8)  # a fixed course secret, so a failure names its student
+VARIANTS = 500
+
+# --------------------------------------------------------------------------- keys and draws
+
+TOY = VariantSpec(
+    assignment="toy",
+    parameters={"q1_B": Choice((8, 16, 32), "B", "tokens"), "q1_chip": Choice(("TPU v5e", "H100"), "chip")},
+    derive=lambda p: {"q1_twice": 2 * p["q1_B"]},
+    well_posed=lambda v: not (v["q1_B"] == 32 and v["q1_chip"] == "H100"),
+    derived_labels={"q1_twice": ("2B", "tokens")},
+)
+
+
+def test_a_key_is_nine_characters_with_a_check_that_fits_only_its_student():
+    key = student_key(SECRET, "alice")
+    assert len(key) == 11 and key[4] == key[9] == "-"
+    plain = normalize_key(key)
+    assert check_key("alice", key) == plain
+    assert check_key(" alice ", key.lower().replace("-", " ")) == plain  # case, spaces, dashes
+    assert key_check("alice", plain[:8]) == plain[8]
+    # another student's key is refused by its check character (1 in 32 slips through by chance)
+    others = [student_key(SECRET, f"s{i}") for i in range(200)]
+    passed = sum(key_check("alice", normalize_key(k)[:8]) == normalize_key(k)[8] for k in others)
+    assert passed < 20
+    with pytest.raises(KeyError_, match="does not belong to STUDENT_ID 'bob'"):
+        check_key("bob", key) if key_check("bob", plain[:8]) != plain[8] else check_key("bob", "AAAA-AAAA-A")
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("", "not a homework key"), ("ABCD-EFGH", "not a homework key"), ("ABCD-EFGH-11", "not a homework key"),
+    ("ABCD-EF0H-J", "not a homework key"), (42, "should be a string"),
+])
+def test_malformed_keys_get_a_clear_error(bad, why):
+    with pytest.raises(KeyError_, match=why):
+        check_key("alice", bad)
+
+
+def test_keys_depend_on_the_secret_and_the_id():
+    assert student_key(SECRET, "alice") == student_key(SECRET, "alice")
+    assert student_key(SECRET, "alice") != student_key(SECRET, "bob")
+    assert student_key(SECRET, "alice") != student_key(bytes(32), "alice")
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        student_key(b"short", "alice")
+    with pytest.raises(ValueError, match="non-empty"):
+        student_key(SECRET, " ")
+
+
+def test_a_draw_is_deterministic_well_posed_and_covers_the_choices():
+    seen = collections.Counter()
+    for i in range(300):
+        key = student_key(SECRET, f"s{i}")
+        v = draw(TOY, key)
+        assert v == draw(TOY, key.lower())  # same key, same numbers
+        assert v["q1_twice"] == 2 * v["q1_B"]
+        assert not (v["q1_B"] == 32 and v["q1_chip"] == "H100")  # never the ill-posed pair
+        seen[(v["q1_B"], v["q1_chip"])] += 1
+    assert len(seen) == 5  # every well-posed pair turns up
+    assert min(seen.values()) > 300 / 5 / 2
+
+
+def test_the_default_variant_is_every_first_choice():
+    v = default_variant(TOY)
+    assert (v["q1_B"], v["q1_chip"], v["q1_twice"], v.key) == (8, "TPU v5e", 16, "")
+    assert draw(TOY, "") == v
+
+
+def test_a_spec_whose_published_numbers_are_ill_posed_is_refused():
+    bad = VariantSpec("bad", {"q1_B": Choice((1, 2), "B")}, well_posed=lambda v: v["q1_B"] > 1)
+    with pytest.raises(ValueError, match="published numbers"):
+        default_variant(bad)
+    never = VariantSpec("never", {"q1_B": Choice((1, 2), "B")}, well_posed=lambda v: False)
+    with pytest.raises(RuntimeError, match="no well-posed variant"):
+        draw(never, student_key(SECRET, "x"))
+
+
+def test_choices_are_checked():
+    with pytest.raises(ValueError, match="non-empty tuple"):
+        Choice([1, 2], "B")
+    with pytest.raises(ValueError, match="twice"):
+        Choice((1, 1), "B")
+    with pytest.raises(ValueError, match="identifier"):
+        VariantSpec("x", {"q1-B": Choice((1,), "B")})
+
+
+def test_placeholders_fill_with_values_or_labels():
+    text = "B = {{q1_B}} tokens on a {{ q1_chip }}, {{q1_twice}} in all"
+    assert placeholders(text) == ["q1_B", "q1_chip", "q1_twice"]
+    assert fill_placeholders(text, TOY, None) == "B = [B] tokens on a [chip], [2B] in all"
+    v = draw(TOY, student_key(SECRET, "s1"))
+    assert fill_placeholders(text, TOY, v) == (
+        f"B = {v['q1_B']} tokens on a {v['q1_chip']}, {v['q1_twice']} in all")
+    with pytest.raises(KeyError, match="no variant value 'q9_x'"):
+        fill_placeholders("{{q9_x}}", TOY, None)
+
+
+@pytest.mark.parametrize("value, text", [
+    (8192, "8192"), (3.94e14, "3.94e14"), (8.2e11, "8.2e11"), (1979.0, "1,979"), (3.35, "3.35"),
+    (4.8, "4.8"), ("H100", "H100"), (1.5e-3, "0.0015"), (2e-5, "2e-5"),
+])
+def test_values_are_written_as_a_person_would(value, text):
+    assert format_value(value) == text
+
+
+def test_your_numbers_prints_the_students_numbers_and_explains_the_sample(capsys):
+    v = your_numbers("hw1-rooflines", "", "")
+    out = capsys.readouterr().out
+    assert "sample numbers" in out and "STUDENT_ID" in out
+    assert v == default_variant(SPECS["hw1-rooflines"])
+    key = student_key(SECRET, "alice")
+    mine = your_numbers("hw1-rooflines", "alice", key)
+    out = capsys.readouterr().out
+    assert "(alice)" in out and "sample numbers" not in out
+    assert f"B = {mine['q1_B']} tokens" in out
+    assert your_numbers("hw1-rooflines", "", None, show=False) == v  # variants off: the published ones
+    with pytest.raises(ValueError, match="does not belong"):
+        other = next(k for k in (student_key(SECRET, f"x{i}") for i in range(100))
+                     if key_check("alice", normalize_key(k)[:8]) != normalize_key(k)[8])
+        your_numbers("hw1-rooflines", "alice", other)
+    with pytest.raises(ValueError, match="no per-student numbers"):
+        your_numbers("hw9-none", "alice", key)
+
+
+# --------------------------------------------------------------------------- 500 variants
+
+def _notebook(assignment: str):
+    return nbformat.read(str(SOLUTIONS / assignment / f"{assignment}.ipynb"), as_version=4)
+
+
+def _cells(assignment: str):
+    nb = _notebook(assignment)
+    run = [c for c in nb.cells if c.cell_type == "code" and not nbgrader_metadata(c).get("grade")
+           and not is_identity_cell(c)]
+    tests = [c for c in nb.cells if c.cell_type == "code" and nbgrader_metadata(c).get("grade")]
+    return [compile(c.source, nbgrader_metadata(c)["grade_id"], "exec") for c in run], tests
+
+
+def _solve(code, student: str, key: str, names: set[str]) -> dict:
+    """The reference solution run from this student's numbers: answer name -> plain value."""
+    import matplotlib.pyplot as plt
+
+    namespace = {"__name__": "__homework__", "STUDENT_ID": student, "HOMEWORK_KEY": key}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for compiled in code:
+            exec(compiled, namespace)
+    plt.close("all")
+    return {n: to_plain(namespace[n]) for n in names if n in namespace}
+
+
+def _fails(cell, answers: dict, variant) -> str | None:
+    try:
+        run_as_grader(cell, answers, variant)
+    except AssertionError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", sorted(SPECS))
+def test_500_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    spec = SPECS[assignment]
+    code, tests = _cells(assignment)
+    names = set().union(*(free_names(t.source) for t in tests))
+    drawn, per_problem = set(), collections.defaultdict(set)
+    answer_range: dict[str, list[float]] = collections.defaultdict(lambda: [math.inf, -math.inf])
+    slips = 0
+    for i in range(VARIANTS):
+        student = f"s{i:03d}"
+        key = student_key(SECRET, student)
+        variant = draw(spec, key)
+        drawn.add(tuple(variant.drawn().items()))
+        for name, value in variant.drawn().items():
+            per_problem[name.split("_")[0]].add((name, value))
+        answers = _solve(code, student, key, names)
+        for cell in tests:
+            gid = nbgrader_metadata(cell)["grade_id"]
+            with recording_checks() as calls:
+                why = _fails(cell, answers, variant)
+            assert why is None, f"{student} ({key}), {gid}: the reference answer fails: {why}"
+            for kind, name, expected, rel, hints in calls:
+                values = np.atleast_1d(np.asarray(expected, float))
+                assert np.all(np.isfinite(values)) and np.all(values > 0), (student, gid, name)
+                low, high = answer_range[name]
+                answer_range[name] = [min(low, values.min()), max(high, values.max())]
+                right = answers[name]
+                wrong_values = [(w, f"Hint: {t}") for w, t in hints]
+                wrong_values += [(np.asarray(right, float) * f, None) for f in (2.0, 0.5)]
+                for wrong, must_say in wrong_values:
+                    message = _fails(cell, {**answers, name: to_plain(np.asarray(wrong, float) if kind == "array" else wrong)},
+                                     variant)
+                    assert message is not None, (
+                        f"{student} ({key}), {gid}: the slip {must_say or 'x2 / x0.5'} for {name} passes")
+                    if must_say:
+                        assert must_say in message, (student, gid, name, must_say, message)
+                    slips += 1
+    assert len(drawn) >= 0.9 * VARIANTS, f"only {len(drawn)} distinct variants in {VARIANTS}"
+    for problem, values in per_problem.items():
+        assert len({v for _, v in values}) > 1, f"{problem} never varies"
+    summary = ", ".join(f"{n} {lo:.3g}..{hi:.3g}" for n, (lo, hi) in sorted(answer_range.items()))
+    print(f"\n{assignment}: {len(drawn)} distinct variants of {VARIANTS}; {slips} slips graded zero; "
+          f"answers ranged: {summary}")
