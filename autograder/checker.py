@@ -143,6 +143,7 @@ class Spec:
     variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
     variants_on: bool = False            # the course gives per-student numbers
     secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
+    template: dict | None = None         # the source notebook as written, {{placeholders}} kept
 
     def variant_of(self, student: str) -> Variant | None:
         """The numbers ``student`` is graded on (None: the homework has no variants)."""
@@ -357,7 +358,9 @@ def load_spec(course, assignment: str) -> Spec:
 
     on = variants_enabled(course)
     secret = course_secret(course) if on else None
-    return Spec(assignment, name, tests, locked, release, source_nb, variants, on, secret)
+    template_path = course.templates(assignment) / name
+    template = json.loads(template_path.read_text("utf-8")) if template_path.is_file() else None
+    return Spec(assignment, name, tests, locked, release, source_nb, variants, on, secret, template)
 
 
 # --- the submission ----------------------------------------------------------------------------
@@ -507,7 +510,7 @@ def _personal_text(spec: Spec, student: str | None) -> dict[str, str]:
     from scalebook.variants import fill_placeholders
 
     out = {}
-    for cell in spec.source_nb.get("cells", []):
+    for cell in (spec.template or spec.source_nb).get("cells", []):
         gid = _nbg(cell).get("grade_id")
         if gid in spec.locked and cell.get("cell_type") == "markdown":
             out[gid] = fill_placeholders(_text(cell.get("source")), spec.variants, variant)

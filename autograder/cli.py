@@ -34,6 +34,8 @@ from .course import (  # noqa: E402
 EPILOG = """\
 the instructor's loop:
   python -m autograder generate                      # solutions/ -> exercises/ (commit these)
+  python -m autograder keys --roster roster.csv -o keys.csv    # each student's homework key
+  python -m autograder generate hw1-rooflines --roster roster.csv   # or: one notebook per student
   python -m autograder collect downloads.zip -a hw1-rooflines
   python -m autograder grade -a hw1-rooflines --workers 4
   python -m autograder due -a hw1-rooflines --date "2026-02-01 23:59 UTC" --per-day 10 --zero-after 7
@@ -85,7 +87,42 @@ def build_parser() -> argparse.ArgumentParser:
                    help="assignments to generate (default: every solutions/<A>/<A>.ipynb)")
     p.add_argument("--check", action="store_true",
                    help="only report whether exercises/ is out of date; write nothing")
+    p.add_argument("--roster", metavar="CSV",
+                   help="instead, write one notebook per student of this roster (a CSV with an 'id' "
+                        "column), their own numbers in the problem text and their id and key filled "
+                        "in, into <output-dir>/<student>/<A>.ipynb, with keys.csv; needs one ASSIGNMENT")
+    p.add_argument("--output-dir", metavar="DIR",
+                   help="with --roster: where to write (default: <course>/personal/<A>)")
+    p.add_argument("--course", metavar="DIR",
+                   help=f"with --roster: the course whose secret makes the keys (default: $SCALEBOOK_COURSE "
+                        f"or {DEFAULT_COURSE_ROOT})")
+    p.add_argument("--db", metavar="URL", help="with --roster: the course's gradebook URL, as for grade")
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser(
+        "keys", help="list each student's homework key (per-student numbers)",
+        description="Write student,homework_key for every student of a roster (a CSV with an 'id' column) "
+                    "or, without --roster, of the gradebook. One key per student serves every homework of "
+                    "the course; hand them out through the LMS or a mail merge. Keys follow from the "
+                    "course's secret, <course>/variants.secret: back it up, never share it.",
+    )
+    _course_options(p, assignment=False)
+    p.add_argument("--roster", metavar="CSV", help="the students (default: those in the gradebook)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the CSV here (default: print it)")
+    p.set_defaults(func=cmd_keys)
+
+    p = sub.add_parser(
+        "variants", help="turn per-student numbers on or off for the course, or show which",
+        description="With --on (the default for a new course) each student answers their own numbers, "
+                    "drawn from their homework key; with --off everyone answers the book's numbers and "
+                    "the notebooks ask for no key. Run generate/collect after changing it, before "
+                    "handing notebooks out.",
+    )
+    _course_options(p, assignment=False)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--on", dest="on", action="store_true", default=None)
+    group.add_argument("--off", dest="on", action="store_false")
+    p.set_defaults(func=cmd_variants)
 
     p = sub.add_parser(
         "validate", help="check a notebook before submitting it (students)",
@@ -233,6 +270,10 @@ def _course(args):
 
 
 def cmd_generate(args) -> int:
+    if args.roster:
+        return _generate_roster(args)
+    if args.output_dir or args.course or args.db:
+        raise UsageError("--output-dir, --course and --db go with --roster")
     assignments = args.assignments or available_assignments()
     if not assignments:
         raise UsageError("no assignments: solutions/ has no <A>/<A>.ipynb")
@@ -252,6 +293,55 @@ def cmd_generate(args) -> int:
     if args.check and dirty:
         print("run `python -m autograder generate` (make generate) and commit exercises/", file=sys.stderr)
         return 1
+    return 0
+
+
+def _generate_roster(args) -> int:
+    from .collect import visible
+    from .variants import read_roster, write_roster_notebooks
+
+    if len(args.assignments) != 1 or args.check:
+        raise UsageError("--roster needs exactly one ASSIGNMENT (and no --check)")
+    (assignment,) = args.assignments
+    check_assignment(assignment)
+    course = _course(args)
+    students = read_roster(Path(args.roster))
+    out_dir = Path(args.output_dir) if args.output_dir else Path(course.root) / "personal" / assignment
+    written = write_roster_notebooks(course, assignment, students, out_dir)
+    print(f"wrote {len(written)} notebook(s) of {assignment}, one per student, under {out_dir}")
+    print(f"their keys: {visible(str(out_dir / 'keys.csv'))} (the same key serves every homework)")
+    return 0
+
+
+def cmd_keys(args) -> int:
+    from .variants import keys_csv, read_roster
+
+    course = _course(args)
+    if args.roster:
+        students = read_roster(Path(args.roster))
+    else:
+        with course.gradebook() as gb:
+            students = sorted(s.id for s in gb.students)
+        if not students:
+            raise UsageError("the gradebook has no students yet: give --roster roster.csv")
+    text = keys_csv(course, students)
+    if args.output:
+        Path(args.output).write_text(text, "utf-8")
+        print(f"wrote the keys of {len(students)} student(s) to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_variants(args) -> int:
+    from .course import set_variants_enabled, variants_enabled
+
+    course = _course(args)
+    if args.on is not None:
+        set_variants_enabled(course, args.on)
+    on = variants_enabled(course)
+    print(f"per-student numbers are {'on' if on else 'off'} in {course.root}"
+          + ("" if on else ": everyone answers the book's numbers"))
     return 0
 
 
@@ -408,11 +498,19 @@ def cmd_report(args) -> int:
 
     course, assignment = _course(args), _assignment(args)
     start = time.perf_counter()
-    analysis, html_path, csv_path = write_report(course, assignment, Path(args.output_dir or course.root))
+    analysis, html_path, csv_path, integrity = write_report(course, assignment,
+                                                            Path(args.output_dir or course.root))
     elapsed = time.perf_counter() - start
-    lines = [render_table(analysis), "",
-             f"wrote the item analysis of {assignment} ({analysis.students} students) to {html_path} "
-             f"and {csv_path} in {elapsed:.1f} s"]
+    lines = [render_table(analysis), ""]
+    if integrity is not None:
+        lines.append(f"notebooks not the student's own: {len(integrity.not_own)}"
+                     + "".join(f"\n  {s}: {why}" for s, why in integrity.not_own))
+        lines.append(f"possible copying (lost parts fit a classmate's numbers): {len(integrity.suspects)}"
+                     + "".join(f"\n  {x.student}: {x.classmate_parts} of {x.lost} lost parts fit "
+                               f"{x.classmate}'s numbers" for x in integrity.suspects))
+        lines.append("")
+    lines.append(f"wrote the item analysis of {assignment} ({analysis.students} students) to {html_path} "
+                 f"and {csv_path} in {elapsed:.1f} s")
     print("\n".join(visible(line) for text in lines for line in text.splitlines() or [""]))
     return 0
 

@@ -126,7 +126,10 @@ class Course:
     def is_prepared(self, assignment: str, solutions: Path = SOLUTIONS) -> bool:
         """Whether ``source/`` matches ``solutions/`` and the gradebook knows the assignment."""
         src, release = solutions / assignment, self.release(assignment)
-        if not release.is_dir() or not _same_tree(src, self.source(assignment), self._render(assignment)):
+        render = self._render(assignment)
+        if not release.is_dir() or not _same_tree(src, self.source(assignment), render):
+            return False
+        if render is not None and not _same_tree(src, self.templates(assignment)):
             return False
         from nbgrader.api import MissingEntry
 
@@ -136,6 +139,11 @@ class Course:
         except MissingEntry:
             return False
         return recorded == {p.stem for p in src.glob("*.ipynb")}
+
+    def templates(self, assignment: str) -> Path:
+        """The instructor's notebooks of a homework with per-student numbers, as written (not
+        in nbgrader's layout): what a roster student's own problem text is filled from."""
+        return Path(self.root) / "variants" / assignment
 
     def _render(self, assignment: str):
         """notebook -> the notebook as this course's class gets it (its ``{{...}}``
@@ -164,7 +172,12 @@ class Course:
             shutil.rmtree(source)
         shutil.copytree(solutions / assignment, source, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
         render = self._render(assignment)
-        for path in sorted(source.glob("*.ipynb")):
+        if render is not None:  # the text as written, {{placeholders}} and all: roster notebooks
+            templates = self.templates(assignment)
+            if templates.exists():
+                shutil.rmtree(templates)
+            shutil.copytree(source, templates)
+        for path in sorted(source.glob("*.ipynb")) if render is not None else []:
             path.write_text(json.dumps(render(json.loads(path.read_text("utf-8"))), indent=1,
                                        ensure_ascii=False) + "\n", "utf-8")
         run_generate_assignment(self, assignment)
@@ -242,6 +255,7 @@ def _cell_text(source) -> str:
 
 
 _IDENTITY_LINE = re.compile(r"^STUDENT_ID\s*=", re.MULTILINE)
+_YOUR_NUMBERS = re.compile(r"^\*\*Your numbers\.\*\*.*?\n\n", re.MULTILINE | re.DOTALL)
 
 
 def is_identity_cell(cell: dict) -> bool:
@@ -260,7 +274,10 @@ def render_source(nb: dict, spec: VariantSpec, *, variants_on: bool) -> dict:
     published = None if variants_on else default_variant(spec)
     for cell in out.get("cells", []):
         if cell.get("cell_type") == "markdown":
-            cell["source"] = fill_placeholders(_cell_text(cell.get("source")), spec, published)
+            text = _cell_text(cell.get("source"))
+            if not variants_on:  # nothing to enter: drop the title's "Your numbers." paragraph
+                text = _YOUR_NUMBERS.sub("", text)
+            cell["source"] = fill_placeholders(text, spec, published)
         elif is_identity_cell(cell):
             cell["source"] = IDENTITY_CELL if variants_on else NO_VARIANTS_CELL
     return out

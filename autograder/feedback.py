@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scalebook.homework import spec_for
+from scalebook.variants import variant_from
+
 from .course import Course, CourseError, load_report
 from .export import grade_rows
 
@@ -145,6 +148,7 @@ class StudentFeedback:
     submitted: datetime | None = None
     policy: str = ""
     solutions: dict[str, WorkedSolution] = field(default_factory=dict)  # grade_id -> missed part
+    numbers: list[str] = field(default_factory=list)  # the student's own numbers, a line per problem
 
 
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -205,6 +209,19 @@ def worked_solutions(course: Course, assignment: str) -> dict[str, WorkedSolutio
     return out
 
 
+def numbers_lines(assignment: str, entry: dict | None) -> list[str]:
+    """The numbers a student was graded on, one line per problem, from their ``grading.json``
+    (empty for a homework without per-student numbers)."""
+    spec = spec_for(assignment)
+    drawn = ((entry or {}).get("variant") or {}).get("numbers")
+    if spec is None or not isinstance(drawn, dict):
+        return []
+    try:
+        return variant_from(spec, drawn).table().splitlines()
+    except (ValueError, KeyError, TypeError):  # numbers from an older spec of this homework
+        return [f"{name} = {value}" for name, value in drawn.items()]
+
+
 def check_release(course: Course, assignment: str, *, force: bool = False,
                   now: datetime | None = None) -> None:
     """Refuse to release solutions before the due date (or without one), unless ``force``."""
@@ -247,7 +264,8 @@ def student_feedback(course: Course, assignment: str, *,
         missed = {q.grade_id: worked[q.grade_id] for q in items
                   if q.grade_id in worked and (q.score is None or q.score < q.points)}
         out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items,
-                                           row.days_late, row.penalty, row.submitted, policy, missed)
+                                           row.days_late, row.penalty, row.submitted, policy, missed,
+                                           numbers_lines(assignment, entry))
     return out
 
 
@@ -288,6 +306,10 @@ def render_html(fb: StudentFeedback) -> str:
             "</tr>"
         )
     problem_html = ""
+    if fb.numbers:
+        problem_html += ("<h2>Your numbers</h2><p>Each student has their own; these are the ones your "
+                         "answers were checked against.</p><ul class=\"numbers\">"
+                         + "".join(f"<li>{e(line)}</li>" for line in fb.numbers) + "</ul>")
     if fb.problems:
         problem_html += ("<h2>Problems with the submission</h2><ul>"
                          + "".join(f"<li>{e(p)}</li>" for p in fb.problems) + "</ul>")

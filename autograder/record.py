@@ -253,13 +253,15 @@ def _write_rows(gb, layout: GradebookLayout, result: SubmissionResult, timestamp
     (a class of 2,000 spends its grading time here otherwise): the student if new; the
     submission, its notebooks, a grade per grade and task cell and a comment per solution and
     task cell if new; then every score, ``needs_manual_grade`` cleared where only the grader
-    scores, and the notebooks flagged unless the status is "graded"."""
+    scores, and the notebooks flagged unless the status is "graded" and the notebook held the
+    student's own numbers."""
     from nbgrader.api import (Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook,
                               new_uuid)
     from sqlalchemy import and_, bindparam, insert, select, update
 
     s, student, scores = gb.db, result.student, result.scores
-    flagged = result.status != GRADED
+    # flagged: not graded cleanly, or graded with numbers the notebook did not hold
+    flagged = result.status != GRADED or bool((result.variant or {}).get("problem"))
     if s.execute(select(Student.id).where(Student.id == student)).first() is None:
         s.execute(insert(Student).values(id=student))
     sub_id = s.execute(select(SubmittedAssignment.id).where(

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from .course import Course, CourseError
 from .export import _safe_cell, question_columns
+from .integrity import Suspect
 from .feedback import CSP, STYLE, question_titles, split_hint
 
 UPPER_LOWER = 0.27        # share of the class in each discrimination group
@@ -447,9 +448,48 @@ def _fixed(value: float | None, digits: int = 2) -> str:
     return "&ndash;" if value is None else f"{value:.{digits}f}"
 
 
-def render_html(analysis: ItemAnalysis) -> str:
-    """The page: summary, definitions, histogram, per-part chart and table. Self-contained
-    (images are ``data:`` URLs; the CSP forbids scripts and remote content)."""
+@dataclass(frozen=True)
+class Integrity:
+    """Whose numbers the submissions hold (a homework with per-student numbers)."""
+
+    not_own: tuple[tuple[str, str], ...]   # (student, the grader's note): graded with their own
+    suspects: tuple[Suspect, ...]          # lost parts whose answers fit a classmate's numbers
+
+
+def integrity_html(integrity: Integrity | None, e) -> str:
+    if integrity is None:
+        return ""
+    parts = ["<h2 id=\"numbers\">Whose numbers</h2>",
+             "<p>Each student answers their own numbers. A notebook that holds another id or key was "
+             "graded with the submitter's numbers and is flagged in the gradebook. A student is listed "
+             "under possible copying when the answers of parts they lost pass those parts' checks with "
+             "one classmate's numbers (at least two parts, and at least half of the parts they lost): "
+             "a lead to follow up, not proof.</p>"]
+    if integrity.not_own:
+        parts.append("<h3>Notebooks not the student's own</h3><table><thead><tr><th>Student</th>"
+                     "<th>What the grader found</th></tr></thead><tbody>"
+                     + "".join(f"<tr><td><code>{e(s)}</code></td><td>{e(why)}</td></tr>"
+                               for s, why in integrity.not_own) + "</tbody></table>")
+    else:
+        parts.append("<p>Every notebook held its submitter's own id and key.</p>")
+    if integrity.suspects:
+        rows = "".join(
+            f"<tr><td><code>{e(x.student)}</code></td><td><code>{e(x.classmate)}</code></td>"
+            f"<td class=\"num\">{x.classmate_parts} of {x.lost}</td>"
+            f"<td>{', '.join(f'<code>{e(g)}</code>' for g in x.fitting)}</td></tr>"
+            for x in integrity.suspects)
+        parts.append("<h3>Possible copying</h3><table><thead><tr><th>Student</th><th>Numbers their "
+                     "answers fit</th><th>Lost parts that fit them</th><th>Parts whose answers fit a "
+                     "classmate's numbers</th></tr></thead><tbody>" + rows + "</tbody></table>")
+    else:
+        parts.append("<p>No student's lost parts fit a classmate's numbers.</p>")
+    return "\n".join(parts)
+
+
+def render_html(analysis: ItemAnalysis, integrity: Integrity | None = None) -> str:
+    """The page: summary, definitions, histogram, per-part chart and table, and (per-student
+    numbers) whose numbers the submissions hold. Self-contained (images are ``data:`` URLs; the
+    CSP forbids scripts and remote content)."""
     e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
     a = analysis
     rows = []
@@ -504,6 +544,7 @@ def render_html(analysis: ItemAnalysis) -> str:
 {chr(10).join(rows)}
 </tbody>
 </table>
+{integrity_html(integrity, e)}
 <h2>How to read this</h2>
 <dl>
 <dt>Attempted</dt><dd>the check's message does not start with &ldquo;not answered&rdquo; (no answer
@@ -538,17 +579,34 @@ def render_table(analysis: ItemAnalysis) -> str:
     return "\n".join(lines)
 
 
-def write_report(course: Course, assignment: str, output_dir: Path) -> tuple[ItemAnalysis, Path, Path]:
-    """Write ``report-<assignment>.html`` and ``.csv`` into ``output_dir``; return the analysis
-    and the two paths."""
+def read_integrity(course: Course, assignment: str, students: list[str]) -> Integrity | None:
+    """Whose numbers the graded notebooks hold (None: the homework gives everyone the same)."""
+    from scalebook.homework import spec_for
+
+    from . import checker
+    from .integrity import find_copies, recorded_class
+
+    if spec_for(assignment) is None:
+        return None
+    recorded = recorded_class(course, assignment, students)
+    not_own = tuple((r.student, r.problem) for r in recorded if r.problem)
+    suspects = tuple(find_copies(checker.load_spec(course, assignment), recorded))
+    return Integrity(not_own, suspects)
+
+
+def write_report(course: Course, assignment: str, output_dir: Path
+                 ) -> tuple[ItemAnalysis, Path, Path, Integrity | None]:
+    """Write ``report-<assignment>.html`` and ``.csv`` into ``output_dir``; return the analysis,
+    the two paths and whose numbers the notebooks hold."""
     parts, students = read_class(course, assignment)
     if not students:
         raise CourseError(f"the gradebook {course.gradebook_url} has no graded submission of {assignment}: "
                           "collect and grade it first")
     analysis = analyse(assignment, parts, students)
+    integrity = read_integrity(course, assignment, [s.student for s in students])
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     html_path, csv_path = output_dir / f"report-{assignment}.html", output_dir / f"report-{assignment}.csv"
-    html_path.write_text(render_html(analysis), encoding="utf-8")
+    html_path.write_text(render_html(analysis, integrity), encoding="utf-8")
     csv_path.write_text(to_csv(analysis), encoding="utf-8")
-    return analysis, html_path, csv_path
+    return analysis, html_path, csv_path, integrity

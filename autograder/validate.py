@@ -11,8 +11,9 @@ cell), one of:
 - ``error``: the check could not run (say, an exception other than a failed check).
 
 Only the checks in the student's own notebook run, and any hidden-test region is removed first,
-so no expected value is ever computed, let alone shown. It also warns when a read-only cell
-was edited or deleted (the grader would give that question zero). Exit status: 0 when every
+so no expected value is ever computed, let alone shown. On a homework with per-student numbers
+it shows the numbers the notebook's STUDENT_ID and HOMEWORK_KEY give (and warns when none are
+entered). It also warns when a read-only cell was edited or deleted (the grader would give that question zero). Exit status: 0 when every
 question is answered in the right form, 1 otherwise, 2 when the file is not a notebook.
 """
 
@@ -26,9 +27,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scalebook.homework import SAMPLE_NOTE
+
 from .course import EXERCISES, REPO
 
 STATUS_OK = "answered"
+NUMBERS_CALL = "your_numbers("  # the setup cell of a homework with per-student numbers
 
 
 @dataclass
@@ -46,6 +50,7 @@ class ValidationResult:
     cell_errors: list[str] = field(default_factory=list)  # errors in the student's own cells
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    numbers: str = ""  # what the setup cell printed of the student's own numbers, if any
 
     @property
     def ok(self) -> bool:
@@ -53,6 +58,8 @@ class ValidationResult:
 
     def render(self) -> str:
         lines = [f"Validated {self.notebook} ({self.seconds:.1f} s)", ""]
+        if self.numbers:
+            lines += [self.numbers.rstrip(), ""]
         width = max([len(q.grade_id) for q in self.questions] + [8])
         for q in self.questions:
             pts = f"{q.points:g} pt" + ("s" if q.points != 1 else "")
@@ -185,6 +192,13 @@ def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "p
         result.cell_errors.append("the kernel died (out of memory?) before the notebook finished")
     result.seconds = time.perf_counter() - start
 
+    for cell in nb.cells:
+        if cell.cell_type == "code" and NUMBERS_CALL in cell.source:
+            result.numbers = "".join(o.get("text", "") for o in cell.outputs
+                                     if o.get("output_type") == "stream" and o.get("name") == "stdout")
+            if SAMPLE_NOTE in result.numbers.replace("\n", " "):
+                result.warnings.append("no STUDENT_ID and HOMEWORK_KEY are entered: these are the book's "
+                                       "sample numbers, and answers to them are graded as wrong for you")
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue

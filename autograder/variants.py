@@ -71,33 +71,53 @@ def _nbgrader(cell: dict) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
-def personal_notebook(release_template: dict, spec: VariantSpec, student: str, key: str) -> dict:
-    """A roster student's own notebook from the release made of the *unfilled* source: the
-    problem text carries their numbers and the identity cell their id and key. Locked cells
-    get their checksums recomputed, as nbgrader would have for this text."""
+def personal_notebook(release: dict, template: dict, spec: VariantSpec, student: str, key: str) -> dict:
+    """A roster student's own notebook: the class ``release`` with its problem text taken from
+    ``template`` (the source as written) and filled with the student's numbers, and the identity
+    cell holding their id and key. Locked cells get the checksum nbgrader would give this text."""
+    import nbformat
     from nbgrader.utils import compute_checksum
 
     variant = draw(spec, key)
-    out = copy.deepcopy(release_template)
+    written = {(_nbgrader(c).get("grade_id")): _text(c.get("source")) for c in template.get("cells", [])
+               if c.get("cell_type") == "markdown" and _nbgrader(c).get("grade_id")}
+    out = copy.deepcopy(release)
     for cell in out.get("cells", []):
         nbg = _nbgrader(cell)
-        if cell.get("cell_type") == "markdown":
-            cell["source"] = fill_placeholders(_text(cell.get("source")), spec, variant)
+        gid = nbg.get("grade_id")
+        if cell.get("cell_type") == "markdown" and gid in written:
+            cell["source"] = fill_placeholders(written[gid], spec, variant)
             if nbg.get("checksum"):
-                nbg["checksum"] = compute_checksum(cell)
+                nbg["checksum"] = compute_checksum(nbformat.from_dict(cell))
         elif is_identity_cell(cell):
             cell["source"] = _personal_cell(student, key)
     return out
 
 
-def personal_sources(spec: VariantSpec, source_nb: dict, variant: Variant) -> dict[str, str]:
-    """grade_id -> the text a read-only markdown cell has in this student's own notebook."""
-    out = {}
-    for cell in source_nb.get("cells", []):
-        gid = _nbgrader(cell).get("grade_id")
-        if gid and cell.get("cell_type") == "markdown":
-            out[gid] = fill_placeholders(_text(cell.get("source")), spec, variant)
-    return out
+def write_roster_notebooks(course: Course, assignment: str, students: list[str], out_dir: Path) -> dict[str, Path]:
+    """``<out_dir>/<student>/<assignment>.ipynb`` for each student (their own numbers in the
+    text, their id and key filled in), and ``<out_dir>/keys.csv``; returns student -> path.
+    The course must be prepared for the assignment (``generate``/``collect`` do that)."""
+    spec = spec_for(assignment)
+    if spec is None:
+        raise CourseError(f"{assignment} has no per-student numbers: every student gets exercises/{assignment}/")
+    if not variants_enabled(course):
+        raise CourseError("this course gives everyone the same numbers (variants are off): "
+                          "hand out exercises/ to everyone, or turn them on with `variants --on`")
+    name = f"{assignment}.ipynb"
+    course.prepare(assignment)
+    release = json.loads((course.release(assignment) / name).read_text("utf-8"))
+    template = json.loads((course.templates(assignment) / name).read_text("utf-8"))
+    written = {}
+    for student in students:
+        folder = Path(out_dir) / student
+        folder.mkdir(parents=True, exist_ok=True)
+        nb = personal_notebook(release, template, spec, student, key_for(course, student))
+        path = folder / name
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", "utf-8")
+        written[student] = path
+    (Path(out_dir) / "keys.csv").write_text(keys_csv(course, students), "utf-8")
+    return written
 
 
 # --------------------------------------------------------------------------- rosters
@@ -196,6 +216,6 @@ def identity_problem(student: str, expected_key: str, captured: dict[str, dict] 
 __all__ = [
     "SECRET_FILE", "SETTINGS_FILE", "IDENTITY", "IDENTITY_NAMES", "RESERVED",
     "variants_enabled", "set_variants_enabled", "course_secret", "key_for", "variant_for", "render_source",
-    "personal_notebook", "personal_sources", "read_roster", "keys_csv", "Identity",
+    "personal_notebook", "write_roster_notebooks", "read_roster", "keys_csv", "Identity",
     "identity_problem", "is_identity_cell", "spec_for", "check_key",
 ]

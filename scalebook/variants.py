@@ -48,7 +48,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 __all__ = [
-    "Choice", "VariantSpec", "Variant", "draw", "default_variant", "student_key", "key_check",
+    "Choice", "VariantSpec", "Variant", "draw", "default_variant", "variant_from", "student_key", "key_check",
     "normalize_key", "check_key", "KeyError_", "fill_placeholders", "placeholders",
     "format_value", "MAX_DRAWS",
 ]
@@ -261,6 +261,14 @@ def default_variant(spec: VariantSpec) -> Variant:
     if spec.well_posed is not None and not spec.well_posed(MappingProxyType(values)):
         raise ValueError(f"{spec.assignment}: the published numbers fail the spec's well_posed check")
     return Variant(spec, values, "")
+
+
+def variant_from(spec: VariantSpec, drawn: Mapping[str, Any], key: str = "") -> Variant:
+    """Rebuild a variant from its drawn parameters (as ``grading.json`` keeps them)."""
+    if set(drawn) != set(spec.parameters):
+        raise ValueError(f"{spec.assignment}: drawn parameters {sorted(drawn)} are not the spec's "
+                         f"{sorted(spec.parameters)}")
+    return Variant(spec, _values(spec, {name: drawn[name] for name in spec.parameters}), key)
 
 
 def _seed(assignment: str, key: str) -> int:

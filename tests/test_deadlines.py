@@ -144,7 +144,7 @@ def test_released_solutions_show_only_the_missed_parts(graded):
     page = _page(graded, "roe_1002")  # the "partial" sample: 1a-3b right, 5 a string, 6 unanswered
     section = page[page.index("Solutions of the parts you missed"):]
     assert "<code>hw1-q5-h100-test</code></h3>" in section
-    assert "<code>critical_batch_h100</code>" in section  # its expected answer
+    assert "<code>critical_batch_gpu</code>" in section  # its expected answer
     assert html.escape(worked_code("hw1-q5-h100"), quote=True) in section
     assert "hw1-q1a-bytes-test" not in section  # got right: no solution shown
     assert html.escape(worked_code("hw1-q1a-bytes"), quote=True) not in page

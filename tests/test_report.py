@@ -14,6 +14,7 @@ import csv
 import html
 import io
 import json
+import re
 import random
 import time
 from collections import Counter
@@ -393,7 +394,7 @@ def test_report_on_the_sample_submissions(graded):
     q5 = json.loads(rows["hw1-q5-h100-test"]["wrong_by_hint"])
     sparse = [label for label in q5 if "with sparsity" in label]
     assert len(sparse) == 1 and q5[sparse[0]] == 1, q5
-    assert q5["tampered with a test cell"] == 1 and q5["no hint"] == 1, q5
+    assert q5["tampered with a test cell"] == 1 and q5["no hint"] >= 1, q5  # + unkeyed, copied if they lost it
 
     page = (out / f"report-{ASSIGNMENT}.html").read_text("utf-8")
     parsed = StrictHTML(page)
@@ -402,6 +403,14 @@ def test_report_on_the_sample_submissions(graded):
         assert gid in " ".join(parsed.text)
     assert "<script" not in page  # "partial" answered problem 5 with a <script> string
     assert html.escape("<script>alert('x')</script>") in page
+    # whose numbers: "copied" handed in "correct"'s notebook, "unkeyed" entered no id or key
+    whose = page[page.index('id="numbers"'):page.index("How to read this")]
+    not_own = whose[:whose.index("Possible copying")]
+    assert "<code>copied</code>" in not_own and "<code>unkeyed</code>" in not_own
+    assert "<code>correct</code>" not in not_own
+    copying = whose[whose.index("Possible copying"):]
+    assert re.search(r"<code>copied</code></td><td><code>correct</code>", copying), copying
+    assert "copied: " in text and "lost parts fit correct's numbers" in text
 
 
 def test_report_of_an_assignment_never_graded_is_a_usage_error(tmp_path):
