@@ -98,6 +98,9 @@ def loop(tmp_path_factory):
         (flat / a).mkdir()
         shutil.copy(built["correct"], flat / a / "correct.ipynb")
         shutil.copy(built["partial"], flat / a / f"partial_{a}_final.ipynb")
+        for other in names:  # samples no other form below carries (e.g. unkeyed, copied)
+            if other not in ("correct", "partial", "misconceptions", "tampered", "empty", "raises"):
+                shutil.copy(built[other], flat / a / f"{other}.ipynb")
         (flat / a / f"{BROKEN}.ipynb").write_text("{ this is not JSON")
         (flat / a / "notes.txt").write_text("not a notebook")
         # (b) nbgrader's submitted/<student>/<assignment>/ layout
