@@ -37,6 +37,7 @@ import html
 import io
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,13 +167,30 @@ def outcome(message: str | None) -> str:
     return "attempted"
 
 
+_FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def hint_label(hint: str) -> str:
+    """A hint as a misconception's name: the figures it quotes (``624 TFLOPS``, ``9e+10
+    bytes/s``: anything of 3 or more characters, a decimal point or an exponent) become ``…``,
+    so students with their own numbers who make the same slip share one group. Small counts
+    and ratios (``2 bytes``, ``2:4``, ``2B``) stay."""
+
+    def one(match: re.Match) -> str:
+        token = match.group(0)
+        return "…" if len(token) >= 3 or "." in token or "e" in token.lower() else token
+
+    return _FIGURE.sub(one, hint)
+
+
 def wrong_label(message: str | None) -> str:
-    """The group of a wrong answer: its hint, else the status that zeroed it, else "no hint"."""
+    """The group of a wrong answer: its hint (:func:`hint_label`), else the status that zeroed
+    it, else "no hint"."""
     if message is None:
         return NO_RECORD
     text, hint = split_hint(message)
     if hint:
-        return hint
+        return hint_label(hint)
     return next((s for s in ZEROING_STATUSES if text.startswith(s)), NO_HINT)
 
 

@@ -575,3 +575,18 @@ def test_report_of_2000_students_takes_seconds(tmp_path, capsys):
     with capsys.disabled():
         print(f"\nreport of 2000 generated students: {seconds:.2f} s (generating them took {made:.1f} s)")
     assert seconds < 10
+
+
+@pytest.mark.parametrize("hint, label", [
+    ("The starred 624 TFLOPS is 'with sparsity' (2:4 structured sparsity).",
+     "The starred … TFLOPS is 'with sparsity' (2:4 structured sparsity)."),
+    ("travels one way: 9e+10 bytes/s, not the 1.8e+11 bytes/s", "travels one way: … bytes/s, not the … bytes/s"),
+    ("2B is the B << D shortcut; B = 1024 is not small", "2B is the B << D shortcut; B = … is not small"),
+    ("int8 takes one byte per element; two bytes is bf16.", "int8 takes one byte per element; two bytes is bf16."),
+    ("at 1,979 teraFLOPS, 3.35 TB/s", "at … teraFLOPS, … TB/s"),
+])
+def test_hints_quoting_a_students_own_figures_group_as_one_misconception(hint, label):
+    assert report.hint_label(hint) == label
+    a, b = report.wrong_label(f"x is wrong. Hint: {hint}"), report.wrong_label(
+        f"x is wrong. Hint: {hint.replace('624', '1,979').replace('1024', '2048')}")
+    assert a == b == label

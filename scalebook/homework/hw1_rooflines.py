@@ -35,7 +35,7 @@ PARAMETERS = {
     "q4_B": Choice((64, 32, 128, 256), "B", "examples"),
     "q4_D": Choice((4096, 2048, 8192), "D = F"),
     "q5_gpu": Choice(("H100", "H200", "A100", "B200"), "GPU"),
-    "q6_N": Choice((1_000_000, 250_000, 4_000_000, 16_000_000), "N", "elements"),
+    "q6_N": Choice((1_000_000, 250_000, 4_000_000, 16_000_000), "N", "elements", fmt="{:,}"),
     "q7_chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
     "q7_B": Choice((1024, 512, 2048), "B", "tokens"),
     "q7_D": Choice((16384, 8192, 32768), "D"),
