@@ -53,6 +53,9 @@ __all__ = [
     "llama3_8b",
     "llama3_70b",
     "EXAMPLE_CONFIGS",
+    "FlopsPerToken",
+    "flops_per_token",
+    "attention_crossover_context",
 ]
 
 
@@ -408,3 +411,99 @@ def llama3_70b() -> TransformerConfig:
 EXAMPLE_CONFIGS: Mapping[str, TransformerConfig] = MappingProxyType(
     {"llama3-8b": llama3_8b(), "llama3-70b": llama3_70b()}
 )
+
+
+# --------------------------------------------------------------------------- FLOPs per token by block
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Forward FLOPs one token costs, by block, over all layers (numbers or arrays over a sweep
+    of context lengths).
+
+    Attributes:
+        attention_projections: ``2 · (W_q + W_k + W_v + W_o)`` weights, ``2·L·D·(2·H + 2·K)·d_h``.
+        mlp: ``2 · (3 or 2)·L·D·F``.
+        unembedding: ``2 · D · V`` (the logits; the embedding lookup costs nothing).
+        attention_core: ``q·Kᵀ`` and ``softmax·V`` against ``T`` keys, ``4·L·T·H·d_h``
+            (:func:`attention_flops_per_token`).
+        context_len: T, the context the attention core was counted at (tokens).
+    """
+
+    attention_projections: ArrayLike
+    mlp: ArrayLike
+    unembedding: ArrayLike
+    attention_core: ArrayLike
+    context_len: ArrayLike
+
+    @property
+    def matmul(self) -> ArrayLike:
+        """The weight matmuls: ``2 · P_matmul`` FLOPs (:attr:`ParamCount.matmul`)."""
+        return self.attention_projections + self.mlp + self.unembedding
+
+    @property
+    def forward(self) -> ArrayLike:
+        """Everything the forward pass does for one token (FLOPs)."""
+        return self.matmul + self.attention_core
+
+    @property
+    def backward(self) -> ArrayLike:
+        """Twice the forward: each matmul's input gradient and weight gradient (FLOPs)."""
+        return 2.0 * self.forward
+
+    @property
+    def training(self) -> ArrayLike:
+        """Forward + backward = ``3 ×`` forward: ``6·P_matmul + 12·L·T·H·d_h`` (FLOPs)."""
+        return 3.0 * self.forward
+
+    @property
+    def attention_share(self) -> ArrayLike:
+        """The attention core's fraction of the forward FLOPs (0 to 1)."""
+        return self.attention_core / self.forward
+
+
+def flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) -> FlopsPerToken:
+    """Forward FLOPs per token of ``cfg`` at context ``T = context_len``, split by block.
+
+    Every weight costs 2 FLOPs per token (a multiply and an add); the attention core costs
+    ``4·L·T·H·d_h`` (:func:`attention_flops_per_token`, no causal discount). ``training`` is 3 ×
+    the forward: the backward pass computes two matmuls for every forward one. The sum
+    ``3 · forward`` equals ``training_flops(cfg, 1, include_attention=True, seq_len=T)``.
+    LLaMA-3 70B at T = 8192: matmuls 1.39e11 FLOPs, attention core 2.15e10, 13% of the forward.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    counts = param_count(cfg)
+    core = attention_flops_per_token(cfg, context_len)
+    return FlopsPerToken(
+        attention_projections=2.0 * counts.attention,
+        mlp=2.0 * counts.mlp,
+        unembedding=2.0 * max(counts.unembedding, counts.embedding),
+        attention_core=core,
+        context_len=context_len,
+    )
+
+
+def attention_crossover_context(cfg: TransformerConfig, *, against: str = "mlp") -> float:
+    """Context length (tokens) where the attention core's FLOPs equal those of ``against``.
+
+    Per layer and token the core costs ``4·T·H·d_h``; the MLP ``2·m·D·F`` (``m`` = 3 gated,
+    2 plain); all the layer's weight matmuls ``2·(D·(2H + 2K)·d_h + m·D·F)``. Setting them equal:
+
+        against="mlp":     T* = m·D·F / (2·H·d_h)
+        against="layer":   T* = (D·(2H + 2K)·d_h + m·D·F) / (2·H·d_h)
+
+    Above ``T*`` attention does more arithmetic than the MLP (or than all the weights). LLaMA-3
+    8B: ``3·4096·14336 / (2·4096)`` = 21,504 tokens against the MLP; LLaMA-3 70B: 43,008.
+    Counting causal masking (half the pairs) would double ``T*``.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    key = against.strip().lower() if isinstance(against, str) else None
+    if key not in ("mlp", "layer"):
+        raise ValueError(f"against must be 'mlp' or 'layer', got {against!r}")
+    D, H, K, dh = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+    weights = cfg.mlp_matrices * D * cfg.d_ff
+    if key == "layer":
+        weights += D * (2 * H + 2 * K) * dh
+    return weights / (2.0 * H * dh)

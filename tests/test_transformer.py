@@ -239,3 +239,49 @@ def test_attention_intensity_limit_rejects_bad_input():
         tf.attention_intensity_limit(n_heads=8, n_kv_heads=3)
     with pytest.raises(ValueError, match="unknown dtype"):
         tf.attention_intensity_limit(n_heads=8, n_kv_heads=1, dtype="fp9")
+
+
+# --------------------------------------------------------------------------- FLOPs per token by block
+
+
+def test_flops_per_token_by_block_llama3_70b():
+    f = tf.flops_per_token(LLAMA70, 8192)
+    D, L, H, K, dh, F, V = 8192, 80, 64, 8, 128, 28672, 128256
+    assert f.attention_projections == 2 * L * D * (2 * H + 2 * K) * dh
+    assert f.mlp == 2 * L * 3 * D * F
+    assert f.unembedding == 2 * D * V
+    assert f.attention_core == 4 * L * 8192 * H * dh
+    assert f.matmul == 2 * tf.param_count(LLAMA70).matmul
+    assert f.training == 3 * f.forward == pytest.approx(
+        tf.training_flops(LLAMA70, 1, include_attention=True, seq_len=8192))
+    assert f.backward == 2 * f.forward
+    assert f.attention_share == pytest.approx(21474836480 / (139003428864 + 21474836480))
+
+
+def test_flops_per_token_sweeps_context():
+    f = tf.flops_per_token(LLAMA8, np.array([1024, 8192, 131072]))
+    assert f.attention_core.shape == (3,)
+    assert np.all(np.diff(f.attention_share) > 0)  # attention's share grows with T
+    with pytest.raises(ValueError):
+        tf.flops_per_token("llama", 8192)
+    with pytest.raises(ValueError):
+        tf.flops_per_token(LLAMA8, -1)
+
+
+def test_attention_crossover_context():
+    # 3·D·F / (2·H·d_h), worked by hand
+    assert tf.attention_crossover_context(LLAMA8) == 3 * 4096 * 14336 / (2 * 32 * 128) == 21504
+    assert tf.attention_crossover_context(LLAMA70) == 43008
+    layer = (8192 * (2 * 64 + 2 * 8) * 128 + 3 * 8192 * 28672) / (2 * 64 * 128)
+    assert tf.attention_crossover_context(LLAMA70, against="layer") == layer
+    # at the crossover the core's FLOPs equal the MLP's
+    f = tf.flops_per_token(LLAMA70, 43008)
+    assert f.attention_core == pytest.approx(f.mlp)
+    # KV heads do not enter the MLP crossover: GQA changes the projections only
+    mha = tf.TransformerConfig(d_model=4096, n_layers=32, n_heads=32, d_ff=14336,
+                               vocab_size=128256)
+    assert tf.attention_crossover_context(mha) == 21504
+    assert tf.attention_crossover_context(mha, against="layer") > \
+        tf.attention_crossover_context(LLAMA8, against="layer")
+    with pytest.raises(ValueError, match="against"):
+        tf.attention_crossover_context(LLAMA8, against="embedding")
