@@ -24,6 +24,7 @@ from scalebook.hardware import chip_names  # noqa: E402
 from scalebook.widgets import METRICS, chip_comparison, roofline_explorer  # noqa: E402
 from scalebook.widgets.layout_planner import layout_planner  # noqa: E402
 from scalebook.widgets.sharded_matmul import LAYOUTS, sharded_matmul_explorer  # noqa: E402
+from scalebook.widgets.transformer_calculator import transformer_calculator  # noqa: E402
 
 BUDGET_MS = 100.0
 
@@ -88,6 +89,16 @@ def main() -> int:
                           time_updates(planner, "remat", ["none", "selective", "full"] * 6)))
     results.append(report("layout planner: preset dropdown",
                           time_updates(planner, "preset",
+                                       ["LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B"] * 5)))
+
+    calculator = transformer_calculator()
+    results.append(report("transformer calculator: context box",
+                          time_updates(calculator, "seq_len",
+                                       [2 ** k for k in range(10, 21)] * 2)))
+    results.append(report("transformer calculator: MFU slider",
+                          time_updates(calculator, "mfu", [0.2, 0.3, 0.4, 0.5, 0.6] * 4)))
+    results.append(report("transformer calculator: preset dropdown",
+                          time_updates(calculator, "preset",
                                        ["LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B"] * 5)))
 
     worst = max(p95 for _, p95 in results)

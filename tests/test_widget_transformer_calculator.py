@@ -1,0 +1,147 @@
+"""The transformer calculator driven through its controls, as a reader would: every displayed
+number equals the solver's, presets fill the model fields, bad input shows a message."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scalebook import training, transformer
+from scalebook.training import PRESETS
+from scalebook.widgets.transformer_calculator import (
+    CUSTOM,
+    MEMORY_KINDS,
+    MODEL_FIELDS,
+    PARAM_BLOCKS,
+    calculator_state,
+    flops_curves,
+    transformer_calculator,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DAY = 86400.0
+
+
+@pytest.fixture()
+def calc():
+    return transformer_calculator("LLaMA-3 70B", seq_len=8192, tokens_trillions=15.0,
+                                  global_batch=2048, remat="full", chip="H100", n_chips=16384,
+                                  mfu=0.4, dpi=40)
+
+
+def test_default_state_matches_the_solver(calc):
+    cfg = transformer.llama3_70b()
+    s = calc.state
+    assert calc.error == ""
+    assert s.params == transformer.param_count(cfg)
+    assert s.params.total == 70_553_706_496
+    # training FLOPs = 6·P_matmul·D + 12·L·T·H·d_h·D, by hand and by the solver
+    by_hand = (6 * 69_501_714_432 + 12 * 80 * 8192 * 64 * 128) * 15e12
+    assert s.training_flops == pytest.approx(by_hand)
+    assert s.training_flops == pytest.approx(
+        transformer.training_flops(cfg, 15e12, include_attention=True, seq_len=8192))
+    # days at 40% MFU on 16,384 H100s (dense bf16 9.89e14 FLOPs/s)
+    assert s.days == pytest.approx(by_hand / (16384 * 9.89e14 * 0.4) / DAY)
+    assert s.seconds_at_peak == pytest.approx(s.seconds * 0.4)
+    mem = training.training_memory(cfg, global_batch=2048, seq_len=8192, remat="full")
+    assert s.memory == mem
+    assert s.memory_per_chip == pytest.approx(mem.total / 16384)
+    assert s.min_chips == training.fewest_chips(mem.total, "H100")
+    assert s.crossover == 43008
+    assert calc.png.startswith(PNG_SIGNATURE)
+
+
+def test_drawn_artists_show_the_state(calc):
+    s, a = calc.state, calc.artists
+    for label, fn in PARAM_BLOCKS:
+        assert a[f"param/{label}"].get_height() == pytest.approx(fn(s.params) / s.params.total)
+    assert a["param/MLP"].get_height() == pytest.approx(80 * 3 * 8192 * 28672 / 70_553_706_496)
+    # the attention curve crosses the MLP's at the crossover context
+    assert list(a["crossover"].get_xdata()) == [43008, 43008]
+    at_cross = flops_curves(s, [43008.0])
+    assert at_cross["attention"][0] == pytest.approx(at_cross["mlp"][0])
+    assert a["now"].get_xdata()[0] == 8192
+    assert a["now"].get_ydata()[0] == pytest.approx(12 * 80 * 8192 * 64 * 128
+                                                     / (6 * 69_501_714_432))
+    hbm = 80e9
+    bottom = 0.0
+    for kind, _ in MEMORY_KINDS:
+        bar = a[f"memory/{kind}"]
+        assert bar.get_y() == pytest.approx(bottom)
+        assert bar.get_height() == pytest.approx(getattr(s.memory, kind) / 16384 / hbm)
+        bottom += bar.get_height()
+    assert f"{s.days:,.1f} days" in a["heading"].get_text()
+    assert "43,008" in a["flops_title"].get_text()
+    assert f"{s.days:,.1f} days" in calc.summary.value
+    assert f"{s.params.total:,}" in calc.summary.value
+
+
+def test_preset_fills_fields_and_editing_makes_custom(calc):
+    calc.controls["preset"].value = "LLaMA-3 405B"
+    cfg = PRESETS["LLaMA-3 405B"]
+    for name in MODEL_FIELDS:
+        assert calc.controls[name].value == getattr(cfg, name)
+    assert calc.state.params.total == transformer.param_count(cfg).total
+    calc.controls["n_kv_heads"].value = 128  # MHA instead of GQA: more K/V weights
+    assert calc.controls["preset"].value == CUSTOM
+    assert calc.state.config.name == "custom model"
+    kv = calc.state.params.attention_k + calc.state.params.attention_v
+    assert kv == 2 * 126 * 16384 * 128 * 128
+    calc.controls["preset"].value = "LLaMA-3 8B"
+    assert calc.controls["d_model"].value == 4096
+    assert calc.state.params.total == 8_030_261_248
+
+
+def test_every_control_recomputes(calc):
+    before = calc.state
+    calc.controls["seq_len"].value = 65536
+    assert calc.state.per_token.attention_share > before.per_token.attention_share
+    assert calc.state.per_token.attention_share > 0.5  # past the crossover
+    calc.controls["tokens_trillions"].value = 30.0
+    assert calc.state.tokens == 30e12
+    calc.controls["mfu"].value = 0.8
+    assert calc.state.mfu == 0.8
+    days = calc.state.days
+    calc.controls["n_chips"].value = 8192
+    assert calc.state.days == pytest.approx(2 * days)
+    calc.controls["chip"].value = "TPU v5p"
+    assert calc.state.hbm_bytes == 96e9
+    calc.controls["remat"].value = "none"
+    assert calc.state.remat == "none"
+    calc.controls["global_batch"].value = 16
+    assert calc.state.global_batch == 16
+    assert calc.error == ""
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("n_chips", 0, "chips must be a positive integer"),
+    ("seq_len", -5, "sequence length must be a positive integer"),
+    ("tokens_trillions", 0.0, "token budget"),
+    ("d_model", 0, "d_model must be a positive integer"),
+    ("n_kv_heads", 7, "must divide n_heads"),
+])
+def test_bad_input_shows_a_message_and_keeps_the_picture(calc, name, value, message):
+    good, png = calc.state, calc.png
+    calc.controls[name].value = value
+    assert message in calc.error
+    assert message in calc.message.value
+    assert calc.state is good and calc.png == png
+    calc.controls[name].value = {"n_chips": 16384, "seq_len": 8192, "tokens_trillions": 15.0,
+                                 "d_model": 8192, "n_kv_heads": 8}[name]
+    assert calc.error == "" and calc.message.value == ""
+
+
+def test_state_validation():
+    fields = {n: getattr(PRESETS["LLaMA-3 8B"], n) for n in MODEL_FIELDS}
+    with pytest.raises(ValueError, match="mfu"):
+        calculator_state(**fields, mfu=1.5)
+    with pytest.raises(ValueError):
+        calculator_state(**fields, chip="no such chip")
+    with pytest.raises(ValueError):
+        transformer_calculator("GPT-5")
+    s = calculator_state(**fields, tokens_trillions=1.0, n_chips=1024, mfu=0.5)
+    assert s.days == pytest.approx(
+        transformer.training_flops(PRESETS["LLaMA-3 8B"], 1e12, include_attention=True,
+                                   seq_len=8192) / (1024 * 9.89e14 * 0.5) / DAY)
+    assert math.isfinite(s.crossover)
