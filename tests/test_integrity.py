@@ -14,15 +14,14 @@ import time
 
 import pytest
 
-from autograder import checker, record
+from autograder import checker
 from autograder.checker import SubmissionResult
 from autograder.course import Course
 from autograder.integrity import Recorded, find_copies, variant_keys
-from autograder.plan import GRADING_RECORD
 from scalebook.homework import SPECS
 from scalebook.variants import draw, student_key, variant_from
 from test_variants import _cells, _solve
-from gradecells import free_names
+from gradecells import free_names, record_class
 
 ASSIGNMENT = "hw1-rooflines"
 SECRET = bytes.fromhex("c0ffee00" * 8)
@@ -86,16 +85,9 @@ def generate_class(course: Course, n: int, copiers: int, seed: int = 0):
                     answers[name] = answers[name] * 2
             graded[key] = _grade(spec, templates[mine][0], answers)
         scores, messages, answers = graded[key]
-        result = SubmissionResult(student, ASSIGNMENT, "graded", scores, dict(spec.max_scores), messages, [],
-                                  answers, {"numbers": templates[mine][0], "problem": None})
-        record.atomic_write(course.autograded(student, ASSIGNMENT) / GRADING_RECORD,
-                            record.dump_json(result.to_json()))
-        results.append((result, None))
-    with course.gradebook() as gb:
-        record.ensure_in_gradebook(gb, spec)
-        layout = record.gradebook_layout(gb, ASSIGNMENT)
-        for start in range(0, n, 500):
-            record.commit_results(gb, layout, results[start:start + 500])
+        results.append(SubmissionResult(student, ASSIGNMENT, "graded", scores, dict(spec.max_scores),
+                                        messages, [], answers, {"numbers": templates[mine][0], "problem": None}))
+    record_class(course, spec, results)
     return copied, templates
 
 

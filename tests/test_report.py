@@ -14,20 +14,21 @@ import csv
 import html
 import io
 import json
-import re
 import random
+import re
 import time
 from collections import Counter
 from html.parser import HTMLParser
 
 import pytest
 
-from autograder import checker, record, report
+from autograder import checker, report
 from autograder.checker import SubmissionResult
-from autograder.course import GRADING_RECORD, Course, load_report
+from autograder.course import Course, load_report
 from autograder.demo import build_submissions
 from autograder.export import question_columns
 from autograder.report import Part, PartResult, StudentResult
+from gradecells import record_class
 from test_autograder_workflow import run_cli
 
 ASSIGNMENT = "hw1-rooflines"
@@ -463,16 +464,9 @@ def generate_class(course: Course, n: int, seed: int = 0) -> dict:
                 answers[gid] = {name: value}
             shown = None if text is None else report.NOT_RECORDED if old else f"{name} = {text}"
             truth[student][gid] = (float(score), message, hint or "no hint", shown)
-        result = SubmissionResult(student, ASSIGNMENT, "graded", scores, dict(spec.max_scores), messages, [],
-                                  {} if old else answers)
-        record.atomic_write(course.autograded(student, ASSIGNMENT) / GRADING_RECORD,
-                            record.dump_json(result.to_json()))
-        results.append((result, None))
-    with course.gradebook() as gb:
-        record.ensure_in_gradebook(gb, spec)
-        layout = record.gradebook_layout(gb, ASSIGNMENT)
-        for start in range(0, n, 500):
-            record.commit_results(gb, layout, results[start:start + 500])
+        results.append(SubmissionResult(student, ASSIGNMENT, "graded", scores, dict(spec.max_scores),
+                                        messages, [], {} if old else answers))
+    record_class(course, spec, results)
     return truth
 
 

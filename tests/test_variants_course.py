@@ -12,22 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli
 from autograder.course import Course, is_identity_cell
 from autograder.demo import solution_cells
 from autograder.plan import load_result
 from autograder.variants import key_for, read_roster
+from gradecells import run_cli
 from scalebook.homework import SPECS
 from scalebook.variants import check_key, default_variant, draw
 
 A = "hw1-rooflines"
-
-
-def run_cli(*argv) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = cli.main([str(a) for a in argv])
-    return rc, out.getvalue()
 
 
 def answered(nb: dict) -> dict:

@@ -83,3 +83,31 @@ def recording_checks():
         yield calls
     finally:
         checks.check_close, checks.check_allclose = real_close, real_allclose
+
+
+def run_cli(*argv) -> tuple[int, str]:
+    """``python -m autograder ARGV`` in this process: (exit status, stdout + stderr)."""
+    import io
+
+    from autograder import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = cli.main([str(a) for a in argv])
+    return rc, out.getvalue()
+
+
+def record_class(course, spec, results: list) -> None:
+    """Write generated results as the grader records them: each ``grading.json``, then the
+    gradebook rows, 500 submissions per transaction."""
+    from autograder import record
+    from autograder.course import GRADING_RECORD
+
+    for result in results:
+        record.atomic_write(course.autograded(result.student, spec.assignment) / GRADING_RECORD,
+                            record.dump_json(result.to_json()))
+    with course.gradebook() as gb:
+        record.ensure_in_gradebook(gb, spec)
+        layout = record.gradebook_layout(gb, spec.assignment)
+        for start in range(0, len(results), 500):
+            record.commit_results(gb, layout, [(r, None) for r in results[start:start + 500]])
