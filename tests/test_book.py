@@ -33,6 +33,7 @@ CHAPTERS = {
     "hardware": "Part 2 — TPUs and GPUs",
     "sharded-matmuls": "Part 3 — Sharded matrix multiplication and collectives",
     "parallelism": "Part 4 — Parallelism strategies for training",
+    "transformers": "Part 5 — Transformers at scale",
 }
 
 pytestmark = pytest.mark.slow
