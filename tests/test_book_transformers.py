@@ -1,0 +1,107 @@
+"""Part 5 (Transformers at scale) as built: its glued numbers are the solver's, its experiment
+ran and printed the compiler's count beside the formula, and it links its homework.
+
+Reads _build/html/book/transformers.html, which `make test` builds (`make book`) before pytest;
+a missing build is a failure, not a skip (as in test_book.py).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from scalebook import scaling_laws, training, transformer
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "_build" / "html" / "book" / "transformers.html"
+DAY = 86400.0
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    if not PAGE.is_file():
+        pytest.fail(f"{PAGE} is missing: build the book first with `make book` "
+                    "(`make test` does this before running pytest)")
+    return PAGE.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def text(page) -> str:
+    body = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+
+
+def _has(text: str, value: str) -> bool:
+    return re.search(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", text) is not None
+
+
+def test_parameter_counts_are_the_solvers(text):
+    l8 = transformer.llama3_8b()
+    c8 = transformer.param_count(l8)
+    assert c8.total == 8_030_261_248
+    assert _has(text, "8,030,261,248")
+    assert _has(text, f"{(c8.attention_k + c8.attention_v) // 32:,}")      # K+V per layer, GQA
+    assert _has(text, f"{2 * 4096 * 32 * 128:,}")                          # ... and without
+    for cfg in (transformer.llama3_70b(), training.llama3_405b()):
+        assert _has(text, f"{transformer.param_count(cfg).total:,}")
+
+
+def test_flops_and_crossover_are_the_solvers(text):
+    l8, l70 = transformer.llama3_8b(), transformer.llama3_70b()
+    assert _has(text, f"{transformer.attention_crossover_context(l8):,.0f}")    # 21,504
+    assert _has(text, f"{transformer.attention_crossover_context(l70):,.0f}")   # 43,008
+    f8 = transformer.flops_per_token(l8, 8192)
+    mantissa, exponent = f"{f8.training:.2e}".split("e")
+    assert f"{mantissa} × 10^{int(exponent)}" in text
+    share = f"{100 * f8.attention_share:.0f}%"
+    assert share in text
+
+
+def test_memory_is_the_solvers(text):
+    state = training.training_memory(transformer.llama3_70b()).state
+    assert f"{state / 1e12:.2f} TB" in text                             # 1.13 TB
+    assert _has(text, f"{training.fewest_chips(state, 'H100'):,}")      # 15
+
+
+def test_case_study_table(text):
+    l405 = training.llama3_405b()
+    plan = training.best_training_layout(l405, "H100", 16384, global_batch=2048, seq_len=8192)
+    assert plan.layout.describe() in text
+    assert f"{100 * plan.mfu:.0f}%" in text
+    days = 15.6e12 / plan.tokens_per_step * plan.step_time.total / DAY
+    assert _has(text, f"{days:.0f}")
+    flops = training.training_flops_from_params(transformer.param_count(l405).total, 15.6e12)
+    implied = training.implied_mfu(flops, "H100", chip_hours=30.84e6)
+    assert f"{100 * implied:.0f}% MFU" in text or f"{100 * implied:.0f}%" in text
+    for published in ("38%–43%", "3.8 × 10^25", "(the paper’s)"):
+        assert published in text, published
+
+
+def test_scaling_law_numbers(text):
+    opt = scaling_laws.compute_optimal(1e24)
+    assert f"{opt.params / 1e9:.0f} billion" in text
+    assert f"{opt.tokens / 1e12:.1f} trillion" in text
+
+
+def test_cost_analysis_experiment_ran(text):
+    match = re.search(r"XLA / formula = (\d+\.\d+)", text)
+    assert match, "the experiment did not print its ratio"
+    ratio = float(match.group(1))
+    assert 0.95 < ratio < 1.1, ratio
+    assert f"{ratio:.3f}" in text.split("XLA / formula", 1)[1]   # the prose quotes the same
+    assert "measured fp32 matmul peak" in text and "MFU" in text
+
+
+def test_worked_problems_homework_and_widget(page, text):
+    assert len(re.findall(r'<details class="sd-sphinx-override sd-dropdown', page)) >= 10 or \
+        page.count("sd-dropdown") >= 10
+    assert "hw5-transformers.ipynb" in page
+    assert len(re.findall(r"<img", page)) >= 2        # the share plot and the widget's PNG
+    for section in ("Counting a Transformer", "The memory of training", "Step time and MFU",
+                    "Case study", "Scaling laws in one page"):
+        assert section in text, section
