@@ -57,7 +57,7 @@ BY_HAND = {
     "mfu": MFU5,
     "hfu": MFU5 * 8 / 6,
     "run_flops": RUN,
-    "run_days": RUN / (16384 * C_H100 * 0.4) / 86400,
+    "run_seconds": RUN / (16384 * C_H100 * 0.4),
     "implied_mfu": RUN / (30.84e6 * 3600 * C_H100),
     "optimal_params": math.sqrt(1e24 / 120),
     "optimal_tokens": 20 * math.sqrt(1e24 / 120),
@@ -88,8 +88,8 @@ MISCONCEPTIONS = [
     ("mfu", 100 * MFU5, "not a percentage"),
     ("hfu", MFU5, "forward pass twice"),
     ("run_flops", RUN / 3, "backward pass"),
-    ("run_days", RUN / (16384 * C_H100) / 86400, "time at peak"),
-    ("run_days", RUN / (16384 * C_H100 * 0.4), "not seconds"),
+    ("run_seconds", RUN / (16384 * C_H100), "time at peak"),
+    ("run_seconds", RUN / (16384 * C_H100 * 0.4) / 86400, "not days"),
     ("implied_mfu", RUN / (30.84e6 * C_H100), "3,600"),
     ("optimal_params", math.sqrt(1e24 / 40), "not 2·N·D"),
     ("optimal_tokens", math.sqrt(1e24 / 120), "20 times more"),
@@ -127,8 +127,8 @@ def test_hand_answers_agree_with_the_solver():
         BY_HAND["act_bytes_layer"]
     assert training.implied_mfu(RUN, "H100", chip_hours=30.84e6) == \
         pytest.approx(BY_HAND["implied_mfu"])
-    assert training.run_time(RUN, 16384, "H100", mfu=0.4) / 86400 == \
-        pytest.approx(BY_HAND["run_days"])
+    assert training.run_time(RUN, 16384, "H100", mfu=0.4) == \
+        pytest.approx(BY_HAND["run_seconds"])
     opt = scaling_laws.compute_optimal(1e24)
     assert opt.params == pytest.approx(BY_HAND["optimal_params"])
     assert opt.tokens == pytest.approx(BY_HAND["optimal_tokens"])
