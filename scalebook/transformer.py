@@ -413,7 +413,7 @@ EXAMPLE_CONFIGS: Mapping[str, TransformerConfig] = MappingProxyType(
 )
 
 
-# --------------------------------------------------------------------------- FLOPs per token by block
+# --------------------------------------------------------------------------- FLOPs by block
 
 
 @dataclass(frozen=True)
@@ -422,7 +422,8 @@ class FlopsPerToken:
     of context lengths).
 
     Attributes:
-        attention_projections: ``2 · (W_q + W_k + W_v + W_o)`` weights, ``2·L·D·(2·H + 2·K)·d_h``.
+        attention_projections: ``2 ·`` the weights of ``W_q, W_k, W_v, W_o``:
+            ``2·L·D·(2·H + 2·K)·d_h``.
         mlp: ``2 · (3 or 2)·L·D·F``.
         unembedding: ``2 · D · V`` (the logits; the embedding lookup costs nothing).
         attention_core: ``q·Kᵀ`` and ``softmax·V`` against ``T`` keys, ``4·L·T·H·d_h``
@@ -466,8 +467,8 @@ def flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) -> FlopsPerT
     """Forward FLOPs per token of ``cfg`` at context ``T = context_len``, split by block.
 
     Every weight costs 2 FLOPs per token (a multiply and an add); the attention core costs
-    ``4·L·T·H·d_h`` (:func:`attention_flops_per_token`, no causal discount). ``training`` is 3 ×
-    the forward: the backward pass computes two matmuls for every forward one. The sum
+    ``4·L·T·H·d_h`` (:func:`attention_flops_per_token`, no causal discount). ``training`` is
+    3 × the forward: the backward pass computes two matmuls for every forward one. The sum
     ``3 · forward`` equals ``training_flops(cfg, 1, include_attention=True, seq_len=T)``.
     LLaMA-3 70B at T = 8192: matmuls 1.39e11 FLOPs, attention core 2.15e10, 13% of the forward.
     """
@@ -488,7 +489,8 @@ def attention_crossover_context(cfg: TransformerConfig, *, against: str = "mlp")
     """Context length (tokens) where the attention core's FLOPs equal those of ``against``.
 
     Per layer and token the core costs ``4·T·H·d_h``; the MLP ``2·m·D·F`` (``m`` = 3 gated,
-    2 plain); all the layer's weight matmuls ``2·(D·(2H + 2K)·d_h + m·D·F)``. Setting them equal:
+    2 plain); all the layer's weight matmuls ``2·(D·(2H + 2K)·d_h + m·D·F)``. Setting them
+    equal:
 
         against="mlp":     T* = m·D·F / (2·H·d_h)
         against="layer":   T* = (D·(2H + 2K)·d_h + m·D·F) / (2·H·d_h)
