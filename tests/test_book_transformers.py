@@ -94,7 +94,7 @@ def test_cost_analysis_experiment_ran(text):
     ratio = float(match.group(1))
     assert 0.95 < ratio < 1.1, ratio
     assert f"{ratio:.3f}" in text.split("XLA / formula", 1)[1]   # the prose quotes the same
-    assert "measured fp32 matmul peak" in text and "MFU" in text
+    assert re.search(r"measured (fp32|bf16) matmul peak", text) and "MFU" in text
 
 
 def test_worked_problems_homework_and_widget(page, text):
