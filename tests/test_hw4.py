@@ -21,12 +21,18 @@ import pytest
 
 from autograder.checker import answer_names
 from gradecells import free_names, grade_cells_by_answer, nbgrader_metadata, run_as_grader
+from scalebook.homework import spec_for
+from scalebook.variants import default_variant
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw4-parallelism"
 SOURCE = REPO / "solutions" / A / f"{A}.ipynb"
 
 pytestmark = pytest.mark.skipif(not SOURCE.is_file(), reason="hw4 source notebook not written")
+
+# The book's sample numbers, which the hand answers below are worked out from: the hidden checks
+# read each student's numbers from VARIANT, the grader binds this one for the sample.
+SAMPLE = default_variant(spec_for(A))
 
 # Problem inputs, restated from the prompts.
 N_MATMUL, N_TOTAL, TOKENS = 69_501_714_432, 70_553_706_496, 15e12
@@ -42,7 +48,7 @@ BY_HAND = {
     "train_time": 6 * N_MATMUL * TOKENS / (8960 * C_V5P * 0.45),
     "optimizer_bytes_per_param": 12,
     "train_bytes_per_param": 16,
-    "min_h100s": 15,
+    "min_gpus": 15,
     "dp_bytes_per_chip": 12 * P3,
     "t_grad_allreduce": 2 * (2 * P3) / W_V5P,
     "dp_critical_tokens_per_chip": 2550,
@@ -73,8 +79,8 @@ MISCONCEPTIONS = [
     ("optimizer_bytes_per_param", 8, "master copy"),
     ("train_bytes_per_param", 2 + 2 + 2, "not 2 bytes per parameter"),
     ("train_bytes_per_param", 2 + 2 + 8, "Count all four"),
-    ("min_h100s", math.ceil(6 * N_TOTAL / 80e9), "not 2 bytes per parameter"),
-    ("min_h100s", 14, "Round up"),
+    ("min_gpus", math.ceil(6 * N_TOTAL / 80e9), "not 2 bytes per parameter"),
+    ("min_gpus", 14, "Round up"),
     ("dp_bytes_per_chip", 12 * P3 / 16, "full replica"),
     ("t_grad_allreduce", 2 * P3 / W_V5P, "ReduceScatter followed by an AllGather"),
     ("dp_critical_tokens_per_chip", 16 * 2550, "global batch"),
@@ -136,14 +142,14 @@ def test_parts_and_points():
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
-    run_as_grader(test_cells[name], answers())
+    run_as_grader(test_cells[name], answers(), SAMPLE)
 
 
 @pytest.mark.parametrize("name, wrong, fragment",
                          [pytest.param(*row, id=f"{row[0]}:{row[2]}") for row in MISCONCEPTIONS])
 def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
     with pytest.raises(AssertionError) as info:
-        run_as_grader(test_cells[name], {**answers(), name: wrong})
+        run_as_grader(test_cells[name], {**answers(), name: wrong}, SAMPLE)
     message = str(info.value)
     assert "Hint:" in message and fragment in message, message
 
@@ -161,13 +167,14 @@ def _partition_spec(entries):
 @pytest.mark.parametrize("form", [list, tuple, _partition_spec])
 def test_sharding_check_passes_the_megatron_layout(test_cells, form):
     """As the sandbox reports the specs (lists), and as the student's kernel holds them."""
-    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **{k: form(v) for k, v in SPECS.items()}})
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **{k: form(v) for k, v in SPECS.items()}}, SAMPLE)
 
 
 @pytest.mark.parametrize("w_in, w_out, fragment", WRONG_LAYOUTS)
 def test_sharding_check_fails_other_layouts_with_a_reason(test_cells, w_in, w_out, fragment):
     with pytest.raises(AssertionError) as info:
-        run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_in_spec": w_in, "w_out_spec": w_out})
+        run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_in_spec": w_in, "w_out_spec": w_out},
+                      SAMPLE)
     assert fragment in str(info.value), str(info.value)
 
 
@@ -178,5 +185,6 @@ def test_sharding_check_ignores_the_students_other_state(test_cells):
     planted = {n: "planted" for n in answer_names(source) if n.startswith("_")}
     wrong = {"w_in_spec": ["model", None], "w_out_spec": [None, "model"]}
     namespace = {**planted, **{n: v for n, v in {**answers(), **wrong}.items() if n in free_names(source)}}
+    namespace["VARIANT"] = SAMPLE
     with pytest.raises(AssertionError, match="partial sum"):
         exec(compile(source, "hw4-q9a-specs-test", "exec"), namespace)
