@@ -14,6 +14,7 @@ import contextlib
 import io
 import math
 import os
+import re
 
 import nbformat
 import numpy as np
@@ -156,21 +157,51 @@ def _notebook(assignment: str):
     return nbformat.read(str(SOLUTIONS / assignment / f"{assignment}.ipynb"), as_version=4)
 
 
+def _variant_reads(source: str) -> tuple[str, ...] | None:
+    """The VARIANT entries a cell reads, or None where it uses VARIANT some other way."""
+    keys = re.findall(r"""VARIANT\[\s*["'](\w+)["']\s*\]""", source)
+    if source.count("VARIANT") != len(keys):
+        return None
+    return tuple(sorted(set(keys)))
+
+
+def _compiles(cell) -> bool:
+    """A cell that compiles a JAX program: seconds each time, so run once per set of its numbers."""
+    return ".compile()" in cell.source
+
+
 def _cells(assignment: str):
+    """(solution code cells, each with its problem's prefix if it is a read-only experiment), tests."""
     nb = _notebook(assignment)
     run = [c for c in nb.cells if c.cell_type == "code" and not nbgrader_metadata(c).get("grade")
            and not is_identity_cell(c)]
     tests = [c for c in nb.cells if c.cell_type == "code" and nbgrader_metadata(c).get("grade")]
-    return [compile(c.source, nbgrader_metadata(c)["grade_id"], "exec") for c in run], tests
+    code = []
+    for c in run:
+        gid = nbgrader_metadata(c)["grade_id"]
+        problem = re.search(r"-(q\d+)", gid)
+        experiment = _compiles(c) and nbgrader_metadata(c).get("locked") and problem
+        code.append((compile(c.source, gid, "exec"), f"{problem[1]}_" if experiment else None))
+    return code, tests
 
 
-def _solve(code, student: str, key: str, names: set[str]) -> dict:
-    """The reference solution run from this student's numbers: answer name -> plain value."""
+def _solve(code, student: str, key: str, names: set[str], seen: set) -> dict:
+    """The reference solution run from this student's numbers: answer name -> plain value.
+
+    A read-only experiment (a cell that compiles JAX and prints what it finds, binding no
+    answer) runs for the first student with its problem's numbers only: ``seen`` remembers them.
+    """
     import matplotlib.pyplot as plt
 
     namespace = {"__name__": "__homework__", "STUDENT_ID": student, "HOMEWORK_KEY": key}
     with contextlib.redirect_stdout(io.StringIO()):
-        for compiled in code:
+        for compiled, prefix in code:
+            if prefix:
+                numbers = (compiled.co_filename, tuple(
+                    (k, v) for k, v in namespace["VARIANT"].items() if k.startswith(prefix)))
+                if numbers in seen:
+                    continue
+                seen.add(numbers)
             exec(compiled, namespace)
     plt.close("all")
     return {n: to_plain(namespace[n]) for n in names if n in namespace}
@@ -184,6 +215,33 @@ def _fails(cell, answers: dict, variant) -> str | None:
     return None
 
 
+class _CompiledChecks:
+    """Runs test cells, once per input for those that compile JAX (same inputs, same verdict).
+
+    The inputs of a check are the student's answers it reads and the VARIANT entries it reads;
+    a check that compiles a JAX program takes seconds, and 500 students share a few dozen
+    shapes, so its verdict and recorded value checks are kept by those inputs.
+    """
+
+    def __init__(self) -> None:
+        self.memo: dict = {}
+
+    def run(self, cell, answers: dict, variant) -> tuple[str | None, list]:
+        reads = _variant_reads(cell.source) if _compiles(cell) else None
+        key = None
+        if reads is not None:
+            names = sorted(free_names(cell.source))
+            key = (nbgrader_metadata(cell)["grade_id"], repr([answers.get(n) for n in names]),
+                   tuple(variant[k] for k in reads))
+            if key in self.memo:
+                return self.memo[key]
+        with recording_checks() as calls:
+            result = (_fails(cell, answers, variant), calls)
+        if key is not None:
+            self.memo[key] = result
+        return result
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", sorted(SPECS))
 def test_500_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
@@ -192,6 +250,7 @@ def test_500_variants_grade_the_solution_full_and_the_named_slips_zero(assignmen
     code, tests = _cells(assignment)
     names = set().union(*(free_names(t.source) for t in tests))
     drawn, per_problem = set(), collections.defaultdict(set)
+    seen, checks = set(), _CompiledChecks()
     answer_range: dict[str, list[float]] = collections.defaultdict(lambda: [math.inf, -math.inf])
     slips = 0
     for i in range(VARIANTS):
@@ -201,11 +260,10 @@ def test_500_variants_grade_the_solution_full_and_the_named_slips_zero(assignmen
         drawn.add(tuple(variant.drawn().items()))
         for name, value in variant.drawn().items():
             per_problem[name.split("_")[0]].add((name, value))
-        answers = _solve(code, student, key, names)
+        answers = _solve(code, student, key, names, seen)
         for cell in tests:
             gid = nbgrader_metadata(cell)["grade_id"]
-            with recording_checks() as calls:
-                why = _fails(cell, answers, variant)
+            why, calls = checks.run(cell, answers, variant)
             assert why is None, f"{student} ({key}), {gid}: the reference answer fails: {why}"
             for kind, name, expected, rel, hints in calls:
                 values = np.atleast_1d(np.asarray(expected, float))
@@ -216,8 +274,8 @@ def test_500_variants_grade_the_solution_full_and_the_named_slips_zero(assignmen
                 wrong_values = [(w, f"Hint: {t}") for w, t in hints]
                 wrong_values += [(np.asarray(right, float) * f, None) for f in (2.0, 0.5)]
                 for wrong, must_say in wrong_values:
-                    message = _fails(cell, {**answers, name: to_plain(np.asarray(wrong, float) if kind == "array" else wrong)},
-                                     variant)
+                    wrong = to_plain(np.asarray(wrong, float) if kind == "array" else wrong)
+                    message, _ = checks.run(cell, {**answers, name: wrong}, variant)
                     assert message is not None, (
                         f"{student} ({key}), {gid}: the slip {must_say or 'x2 / x0.5'} for {name} passes")
                     if must_say:
