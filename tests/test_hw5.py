@@ -6,8 +6,9 @@
 - the typical errors the assignment is about (the backward pass's 2× forgotten, attention
   counted with d_model instead of the head dims, KV heads taken as query heads under GQA, bytes
   and parameters confused, days at peak instead of at an MFU, ...) each get their hint;
-- every hidden block states its inputs as literals: it reads nothing from the student but its
-  own answer (the later conversion to per-student numbers swaps those literals for VARIANT).
+- every hidden block reads nothing from the student but its own answer: its inputs come from
+  ``VARIANT``, which these checks bind to the book's sample numbers, as the grader binds it to
+  the student's own.
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ import pytest
 from autograder.checker import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 from scalebook import scaling_laws, training, transformer
+from scalebook.homework import spec_for
+from scalebook.variants import default_variant
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw5-transformers"
 SOURCE = REPO / "solutions" / A / f"{A}.ipynb"
 
 pytestmark = pytest.mark.skipif(not SOURCE.is_file(), reason="hw5 source notebook not written")
+
+#: The sample numbers (the first value of every choice): the numbers the book prints.
+SAMPLE = default_variant(spec_for(A))
 
 # Problem inputs, restated from the prompts.
 D, L, H, K, DH, F, V = 4096, 32, 32, 8, 128, 14336, 128256          # LLaMA-3 8B
@@ -136,21 +142,21 @@ def test_hand_answers_agree_with_the_solver():
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
-    run_as_grader(test_cells[name], BY_HAND)
+    run_as_grader(test_cells[name], BY_HAND, SAMPLE)
 
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_double_and_half_fail(test_cells, name):
     for factor in (2.0, 0.5):
         with pytest.raises(AssertionError):
-            run_as_grader(test_cells[name], {**BY_HAND, name: BY_HAND[name] * factor})
+            run_as_grader(test_cells[name], {**BY_HAND, name: BY_HAND[name] * factor}, SAMPLE)
 
 
 @pytest.mark.parametrize("name, wrong, fragment",
                          [pytest.param(*row, id=f"{row[0]}:{row[2]}") for row in MISCONCEPTIONS])
 def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
     with pytest.raises(AssertionError) as info:
-        run_as_grader(test_cells[name], {**BY_HAND, name: wrong})
+        run_as_grader(test_cells[name], {**BY_HAND, name: wrong}, SAMPLE)
     message = str(info.value)
     assert "Hint:" in message and fragment in message, message
 

@@ -22,6 +22,7 @@ from ..variants import KeyError_, Variant, VariantSpec, check_key, default_varia
 from . import hw1_rooflines
 from . import hw2_hardware
 from . import hw4_parallelism
+from . import hw5_transformers
 
 __all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE"]
 
@@ -29,6 +30,7 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw1_rooflines.SPEC.assignment: hw1_rooflines.SPEC,
     hw2_hardware.SPEC.assignment: hw2_hardware.SPEC,
     hw4_parallelism.SPEC.assignment: hw4_parallelism.SPEC,
+    hw5_transformers.SPEC.assignment: hw5_transformers.SPEC,
 })
 
 SAMPLE_NOTE = ("These are the sample numbers of the book. Enter your STUDENT_ID and HOMEWORK_KEY "
