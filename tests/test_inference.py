@@ -1,0 +1,119 @@
+"""scalebook.inference: each formula against a hand count, and the shape of the trade-offs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scalebook import inference as inf
+from scalebook.collectives import gpu_all_reduce
+from scalebook.hardware import get_chip
+from scalebook.transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
+
+L70 = llama3_70b()
+H100, V5E = get_chip("H100"), get_chip("TPU v5e")
+P70 = param_count(L70)
+
+
+def test_weight_and_cache_bytes_by_hand():
+    assert inf.weight_bytes(L70) == 2 * 70_553_706_496
+    assert inf.weight_bytes(L70, "int8") == 70_553_706_496
+    assert inf.kv_bytes_per_token(L70) == 2 * 80 * 8 * 128 * 2 == 327_680
+    assert inf.kv_bytes_per_token(L70, "fp8") == 163_840
+    # GQA: the 8B's 8 KV heads cost a quarter of what its 32 query heads would.
+    mha = TransformerConfig(d_model=4096, n_layers=32, n_heads=32, d_ff=14336, vocab_size=128256)
+    assert inf.kv_bytes_per_token(mha) == 4 * inf.kv_bytes_per_token(llama3_8b())
+
+
+def test_decode_step_by_hand():
+    step = inf.decode_step(L70, H100, batch=4, context_len=1000)
+    flops = 4 * (2 * P70.matmul + 4 * 80 * 1000 * 64 * 128)
+    bytes_ = 2 * P70.matmul + 4 * 1000 * 327_680
+    assert step.flops == pytest.approx(flops)
+    assert step.t_compute == pytest.approx(flops / 9.89e14)
+    assert step.t_memory == pytest.approx(bytes_ / 3.35e12)
+    assert step.t_comm == 0 and step.time == step.t_memory and step.bound == "memory"
+    assert step.tokens == 4 and step.tokens_per_s == pytest.approx(4 / step.time)
+
+
+def test_tensor_parallel_divides_the_work_and_adds_two_allreduces_per_layer():
+    one = inf.decode_step(L70, H100, batch=8, context_len=2048)
+    eight = inf.decode_step(L70, H100, batch=8, context_len=2048, n_chips=8)
+    assert eight.t_memory == pytest.approx(one.t_memory / 8)
+    assert eight.t_compute == pytest.approx(one.t_compute / 8)
+    per = gpu_all_reduce(8 * 8192 * 2, 8, H100).time
+    assert eight.t_comm == pytest.approx(2 * 80 * per)
+    assert eight.time == pytest.approx(eight.t_memory + eight.t_comm)
+    assert eight.tokens_per_s_per_chip == pytest.approx(eight.tokens_per_s / 8)
+
+
+def test_prefill_is_compute_bound_and_writes_the_cache():
+    p = inf.prefill(L70, H100, prompt_len=2048)
+    assert p.bound == "compute" and p.tokens == 2048
+    assert p.flops == pytest.approx(2048 * (2 * P70.matmul + 4 * 80 * 2048 * 64 * 128))
+    assert p.kv_bytes == 2048 * 327_680
+    assert p.intensity > 1000 > inf.decode_step(L70, H100, batch=1, context_len=2048).intensity
+
+
+def test_critical_batch_without_cache_is_the_chips_ratio():
+    assert inf.decode_critical_batch(L70, H100) == pytest.approx(9.89e14 * 2 / (2 * 3.35e12))
+    assert inf.decode_critical_batch(llama3_8b(), V5E) == pytest.approx(1.97e14 / 8.1e11)
+    # int8 weights with bf16 compute: half the bytes per FLOP, half the critical batch.
+    assert inf.decode_critical_batch(L70, H100, weight_dtype="int8") == pytest.approx(
+        inf.decode_critical_batch(L70, H100) / 2)
+    # At the critical batch, compute and memory times agree.
+    b = inf.decode_critical_batch(L70, H100, context_len=500)
+    lo, hi = (inf.decode_step(L70, H100, batch=n, context_len=500) for n in (math.floor(b), math.ceil(b)))
+    assert lo.bound == "memory" and hi.bound == "compute"
+
+
+def test_a_long_cache_keeps_decode_memory_bound_for_ever():
+    assert inf.decode_critical_batch(L70, H100, context_len=4096) == math.inf
+    step = inf.decode_step(L70, H100, batch=100_000, context_len=4096)
+    assert step.bound == "memory"
+
+
+def test_max_batch_and_smallest_slice():
+    assert inf.max_batch(L70, H100, context_len=8192, n_chips=8) == 185
+    assert inf.max_batch(L70, H100, context_len=8192, n_chips=1) == 0      # 141 GB > 80 GB
+    assert inf.max_batch(L70, H100, context_len=8192, n_chips=8, reserve=0.1) < 185
+    assert inf.smallest_slice(L70, H100, context_len=8192) == 2
+    assert inf.smallest_slice(L70, V5E, context_len=8192) == 16
+    assert inf.smallest_slice(L70, V5E, context_len=8192, weight_dtype="int8") == 8
+    assert inf.smallest_slice(L70, H100, context_len=8192, batch=100) == 8
+    with pytest.raises(ValueError, match="does not fit"):
+        inf.smallest_slice(L70, H100, context_len=8192, batch=10_000)
+
+
+def test_latency_grows_with_batch_and_best_batch_is_the_largest_that_meets_the_target():
+    curve = inf.latency_throughput(L70, H100, batches=[1, 8, 64, 512], context_len=1024, n_chips=8)
+    times = [s.time for s in curve]
+    rates = [s.tokens_per_s for s in curve]
+    assert times == sorted(times) and rates == sorted(rates)
+    target = 0.02
+    b = inf.best_batch(L70, H100, latency_target=target, context_len=4096, n_chips=8)
+    assert 1 < b <= inf.max_batch(L70, H100, context_len=4096, n_chips=8)
+    assert inf.decode_step(L70, H100, batch=b, context_len=4096, n_chips=8).time <= target
+    assert inf.decode_step(L70, H100, batch=b + 1, context_len=4096, n_chips=8).time > target
+    assert inf.best_batch(L70, H100, latency_target=1e-4, context_len=4096, n_chips=8) == 0
+    assert inf.best_batch(L70, H100, latency_target=1.0, context_len=4096, n_chips=1) == 0
+
+
+def test_cost_per_million_tokens():
+    assert inf.cost_per_million_tokens(1000, n_chips=8, price_per_chip_hour=2.0) == pytest.approx(
+        8 * 2.0 / 3600 / 1000 * 1e6)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: inf.decode_step(L70, "H900", batch=1, context_len=1), "unknown chip|H900"),
+    (lambda: inf.decode_step(L70, H100, batch=1, context_len=1, weight_dtype="int3"), "unknown dtype"),
+    (lambda: inf.decode_step(L70, H100, batch=0, context_len=1), "batch"),
+    (lambda: inf.decode_step("70B", H100, batch=1, context_len=1), "TransformerConfig"),
+    (lambda: inf.decode_step(L70, H100, batch=1, context_len=1, n_chips=16), "NVLink node"),
+    (lambda: inf.max_batch(L70, H100, context_len=1, reserve=1.0), "reserve"),
+    (lambda: inf.cost_per_million_tokens(0, n_chips=1, price_per_chip_hour=1), "tokens_per_s"),
+])
+def test_bad_input_gets_a_clear_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
