@@ -43,7 +43,7 @@ def _templates(n: int) -> list[tuple[dict, dict]]:
     for i in range(n):
         student = f"t{i}"
         key = student_key(SECRET, student)
-        out.append((draw(SPECS[ASSIGNMENT], key).drawn(), _solve(code, student, key, names)))
+        out.append((draw(SPECS[ASSIGNMENT], key).drawn(), _solve(code, student, key, names, set())))
     return out
 
 
