@@ -19,11 +19,13 @@ chooses them apart:
   and activations are both quantised).
 
 The ``n_chips`` chips of a slice serve one copy of the model with tensor parallelism: each holds
-``1/n_chips`` of every weight and of the cache (split by KV head) and does ``1/n_chips`` of the
-FLOPs; each layer then ends its attention and its MLP with an AllReduce of the activations
-(Megatron-style, see :func:`tp_comm_time`). The model:
+``1/n_chips`` of every weight and does ``1/n_chips`` of the FLOPs; each layer then ends its
+attention and its MLP with an AllReduce of the activations (Megatron-style, see
+:func:`tp_comm_time`). The cache splits by KV head, so only over ``min(n_chips, K)`` chips:
+past ``K`` chips each KV head, and its cache, is copied on ``n_chips / K`` of them
+(:func:`kv_replication`). The model:
 
-    t_compute = FLOPs / (n_chips · peak)           t_memory = bytes / (n_chips · W_hbm)
+    t_compute = FLOPs / (n_chips · peak)           t_memory = bytes read / (n_chips · W_hbm)
     t_step    = max(t_compute, t_memory) + t_comm  (the collectives are not overlapped)
 
 Units: counts, FLOPs, bytes, seconds, tokens per second; prices in currency per chip-hour.
@@ -43,6 +45,7 @@ from scalebook.validation import positive, positive_int
 __all__ = [
     "weight_bytes",
     "kv_bytes_per_token",
+    "kv_replication",
     "StepCost",
     "prefill",
     "decode_step",
@@ -80,6 +83,17 @@ def kv_bytes_per_token(cfg: TransformerConfig, dtype: str = "bf16") -> float:
     return 2.0 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * bytes_per_element(dtype)
 
 
+def kv_replication(cfg: TransformerConfig, n_chips: int) -> float:
+    """How many copies of the cache a tensor-parallel slice keeps: ``n_chips / min(n_chips, K)``.
+
+    The cache splits by KV head, so ``K`` heads spread over at most ``K`` chips; on more, each
+    head's keys and values sit on ``n_chips / K`` chips (LLaMA-3 70B, ``K = 8``, on 16 chips:
+    2 copies). 1 up to ``K`` chips.
+    """
+    n = _count(n_chips, "n_chips")
+    return n / min(n, _cfg(cfg).n_kv_heads)
+
+
 @dataclass(frozen=True)
 class StepCost:
     """One forward pass of a serving step, on a slice of ``n_chips`` chips.
@@ -93,7 +107,8 @@ class StepCost:
         flops: FLOPs of the whole step (all chips).
         weight_bytes: bytes of weights read from HBM (all chips; each matmul weight once, the
             embedding lookup's few rows left out).
-        kv_bytes: bytes of cache read (decode) or written (prefill), all chips.
+        kv_bytes: bytes of cache read (decode) or written (prefill), summed over the chips
+            (copies included: :func:`kv_replication`).
         t_compute: ``flops / (n_chips · peak)`` (s).
         t_memory: ``(weight_bytes + kv_bytes) / (n_chips · W_hbm)`` (s).
         t_comm: tensor-parallel AllReduces of the step (s), 0 on one chip.
@@ -201,8 +216,9 @@ def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch:
     t, b, n = _count(prompt_len, "prompt_len"), _count(batch, "batch"), _count(n_chips, "n_chips")
     tokens = b * t
     flops = tokens * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, t))
+    kv = tokens * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
     return _step("prefill", cfg, chip, batch=b, tokens=tokens, context_len=t, n_chips=n,
-                 flops=float(flops), kv_bytes=tokens * kv_bytes_per_token(cfg, cache_dtype),
+                 flops=float(flops), kv_bytes=kv,
                  weight_dtype=weight_dtype, compute_dtype=compute_dtype)
 
 
@@ -213,7 +229,8 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
     new token each.
 
     FLOPs ``= B · (2·P_matmul + 4·L·S·H·d_h)`` with ``S = context_len``; bytes read
-    ``= P_matmul · bytes(weight_dtype) + B·S · kv_bytes_per_token``. At small ``B`` the weights dominate and the
+    ``= P_matmul · bytes(weight_dtype) + B·S · kv_bytes_per_token`` (times the cache's copies
+    past ``K`` chips, :func:`kv_replication`). At small ``B`` the weights dominate and the
     step takes about ``weight_bytes / (n_chips · W_hbm)`` whatever ``B`` is, so throughput grows
     with ``B`` for free; the step's ``time`` is the time per output token each sequence sees.
     LLaMA-3 70B on 8 H100s, B = 1, S = 4,096 in bf16: 5.2 ms of memory time (the compute
@@ -222,13 +239,14 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
     cfg, chip = _cfg(cfg), get_chip(chip)
     b, s, n = _count(batch, "batch"), _count(context_len, "context_len"), _count(n_chips, "n_chips")
     flops = b * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s))
+    kv = b * s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
     return _step("decode", cfg, chip, batch=b, tokens=b, context_len=s, n_chips=n,
-                 flops=float(flops), kv_bytes=b * s * kv_bytes_per_token(cfg, cache_dtype),
+                 flops=float(flops), kv_bytes=kv,
                  weight_dtype=weight_dtype, compute_dtype=compute_dtype)
 
 
 def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int = 0,
-                          weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                          n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
                           compute_dtype: str = "bf16") -> float:
     """The batch at which a decode step turns compute-bound (sequences); ``inf`` if it never does.
 
@@ -238,7 +256,7 @@ def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_l
         B* = W / (W_hbm · f / peak − c)
 
     with ``f = 2·P_matmul + 4·L·S·H·d_h`` FLOPs and ``c = S · kv_bytes_per_token`` bytes per
-    sequence, ``W = P_matmul · bytes(weight_dtype)``. Without a cache (``S = 0``) this is
+    sequence (times :func:`kv_replication` past ``K`` chips), ``W = P_matmul · bytes(weight_dtype)``. Without a cache (``S = 0``) this is
     ``B* = peak · bytes(weight_dtype) / (2 · W_hbm)`` for any model: 295 for bf16 on an H100,
     243 on a TPU v5e. When a sequence's cache costs more time to read than its FLOPs take to
     compute (``c / W_hbm ≥ f / peak``; LLaMA-3 70B on an H100 from about 1,500 cached tokens),
@@ -247,7 +265,7 @@ def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_l
     cfg, chip = _cfg(cfg), get_chip(chip)
     s = positive(context_len, "context_len", allow_zero=True)
     f = 2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s)
-    c = s * kv_bytes_per_token(cfg, cache_dtype)
+    c = s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n_chips)
     w = _read_weight_bytes(cfg, weight_dtype)
     margin = chip.hbm_bandwidth * f / chip.flops(compute_dtype) - c
     return math.inf if margin <= 0 else w / margin
@@ -258,8 +276,9 @@ def max_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, n_c
               reserve: float = 0.0) -> int:
     """The most sequences of ``context_len`` tokens whose cache fits beside the weights.
 
-    ``floor((n_chips · HBM · (1 − reserve) − weight_bytes) / (context_len · kv_bytes_per_token))``;
-    0 when the weights alone do not fit. ``reserve`` is the fraction of HBM kept for
+    ``floor((n_chips · HBM · (1 − reserve) − weight_bytes) / (context_len · kv_bytes_per_token · r))``
+    with ``r`` = :func:`kv_replication` (the cache's copies past ``K`` chips); 0 when the
+    weights alone do not fit. ``reserve`` is the fraction of HBM kept for
     activations, the runtime and fragmentation (0 to below 1). LLaMA-3 70B in bf16 on 8 H100s
     at 8,192 tokens: (640 − 141.1) GB / 2.68 GB = 185 sequences.
     """
@@ -271,7 +290,7 @@ def max_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, n_c
     free = n * chip.hbm_bytes * (1.0 - reserve) - weight_bytes(cfg, weight_dtype)
     if free <= 0:
         return 0
-    return int(free // (s * kv_bytes_per_token(cfg, cache_dtype)))
+    return int(free // (s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)))
 
 
 def smallest_slice(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, batch: int = 1,

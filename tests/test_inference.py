@@ -74,6 +74,19 @@ def test_a_long_cache_keeps_decode_memory_bound_for_ever():
     assert step.bound == "memory"
 
 
+def test_past_k_chips_the_cache_is_copied_not_split():
+    assert inf.kv_replication(L70, 8) == 1 and inf.kv_replication(L70, 16) == 2
+    assert inf.kv_replication(L70, 4) == 1
+    on8 = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=8)
+    on16 = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=16)
+    assert on16.kv_bytes == 2 * on8.kv_bytes == 2 * 64 * 256 * 327_680
+    # per chip: half the weights, the same cache
+    assert on16.t_memory == pytest.approx(
+        (on8.weight_bytes / 16 + 64 * 256 * 327_680 / 8) / 8.1e11)
+    free16 = 16 * 16e9 - inf.weight_bytes(L70)
+    assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16) == int(free16 // (2 * 4096 * 327_680))
+
+
 def test_max_batch_and_smallest_slice():
     assert inf.max_batch(L70, H100, context_len=8192, n_chips=8) == 185
     assert inf.max_batch(L70, H100, context_len=8192, n_chips=1) == 0      # 141 GB > 80 GB
