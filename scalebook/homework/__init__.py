@@ -23,6 +23,7 @@ from . import hw1_rooflines
 from . import hw2_hardware
 from . import hw4_parallelism
 from . import hw5_transformers
+from . import hw6_inference
 
 __all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE"]
 
@@ -31,6 +32,7 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw2_hardware.SPEC.assignment: hw2_hardware.SPEC,
     hw4_parallelism.SPEC.assignment: hw4_parallelism.SPEC,
     hw5_transformers.SPEC.assignment: hw5_transformers.SPEC,
+    hw6_inference.SPEC.assignment: hw6_inference.SPEC,
 })
 
 SAMPLE_NOTE = ("These are the sample numbers of the book. Enter your STUDENT_ID and HOMEWORK_KEY "
