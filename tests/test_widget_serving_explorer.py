@@ -425,3 +425,17 @@ def test_static_pages_get_a_png_next_to_the_widget_view(explorer):
     assert "application/vnd.jupyter.widget-view+json" in bundle
     png = base64.b64decode(bundle["image/png"])
     assert png.startswith(PNG_SIGNATURE) and png == explorer.png
+
+
+def test_past_eight_chips_each_chip_holds_a_copy_of_its_heads_cache(explorer):
+    """LLaMA-3 70B has 8 KV heads: on 16 TPU v5e chips the cache is split 8 ways, not 16."""
+    explorer.controls["chip"].value = "TPU v5e"
+    explorer.controls["n_chips"].value = 16
+    explorer.controls["batch"].value = 8
+    s = explorer.state
+    assert explorer.error == ""
+    assert s.kv_per_chip == pytest.approx(s.batch * s.context_len * 327_680 / 8)
+    bar = explorer.artists["memory/KV cache"].get_height()
+    assert bar == pytest.approx(s.kv_per_chip / 16e9)
+    assert s.max_batch == inf.max_batch(llama3_70b(), "TPU v5e", context_len=s.context_len,
+                                        n_chips=16)

@@ -50,6 +50,7 @@ from ..inference import (
     StepCost,
     decode_critical_batch,
     kv_bytes_per_token,
+    kv_replication,
     latency_throughput,
     max_batch,
     prefill,
@@ -155,8 +156,9 @@ class ServingState:
 
     @property
     def kv_per_chip(self) -> float:
-        """``kv_bytes / n_chips`` (bytes): the cache is split by KV head."""
-        return self.kv_bytes / self.n_chips
+        """``kv_bytes / min(n_chips, K)`` (bytes): the cache splits by KV head, so past ``K``
+        chips each chip holds a copy of its heads' share (:func:`kv_replication`)."""
+        return self.kv_bytes * kv_replication(self.config, self.n_chips) / self.n_chips
 
     @property
     def free_per_chip(self) -> float:
@@ -238,7 +240,7 @@ def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
         decode=curve[batches.index(b)],
         prefill=prefill(cfg, chip_obj, prompt_len=prompt, batch=1, n_chips=n,
                         compute_dtype=m_dtype, **dtypes),
-        critical_batch=float(decode_critical_batch(cfg, chip_obj, context_len=context,
+        critical_batch=float(decode_critical_batch(cfg, chip_obj, context_len=context, n_chips=n,
                                                    compute_dtype=m_dtype, **dtypes)),
         batches=batches, curve=curve)
 
