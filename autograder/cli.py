@@ -456,7 +456,8 @@ def cmd_due(args) -> int:
 
 def cmd_export(args) -> int:
     from .collect import visible
-    from .export import export_csv, missing_lms_ids
+    from .deadlines import due_date
+    from .export import export_csv, missing_lms_ids, without_time
 
     course, assignment = _course(args), _assignment(args)
     to_stdout = args.output == "-"
@@ -468,6 +469,15 @@ def cmd_export(args) -> int:
     missing = missing_lms_ids(rows) if args.format != "csv" else []
     if not to_stdout:
         print(f"wrote {len(rows) - len(missing)} student row(s) of {assignment} to {output}")
+    untimed = without_time(rows) if due_date(course, assignment) is not None else []
+    if untimed:
+        print(f"NO SUBMISSION TIME ({len(untimed)}): judged by the LMS's LATE mark alone (marked: one "
+              f"day late; unmarked: on time). For the exact penalty put the time in "
+              f"submitted/<student>/{assignment}/timestamp.txt, e.g. '2026-02-03 14:05:00 UTC', "
+              f"and export again:", file=sys.stderr)
+        for row in untimed:
+            how = "marked LATE by the LMS, charged 1 day" if row.marked_late else "counted on time"
+            print(visible(f"  {row.student}: {how}"), file=sys.stderr)
     if missing:
         print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): no LMS user id in the gradebook "
               f"(collected from a folder or nbgrader's layout, not an LMS download); enter by hand:",

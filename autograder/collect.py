@@ -117,6 +117,7 @@ class LmsName:
     name: str
     uid: str
     file: str
+    late: bool = False  # Canvas wrote LATE_ into the name: handed in after the due date
 
     def __str__(self) -> str:
         return f"{self.lms} user {self.uid} ({self.name!r})"
@@ -366,7 +367,8 @@ def lms_readings(name: str) -> list[LmsName]:
     found = []
     for lms, mark in (("Canvas", CANVAS_MARK), ("Moodle", MOODLE_MARK)):
         for m in mark.finditer(name, 1):  # (a marker at 0 leaves no name)
-            found.append(LmsName(lms, name[: m.start()], m["uid"], name[m.end("mark"):]))
+            found.append(LmsName(lms, name[: m.start()], m["uid"], name[m.end("mark"):],
+                                 late=lms == "Canvas" and "_LATE_" in m["mark"].upper()))
             if len(found) > MAX_READINGS:  # enough to know; and a long hostile name stays cheap
                 return found
     return found
@@ -599,12 +601,27 @@ def collect(
             continue
         _write(dest, data)
         if notebook:
+            _mark_late(dest.parent, item.reading)
             report.collected.append(item)
             present.add(student)
             if not _is_notebook_json(data):
                 report.invalid_json.append(item)
     _add_students(course, report.collected + report.unchanged)
     return report
+
+
+#: Beside a notebook Canvas named ``..._LATE_...``: the LMS says it came after the due date.
+LMS_LATE_MARK = "lms_late.txt"
+
+
+def _mark_late(folder: Path, reading: LmsName | None) -> None:
+    """Keep the LMS's LATE mark beside the notebook (``deadlines`` reads it when the
+    submission has no time); a notebook collected without the mark removes an older one."""
+    mark = folder / LMS_LATE_MARK
+    if reading is not None and reading.late:
+        mark.write_text(f"{reading.lms} marked this submission LATE\n", "utf-8")
+    elif mark.is_file():
+        mark.unlink()
 
 
 def _write(dest: Path, data: bytes) -> None:

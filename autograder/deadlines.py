@@ -17,8 +17,12 @@ score ``raw - penalty``. Without a policy file the rate is 0: late work is marke
 penalised.
 
 **Submission time.** ``timestamp.txt`` of the submission (nbgrader's layout; see
-``plan.read_timestamp``), else the timestamp the gradebook recorded at grading. A submission
-with neither cannot be judged late; ``export`` lists it.
+``plan.read_timestamp``), else the timestamp the gradebook recorded at grading. An LMS download
+gives no time, only Canvas's ``LATE_`` in the file name, which ``collect`` keeps beside the
+notebook (``lms_late.txt``). A submission with no time is judged by that mark: marked late, it
+is at least one started day late and is charged exactly one day; unmarked, it counts as on
+time. ``export`` lists every submission without a time, so the instructor can put the true
+time in its ``timestamp.txt`` (e.g. ``2026-02-03 14:05:00 UTC``) and export again.
 
 **Exactly once.** Nothing here writes a score. The penalty is computed from the raw gradebook
 scores each time something is exported or shown, so exporting twice penalises once.
@@ -149,11 +153,24 @@ def days_late(submitted: datetime, due: datetime) -> int:
     return math.ceil(late / DAY)
 
 
-def lateness(submitted: datetime | None, due: datetime | None, policy: LatePolicy) -> Lateness:
-    if submitted is None or due is None:
+def lateness(submitted: datetime | None, due: datetime | None, policy: LatePolicy, *,
+             marked_late: bool = False) -> Lateness:
+    """How late a submission is. Without a time, ``marked_late`` (the LMS's mark) counts as one
+    started day late, the least it can be; no mark, on time."""
+    if due is None:
         return Lateness(submitted, 0, 1.0)
+    if submitted is None:
+        days = 1 if marked_late else 0
+        return Lateness(None, days, policy.factor(days))
     days = days_late(submitted, due)
     return Lateness(submitted, days, policy.factor(days))
+
+
+def marked_late(course: Course, student: str, assignment: str) -> bool:
+    """Whether the LMS marked the collected submission late (``collect``'s ``lms_late.txt``)."""
+    from .collect import LMS_LATE_MARK
+
+    return (course.submitted(student, assignment) / LMS_LATE_MARK).is_file()
 
 
 def submission_time(course: Course, student: str, assignment: str,

@@ -64,6 +64,7 @@ class Row:
     submitted: datetime | None = None
     lms_user_id: str | None = None
     name: str = ""  # "Last, First" when the gradebook has names
+    marked_late: bool = False  # the LMS marked it late (used when there is no time)
 
 
 def question_columns(course: Course, assignment: str) -> list[tuple[str, float]]:
@@ -79,7 +80,7 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     """The questions and one :class:`Row` per student in the gradebook (sorted by id)."""
     from nbgrader.api import MissingEntry
 
-    from .deadlines import lateness, load_policy, submission_time
+    from .deadlines import lateness, load_policy, marked_late, submission_time
 
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
@@ -117,16 +118,23 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
             else:
                 status = "no submission"
             raw = sum(v for v in scores.values() if v is not None)
-            late = lateness(None, None, policy)
+            late, mark = lateness(None, None, policy), False
             if status != "no submission":
                 recorded = submission.timestamp if submission is not None else None
-                late = lateness(submission_time(course, student, assignment, recorded), due, policy)
+                mark = marked_late(course, student, assignment)
+                late = lateness(submission_time(course, student, assignment, recorded), due, policy,
+                                marked_late=mark)
             penalty = late.penalty(raw)
             person = people[student]
             name = ", ".join(n for n in (person.last_name, person.first_name) if n)
             rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
-                            late.submitted, person.lms_user_id or None, name))
+                            late.submitted, person.lms_user_id or None, name, mark))
     return questions, rows
+
+
+def without_time(rows: list[Row]) -> list[Row]:
+    """Submissions with no submission time (judged by the LMS's mark alone)."""
+    return [r for r in rows if r.status != "no submission" and r.submitted is None]
 
 
 def _num(value: float | None) -> str:

@@ -290,7 +290,9 @@ def render_html(fb: StudentFeedback) -> str:
     score_html = f"Score: <strong>{total:g} / {possible:g}</strong>"
     if fb.days_late > 0:
         final = total - fb.penalty
-        score_html = (f"Raw score: {total:g} / {possible:g} &middot; submitted {e(_when(fb.submitted))}, "
+        when = ("marked late by the LMS (no submission time; charged the least, one day)"
+                if fb.submitted is None else f"submitted {e(_when(fb.submitted))}")
+        score_html = (f"Raw score: {total:g} / {possible:g} &middot; {when}, "
                       f"{fb.days_late} day(s) late: penalty {round(fb.penalty, 6):g} ({e(fb.policy)}) &middot; "
                       f"final score: <strong>{round(final, 6):g} / {possible:g}</strong>")
     rows = []

@@ -267,6 +267,9 @@ def test_lms_readings_are_every_way_a_name_reads():
     # a late submission reads one user id two ways: one student, by the earliest marker
     reading, certain, _ = read_lms_name(lms_readings(f"doe_LATE_12_34_{NB}"), Claims())
     assert (reading.name, reading.uid, certain) == ("doe", "12", True)
+    assert reading.late  # Canvas's mark is kept, for the late penalty when there is no time
+    assert not read_lms_name(lms_readings(f"doe_12_34_{NB}"), Claims())[0].late
+    assert not read_lms_name(lms_readings(f"doe_12_34_LATE_{NB}"), Claims())[0].late  # the student's own name
 
 
 def test_a_name_ending_in_another_students_lms_user_id_does_not_hold_them_back(course, tmp_path):

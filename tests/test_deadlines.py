@@ -86,10 +86,28 @@ def test_a_late_submission_is_penalised_exactly_once(graded):
     on_time = first["ontime"]  # 2026-02-01 12:00
     assert on_time["days_late"] == "0" and float(on_time["penalty"]) == 0
     assert float(on_time["total"]) == pytest.approx(raw["ontime"])
-    # the LMS file carries the same final totals (no timestamp for the LMS students: not late)
+    # LMS students have no submission time: Canvas's LATE_ mark (roe) is one started day, the
+    # least it can be; no mark (doejane) is on time; the export lists both for the instructor
+    marked = first["roe_1002"]
+    assert marked["days_late"] == "1" and raw["roe_1002"] > 0
+    assert float(marked["total"]) == pytest.approx(0.9 * raw["roe_1002"])
+    assert first["doejane_1001"]["days_late"] == "0"
     rc, out, err = run_cli("export", *graded.opts, "--format", "canvas", "-o", "-")
     canvas = {r[1]: float(r[5]) for r in list(csv.reader(io.StringIO(out)))[2:]}
-    assert canvas["1002"] == pytest.approx(raw["roe_1002"])
+    assert canvas["1002"] == pytest.approx(0.9 * raw["roe_1002"])
+    assert canvas["1001"] == pytest.approx(raw["doejane_1001"])
+    assert "NO SUBMISSION TIME" in err
+    assert "roe_1002: marked LATE by the LMS, charged 1 day" in err
+    assert "doejane_1001: counted on time" in err
+    untimed = err.split("NO SUBMISSION TIME")[1].split("NOT IN THE")[0]
+    assert "lateone" not in untimed and "ontime" not in untimed  # they have timestamp.txt
+    # the instructor gives the true time: the mark no longer decides
+    stamp = graded.course.submitted("roe_1002", ASSIGNMENT) / "timestamp.txt"
+    stamp.write_text("2026-02-04 09:00:00 UTC")
+    try:
+        assert _export(graded)["roe_1002"]["days_late"] == "3"
+    finally:
+        stamp.unlink()
     # and the feedback page says so
     rc, out, err = run_cli("feedback", *graded.opts)
     assert rc == 0, err
@@ -97,6 +115,8 @@ def test_a_late_submission_is_penalised_exactly_once(graded):
     assert "2 day(s) late" in page and f"final score: <strong>{0.8 * raw['lateone']:g}" in page
     page = (graded.course.feedback("ontime", ASSIGNMENT) / "feedback.html").read_text("utf-8")
     assert "late" not in page.split("<table>")[0]
+    page = (graded.course.feedback("roe_1002", ASSIGNMENT) / "feedback.html").read_text("utf-8")
+    assert "marked late by the LMS" in page and "1 day(s) late" in page
 
 
 @pytest.mark.slow
