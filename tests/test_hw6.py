@@ -5,8 +5,9 @@
   conventions cannot silently change a grade; and the hand answers agree with the solver;
 - the typical errors the assignment is about (the KV cache counted with the query heads or
   without keys *and* values, decode at batch 1 timed as compute-bound, prefill timed by its
-  bytes, int8 taken to halve the cache, an AllReduce priced as one AllGather, the slice's
-  throughput given per GPU, an hourly price used per second, ...) each get their hint;
+  bytes, int8 taken to halve the cache (or read as 8 bytes), an AllReduce priced as one
+  AllGather, the slice's throughput given per GPU, an hourly price used per second, ...) each
+  get their hint;
 - every hidden block reads nothing from the student but its own answer: its inputs come from
   ``VARIANT``, which these checks bind to the book's sample numbers, as the grader binds it to
   the student's own;
@@ -112,6 +113,7 @@ MISCONCEPTIONS = [
     ("decode_tokens_per_s", 1 / DECODE / 1e3, "not per millisecond"),
     ("decode_time_int8", DECODE / 2, "the cache stays bf16"),
     ("decode_time_int8", DECODE, "1 byte per weight"),
+    ("decode_time_int8", (8 * P8 + 8192 * KV8) / W_H100, "8 bits"),
     ("critical_batch", 2 * C_H100 / W_H100, "sparsity"),
     ("critical_batch", C_H100 / (2 * W_H100), "the intensity is B"),
     ("critical_batch_int8", C_H100 / W_H100, "half the batch"),
