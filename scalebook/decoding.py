@@ -423,22 +423,25 @@ def time_decode_step(params: dict, cfg: DecoderConfig, *, batch: int, context_le
 
 
 def knee_batch(batches: Sequence[int], times: Sequence[float]) -> float:
-    """Where a measured time-per-step curve turns upward: the batch at which the straight line
-    through its two largest batches reaches the time of its smallest batch.
+    """Where a measured time-per-step curve turns upward: the knee ``k`` of the roofline-shaped
+    curve ``t(B) = t_0 · max(1, B / k)`` that best fits the measurements.
 
     A memory-bound step costs about the same at every small batch; a compute-bound one grows in
-    proportion to the batch. The line ``t = a·B + b`` through the last two points meets the flat
-    part ``t(B_min)`` at ``B = (t(B_min) − b) / a``. Needs at least three batches in increasing
-    order; returns ``nan`` if the last two times do not grow.
+    proportion to the batch; the knee is where the two meet. The fit is least squares on
+    ``log t``: for each ``k`` on a fine logarithmic grid between the smallest and the largest
+    batch, ``log t_0`` is the mean of ``log(t / max(1, B/k))``, and the ``k`` with the smallest
+    squared residual wins. Returns ``inf`` when the best fit has no knee inside the sweep (the
+    curve stayed flat). Needs at least three batches in increasing order.
     """
     b = np.asarray(batches, dtype=float)
     t = np.asarray(times, dtype=float)
     if b.ndim != 1 or b.shape != t.shape or b.size < 3:
         raise ValueError("knee_batch needs matching 1-D batches and times, at least three of each")
-    if np.any(np.diff(b) <= 0) or np.any(b <= 0) or np.any(t <= 0):
-        raise ValueError("batches must be positive and increasing, times positive")
-    slope = (t[-1] - t[-2]) / (b[-1] - b[-2])
-    if slope <= 0:
-        return float("nan")
-    intercept = t[-1] - slope * b[-1]
-    return float((t[0] - intercept) / slope)
+    if np.any(np.diff(b) <= 0) or np.any(b <= 0) or np.any(t <= 0) or not np.all(np.isfinite(t)):
+        raise ValueError("batches must be positive and increasing, times positive and finite")
+    knees = np.geomspace(b[0], b[-1], 2001)
+    log_shape = np.log(np.maximum(1.0, b[None, :] / knees[:, None]))     # [knees, batches]
+    residual = np.log(t)[None, :] - log_shape
+    residual -= residual.mean(axis=1, keepdims=True)                      # the best t_0 per knee
+    best = int(np.argmin((residual ** 2).sum(axis=1)))
+    return math.inf if best == knees.size - 1 else float(knees[best])
