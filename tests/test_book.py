@@ -34,6 +34,7 @@ CHAPTERS = {
     "sharded-matmuls": "Part 3 — Sharded matrix multiplication and collectives",
     "parallelism": "Part 4 — Parallelism strategies for training",
     "transformers": "Part 5 — Transformers at scale",
+    "inference": "Part 6 — Inference",
 }
 
 pytestmark = pytest.mark.slow
