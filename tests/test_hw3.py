@@ -10,7 +10,10 @@
 - problem 8, the JAX layouts: the checks compile and run ``A @ W`` themselves from the captured
   specs (lists, as the sandbox reports them, tuples, or real PartitionSpecs), pass the intended
   layouts, and fail every other layout with a reason: a collective where none is wanted, the
-  wrong output sharding, the wrong share of W, a malformed spec.
+  wrong output sharding, the wrong share of W, a malformed spec;
+- every hidden block reads nothing from the student but its own answers: its inputs come from
+  ``VARIANT``, which these checks bind to the book's sample numbers, as the grader binds it to
+  the student's own.
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ import pytest
 
 from autograder.checker import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
+from scalebook.homework import spec_for
+from scalebook.variants import default_variant
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw3-sharding"
 SOURCE = REPO / "solutions" / A / f"{A}.ipynb"
 
 pytestmark = pytest.mark.skipif(not SOURCE.is_file(), reason="hw3 source notebook not written")
+
+# The book's sample numbers, which the hand answers below are worked out from: the hidden checks
+# read each student's numbers from VARIANT, the grader binds this one for the sample.
+SAMPLE = default_variant(spec_for(A))
 
 # Problem inputs, restated from the prompts (datasheet figures, not the catalog).
 W_V5P, W_V5E = 9e10, 4.5e10             # one direction of one ICI link, bytes/s
@@ -53,7 +62,7 @@ BY_HAND = {
     "t_allreduce": 2 * AG16_V5P,
     "t_alltoall": V3 / (8 * W_V5P) + 8 * ALPHA,
     "t_allgather_2d": V3 * 15 / 16 / (4 * W_V5P) + 4 * ALPHA,
-    "t_ag_line8": V4 * 7 / 8 / W_V5E + 7 * ALPHA,
+    "t_ag_line": V4 * 7 / 8 / W_V5E + 7 * ALPHA,
     "t_ar_ring16": 2 * (V4 * 15 / 16 / (2 * W_V5E) + 8 * ALPHA),
     "t_small_allreduce": 2 * (V5 * 3 / 4 / (2 * W_V5P) + 2 * ALPHA),
     "v_star": 16 ** 2 * ALPHA * W_V5P / 15,
@@ -96,7 +105,7 @@ MISCONCEPTIONS = [
     ("t_allgather", V3 * 15 / 16 / (4 * W_V5P) + 8 * ALPHA, "not 4W"),
     ("t_allreduce", 2 * (V3 * 15 / 16 / W_V5P + 15 * ALPHA), "both ways round the ring"),
     ("t_ar_ring16", 2 * (V4 * 15 / 16 / W_V5E + 15 * ALPHA), "has wraparound"),
-    ("t_ag_line8", V4 * 7 / 8 / (2 * W_V5E) + 4 * ALPHA, "no wraparound"),
+    ("t_ag_line", V4 * 7 / 8 / (2 * W_V5E) + 4 * ALPHA, "no wraparound"),
     ("v_star", 16 ** 2 * ALPHA * W_V5P / 15 / 2, "already counts both directions"),
     ("tokens_per_chip_star", C_V5P * 15 / 16 / W_V5P, "not W"),
     ("tokens_per_chip_star", C_V5P * 15 / 16 / (4 * W_V5P), "not 4W"),
@@ -167,7 +176,7 @@ def answers() -> dict:
 
 def failure(cell, values: dict) -> str:
     with pytest.raises(AssertionError) as info:
-        run_as_grader(cell, {**answers(), **values})
+        run_as_grader(cell, {**answers(), **values}, SAMPLE)
     return str(info.value)
 
 
@@ -182,7 +191,7 @@ def test_parts_and_points():
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
 def test_hidden_check_agrees_with_the_hand_answer(test_cells, name):
-    run_as_grader(test_cells[name], answers())
+    run_as_grader(test_cells[name], answers(), SAMPLE)
 
 
 @pytest.mark.parametrize("name, wrong, fragment",
@@ -196,7 +205,7 @@ def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
 def test_first_cut_formula_is_accepted_only_where_the_prompt_says_so(test_cells, name, first_cut,
                                                                      accepted):
     if accepted:
-        run_as_grader(test_cells[name], {**answers(), name: first_cut})
+        run_as_grader(test_cells[name], {**answers(), name: first_cut}, SAMPLE)
         for factor in (1.3, 0.7):  # accepting both must not accept anything in between or beyond
             failure(test_cells[name], {name: first_cut * factor})
     else:
@@ -218,7 +227,7 @@ def test_wrong_collective_names_fail_with_a_reason(test_cells, name, wrong, frag
 @pytest.mark.parametrize("name, spelling", [("collective_a", " None "), ("collective_b", "allgather"),
                                             ("collective_c", "Reduce Scatter")])
 def test_collective_names_ignore_case_and_spaces(test_cells, name, spelling):
-    run_as_grader(test_cells[name], {**answers(), name: spelling})
+    run_as_grader(test_cells[name], {**answers(), name: spelling}, SAMPLE)
 
 
 def test_a_number_for_a_collective_is_a_form_error(test_cells):
@@ -240,13 +249,14 @@ def test_jax_checks_pass_the_intended_layouts(test_cells, form):
 
     make = {"list": list, "tuple": tuple, "PartitionSpec": lambda v: PartitionSpec(*v)}[form]
     specs = {k: make(v) for k, v in OTHER.items() if k.endswith("spec")}
-    run_as_grader(test_cells["w_shard_bytes"], {**answers(), **specs})
-    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **specs})
+    run_as_grader(test_cells["w_shard_bytes"], {**answers(), **specs}, SAMPLE)
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), **specs}, SAMPLE)
 
 
 def test_jax_checks_accept_equivalent_spellings(test_cells):
-    run_as_grader(test_cells["w_shard_bytes"], {**answers(), "a_spec": [["X"]], "w_spec": [None, ["Y"]]})
-    run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_tp_spec": ["Y"]})
+    run_as_grader(test_cells["w_shard_bytes"], {**answers(), "a_spec": [["X"]], "w_spec": [None, ["Y"]]},
+                  SAMPLE)
+    run_as_grader(test_cells["allreduce_bytes"], {**answers(), "w_tp_spec": ["Y"]}, SAMPLE)
 
 
 @pytest.mark.parametrize("a_spec, w_spec, fragment", WRONG_8A)

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from ..variants import KeyError_, Variant, VariantSpec, check_key, default_variant, draw
 from . import hw1_rooflines
 from . import hw2_hardware
+from . import hw3_sharding
 from . import hw4_parallelism
 from . import hw5_transformers
 from . import hw6_inference
@@ -30,6 +31,7 @@ __all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE"]
 SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw1_rooflines.SPEC.assignment: hw1_rooflines.SPEC,
     hw2_hardware.SPEC.assignment: hw2_hardware.SPEC,
+    hw3_sharding.SPEC.assignment: hw3_sharding.SPEC,
     hw4_parallelism.SPEC.assignment: hw4_parallelism.SPEC,
     hw5_transformers.SPEC.assignment: hw5_transformers.SPEC,
     hw6_inference.SPEC.assignment: hw6_inference.SPEC,
