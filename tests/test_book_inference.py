@@ -8,19 +8,16 @@ a missing build is a failure, not a skip (as in test_book.py).
 
 from __future__ import annotations
 
-import html
 import math
 import re
-from pathlib import Path
 
 import pytest
 
+from bookpage import built_page, has_number, visible_text
 from scalebook import inference as inf
 from scalebook import get_chip, training, transformer
 from scalebook.units import format_seconds
 
-REPO = Path(__file__).resolve().parent.parent
-PAGE = REPO / "_build" / "html" / "book" / "inference.html"
 
 # The chapter's stated inputs (book/inference.md): the running example and the case study.
 NODE, CTX, LONG, SHORT = 8, 4096, 8192, 1024
@@ -33,20 +30,13 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    if not PAGE.is_file():
-        pytest.fail(f"{PAGE} is missing: build the book first with `make book` "
-                    "(`make test` does this before running pytest)")
-    return PAGE.read_text(encoding="utf-8")
+    return built_page("inference")
 
 
 @pytest.fixture(scope="module")
 def text(page) -> str:
-    body = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+    return visible_text(page)
 
-
-def _has(text: str, value: str) -> bool:
-    return re.search(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", text) is not None
 
 
 def _no_critical_batch_from(cfg, chip, **dtypes) -> int:
@@ -69,42 +59,42 @@ def test_hook_and_the_two_phases(text, models):
     for value in (format_seconds(one.time), format_seconds(many.time), f"{one.tokens_per_s:,.0f}",
                   f"{many.tokens_per_s:,.0f}", format_seconds(one.t_memory),
                   format_seconds(one.t_compute)):
-        assert _has(text, value), value
+        assert has_number(text, value), value
     assert one.bound == "memory" and format_seconds(one.time) == "7.49 ms"
     pf = inf.prefill(l70, "H100", prompt_len=2048, n_chips=NODE)
     assert pf.bound == "compute"
     for value in (format_seconds(pf.t_compute), format_seconds(pf.t_memory),
                   format_seconds(pf.time), f"{pf.intensity:,.0f}"):
-        assert _has(text, value), value
+        assert has_number(text, value), value
 
 
 def test_critical_batches_are_the_solvers(text, models):
     l8, l70, _ = models
-    assert _has(text, f"{inf.decode_critical_batch(l70, 'H100'):,.0f}")            # 295
-    assert _has(text, f"{inf.decode_critical_batch(l70, 'TPU v5e'):,.0f}")         # 243
-    assert _has(text, f"{inf.decode_critical_batch(l70, 'H100', weight_dtype='int8'):,.0f}")
+    assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100'):,.0f}")            # 295
+    assert has_number(text, f"{inf.decode_critical_batch(l70, 'TPU v5e'):,.0f}")         # 243
+    assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', weight_dtype='int8'):,.0f}")
     for s in (256, 512, 1024):
-        assert _has(text, f"{inf.decode_critical_batch(l70, 'H100', context_len=s):,.0f}"), s
+        assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', context_len=s):,.0f}"), s
     assert math.isinf(inf.decode_critical_batch(l70, "H100", context_len=CTX))
     assert "never" in text
     s_inf = _no_critical_batch_from(l70, "H100")
-    assert s_inf == 1477 and _has(text, f"{s_inf:,}")
-    assert _has(text, f"{_no_critical_batch_from(l8, 'H100'):,}")
-    assert _has(text, f"{_no_critical_batch_from(l70, 'TPU v5e'):,}")
+    assert s_inf == 1477 and has_number(text, f"{s_inf:,}")
+    assert has_number(text, f"{_no_critical_batch_from(l8, 'H100'):,}")
+    assert has_number(text, f"{_no_critical_batch_from(l70, 'TPU v5e'):,}")
 
 
 def test_kv_cache_and_max_batch_are_the_solvers(text, models):
     l8, l70, l405 = models
     for cfg in (l8, l70, l405):
-        assert _has(text, f"{inf.kv_bytes_per_token(cfg):,.0f}")
-    assert _has(text, "327,680") and "2.68 GB" in text
-    assert _has(text, f"{inf.max_batch(l70, 'H100', context_len=LONG, n_chips=NODE):,}")   # 185
+        assert has_number(text, f"{inf.kv_bytes_per_token(cfg):,.0f}")
+    assert has_number(text, "327,680") and "2.68 GB" in text
+    assert has_number(text, f"{inf.max_batch(l70, 'H100', context_len=LONG, n_chips=NODE):,}")   # 185
     for wd, cd in (("bf16", "int8"), ("int8", "bf16"), ("int8", "int8")):
-        assert _has(text, f"{inf.max_batch(l70, 'H100', context_len=LONG, n_chips=NODE, weight_dtype=wd, cache_dtype=cd):,}")
-        assert _has(text, f"{inf.max_batch(l70, 'TPU v5e', context_len=LONG, n_chips=16, weight_dtype=wd, cache_dtype=cd):,}")
+        assert has_number(text, f"{inf.max_batch(l70, 'H100', context_len=LONG, n_chips=NODE, weight_dtype=wd, cache_dtype=cd):,}")
+        assert has_number(text, f"{inf.max_batch(l70, 'TPU v5e', context_len=LONG, n_chips=16, weight_dtype=wd, cache_dtype=cd):,}")
     mha = transformer.TransformerConfig(d_model=8192, n_layers=80, n_heads=64, d_ff=28672,
                                         vocab_size=128256)
-    assert _has(text, f"{inf.max_batch(mha, 'H100', context_len=LONG, n_chips=NODE):,}")
+    assert has_number(text, f"{inf.max_batch(mha, 'H100', context_len=LONG, n_chips=NODE):,}")
 
 
 def test_latency_throughput_and_quantised_weights(text, models):
@@ -114,7 +104,7 @@ def test_latency_throughput_and_quantised_weights(text, models):
     assert format_seconds(v5e.hbm_bytes / v5e.hbm_bandwidth) in text       # 19.8 ms
     top = inf.max_batch(l70, h100, context_len=SHORT, n_chips=NODE)
     end = inf.decode_step(l70, h100, batch=top, context_len=SHORT, n_chips=NODE)
-    assert _has(text, f"{top:,}") and _has(text, f"{end.tokens_per_s_per_chip:,.0f}")
+    assert has_number(text, f"{top:,}") and has_number(text, f"{end.tokens_per_s_per_chip:,.0f}")
     bf16, int8 = (inf.decode_step(l8, h100, batch=1, context_len=SHORT, weight_dtype=wd)
                   for wd in ("bf16", "int8"))
     ratio = int8.time / bf16.time

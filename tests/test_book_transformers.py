@@ -7,16 +7,13 @@ a missing build is a failure, not a skip (as in test_book.py).
 
 from __future__ import annotations
 
-import html
 import re
-from pathlib import Path
 
 import pytest
 
+from bookpage import built_page, has_number, visible_text
 from scalebook import scaling_laws, training, transformer
 
-REPO = Path(__file__).resolve().parent.parent
-PAGE = REPO / "_build" / "html" / "book" / "transformers.html"
 DAY = 86400.0
 
 pytestmark = pytest.mark.slow
@@ -24,37 +21,30 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    if not PAGE.is_file():
-        pytest.fail(f"{PAGE} is missing: build the book first with `make book` "
-                    "(`make test` does this before running pytest)")
-    return PAGE.read_text(encoding="utf-8")
+    return built_page("transformers")
 
 
 @pytest.fixture(scope="module")
 def text(page) -> str:
-    body = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+    return visible_text(page)
 
-
-def _has(text: str, value: str) -> bool:
-    return re.search(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", text) is not None
 
 
 def test_parameter_counts_are_the_solvers(text):
     l8 = transformer.llama3_8b()
     c8 = transformer.param_count(l8)
     assert c8.total == 8_030_261_248
-    assert _has(text, "8,030,261,248")
-    assert _has(text, f"{(c8.attention_k + c8.attention_v) // 32:,}")      # K+V per layer, GQA
-    assert _has(text, f"{2 * 4096 * 32 * 128:,}")                          # ... and without
+    assert has_number(text, "8,030,261,248")
+    assert has_number(text, f"{(c8.attention_k + c8.attention_v) // 32:,}")      # K+V per layer, GQA
+    assert has_number(text, f"{2 * 4096 * 32 * 128:,}")                          # ... and without
     for cfg in (transformer.llama3_70b(), training.llama3_405b()):
-        assert _has(text, f"{transformer.param_count(cfg).total:,}")
+        assert has_number(text, f"{transformer.param_count(cfg).total:,}")
 
 
 def test_flops_and_crossover_are_the_solvers(text):
     l8, l70 = transformer.llama3_8b(), transformer.llama3_70b()
-    assert _has(text, f"{transformer.attention_crossover_context(l8):,.0f}")    # 21,504
-    assert _has(text, f"{transformer.attention_crossover_context(l70):,.0f}")   # 43,008
+    assert has_number(text, f"{transformer.attention_crossover_context(l8):,.0f}")    # 21,504
+    assert has_number(text, f"{transformer.attention_crossover_context(l70):,.0f}")   # 43,008
     f8 = transformer.flops_per_token(l8, 8192)
     mantissa, exponent = f"{f8.training:.2e}".split("e")
     assert f"{mantissa} × 10^{int(exponent)}" in text
@@ -65,7 +55,7 @@ def test_flops_and_crossover_are_the_solvers(text):
 def test_memory_is_the_solvers(text):
     state = training.training_memory(transformer.llama3_70b()).state
     assert f"{state / 1e12:.2f} TB" in text                             # 1.13 TB
-    assert _has(text, f"{training.fewest_chips(state, 'H100'):,}")      # 15
+    assert has_number(text, f"{training.fewest_chips(state, 'H100'):,}")      # 15
 
 
 def test_case_study_table(text):
@@ -74,7 +64,7 @@ def test_case_study_table(text):
     assert plan.layout.describe() in text
     assert f"{100 * plan.mfu:.0f}%" in text
     days = 15.6e12 / plan.tokens_per_step * plan.step_time.total / DAY
-    assert _has(text, f"{days:.0f}")
+    assert has_number(text, f"{days:.0f}")
     flops = training.training_flops_from_params(transformer.param_count(l405).total, 15.6e12)
     implied = training.implied_mfu(flops, "H100", chip_hours=30.84e6)
     assert f"{100 * implied:.0f}% MFU" in text or f"{100 * implied:.0f}%" in text
