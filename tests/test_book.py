@@ -8,7 +8,6 @@ _build/html and never build it themselves, so a missing build is a failure, not 
 from __future__ import annotations
 
 import functools
-import html
 import http.server
 import re
 import shutil
@@ -17,6 +16,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from bookpage import built_page, visible_text
 
 from scalebook import parallelism, roofline, transformer
 from scalebook.sharding import Mesh, plan_matmul
@@ -40,25 +41,11 @@ CHAPTERS = {
 pytestmark = pytest.mark.slow
 
 
-def _page(name: str) -> str:
-    path = HTML / "book" / f"{name}.html"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: build the book first with `make book` "
-                    "(`make test` does this before running pytest)")
-    return path.read_text(encoding="utf-8")
-
-
-def _text(page: str) -> str:
-    """The visible text of a page, roughly: no scripts, no styles, no tags."""
-    page = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
-
-
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_built_without_errors(name):
-    page = _page(name)
+    page = built_page(name)
     assert f"<h1>{CHAPTERS[name]}" in page
-    text = _text(page)
+    text = visible_text(page)
     for bad in ("Traceback", "Error:", "NotImplementedError", "{glue"):
         assert bad not in text, f"{name}: {bad!r} in the page"
     # no output written to stderr (warnings from JAX or matplotlib would show up here)
@@ -76,7 +63,7 @@ def test_chapter_built_without_errors(name):
 
 
 def test_rooflines_numbers_come_from_the_solver():
-    text = _text(_page("rooflines"))
+    text = visible_text(built_page("rooflines"))
     v5e_batch = f"{roofline.critical_batch_size('TPU v5e'):,.0f}"
     h100_batch = f"{roofline.critical_batch_size('H100'):,.0f}"
     wrong = roofline.critical_batch_size("H100") * 2  # the "with sparsity" figure
@@ -87,13 +74,13 @@ def test_rooflines_numbers_come_from_the_solver():
     assert v5e_batch == "243" and d_star == "8,756"
     # the measurement ran and printed predicted next to measured
     assert "pred GFLOP/s" in text and "meas GFLOP/s" in text
-    assert len(re.findall(r"<img", _page("rooflines"))) >= 3  # plot, widget, measurement
-    assert "hw1-rooflines.ipynb" in _page("rooflines")
+    assert len(re.findall(r"<img", built_page("rooflines"))) >= 3  # plot, widget, measurement
+    assert "hw1-rooflines.ipynb" in built_page("rooflines")
 
 
 def test_hardware_numbers_come_from_the_solver():
-    page = _page("hardware")
-    text = _text(page)
+    page = built_page("hardware")
+    text = visible_text(page)
     params = transformer.param_count(transformer.llama3_70b()).total
     t_token = format_seconds(roofline.weight_load_time(params * 2, "H100", n_chips=8))
     assert t_token in text
@@ -104,8 +91,8 @@ def test_hardware_numbers_come_from_the_solver():
 
 
 def test_sharded_matmuls_numbers_come_from_the_solver():
-    page = _page("sharded-matmuls")
-    text = _text(page)
+    page = built_page("sharded-matmuls")
+    text = visible_text(page)
     # the hook: a bf16[8192, 32768] weight gathered over 16 TPU v5p chips, 1,024 tokens each
     hook = plan_matmul("A[B_X, D]", "W[D_X, F]", Mesh({"X": 16}), contracting="D",
                        shapes={"B": 1024 * 16, "D": 8192, "F": 32768}, chip="TPU v5p",
@@ -123,8 +110,8 @@ def test_sharded_matmuls_numbers_come_from_the_solver():
 
 
 def test_parallelism_numbers_come_from_the_solver():
-    page = _page("parallelism")
-    text = _text(page)
+    page = built_page("parallelism")
+    text = visible_text(page)
     assert re.search(r"\b" + re.escape(f"{parallelism.critical_batch_per_chip_fsdp('TPU v5p'):,.0f}")
                      + r"\b", text)
     bubble = parallelism.pipeline_bubble_fraction(4, 16)
@@ -195,7 +182,7 @@ def browser():
 @pytest.mark.browser
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_renders_in_a_browser(browser, name):
-    _page(name)  # fails clearly if the book was not built
+    built_page(name)  # fails clearly if the book was not built
     server = _serve(HTML)
     origin = f"http://127.0.0.1:{server.server_address[1]}"
     try:
