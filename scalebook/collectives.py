@@ -60,7 +60,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook.hardware import Chip, get_chip
 

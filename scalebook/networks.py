@@ -34,7 +34,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook import collectives
 from scalebook.collectives import DEFAULT_HOP_LATENCY, Bytes, CollectiveCost

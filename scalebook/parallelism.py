@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
 from scalebook.validation import positive, positive_int

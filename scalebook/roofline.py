@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-import numpy as np
-
+from ._np import np
 from .hardware import Chip, bytes_per_element, canonical_dtype, get_chip, vector_flops
 from .validation import positive, positive_int
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook.validation import positive
 

@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook import collectives as coll
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Union
 
-import numpy as np
+from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, get_chip
 from scalebook.validation import positive, positive_int

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from typing import Union
 
-import numpy as np
+from scalebook._np import np
 
 ArrayLike = Union[float, np.ndarray]
 
