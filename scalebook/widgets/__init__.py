@@ -2,11 +2,15 @@
 
 Each widget is built in three layers, so that tests and benchmarks need no browser:
 
-1. **state** — a pure function of the inputs returning a frozen dataclass:
-   :func:`roofline_state` -> :class:`RooflineState`, :func:`comparison_state` ->
-   :class:`ComparisonState`. All numbers come from :mod:`scalebook.roofline` and the catalog.
-2. **drawing** — :func:`draw_roofline` and :func:`draw_comparison` draw a state onto matplotlib
-   axes and return the artists they made, keyed by name, so a test can read their data.
+1. **state** — a pure function of the inputs returning a frozen dataclass, and the series the
+   figure plots: :func:`roofline_state` -> :class:`RooflineState`, :func:`comparison_state`
+   -> :class:`ComparisonState`. They live in :mod:`scalebook.live.roofline` and
+   :mod:`scalebook.live.comparison` (plain Python on the solver, no ipywidgets, matplotlib or
+   NumPy arrays) and are re-exported here. All numbers come from :mod:`scalebook.roofline`
+   and the catalog.
+2. **drawing** — :func:`draw_roofline` and :func:`draw_comparison` draw a state's series onto
+   matplotlib axes and return the artists they made, keyed by name, so a test can read their
+   data. The book's static site draws the same series in the browser (Chart.js).
 3. **widget** — :func:`roofline_explorer` and :func:`chip_comparison` wire ipywidgets controls
    to (1) and (2). Each returns a :class:`Explorer` (an ``ipywidgets.VBox``) with
 
@@ -15,11 +19,13 @@ Each widget is built in three layers, so that tests and benchmarks need no brows
    - ``error``: the message of the last rejected input, or ``""``,
    - ``update()``: recompute, redraw and re-render the PNG the view shows.
 
-   The widget shows its figure as a PNG (an ``ipywidgets.Image``), and its
-   ``_repr_mimebundle_`` carries the same PNG as ``image/png`` next to the live widget view, so
-   a static page (the book's HTML) shows the default state as a figure.
+   The widget shows its figure as a PNG (an ``ipywidgets.Image``). Its
+   ``_repr_mimebundle_`` carries the same PNG as ``image/png`` next to the live widget view,
+   and, for an explorer with a :mod:`scalebook.live` view, ``text/html``: the figure, the
+   numbers and the controls as HTML inputs, which the book's site runs with scalebook in the
+   reader's browser (:mod:`scalebook.widgets.live_html`, ``_ext/live_widgets.py``).
 
-Only this module of ``scalebook`` imports ipywidgets and matplotlib (Agg, no pyplot).
+Only this package of ``scalebook`` imports ipywidgets and matplotlib (Agg, no pyplot).
 """
 
 from __future__ import annotations
@@ -27,8 +33,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
-from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import ipywidgets as widgets
@@ -38,9 +42,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from .. import roofline
-from ..hardware import Chip, bytes_per_element, canonical_dtype, chip_names, get_chip
-from ..units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
+from ..hardware import canonical_dtype, chip_names, get_chip
+from ..live import comparison as _comparison
+from ..live import roofline as _roofline
+from ..live.comparison import (METRICS, ComparisonState, Metric, comparison_series,
+                               comparison_state, comparison_table, table_markdown)
+from ..live.roofline import (BATCH_RANGE, FLOPS_RANGE, INTENSITY_RANGE, RooflinePoint,
+                             RooflineState, roofline_series, roofline_state)
+from ..units import format_count, format_flops
+from . import live_html
 
 __all__ = [
     "RooflinePoint", "RooflineState", "roofline_state", "draw_roofline", "roofline_explorer",
@@ -49,176 +59,28 @@ __all__ = [
     "update_comparison", "comparison_table", "table_markdown", "chip_comparison", "Explorer",
 ]
 
-# --------------------------------------------------------------------------- shared helpers
-
-#: Colours for the first and second chip on a plot, and for vendors in bar charts.
-_COLOURS = ("#1f5fa8", "#d9731a")
-_VENDOR_COLOURS = {"google": "#1f5fa8", "nvidia": "#5a9e2f"}
-
-#: Fixed axes ranges of the roofline plot, so the picture does not jump as sliders move.
-INTENSITY_RANGE = (0.25, 1.0e5)  # FLOPs/byte
-FLOPS_RANGE = (1.0e11, 3.0e16)  # FLOPs/s
-
-
-def _fmt_intensity(value: float) -> str:
-    if math.isinf(value):
-        return "∞"
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
-
-
-def _fmt_tokens(value: float) -> str:
-    return "never (∞)" if math.isinf(value) else f"{value:,.0f}"
-
-
 # --------------------------------------------------------------------------- roofline: state
 
-@dataclass(frozen=True)
-class RooflinePoint:
-    """Where one matmul sits on one chip's roofline.
-
-    Attributes (SI): ``chip`` display name; ``compute_dtype`` whose peak applies; ``peak_flops``
-    C (FLOPs/s); ``bandwidth`` W, HBM (bytes/s); ``critical_intensity`` C / W (FLOPs/byte);
-    ``critical_batch`` tokens above which the matmul is compute-bound (∞ with per-example
-    weights); ``attainable_flops`` min(C, I·W); ``t_math``, ``t_comms`` (s); ``bound``
-    "compute" or "memory".
-    """
-
-    chip: str
-    compute_dtype: str
-    peak_flops: float
-    bandwidth: float
-    critical_intensity: float
-    critical_batch: float
-    attainable_flops: float
-    t_math: float
-    t_comms: float
-    bound: str
-
-    @property
-    def lower(self) -> float:
-        """max(T_math, T_comms) in seconds: perfect overlap of compute and memory traffic."""
-        return max(self.t_math, self.t_comms)
-
-    @property
-    def upper(self) -> float:
-        """T_math + T_comms in seconds: no overlap at all."""
-        return self.t_math + self.t_comms
-
-
-@dataclass(frozen=True)
-class RooflineState:
-    """One matmul ``X[B, D] ·_D W[D, F]`` (or ``W[B, D, F]`` per example) on one or two chips.
-
-    ``flops``, ``nbytes`` (read + written) and ``intensity`` (FLOPs/byte) describe the matmul;
-    ``points`` has one :class:`RooflinePoint` per chip, the main chip first.
-    """
-
-    B: int
-    D: int
-    F: int
-    x_dtype: str
-    w_dtype: str
-    per_example: bool
-    flops: float
-    nbytes: float
-    intensity: float
-    points: tuple[RooflinePoint, ...]
-
-    @property
-    def main(self) -> RooflinePoint:
-        return self.points[0]
-
-
-def _size(name: str, value: float) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number of elements, got {value!r}")
-    if not math.isfinite(value) or value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value!r}")
-    return int(round(value))
-
-
-def _compute_dtype(x_dtype: str, w_dtype: str) -> str:
-    """The dtype the multiply runs in: the wider of the two operands (int8 weights with bf16
-    activations are upcast and multiplied in bf16), as :func:`roofline.matmul_time` assumes."""
-    return max((x_dtype, w_dtype), key=bytes_per_element)
-
-
-def _point(chip: Chip, cost: roofline.MatmulCost, x_dtype: str, w_dtype: str,
-           per_example: bool) -> RooflinePoint:
-    compute = _compute_dtype(x_dtype, w_dtype)
-    peak = chip.flops(compute)  # raises a clear ValueError for a dtype the chip lacks
-    bounds = roofline.time_bounds(cost.flops, cost.total_bytes, flops_per_s=peak,
-                                  bytes_per_s=chip.hbm_bandwidth)
-    if per_example:
-        critical_batch = math.inf
-    else:
-        critical_batch = roofline.critical_batch_size(chip, compute_dtype=compute,
-                                                      weight_dtype=w_dtype)
-    return RooflinePoint(
-        chip=chip.name,
-        compute_dtype=compute,
-        peak_flops=peak,
-        bandwidth=chip.hbm_bandwidth,
-        critical_intensity=roofline.critical_intensity(chip, compute),
-        critical_batch=float(critical_batch),
-        attainable_flops=float(roofline.attainable_flops(cost.intensity, chip, compute)),
-        t_math=float(bounds.t_math),
-        t_comms=float(bounds.t_comms),
-        bound="compute" if bounds.bound_by == "compute" else "memory",
-    )
-
-
-def roofline_state(chip: str | Chip = "TPU v5e", *, B: float = 64, D: float = 8192,
-                   F: float = 8192, x_dtype: str = "bf16", w_dtype: str = "bf16",
-                   per_example: bool = False, compare: str | Chip | None = None) -> RooflineState:
-    """Where ``X[B, D] ·_D W[D, F]`` sits on ``chip``'s roofline (and on ``compare``'s).
-
-    Bytes are exact (:func:`roofline.matmul_cost`): activations in ``x_dtype``, weights in
-    ``w_dtype``, output in ``x_dtype``; the multiply runs in the wider of the two dtypes. With
-    ``per_example=True`` every example has its own weights ``W[B, D, F]``.
-
-    Raises ``ValueError`` for an unknown chip, an unknown dtype, a chip without a FLOPs/s
-    figure for the compute dtype (a V100 has no bf16), or a size below 1.
-    """
-    chips = [get_chip(chip)]
-    if compare is not None and compare != "":
-        other = get_chip(compare)
-        if other is not chips[0]:
-            chips.append(other)
-    x_dtype, w_dtype = canonical_dtype(x_dtype), canonical_dtype(w_dtype)
-    B, D, F = _size("B", B), _size("D", D), _size("F", F)
-    cost = roofline.matmul_cost(B, D, F, x_dtype=x_dtype, w_dtype=w_dtype,
-                                batched_weights=bool(per_example))
-    points = tuple(_point(c, cost, x_dtype, w_dtype, bool(per_example)) for c in chips)
-    return RooflineState(B=B, D=D, F=F, x_dtype=x_dtype, w_dtype=w_dtype,
-                         per_example=bool(per_example), flops=float(cost.flops),
-                         nbytes=float(cost.total_bytes), intensity=float(cost.intensity),
-                         points=points)
-
-
-#: Batch sizes of the utilisation panel: 1 to 65,536 tokens.
-BATCH_RANGE = (1.0, 65536.0)
-_BATCHES = np.logspace(0, 16, 97, base=2.0)
+# The state, series and summary live in scalebook.live.roofline (no ipywidgets, no matplotlib),
+# shared with the book's static site; these names stay importable from here.
+_COLOURS = _roofline.COLOURS
+_X_DTYPES, _W_DTYPES = _roofline.X_DTYPES, _roofline.W_DTYPES
+_BATCHES = np.array(_roofline.BATCHES)
+_roofline_summary = _roofline.roofline_summary
+_fmt_intensity = _roofline.fmt_intensity
 
 
 def utilisation(state: RooflineState, point: RooflinePoint, batches: np.ndarray | float
                 ) -> np.ndarray | float:
-    """Best-case fraction of peak, T_math / max(T_math, T_comms), of the state's matmul at
-    other batch sizes (same D, F, dtypes) on ``point``'s chip: min(1, I(B)·W / C)."""
-    cost = roofline.matmul_cost(batches, state.D, state.F, x_dtype=state.x_dtype,
-                                w_dtype=state.w_dtype, batched_weights=state.per_example)
-    return np.minimum(1.0, cost.intensity * point.bandwidth / point.peak_flops)
+    """Best-case fraction of peak, min(1, I(B)·W / C), at batch sizes ``batches`` (a number or
+    an array): :func:`scalebook.live.roofline.utilisation` at each one."""
+    if np.ndim(batches) == 0:
+        return _roofline.utilisation(state, point, float(batches))
+    flat = [_roofline.utilisation(state, point, float(b)) for b in np.ravel(batches)]
+    return np.reshape(flat, np.shape(batches))
 
 
 # --------------------------------------------------------------------------- roofline: drawing
-
-def _roof_xy(point: RooflinePoint) -> tuple[np.ndarray, np.ndarray]:
-    """The roof min(C, I·W) as three vertices: left edge, the ridge at C / W, right edge."""
-    lo, hi = INTENSITY_RANGE
-    ridge = point.critical_intensity
-    x = np.array([lo, min(max(ridge, lo), hi), hi])
-    return x, np.minimum(point.peak_flops, x * point.bandwidth)
-
 
 def draw_roofline(axes: Sequence, state: RooflineState) -> dict[str, object]:
     """Draw ``state`` on two axes: the roofline (left) and utilisation against batch (right).
@@ -239,7 +101,7 @@ def draw_roofline(axes: Sequence, state: RooflineState) -> dict[str, object]:
         ax.clear()
     ax_roof.set(xscale="log", yscale="log", xlim=INTENSITY_RANGE, ylim=FLOPS_RANGE,
                 xlabel="arithmetic intensity (FLOPs/byte)", ylabel="attainable FLOP/s")
-    ax_util.set(xscale="log", xlim=BATCH_RANGE, ylim=(0.0, 1.08), xlabel="batch B (tokens)",
+    ax_util.set(xscale="log", xlim=BATCH_RANGE, ylim=_roofline.UTIL_RANGE, xlabel="batch B (tokens)",
                 ylabel="best-case fraction of peak")
     _log_ticks(ax_roof.xaxis, format_count)
     _log_ticks(ax_roof.yaxis, format_flops)
@@ -292,29 +154,22 @@ def update_roofline(axes: Sequence, artists: dict, state: RooflineState) -> list
             legend.remove()
         handles = [artists[f"roof/{chip}"] for chip in chips]
         artists["legend"] = ax_roof.legend(handles, labels, loc="lower right", fontsize=8)
+    series = roofline_series(state)  # the numbers the static site's chart draws too
     per_chip = []
-    for point in state.points:
-        name = point.chip
-        ridge, critical = point.critical_intensity, point.critical_batch
-        artists[f"roof/{name}"].set_data(*_roof_xy(point))
+    for c in series["chips"]:
+        name, ridge, critical = c["chip"], c["ridge"], c["critical"]
+        artists[f"roof/{name}"].set_data(*zip(*c["roof"]))
         artists[f"ridge/{name}"].set_data([ridge, ridge], FLOPS_RANGE)
-        artists[f"point/{name}"].set_data([state.intensity], [point.attainable_flops])
-        artists[f"util/{name}"].set_data(_BATCHES, utilisation(state, point, _BATCHES))
+        artists[f"point/{name}"].set_data(*([v] for v in c["point"]))
+        artists[f"util/{name}"].set_data(*zip(*c["util"]))
         # per-example weights: no batch is large enough, so no vertical
-        xs = [critical, critical] if math.isfinite(critical) else []
-        artists[f"critical/{name}"].set_data(xs, [0.0, 1.08][:len(xs)])
-        artists[f"now/{name}"].set_data([state.B], [utilisation(state, point, float(state.B))])
+        xs = [] if critical is None else [critical, critical]
+        artists[f"critical/{name}"].set_data(xs, list(_roofline.UTIL_RANGE)[:len(xs)])
+        artists[f"now/{name}"].set_data(*([v] for v in c["now"]))
         per_chip += [artists[f"{kind}/{name}"] for kind in _PER_CHIP]
-    artists["intensity"].set_xdata([state.intensity, state.intensity])
-    main = state.main
-    relation = ">" if main.t_math >= main.t_comms else "<"
-    artists["title"].set_text(
-        f"{main.chip}: T_math {format_seconds(main.t_math)} {relation} "
-        f"T_comms {format_seconds(main.t_comms)} → {main.bound}-bound")
-    weights = "W[B, D, F]" if state.per_example else "W[D, F]"
-    artists["util_title"].set_text(
-        f"X[B, D] {state.x_dtype} · {weights} {state.w_dtype}: B = {state.B:,}, "
-        f"D = {state.D:,}, F = {state.F:,}")
+    artists["intensity"].set_xdata([series["intensity"], series["intensity"]])
+    artists["title"].set_text(series["title"])
+    artists["util_title"].set_text(series["util_title"])
     return [artists["intensity"], *per_chip, artists["legend"], artists["title"],
             artists["util_title"]]
 
@@ -328,25 +183,6 @@ def _log_ticks(axis, text: Callable[[float], str]) -> None:
     axis.set_major_locator(LogLocator(base=10, numticks=7))
     axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: text(value)))
-
-
-def _roofline_summary(state: RooflineState) -> str:
-    """An HTML table of the numbers behind the plot."""
-    head = (f"<b>{format_count(state.flops)}FLOPs</b>, "
-            f"<b>{format_bytes(state.nbytes, binary=False)}</b> moved, intensity "
-            f"<b>{_fmt_intensity(state.intensity)} FLOPs/byte</b>")
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{cell}</td>" for cell in (
-            html.escape(p.chip), f"{format_flops(p.peak_flops)} ({p.compute_dtype})",
-            format_bandwidth(p.bandwidth), _fmt_intensity(p.critical_intensity),
-            _fmt_tokens(p.critical_batch), format_seconds(p.t_math), format_seconds(p.t_comms),
-            f"{format_seconds(p.lower)} – {format_seconds(p.upper)}", f"<b>{p.bound}</b>",
-        )) + "</tr>"
-        for p in state.points)
-    return (f"<div style='font-size:90%'>{head}<table style='border-collapse:collapse'>"
-            "<tr><th>chip</th><th>peak C</th><th>HBM W</th><th>C/W (FLOPs/byte)</th>"
-            "<th>critical B</th><th>T_math</th><th>T_comms</th><th>runtime bounds</th>"
-            f"<th>bound by</th></tr>{rows}</table></div>")
 
 
 # --------------------------------------------------------------------------- the widget shell
@@ -363,13 +199,20 @@ class Explorer(widgets.VBox):
     of the picture (axes, ticks, labels: blitting). It returns None when the axes themselves
     must change, which falls back to a full redraw. That keeps an update to a few milliseconds
     of matplotlib plus the PNG encoding, where a full redraw of two log axes costs ~50 ms.
+
+    ``live`` names the explorer's :mod:`scalebook.live` module (``view(controls, changed)``
+    computes what this explorer shows from the same control values); with it the explorer's
+    ``text/html`` makes it live on the book's static site.
     """
 
     def __init__(self, controls: Mapping[str, widgets.Widget], figure: Figure,
                  compute: Callable[..., object], draw: Callable[[Figure, object], dict],
                  describe: Callable[[object], str], *, layout_rows: Iterable[Sequence[str]],
-                 refresh: Callable[[Figure, dict, object], list] | None = None):
+                 refresh: Callable[[Figure, dict, object], list] | None = None,
+                 live: str | None = None):
         self.controls = dict(controls)
+        self.live = live
+        self._layout_rows = [tuple(row) for row in layout_rows]
         self.figure = figure
         self._syncing = False  # True while set_quietly moves several controls at once
         self._compute, self._draw, self._describe = compute, draw, describe
@@ -382,7 +225,7 @@ class Explorer(widgets.VBox):
         self.image = widgets.Image(format="png", layout=widgets.Layout(width="100%"))
         self.summary = widgets.HTML()
         self.message = widgets.HTML()
-        rows = [widgets.HBox([self.controls[name] for name in row]) for row in layout_rows]
+        rows = [widgets.HBox([self.controls[name] for name in row]) for row in self._layout_rows]
         super().__init__(children=[*rows, self.message, self.image, self.summary])
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
@@ -458,9 +301,17 @@ class Explorer(widgets.VBox):
         self.png = _canvas_png(canvas)
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
-        """The live widget view plus the current figure as ``image/png`` for static pages."""
+        """The live widget view plus, for static pages, the current figure as ``image/png``
+        and, when the explorer has a :mod:`scalebook.live` view (``live``), ``text/html``: the
+        figure, the summary and the controls as HTML inputs that the book's JavaScript wires
+        to that view (:mod:`scalebook.widgets.live_html`). Jupyter shows the widget view; the
+        book's HTML builder prefers ``text/html`` to ``image/png`` (MyST-NB's priorities)."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["image/png"] = base64.b64encode(self.png).decode("ascii")
+        if self.live is not None:
+            bundle["text/html"] = live_html.placeholder(
+                self.live, self.controls, self._layout_rows, self.png, self.summary.value,
+                self.error)
         return bundle
 
 
@@ -523,7 +374,8 @@ def roofline_explorer(chip: str = "TPU v5e", *, compare: str | None = None, B: f
                     lambda fig, state: draw_roofline(fig.axes, state), _roofline_summary,
                     layout_rows=[("chip", "compare"), ("x_dtype", "w_dtype", "per_example"),
                                  ("B", "D", "F")],
-                    refresh=lambda fig, artists, state: update_roofline(fig.axes, artists, state))
+                    refresh=lambda fig, artists, state: update_roofline(fig.axes, artists, state),
+                    live="scalebook.live.roofline")
 
 
 def _figure(size: tuple[float, float], dpi: float, ncols: int = 1, **adjust: float) -> Figure:
@@ -538,128 +390,12 @@ def _figure(size: tuple[float, float], dpi: float, ncols: int = 1, **adjust: flo
 
 # --------------------------------------------------------------------------- chip comparison
 
-@dataclass(frozen=True)
-class Metric:
-    """One figure of merit of a chip: ``value(chip)`` in SI units (NaN where the chip has
-    none), printed for people with ``text(value)``."""
-
-    key: str
-    label: str
-    value: Callable[[Chip], float]
-    text: Callable[[float], str]
-
-
-def _flops_metric(dtype: str) -> Metric:
-    def value(chip: Chip) -> float:
-        return chip.flops_per_s.get(dtype, math.nan)
-
-    what = "OP/s" if dtype.startswith("int") else "FLOP/s"
-    return Metric(f"flops:{dtype}", f"{dtype} {what}", value,
-                  lambda v: format_flops(v).replace("FLOP/s", what))
-
-
-def _critical_metric(dtype: str) -> Metric:
-    def value(chip: Chip) -> float:
-        if dtype not in chip.flops_per_s:
-            return math.nan
-        return roofline.critical_intensity(chip, dtype)
-
-    return Metric(f"critical:{dtype}", f"critical intensity, {dtype}", value,
-                  lambda v: f"{_fmt_intensity(v)} FLOPs/byte")
-
-
-#: Every metric the comparison offers, in table order.
-METRICS: tuple[Metric, ...] = (
-    *(_flops_metric(d) for d in ("bf16", "fp16", "fp8", "int8", "fp4")),
-    Metric("hbm_bytes", "HBM capacity", lambda c: c.hbm_bytes,
-           lambda v: format_bytes(v, binary=False)),
-    Metric("hbm_bandwidth", "HBM bandwidth", lambda c: c.hbm_bandwidth, format_bandwidth),
-    *(_critical_metric(d) for d in ("bf16", "fp8", "int8")),
-    Metric("link_one_way", "one chip link, one way", lambda c: c.link_bandwidth_one_way,
-           format_bandwidth),
-    Metric("interconnect_one_way", "all chip links, one way",
-           lambda c: c.interconnect_bandwidth_one_way, format_bandwidth),
-    Metric("pcie", "PCIe, one way", lambda c: c.pcie_bandwidth, format_bandwidth),
-)
-_METRIC_INDEX = {m.key: m for m in METRICS}
-
-
-def _metric(key: str) -> Metric:
-    if key not in _METRIC_INDEX:
-        raise ValueError(f"unknown metric {key!r}; known metrics: {', '.join(_METRIC_INDEX)}")
-    return _METRIC_INDEX[key]
-
-
-def comparison_table(chips: Iterable[str | Chip], metrics: Iterable[str] | None = None
-                     ) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    """Formatted figures of ``chips``: ``(header, rows)``, one row per chip.
-
-    ``header`` is ``("chip", <metric labels>)``; a chip without a figure shows "—".
-    ``metrics`` are :data:`METRICS` keys (default: all). Raises ``ValueError`` for an unknown
-    chip or metric.
-    """
-    chosen = [_metric(k) for k in metrics] if metrics is not None else list(METRICS)
-    header = ("chip", *(m.label for m in chosen))
-    rows = []
-    for chip in (get_chip(c) for c in chips):
-        cells = []
-        for m in chosen:
-            value = m.value(chip)
-            cells.append("—" if math.isnan(value) else m.text(value))
-        rows.append((chip.name, *cells))
-    return header, tuple(rows)
-
-
-def table_markdown(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A Markdown (pipe) table; cells must not contain ``|``."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class ComparisonState:
-    """Chips side by side on one metric.
-
-    ``values`` are SI (NaN where a chip has no figure) and ``labels`` the same values printed
-    ("3.35 TB/s", "n/a"), in the order of ``chips``. ``relative`` is each value divided by the
-    largest (0 where there is none): the bar heights. ``header``/``rows`` is the full table of
-    every metric (:func:`comparison_table`).
-    """
-
-    chips: tuple[str, ...]
-    vendors: tuple[str, ...]
-    metric: str
-    label: str
-    values: tuple[float, ...]
-    labels: tuple[str, ...]
-    relative: tuple[float, ...]
-    log: bool
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-def comparison_state(chips: Iterable[str | Chip] = ("TPU v5e", "TPU v5p", "H100", "B200"),
-                     metric: str = "flops:bf16", *, log: bool = False) -> ComparisonState:
-    """Compare ``chips`` (at least one; catalog names or aliases) on ``metric`` (a
-    :data:`METRICS` key). Raises ``ValueError`` for an unknown chip or metric, or no chip."""
-    resolved = [get_chip(c) for c in chips]
-    if not resolved:
-        raise ValueError("choose at least one chip to compare")
-    m = _metric(metric)
-    values = [float(m.value(c)) for c in resolved]
-    largest = max((v for v in values if not math.isnan(v)), default=math.nan)
-    header, rows = comparison_table(resolved)
-    return ComparisonState(
-        chips=tuple(c.name for c in resolved), vendors=tuple(c.vendor for c in resolved),
-        metric=m.key, label=m.label, values=tuple(values),
-        labels=tuple("n/a" if math.isnan(v) else m.text(v) for v in values),
-        relative=tuple(0.0 if math.isnan(v) else v / largest for v in values),
-        log=bool(log), header=header, rows=rows)
-
-
-#: Bar heights are relative to the largest value; a log axis shows three decades below it.
-_RELATIVE_LOG_FLOOR = 1e-3
+# Metrics, state, series and the HTML table live in scalebook.live.comparison (shared with the
+# book's static site); these names stay importable from here.
+_VENDOR_COLOURS = _comparison.VENDOR_COLOURS
+_RELATIVE_LOG_FLOOR = _comparison.RELATIVE_LOG_FLOOR
+_metric = _comparison.get_metric
+_comparison_html = _comparison.comparison_html
 
 
 def draw_comparison(ax, state: ComparisonState) -> dict[str, object]:
@@ -673,9 +409,9 @@ def draw_comparison(ax, state: ComparisonState) -> dict[str, object]:
     """
     ax.clear()
     if state.log:
-        ax.set(yscale="log", ylim=(_RELATIVE_LOG_FLOOR, 2.5))
+        ax.set(yscale="log", ylim=_comparison.LOG_RANGE)
     else:
-        ax.set(ylim=(0.0, 1.15))
+        ax.set(ylim=_comparison.LINEAR_RANGE)
     ax.set_ylabel("relative to the largest")
     ax.set_xticks([])
     ax.grid(True, axis="y", alpha=0.3)
@@ -694,12 +430,10 @@ def update_comparison(ax, artists: dict, state: ComparisonState) -> list | None:
         return None
     for artist in [*(artists["bars"] or []), *artists["values"], *artists["names"]]:
         artist.remove()
+    series = comparison_series(state)  # the numbers the static site's chart draws too
     n = len(state.chips)
-    positions = np.arange(n)
-    floor = _RELATIVE_LOG_FLOOR if state.log else 0.0
-    heights = [max(h, floor) for h in state.relative]
-    bars = ax.bar(positions, heights, width=0.7,
-                  color=[_VENDOR_COLOURS.get(v, "0.5") for v in state.vendors],
+    positions = list(range(n))
+    bars = ax.bar(positions, series["heights"], width=0.7, color=series["colours"],
                   edgecolor="black", linewidth=0.5)
     ax.set_xlim(-0.6, n - 0.4)
     below = ax.get_xaxis_transform()  # x in data, y in axes coordinates
@@ -707,21 +441,11 @@ def update_comparison(ax, artists: dict, state: ComparisonState) -> list | None:
     artists["values"] = [
         ax.annotate(label, (x, h), ha="center", va="bottom", fontsize=8, xytext=(0, 2),
                     textcoords="offset points")
-        for x, h, label in zip(positions, heights, state.labels)]
+        for x, h, label in zip(positions, series["heights"], series["texts"])]
     artists["names"] = [ax.text(x, -0.03, name, transform=below, ha="center", va="top",
-                                fontsize=9) for x, name in zip(positions, state.chips)]
-    artists["title"].set_text(state.label)
+                                fontsize=9) for x, name in zip(positions, series["names"])]
+    artists["title"].set_text(series["title"])
     return [*bars, *artists["values"], *artists["names"], artists["title"]]
-
-
-def _comparison_html(state: ComparisonState) -> str:
-    cells = lambda row, tag: "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in row)  # noqa: E731
-    # chips side by side: one column per chip, one row per metric
-    columns = list(zip(state.header, *state.rows))
-    body = "".join(f"<tr><th style='text-align:left'>{html.escape(col[0])}</th>"
-                   f"{cells(col[1:], 'td')}</tr>" for col in columns[1:])
-    return (f"<table style='font-size:90%;border-collapse:collapse'><tr><th></th>"
-            f"{cells(columns[0][1:], 'th')}</tr>{body}</table>")
 
 
 def chip_comparison(chips: Iterable[str] = ("TPU v5e", "TPU v5p", "H100", "B200"),
@@ -747,4 +471,5 @@ def chip_comparison(chips: Iterable[str] = ("TPU v5e", "TPU v5p", "H100", "B200"
                     lambda fig, state: draw_comparison(fig.axes[0], state), _comparison_html,
                     layout_rows=[("chips", "metric", "log")],
                     refresh=lambda fig, artists, state: update_comparison(fig.axes[0],
-                                                                          artists, state))
+                                                                          artists, state),
+                    live="scalebook.live.comparison")

@@ -1,0 +1,93 @@
+"""The chart description a live widget returns: plain dicts and lists, ready for ``json.dumps``.
+
+The browser (``web/src/widgets.js``) draws this with Chart.js and computes nothing: every
+point, tick, label and colour is decided here, in Python, by scalebook. The schema:
+
+``chart``
+    ``{"panels": [panel, ...], "width": px, "height": px}``: panels side by side, at the size
+    of the Jupyter figure (the browser keeps the aspect ratio and fits the page width).
+``panel``
+    ``{"title": str, "x": axis, "y": axis, "series": [series, ...], "legend": str | None}``;
+    ``legend`` is where the legend of the labelled series goes ("lower right") or None.
+``axis``
+    ``{"scale": "log" | "linear" | "category", "min": float, "max": float, "label": str,
+    "ticks": [[value, text], ...] | None, "categories": [str, ...] | None}``; with ``ticks``
+    None the browser picks them (linear axes only); a category axis has ``categories``.
+``series``, one of
+    - ``{"kind": "line", "points": [[x, y], ...], "colour": "#rrggbb", "width": px,
+      "dash": [on, off] | None, "label": str | None}``;
+    - ``{"kind": "points", "points": [[x, y], ...], "colour": ..., "size": px,
+      "label": None}``: markers with a black edge;
+    - ``{"kind": "bars", "values": [h, ...], "colours": [...], "texts": [str, ...]}``: one bar
+      per category, ``texts`` printed on top of each bar.
+
+Non-finite numbers are not valid JSON: a series must leave them out (an infinite critical
+batch, say, is drawn as no line at all, exactly as the matplotlib version does).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+Point = Sequence[float]
+
+
+def decade_ticks(lo: float, hi: float, text: Callable[[float], str]) -> list[list]:
+    """Ticks at the powers of ten in [lo, hi], labelled by ``text`` ("10 TFLOP/s", "1 k").
+
+    The same decades matplotlib's ``LogLocator(base=10)`` puts on the Jupyter figure when it
+    has room for every one (7 or fewer): 10^k for ceil(log10 lo) <= k <= floor(log10 hi).
+    """
+    first, last = math.ceil(math.log10(lo) - 1e-12), math.floor(math.log10(hi) + 1e-12)
+    return [[10.0 ** k, text(10.0 ** k)] for k in range(first, last + 1)]
+
+
+def linear_ticks(lo: float, hi: float, step: float) -> list[list]:
+    """Ticks at the multiples of ``step`` in [lo, hi], one decimal ("0.0", "0.2", ...), as
+    matplotlib's default locator puts them on a 0-to-1 axis."""
+    first = math.ceil(lo / step - 1e-9)
+    last = math.floor(hi / step + 1e-9)
+    return [[round(k * step, 12), f"{k * step:.1f}"] for k in range(first, last + 1)]
+
+
+def axis(scale: str, lo: float | None = None, hi: float | None = None, label: str = "", *,
+         ticks: list[list] | None = None, categories: Sequence[str] | None = None) -> dict:
+    """One axis of a panel (see the module docstring)."""
+    if scale not in ("log", "linear", "category"):
+        raise ValueError(f"unknown axis scale {scale!r}")
+    return {"scale": scale, "min": lo, "max": hi, "label": label, "ticks": ticks,
+            "categories": list(categories) if categories is not None else None}
+
+
+def line(points: Sequence[Point], colour: str, *, width: float = 2.0,
+         dash: Sequence[float] | None = None, label: str | None = None) -> dict:
+    """A polyline through ``points`` (x, y), drawn in order."""
+    return {"kind": "line", "points": [[float(x), float(y)] for x, y in points],
+            "colour": colour, "width": width, "dash": list(dash) if dash else None,
+            "label": label}
+
+
+def points(xy: Sequence[Point], colour: str, *, size: float = 9.0) -> dict:
+    """Round markers with a black edge at ``xy``; ``size`` is the diameter in pixels."""
+    return {"kind": "points", "points": [[float(x), float(y)] for x, y in xy],
+            "colour": colour, "size": size, "label": None}
+
+
+def bars(values: Sequence[float], colours: Sequence[str], texts: Sequence[str]) -> dict:
+    """One bar per category of the panel's x axis, ``texts[i]`` printed on top of bar i."""
+    if not len(values) == len(colours) == len(texts):
+        raise ValueError("bars need as many colours and texts as values")
+    return {"kind": "bars", "values": [float(v) for v in values], "colours": list(colours),
+            "texts": list(texts)}
+
+
+def panel(title: str, x: dict, y: dict, series: Sequence[dict], *,
+          legend: str | None = None) -> dict:
+    """One plot: axes, series drawn in order, a title above it."""
+    return {"title": title, "x": x, "y": y, "series": list(series), "legend": legend}
+
+
+def chart(panels: Sequence[dict], *, width: float, height: float) -> dict:
+    """Panels side by side in a ``width`` x ``height`` pixel figure (the Jupyter size)."""
+    return {"panels": list(panels), "width": width, "height": height}

@@ -1,0 +1,133 @@
+"""An explorer as static HTML: the figure, the summary, and its controls as HTML inputs.
+
+The book's HTML pages cannot run an ipywidget, so an :class:`~scalebook.widgets.Explorer`
+that has a live view (a :mod:`scalebook.live` module) also offers this ``text/html``::
+
+    <div class="sb-live" data-widget="scalebook.live.roofline" data-controls='[spec, ...]'>
+      <form class="sb-live-controls" hidden> the controls as <select>/<input> </form>
+      <div class="sb-live-message"> the last error, if any </div>
+      <div class="sb-live-figure"> <img> the PNG of the current state </div>
+      <div class="sb-live-summary"> the summary HTML of the current state </div>
+    </div>
+
+Without JavaScript a reader sees the figure and the numbers (the controls stay hidden). With
+it, ``web/src/widgets.js`` shows the controls, and on the first touch loads Python and calls
+the widget's ``view`` for every change. Each control spec names the control (its Jupyter
+name), its ``kind`` and what the browser needs to read its value back:
+
+- ``select``: ``options`` [[label, value], ...], ``value``; ``multiselect``: the same with a
+  list ``value``; the HTML option values are indices into ``options``;
+- ``checkbox``: ``value`` true/false;
+- ``logslider``: ``base``, ``min``, ``max``, ``step`` (exponents), ``value`` = base^exponent,
+  ``format`` (the readout, a Python/d3 format such as ",.0f");
+- ``slider``: ``min``, ``max``, ``step``, ``value``, ``format``;
+- ``int``, ``float``, ``text``: free input; ``value``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from typing import Iterable, Mapping, Sequence
+
+import ipywidgets as widgets
+
+__all__ = ["control_spec", "controls_html", "placeholder"]
+
+
+def _options(control: widgets.Widget) -> list[list]:
+    return [[str(label), value] for label, value in zip(control._options_labels,
+                                                         control._options_values)]
+
+
+def control_spec(name: str, control: widgets.Widget) -> dict:
+    """The JSON description of one ipywidgets control (see the module docstring).
+
+    Raises ``TypeError`` for a control type the static page cannot offer, so a widget never
+    goes live with a control missing.
+    """
+    spec: dict = {"name": name, "label": control.description or name}
+    if isinstance(control, widgets.SelectMultiple):
+        spec.update(kind="multiselect", options=_options(control), value=list(control.value),
+                    rows=control.rows or len(control.options))
+    elif isinstance(control, (widgets.Dropdown, widgets.RadioButtons, widgets.ToggleButtons,
+                              widgets.Select)):
+        spec.update(kind="select", options=_options(control), value=control.value)
+    elif isinstance(control, (widgets.Checkbox, widgets.ToggleButton)):
+        spec.update(kind="checkbox", value=bool(control.value))
+    elif isinstance(control, widgets.FloatLogSlider):
+        spec.update(kind="logslider", base=control.base, min=control.min, max=control.max,
+                    step=control.step, value=control.value, format=control.readout_format)
+    elif isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
+        spec.update(kind="slider", min=control.min, max=control.max, step=control.step,
+                    value=control.value, format=control.readout_format)
+    elif isinstance(control, (widgets.IntText, widgets.BoundedIntText)):
+        spec.update(kind="int", value=control.value)
+    elif isinstance(control, (widgets.FloatText, widgets.BoundedFloatText)):
+        spec.update(kind="float", value=control.value)
+    elif isinstance(control, widgets.Text):
+        spec.update(kind="text", value=control.value)
+    else:
+        raise TypeError(f"control {name!r} is a {type(control).__name__}, which the static "
+                        "page cannot offer yet (scalebook/widgets/live_html.py)")
+    return spec
+
+
+def _readout(value: float, fmt: str) -> str:
+    """The slider readout, as ipywidgets prints it (",.0f" -> "1,024")."""
+    return format(value, fmt)
+
+
+def _control_html(spec: Mapping) -> str:
+    """One control as an HTML input, named by its Jupyter name, at its current value."""
+    name, kind, value = html.escape(spec["name"]), spec["kind"], spec["value"]
+    label = f"<span class='sb-live-label'>{html.escape(spec['label'])}</span>"
+    if kind in ("select", "multiselect"):
+        chosen = value if kind == "multiselect" else [value]
+        options = "".join(
+            f"<option value='{i}'{' selected' if v in chosen else ''}>{html.escape(lab)}</option>"
+            for i, (lab, v) in enumerate(spec["options"]))
+        multiple = f" multiple size='{spec['rows']}'" if kind == "multiselect" else ""
+        field = f"<select name='{name}'{multiple}>{options}</select>"
+    elif kind == "checkbox":
+        checked = " checked" if value else ""
+        return (f"<label class='sb-live-control sb-live-checkbox'><input type='checkbox' "
+                f"name='{name}'{checked}> {html.escape(spec['label'])}</label>")
+    elif kind in ("logslider", "slider"):
+        position = (math.log(value) / math.log(spec["base"])) if kind == "logslider" else value
+        field = (f"<input type='range' name='{name}' min='{spec['min']}' max='{spec['max']}' "
+                 f"step='{spec['step']}' value='{round(position, 12)}'>"
+                 f"<output>{html.escape(_readout(value, spec['format']))}</output>")
+    elif kind in ("int", "float"):
+        step = "1" if kind == "int" else "any"
+        field = f"<input type='number' name='{name}' step='{step}' value='{value}'>"
+    else:
+        field = f"<input type='text' name='{name}' value='{html.escape(str(value))}'>"
+    return f"<label class='sb-live-control'>{label} {field}</label>"
+
+
+def controls_html(specs: Mapping[str, Mapping], layout_rows: Iterable[Sequence[str]]) -> str:
+    """The controls as a (hidden until JavaScript shows it) form, in the widget's rows."""
+    rows = "".join("<div class='sb-live-row'>" + "".join(_control_html(specs[n]) for n in row)
+                   + "</div>" for row in layout_rows)
+    return f"<form class='sb-live-controls' hidden>{rows}</form>"
+
+
+def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
+                layout_rows: Iterable[Sequence[str]], png: bytes, summary_html: str,
+                error: str = "") -> str:
+    """The explorer as static HTML (module docstring): ``widget`` is its :mod:`scalebook.live`
+    module, ``png`` and ``summary_html`` its current figure and numbers."""
+    specs = {name: control_spec(name, control) for name, control in controls.items()}
+    data = html.escape(json.dumps(list(specs.values()), allow_nan=False), quote=True)
+    image = base64.b64encode(png).decode("ascii")
+    message = (f"<span style='color:#b00020'>⚠ {html.escape(error)}</span>" if error else "")
+    return (f"<div class='sb-live' data-widget='{html.escape(widget, quote=True)}' "
+            f"data-controls=\"{data}\">"
+            f"{controls_html(specs, layout_rows)}"
+            f"<div class='sb-live-message' role='status'>{message}</div>"
+            f"<div class='sb-live-figure'><img alt='the widget at its current settings' "
+            f"src='data:image/png;base64,{image}'></div>"
+            f"<div class='sb-live-summary'>{summary_html}</div></div>")

