@@ -133,6 +133,23 @@ def test_a_control_the_static_page_cannot_offer_is_refused():
         control_spec("colour", ipywidgets.ColorPicker())
 
 
+def test_free_text_controls_become_inputs_at_their_values():
+    import ipywidgets
+
+    from scalebook.widgets.live_html import control_spec, controls_html
+
+    controls = {"n_chips": ipywidgets.IntText(value=256, description="chips"),
+                "mfu": ipywidgets.FloatText(value=0.4, description="MFU"),
+                "mesh": ipywidgets.Text(value="data=4, model=2", description="mesh")}
+    specs = {name: control_spec(name, c) for name, c in controls.items()}
+    assert [s["kind"] for s in specs.values()] == ["int", "float", "text"]
+    assert [s["value"] for s in specs.values()] == [256, 0.4, "data=4, model=2"]
+    html = controls_html(specs, [("n_chips", "mfu", "mesh")])
+    assert "<input type='number' name='n_chips' step='1' value='256'>" in html
+    assert "<input type='number' name='mfu' step='any' value='0.4'>" in html
+    assert "<input type='text' name='mesh' value='data=4, model=2'>" in html
+
+
 def test_runtime_cache_key_follows_the_bundled_sources(tmp_path):
     import sys
 
@@ -281,6 +298,10 @@ def test_widget_is_live_from_disk(browser, module):
         index)
 
     lb.touch(browser, index, first)
+    loading = browser.execute_script(
+        "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+        "return [root.sbLive.state, root.querySelector('.sb-live-message').textContent];", index)
+    assert loading == ["loading", "loading Python…"], loading  # the reader sees it is coming
     state = lb.wait_live(browser, index, timeout=60)
     ready_s = (state["timings"]["ready"] - state["timings"]["touch"]) / 1e3
     assert ready_s < READY_SECONDS, f"Python took {ready_s:.2f} s to start"
