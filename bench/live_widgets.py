@@ -54,6 +54,10 @@ MOVES = {
 }
 
 
+#: The issue's budget for a chapter before any touch: bytes read from disk (raw).
+PAGE_BUDGET = 3_000_000
+
+
 def _weights(driver, page: str) -> dict:
     urls = lb.open_page(driver, page)
     files = {lb._site_file(u) for u in urls} - {None}
@@ -113,11 +117,12 @@ def main() -> None:
         redraws = {page: _redraws(driver, page, MOVES[page][0], MOVES[page][1], args.moves)
                    for page in MOVES}
 
-    print("1. Page weight before any touch (site files the page loaded)")
+    print(f"1. Page weight before any touch (site files the page loaded; budget "
+          f"{PAGE_BUDGET:,} bytes raw, from disk)")
     print(f"   {'chapter':<16}{'raw (disk)':>14}{'gzip':>12}{'of it widgets':>16}  outside")
     for page, w in weights.items():
         print(f"   {page:<16}{w['raw']:>14,}{w['gzip']:>12,}{w['widget']:>16,}  "
-              f"{len(w['outside'])}")
+              f"{len(w['outside'])}" + ("  OVER BUDGET" if w["raw"] >= PAGE_BUDGET else ""))
     first_use = {k: v for k, v in manifest["bytes"].items()
                  if k not in ("widgets.js", "widgets.css", "stdlib-modules.txt")}
     print(f"\n2. First touch loads {sum(first_use.values()):,} bytes (runtime {manifest['key']}):")

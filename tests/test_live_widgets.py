@@ -229,7 +229,8 @@ SCENARIOS = {
 
 #: The widget's scripts and style sheet may add this much to a page before any touch.
 WIDGET_BYTES_BEFORE_TOUCH = 100_000
-#: The whole page before a touch, as a static host sends it gzip-compressed.
+#: The whole page before a touch: the bytes read from disk, the issue's measure (a static
+#: host's gzip sends about a third of that; the failure message gives both).
 PAGE_BYTES_BEFORE_TOUCH = 3_000_000
 READY_SECONDS = 5.0
 REDRAW_MEDIAN_MS = 50.0
@@ -291,7 +292,10 @@ def test_widget_is_live_from_disk(browser, module):
     widget_bytes = sum((LIVE / f).stat().st_size for f in live_files)
     assert widget_bytes < WIDGET_BYTES_BEFORE_TOUCH
     files = {lb._site_file(u) for u in before} - {None}
-    assert sum(_gzip_size(f) for f in files) < PAGE_BYTES_BEFORE_TOUCH
+    raw = lb.page_weight(before)
+    assert raw < PAGE_BYTES_BEFORE_TOUCH, (
+        f"{page}: {raw:,} bytes from disk before a touch "
+        f"({sum(_gzip_size(f) for f in files):,} gzip-compressed)")
     assert browser.execute_script(  # before the touch: the static figure, decoded
         "const img = document.querySelectorAll('.sb-live')[arguments[0]]"
         ".querySelector('.sb-live-figure img'); return img.complete && img.naturalWidth > 0",
