@@ -176,8 +176,34 @@ return after.length > before ? after[after.length - 1] : null;
 def move(driver, index: int, control: str, how: str, value: object) -> float | None:
     """Move a control of widget ``index``: ``how`` is "value" (a slider position or a typed
     number/text), "label" (choose the option shown as ``value``), "options" (select exactly
-    the options shown in the list ``value``) or "checked" (tick or untick)."""
+    the options shown in the list ``value``), "checked" (tick or untick) or "click" (press
+    the button ``control``; ``value`` is unused: see :func:`press`)."""
+    if how == "click":
+        return press(driver, index, control)
     return driver.execute_script(_MOVE, index, control, how, value)
+
+
+_PRESS = """
+const [index, name] = arguments;
+const root = document.querySelectorAll('.sb-live')[index];
+const before = root.sbLive.redraws.length;
+root.querySelector(`[name='${name}']`).click();
+return before;
+"""
+
+
+def press(driver, index: int, button: str, timeout: float = 30.0) -> float | None:
+    """Click button ``button`` of widget ``index`` and wait for the redraw its action makes
+    (the page first paints a busy message, so the redraw comes after the click returns);
+    returns the redraw's milliseconds, or None when none came within ``timeout`` seconds."""
+    before = driver.execute_script(_PRESS, index, button)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        redraws = widget_state(driver, index)["redraws"]
+        if len(redraws) > before:
+            return redraws[-1]
+        time.sleep(0.02)
+    return None
 
 
 def summary_matches(driver, index: int, expected_html: str) -> bool:

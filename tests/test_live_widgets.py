@@ -150,6 +150,21 @@ def test_free_text_controls_become_inputs_at_their_values():
     assert "<input type='text' name='mesh' value='data=4, model=2'>" in html
 
 
+def test_a_button_becomes_an_html_button_without_a_value():
+    import ipywidgets
+
+    from scalebook.widgets.live_html import control_spec, controls_html
+
+    spec = control_spec("best", ipywidgets.Button(description="best layout",
+                                                  tooltip="search <all> layouts"))
+    assert spec == {"name": "best", "label": "best layout", "kind": "button", "value": None,
+                    "tooltip": "search <all> layouts"}
+    assert controls_html({"best": spec}, [("best",)]) == (
+        "<form class='sb-live-controls' hidden><div class='sb-live-row'><button type='button' "
+        "class='sb-live-control' name='best' title='search &lt;all&gt; layouts'>best layout"
+        "</button></div></form>")
+
+
 def test_runtime_cache_key_follows_the_bundled_sources(tmp_path):
     import sys
 

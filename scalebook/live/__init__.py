@@ -13,7 +13,10 @@ just moved (None on the first draw). It returns::
      "controls": {name: value}}  # optional: controls to set (a preset filling its fields)
 
 and raises ``ValueError`` for inputs the widget rejects; :func:`render` turns that into
-``{"error": message}``, shown above the last good picture, as the Jupyter widget does.
+``{"error": message}``, shown above the last good picture, as the Jupyter widget does. A view
+that set controls before the rejection (a preset filled fields that do not fit) returns
+``{"error": message, "controls": {...}}`` itself: the page sets them too, as Jupyter does.
+``changed`` may also name a button (its action, a search say, sets controls).
 
 The modules import only scalebook's solver (which runs without NumPy: :mod:`scalebook._np`),
 so the same functions run in Jupyter, under pytest, and in the reader's browser on the

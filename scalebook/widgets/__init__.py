@@ -309,8 +309,10 @@ class Explorer(widgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["image/png"] = base64.b64encode(self.png).decode("ascii")
         if self.live is not None:
+            buttons = dict(getattr(self, "buttons", {}))  # a subclass's action buttons
+            rows = [*self._layout_rows, *([tuple(buttons)] if buttons else [])]
             bundle["text/html"] = live_html.placeholder(
-                self.live, self.controls, self._layout_rows, self.png, self.summary.value,
+                self.live, {**self.controls, **buttons}, rows, self.png, self.summary.value,
                 self.error)
         return bundle
 

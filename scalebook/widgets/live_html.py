@@ -21,7 +21,9 @@ name), its ``kind`` and what the browser needs to read its value back:
 - ``logslider``: ``base``, ``min``, ``max``, ``step`` (exponents), ``value`` = base^exponent,
   ``format`` (the readout, a Python/d3 format such as ",.0f");
 - ``slider``: ``min``, ``max``, ``step``, ``value``, ``format``;
-- ``int``, ``float``, ``text``: free input; ``value``.
+- ``int``, ``float``, ``text``: free input; ``value``;
+- ``button``: no value; a click redraws with ``changed`` set to the button's name (the view
+  runs the button's action, a search say, and returns the controls it sets).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ def control_spec(name: str, control: widgets.Widget) -> dict:
         spec.update(kind="float", value=control.value)
     elif isinstance(control, widgets.Text):
         spec.update(kind="text", value=control.value)
+    elif isinstance(control, widgets.Button):
+        spec.update(kind="button", value=None, tooltip=control.tooltip or "")
     else:
         raise TypeError(f"control {name!r} is a {type(control).__name__}, which the static "
                         "page cannot offer yet (scalebook/widgets/live_html.py)")
@@ -100,6 +104,9 @@ def _control_html(spec: Mapping) -> str:
         field = (f"<input type='range' name='{name}' min='{spec['min']}' max='{spec['max']}' "
                  f"step='{spec['step']}' value='{round(position, 12)}'>"
                  f"<output>{html.escape(_readout(value, spec['format']))}</output>")
+    elif kind == "button":
+        return (f"<button type='button' class='sb-live-control' name='{name}' "
+                f"title='{html.escape(spec['tooltip'])}'>{html.escape(spec['label'])}</button>")
     elif kind in ("int", "float"):
         step = "1" if kind == "int" else "any"
         field = f"<input type='number' name='{name}' step='{step}' value='{value}'>"

@@ -6,8 +6,9 @@
 // chart draws exactly the points, ticks and texts Python returned (scalebook/live/chart.py).
 //
 // For tests and the benchmark each widget element gets `sbLive`: {state: "static" |
-// "loading" | "live" | "failed", last: the last result drawn, timings: {touch, ready},
-// redraws: [ms per redraw], charts: [Chart]}; window.sbLiveMarks holds the loader's marks.
+// "loading" | "live" | "failed", last: {values, changed, result} of the last redraw,
+// timings: {touch, ready}, redraws: [ms per redraw], charts: [Chart]}; window.sbLiveMarks
+// holds the loader's marks.
 (function () {
   "use strict";
   const base = document.currentScript.src.replace(/[^/]*$/, "");
@@ -227,21 +228,22 @@
       const start = performance.now();
       let values;
       try {
-        values = Object.fromEntries(specs.map(spec => [spec.name, readControl(form, spec)]));
+        values = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
+          .map(spec => [spec.name, readControl(form, spec)]));
       } catch (error) {
         setMessage(root, error.message, true);
         return;
       }
       const result = rt.render(widget, values, changed);
+      for (const [name, value] of Object.entries(result.controls || {})) {  // even with an error
+        const spec = specs.find(s => s.name === name);
+        writeControl(form, spec, value);
+        showReadout(form, spec);
+      }
       if (result.error) {  // keep the last good picture, as the Jupyter widget does
         setMessage(root, result.error, true);
       } else {
         setMessage(root, "", false);
-        for (const [name, value] of Object.entries(result.controls || {})) {
-          const spec = specs.find(s => s.name === name);
-          writeControl(form, spec, value);
-          showReadout(form, spec);
-        }
         if (chartBox === null) {
           chartBox = document.createElement("div");
           chartBox.className = "sb-live-chart";
@@ -250,7 +252,7 @@
         state.charts = drawChart(chartBox, result.chart, state.charts);
         root.querySelector(".sb-live-summary").innerHTML = result.summary_html;
       }
-      state.last = {values, result};
+      state.last = {values, changed, result};
       state.redraws.push(performance.now() - start);
     }
 
@@ -266,12 +268,32 @@
         state.timings.ready = performance.now();
         root.classList.remove("sb-live-loading");
         redraw(null);
+        if (queued !== null) press(queued);
       }, error => {
         state.state = "failed";
         root.classList.remove("sb-live-loading");
         setMessage(root, "could not start Python: " + error.message, true);
         console.error(error);
       });
+    }
+
+    // A button's action (a search, say) may take a while: say so, let the page paint the
+    // message, then redraw with the button as the changed control. A button pressed while
+    // Python loads runs once it is ready.
+    let queued = null;
+    function press(spec) {
+      queued = null;
+      if (state.state !== "live") {
+        queued = spec;
+        touch();
+        return;
+      }
+      root.classList.add("sb-live-loading");
+      setMessage(root, spec.label + "…", false);
+      requestAnimationFrame(() => setTimeout(() => {
+        root.classList.remove("sb-live-loading");
+        redraw(spec.name);
+      }, 0));
     }
 
     function changed(event) {
@@ -290,6 +312,10 @@
     form.addEventListener("change", event => {
       const spec = specs.find(s => s.name === event.target.name);
       if (spec && onCommit.has(spec.kind)) changed(event);
+    });
+    form.addEventListener("click", event => {
+      const spec = specs.find(s => s.name === event.target.name && s.kind === "button");
+      if (spec) press(spec);
     });
     form.addEventListener("submit", event => event.preventDefault());
     for (const type of ["pointerdown", "focusin", "keydown"]) form.addEventListener(type, touch);
