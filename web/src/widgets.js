@@ -101,7 +101,8 @@
     const type = {log: "logarithmic", linear: "linear", category: "category"}[axis.scale];
     const options = {type, title: {display: !!axis.label, text: axis.label},
       grid: {display: axis.scale !== "category", color: "rgba(0, 0, 0, 0.12)"},
-      ticks: {autoSkip: false, maxRotation: 0}};
+      // category labels turn (as far as upright) only where they would overlap
+      ticks: {autoSkip: false, maxRotation: axis.scale === "category" ? 90 : 0}};
     if (axis.scale !== "category") Object.assign(options, {min: axis.min, max: axis.max});
     if (axis.ticks) {
       const labels = new Map(axis.ticks.map(([value, text]) => [value, text]));
@@ -148,6 +149,48 @@
     },
   };
 
+  // The labelled series' legend inside the plot, in the corner matplotlib's `loc` names
+  // ("upper left", "lower right", ...; "center" otherwise), without a frame: a line (or a
+  // filled box, for an area) before each label, in series order.
+  const insideLegend = {
+    id: "sbLegend",
+    afterDatasetsDraw(chart, args, options) {
+      const items = chart.data.datasets.filter(set => set.sbLegend);
+      if (!options.loc || !items.length) return;
+      const {ctx, chartArea: area} = chart;
+      const row = 13, swatch = 18, gap = 4, pad = 5;
+      ctx.save();
+      ctx.font = "10px sans-serif";
+      ctx.textBaseline = "middle";
+      const width = swatch + gap + Math.max(...items.map(set => ctx.measureText(set.label).width));
+      const height = row * items.length;
+      const x = options.loc.includes("right") ? area.right - pad - width
+        : options.loc.includes("left") ? area.left + pad : (area.left + area.right - width) / 2;
+      let y = options.loc.includes("upper") ? area.top + pad
+        : options.loc.includes("lower") ? area.bottom - pad - height : (area.top + area.bottom - height) / 2;
+      for (const set of items) {
+        const middle = y + row / 2;
+        if (set.fill === "shape") {
+          ctx.fillStyle = set.backgroundColor;
+          ctx.fillRect(x, middle - 4, swatch, 8);
+        } else {
+          ctx.strokeStyle = set.borderColor;
+          ctx.lineWidth = set.borderWidth;
+          ctx.setLineDash(set.borderDash || []);
+          ctx.beginPath();
+          ctx.moveTo(x, middle);
+          ctx.lineTo(x + swatch, middle);
+          ctx.stroke();
+          ctx.setLineDash([]);
+        }
+        ctx.fillStyle = "#000";
+        ctx.fillText(set.label, x + swatch + gap, middle);
+        y += row;
+      }
+      ctx.restore();
+    },
+  };
+
   function chartConfig(panel, aspect) {
     const bars = panel.series.some(s => s.kind === "bars");
     return {
@@ -159,12 +202,12 @@
         scales: {x: scaleOptions(panel.x), y: scaleOptions(panel.y)},
         plugins: {
           title: {display: false},
-          legend: {display: !!panel.legend, position: "bottom", align: "end",
-            labels: {boxHeight: 2, filter: (item, data) => data.datasets[item.datasetIndex].sbLegend}},
+          legend: {display: false},
+          sbLegend: {loc: panel.legend},
           tooltip: {enabled: false},
         },
       },
-      plugins: [barTexts],
+      plugins: [barTexts, insideLegend],
     };
   }
 
