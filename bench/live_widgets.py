@@ -51,6 +51,18 @@ MOVES = {
                                           "critical intensity, bf16")],
         "log": [("checked", True), ("checked", False)],
     }),
+    "inference": ("cache_dtype", {  # sliders move by their stops (indices)
+        "batch": [("value", k) for k in range(0, 24, 2)],
+        "prompt_len": [("value", k) for k in range(0, 22, 3)],
+        "gen_len": [("value", k) for k in range(0, 26, 3)],
+        "n_chips": [("value", n) for n in (8, 4, 2, 1, 8)],
+        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B")],
+        "chip": [("label", c) for c in ("H200", "B200", "H100")],
+        "weight_dtype": [("label", d) for d in ("int8", "fp8", "bf16")],
+        "cache_dtype": [("label", d) for d in ("int8", "fp8", "bf16")],
+        # weight_dtype's 40th move left int8 weights: int8 and bf16 matmuls both run
+        "compute_dtype": [("label", d) for d in ("int8", "bf16")],
+    }),
 }
 
 

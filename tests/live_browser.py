@@ -27,6 +27,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 LIVE_PAGES = {
     "rooflines": ["scalebook.live.roofline"],
     "hardware": ["scalebook.live.comparison"],
+    "inference": ["scalebook.live.serving"],
 }
 
 
@@ -223,6 +224,15 @@ def drawn_series(driver, index: int) -> list[list]:
         "const s = document.querySelectorAll('.sb-live')[arguments[0]].sbLive;"
         "return s.charts.map(c => c.data.datasets.map(d => d.data.map("
         "  p => (typeof p === 'number') ? p : [p.x, p.y])));", index)
+
+
+def drawn_texts(driver, index: int) -> dict[str, list[str]]:
+    """The texts the live figure shows: the figure's own lines ("texts", a flag say) and the
+    panel titles ("titles"), as the reader sees them (textContent)."""
+    return driver.execute_script(
+        "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+        "const text = sel => [...root.querySelectorAll(sel)].map(e => e.textContent);"
+        "return {texts: text('.sb-live-texts > div'), titles: text('.sb-live-title')};", index)
 
 
 #: Console errors that are not the widgets', each for a stated reason: Sphinx 7.4 writes

@@ -38,6 +38,10 @@ def _jupyter(module: str):
     """The Jupyter explorer a live module stands for, at the book's settings."""
     if module == "scalebook.live.roofline":
         return roofline_explorer("TPU v5e", compare="H100", B=64, D=8192, F=8192)
+    if module == "scalebook.live.serving":
+        from scalebook.widgets.serving_explorer import serving_explorer
+
+        return serving_explorer()
     return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "A100", "H100", "B200"],
                            metric="critical:bf16")
 
@@ -240,6 +244,17 @@ SCENARIOS = {
         ("metric", "label", "fp8 FLOP/s"),  # the V100 has none: "n/a", no bar
         ("chips", "options", []),  # nothing chosen: an error
     ]),
+    "scalebook.live.serving": ("inference", "cache_dtype", [
+        ("batch", "value", 17),  # the slider's stop 17: batch 512, past the cache limit
+        ("n_chips", "value", 4),  # a typed count
+        ("prompt_len", "value", 6),  # prompt 128 (stop 6) and reply 128 (stop 13): B* shows
+        ("gen_len", "value", 13),
+        ("weight_dtype", "label", "fp8"),
+        ("compute_dtype", "label", "fp8"),
+        ("n_chips", "value", 16),  # beyond an 8-GPU node: an error, the picture stays
+        ("chip", "label", "TPU v5e"),
+        ("cache_dtype", "label", "int8"),
+    ]),
 }
 
 #: The widget's scripts and style sheet may add this much to a page before any touch.
@@ -284,6 +299,9 @@ def _check_state(driver, module: str, index: int, previous_summary: str | None) 
         return expected
     assert jupyter.error == "" and expected["summary_html"] == jupyter.summary.value
     assert lb.summary_matches(driver, index, expected["summary_html"])
+    assert lb.drawn_texts(driver, index) == {  # the figure's texts and the panel titles
+        "texts": [t["text"] for t in expected["chart"].get("texts", [])],
+        "titles": [panel["title"] for panel in expected["chart"]["panels"]]}
     drawn = lb.drawn_series(driver, index)
     for panel, datasets in zip(expected["chart"]["panels"], drawn):
         assert len(datasets) == len(panel["series"])

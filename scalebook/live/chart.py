@@ -4,11 +4,16 @@ The browser (``web/src/widgets.js``) draws this with Chart.js and computes nothi
 point, tick, label and colour is decided here, in Python, by scalebook. The schema:
 
 ``chart``
-    ``{"panels": [panel, ...], "width": px, "height": px}``: panels side by side, at the size
-    of the Jupyter figure (the browser keeps the aspect ratio and fits the page width).
+    ``{"panels": [panel, ...], "width": px, "height": px, "texts": [text, ...]}``: panels side
+    by side, at the size of the Jupyter figure (the browser keeps the aspect ratio and fits the
+    page width); ``texts`` are lines printed above the panels (the figure's own texts).
+``text``
+    ``{"text": str, "colour": "#rrggbb", "bold": bool}``.
 ``panel``
-    ``{"title": str, "x": axis, "y": axis, "series": [series, ...], "legend": str | None}``;
-    ``legend`` is where the legend of the labelled series goes ("lower right") or None.
+    ``{"title": str, "x": axis, "y": axis, "series": [series, ...], "legend": str | None,
+    "y2": axis | None, "width": float}``; ``legend`` is where the legend of the labelled series
+    goes ("lower right") or None; ``y2`` is a second y axis on the right (matplotlib's
+    ``twinx``); ``width`` is the panel's share of the figure width, relative to the others'.
 ``axis``
     ``{"scale": "log" | "linear" | "category", "min": float, "max": float, "label": str,
     "ticks": [[value, text], ...] | None, "categories": [str, ...] | None}``; with ``ticks``
@@ -20,6 +25,10 @@ point, tick, label and colour is decided here, in Python, by scalebook. The sche
       "label": None}``: markers with a black edge;
     - ``{"kind": "bars", "values": [h, ...], "colours": [...], "texts": [str, ...]}``: one bar
       per category, ``texts`` printed on top of each bar.
+    - ``{"kind": "area", "points": [[x, y], ...], "colour": "#rrggbbaa", "label": str | None}``:
+      the polygon through ``points`` filled, no outline (a shaded range, a stacked bar).
+
+A line, points or area series with ``"axis": "y2"`` is drawn against the panel's ``y2``.
 
 Non-finite numbers are not valid JSON: a series must leave them out (an infinite critical
 batch, say, is drawn as no line at all, exactly as the matplotlib version does).
@@ -60,18 +69,32 @@ def axis(scale: str, lo: float | None = None, hi: float | None = None, label: st
             "categories": list(categories) if categories is not None else None}
 
 
+def _on_y2(series: dict, y2: bool) -> dict:
+    """``series``, drawn against the right y axis when ``y2``."""
+    return {**series, "axis": "y2"} if y2 else series
+
+
 def line(points: Sequence[Point], colour: str, *, width: float = 2.0,
-         dash: Sequence[float] | None = None, label: str | None = None) -> dict:
-    """A polyline through ``points`` (x, y), drawn in order."""
-    return {"kind": "line", "points": [[float(x), float(y)] for x, y in points],
-            "colour": colour, "width": width, "dash": list(dash) if dash else None,
-            "label": label}
+         dash: Sequence[float] | None = None, label: str | None = None,
+         y2: bool = False) -> dict:
+    """A polyline through ``points`` (x, y), drawn in order (against ``y2`` with ``y2=True``)."""
+    return _on_y2({"kind": "line", "points": [[float(x), float(y)] for x, y in points],
+                   "colour": colour, "width": width, "dash": list(dash) if dash else None,
+                   "label": label}, y2)
 
 
-def points(xy: Sequence[Point], colour: str, *, size: float = 9.0) -> dict:
+def points(xy: Sequence[Point], colour: str, *, size: float = 9.0, y2: bool = False) -> dict:
     """Round markers with a black edge at ``xy``; ``size`` is the diameter in pixels."""
-    return {"kind": "points", "points": [[float(x), float(y)] for x, y in xy],
-            "colour": colour, "size": size, "label": None}
+    return _on_y2({"kind": "points", "points": [[float(x), float(y)] for x, y in xy],
+                   "colour": colour, "size": size, "label": None}, y2)
+
+
+def area(xy: Sequence[Point], colour: str, *, label: str | None = None,
+         y2: bool = False) -> dict:
+    """The polygon through ``xy`` filled with ``colour`` (alpha in its last two hex digits),
+    no outline; against the panel's ``y2`` axis with ``y2=True``."""
+    return _on_y2({"kind": "area", "points": [[float(x), float(y)] for x, y in xy],
+                   "colour": colour, "label": label}, y2)
 
 
 def bars(values: Sequence[float], colours: Sequence[str], texts: Sequence[str]) -> dict:
@@ -83,11 +106,24 @@ def bars(values: Sequence[float], colours: Sequence[str], texts: Sequence[str]) 
 
 
 def panel(title: str, x: dict, y: dict, series: Sequence[dict], *,
-          legend: str | None = None) -> dict:
-    """One plot: axes, series drawn in order, a title above it."""
-    return {"title": title, "x": x, "y": y, "series": list(series), "legend": legend}
+          legend: str | None = None, y2: dict | None = None, width: float = 1.0) -> dict:
+    """One plot: axes, series drawn in order, a title above it; ``y2`` a right-hand y axis
+    for the series marked ``y2``, ``width`` the panel's relative share of the figure width."""
+    if any(s.get("axis") == "y2" for s in series) and y2 is None:
+        raise ValueError("a series on y2 needs the panel's y2 axis")
+    if not width > 0:
+        raise ValueError(f"a panel's width share must be positive, got {width!r}")
+    return {"title": title, "x": x, "y": y, "series": list(series), "legend": legend,
+            "y2": y2, "width": float(width)}
 
 
-def chart(panels: Sequence[dict], *, width: float, height: float) -> dict:
-    """Panels side by side in a ``width`` x ``height`` pixel figure (the Jupyter size)."""
-    return {"panels": list(panels), "width": width, "height": height}
+def text(value: str, *, colour: str = "#000000", bold: bool = False) -> dict:
+    """One line of the figure's own text, printed above its panels."""
+    return {"text": value, "colour": colour, "bold": bool(bold)}
+
+
+def chart(panels: Sequence[dict], *, width: float, height: float,
+          texts: Sequence[dict] = ()) -> dict:
+    """Panels side by side in a ``width`` x ``height`` pixel figure (the Jupyter size), with
+    the figure's ``texts`` (:func:`text`) above them."""
+    return {"panels": list(panels), "width": width, "height": height, "texts": list(texts)}

@@ -21,6 +21,8 @@ name), its ``kind`` and what the browser needs to read its value back:
 - ``logslider``: ``base``, ``min``, ``max``, ``step`` (exponents), ``value`` = base^exponent,
   ``format`` (the readout, a Python/d3 format such as ",.0f");
 - ``slider``: ``min``, ``max``, ``step``, ``value``, ``format``;
+- ``selectslider``: ``options`` [[label, value], ...], ``value``: a slider over the options'
+  indices, the chosen option's label as its readout;
 - ``int``, ``float``, ``text``: free input; ``value``;
 - ``button``: no value; a click redraws with ``changed`` set to the button's name (the view
   runs the button's action, a search say, and returns the controls it sets).
@@ -62,6 +64,8 @@ def control_spec(name: str, control: widgets.Widget) -> dict:
     elif isinstance(control, widgets.FloatLogSlider):
         spec.update(kind="logslider", base=control.base, min=control.min, max=control.max,
                     step=control.step, value=control.value, format=control.readout_format)
+    elif isinstance(control, widgets.SelectionSlider):
+        spec.update(kind="selectslider", options=_options(control), value=control.value)
     elif isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
         spec.update(kind="slider", min=control.min, max=control.max, step=control.step,
                     value=control.value, format=control.readout_format)
@@ -99,6 +103,11 @@ def _control_html(spec: Mapping) -> str:
         checked = " checked" if value else ""
         return (f"<label class='sb-live-control sb-live-checkbox'><input type='checkbox' "
                 f"name='{name}'{checked}> {html.escape(spec['label'])}</label>")
+    elif kind == "selectslider":
+        index = [v for _, v in spec["options"]].index(value)
+        field = (f"<input type='range' name='{name}' min='0' max='{len(spec['options']) - 1}' "
+                 f"step='1' value='{index}'>"
+                 f"<output>{html.escape(spec['options'][index][0])}</output>")
     elif kind in ("logslider", "slider"):
         position = (math.log(value) / math.log(spec["base"])) if kind == "logslider" else value
         field = (f"<input type='range' name='{name}' min='{spec['min']}' max='{spec['max']}' "

@@ -53,7 +53,7 @@
   function readControl(form, spec) {
     const field = form.elements[spec.name];
     switch (spec.kind) {
-      case "select": return spec.options[+field.value][1];
+      case "select": case "selectslider": return spec.options[+field.value][1];
       case "multiselect":
         return [...field.selectedOptions].map(option => spec.options[+option.value][1]);
       case "checkbox": return field.checked;
@@ -75,7 +75,7 @@
     const field = form.elements[spec.name];
     const index = v => spec.options.findIndex(option => JSON.stringify(option[1]) === JSON.stringify(v));
     switch (spec.kind) {
-      case "select": field.value = String(index(value)); break;
+      case "select": case "selectslider": field.value = String(index(value)); break;
       case "multiselect": {
         const chosen = value.map(v => String(index(v)));
         for (const option of field.options) option.selected = chosen.includes(option.value);
@@ -88,19 +88,23 @@
   }
 
   function showReadout(form, spec) {
-    if (spec.kind !== "logslider" && spec.kind !== "slider") return;
-    const output = form.elements[spec.name].parentElement.querySelector("output");
-    if (output) output.textContent = formatNumber(readControl(form, spec), spec.format);
+    if (!["logslider", "slider", "selectslider"].includes(spec.kind)) return;
+    const field = form.elements[spec.name];
+    const output = field.parentElement.querySelector("output");
+    if (!output) return;
+    output.textContent = spec.kind === "selectslider" ? spec.options[+field.value][0]
+      : formatNumber(readControl(form, spec), spec.format);
   }
 
   // ---------------------------------------------------------------- drawing
 
   const MATPLOTLIB_DOTTED = [1.5, 2.5];
 
-  function scaleOptions(axis) {
+  function scaleOptions(axis, position) {
     const type = {log: "logarithmic", linear: "linear", category: "category"}[axis.scale];
-    const options = {type, title: {display: !!axis.label, text: axis.label},
-      grid: {display: axis.scale !== "category", color: "rgba(0, 0, 0, 0.12)"},
+    const options = {type, position, title: {display: !!axis.label, text: axis.label},
+      grid: {display: axis.scale !== "category" && position !== "right",
+        color: "rgba(0, 0, 0, 0.12)"},
       // category labels turn (as far as upright) only where they would overlap
       ticks: {autoSkip: false, maxRotation: axis.scale === "category" ? 90 : 0}};
     if (axis.scale !== "category") Object.assign(options, {min: axis.min, max: axis.max});
@@ -114,19 +118,24 @@
 
   function dataset(series) {
     const xy = (series.points || []).map(([x, y]) => ({x, y}));
+    const yAxisID = series.axis || "y";
     switch (series.kind) {
       case "line":
-        return {data: xy, showLine: true, label: series.label || "", borderColor: series.colour,
-          backgroundColor: series.colour, borderWidth: series.width,
+        return {data: xy, yAxisID, showLine: true, label: series.label || "",
+          borderColor: series.colour, backgroundColor: series.colour, borderWidth: series.width,
           borderDash: series.dash ? MATPLOTLIB_DOTTED : [], pointRadius: 0, fill: false,
           sbLegend: !!series.label};
       case "points":
-        return {data: xy, showLine: false, label: "", pointRadius: series.size / 2,
+        return {data: xy, yAxisID, showLine: false, label: "", pointRadius: series.size / 2,
           backgroundColor: series.colour, borderColor: "#000", borderWidth: 1, sbLegend: false};
       case "bars":
         return {data: series.values, label: "", backgroundColor: series.colours,
           borderColor: "#000", borderWidth: 0.5, barPercentage: 0.7, categoryPercentage: 1,
           sbTexts: series.texts, sbLegend: false};
+      case "area":  // a closed polygon, filled, no outline
+        return {data: xy, yAxisID, showLine: true, label: series.label || "", fill: "shape",
+          backgroundColor: series.colour, borderColor: series.colour, borderWidth: 0,
+          pointRadius: 0, sbLegend: !!series.label};
       default: throw new Error("unknown series kind " + series.kind);
     }
   }
@@ -199,7 +208,8 @@
       options: {
         animation: false, responsive: true, maintainAspectRatio: true, aspectRatio: aspect,
         events: [], parsing: bars ? undefined : false,
-        scales: {x: scaleOptions(panel.x), y: scaleOptions(panel.y)},
+        scales: {x: scaleOptions(panel.x, "bottom"), y: scaleOptions(panel.y, "left"),
+          ...(panel.y2 ? {y2: scaleOptions(panel.y2, "right")} : {})},
         plugins: {
           title: {display: false},
           legend: {display: false},
@@ -215,8 +225,10 @@
   // (it wraps where the page is narrow) over a canvas. The charts already there are reused
   // when the panels keep their kind; returns the charts.
   function drawChart(box, spec, charts) {
-    const aspect = spec.width / spec.panels.length / spec.height;
-    const configs = spec.panels.map(panel => chartConfig(panel, aspect));
+    const shares = spec.panels.map(panel => panel.width || 1);
+    const total = shares.reduce((a, b) => a + b, 0);
+    const configs = spec.panels.map((panel, i) =>
+      chartConfig(panel, spec.width * shares[i] / total / spec.height));
     const reusable = charts.length === configs.length &&
       charts.every((chart, i) => chart.config.type === configs[i].type);
     if (!reusable) {
@@ -241,8 +253,20 @@
     }
     charts.forEach((chart, i) => {
       chart.canvas.parentElement.querySelector(".sb-live-title").textContent = spec.panels[i].title;
+      chart.canvas.parentElement.style.flexGrow = String(shares[i]);
     });
     return charts;
+  }
+
+  // The figure's own lines of text (scalebook/live/chart.py `text`), one div each.
+  function drawTexts(box, texts) {
+    box.replaceChildren(...texts.map(t => {
+      const line = document.createElement("div");
+      line.textContent = t.text;
+      line.style.color = t.colour;
+      if (t.bold) line.style.fontWeight = "bold";
+      return line;
+    }));
   }
 
   // ---------------------------------------------------------------- one widget
@@ -266,6 +290,7 @@
     root.sbLive = state;
     let rt = null;
     let chartBox = null;
+    let textBox = null;
 
     function redraw(changed) {
       const start = performance.now();
@@ -288,10 +313,13 @@
       } else {
         setMessage(root, "", false);
         if (chartBox === null) {
+          textBox = document.createElement("div");
+          textBox.className = "sb-live-texts";
           chartBox = document.createElement("div");
           chartBox.className = "sb-live-chart";
-          figure.replaceChildren(chartBox);
+          figure.replaceChildren(textBox, chartBox);
         }
+        drawTexts(textBox, result.chart.texts || []);
         state.charts = drawChart(chartBox, result.chart, state.charts);
         root.querySelector(".sb-live-summary").innerHTML = result.summary_html;
       }
