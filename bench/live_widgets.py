@@ -63,6 +63,19 @@ MOVES = {
         # weight_dtype's 40th move left int8 weights: int8 and bf16 matmuls both run
         "compute_dtype": [("label", d) for d in ("int8", "bf16")],
     }),
+    "transformers": ("remat", {
+        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B")],
+        "n_layers": [("value", n) for n in (32, 80, 126, 48)],
+        "d_model": [("value", d) for d in (4096, 8192, 16384)],
+        "n_kv_heads": [("value", k) for k in (8, 16, 32)],
+        "seq_len": [("value", t) for t in (2048, 8192, 32768, 131072)],
+        "tokens_trillions": [("value", t) for t in (1, 2.5, 15, 15.6)],
+        "global_batch": [("value", b) for b in (256, 1024, 2048)],
+        "remat": [("label", r) for r in ("none", "selective", "full")],
+        "chip": [("label", c) for c in ("TPU v5p", "B200", "H100")],
+        "n_chips": [("value", n) for n in (1024, 4096, 16384)],
+        "mfu": [("value", m) for m in (0.3, 0.4, 0.5, 0.6)],
+    }),
 }
 
 

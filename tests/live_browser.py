@@ -28,6 +28,7 @@ LIVE_PAGES = {
     "rooflines": ["scalebook.live.roofline"],
     "hardware": ["scalebook.live.comparison"],
     "inference": ["scalebook.live.serving"],
+    "transformers": ["scalebook.live.calculator"],
 }
 
 
@@ -205,6 +206,19 @@ def press(driver, index: int, button: str, timeout: float = 30.0) -> float | Non
             return redraws[-1]
         time.sleep(0.02)
     return None
+
+
+def control_value(driver, index: int, name: str) -> object:
+    """The value control ``name`` of widget ``index`` shows now, as the widget reads it: the
+    chosen option's value, a checkbox's state, a number field's number, else the text."""
+    return driver.execute_script(
+        "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+        "const spec = JSON.parse(root.dataset.controls).find(s => s.name === arguments[1]);"
+        "const field = root.querySelector(`[name='${arguments[1]}']`);"
+        "if (spec.kind === 'select') return spec.options[+field.value][1];"
+        "if (spec.kind === 'checkbox') return field.checked;"
+        "if (spec.kind === 'int' || spec.kind === 'float') return Number(field.value);"
+        "return field.value;", index, name)
 
 
 def summary_matches(driver, index: int, expected_html: str) -> bool:

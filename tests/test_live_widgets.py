@@ -38,6 +38,12 @@ def _jupyter(module: str):
     """The Jupyter explorer a live module stands for, at the book's settings."""
     if module == "scalebook.live.roofline":
         return roofline_explorer("TPU v5e", compare="H100", B=64, D=8192, F=8192)
+    if module == "scalebook.live.calculator":
+        from scalebook.widgets.transformer_calculator import transformer_calculator
+
+        return transformer_calculator("LLaMA-3 405B", seq_len=8192, tokens_trillions=15.6,
+                                      chip="H100", n_chips=16384, mfu=0.4, global_batch=2048,
+                                      remat="full")
     if module == "scalebook.live.serving":
         from scalebook.widgets.serving_explorer import serving_explorer
 
@@ -106,7 +112,8 @@ def _placeholder(widget) -> str:
     return widget._repr_mimebundle_()["text/html"]
 
 
-@pytest.mark.parametrize("module", ["scalebook.live.roofline", "scalebook.live.comparison"])
+@pytest.mark.parametrize("module", ["scalebook.live.roofline", "scalebook.live.comparison",
+                                    "scalebook.live.calculator"])
 def test_static_html_carries_controls_figure_and_numbers(module):
     widget = _jupyter(module)
     page = _placeholder(widget)
@@ -255,6 +262,17 @@ SCENARIOS = {
         ("chip", "label", "TPU v5e"),
         ("cache_dtype", "label", "int8"),
     ]),
+    "scalebook.live.calculator": ("transformers", "remat", [
+        ("seq_len", "value", 131072),  # a typed whole number
+        ("preset", "label", "LLaMA-3 8B"),  # fills the model fields
+        ("n_kv_heads", "value", 32),  # an edited field: the model becomes "custom"
+        ("tokens_trillions", "value", 2.5),  # a typed number
+        ("mfu", "value", 0.55),
+        ("chip", "label", "TPU v5p"),
+        ("n_chips", "value", 0),  # no chips: an error, the picture stays
+        ("n_chips", "value", 64),  # the memory bar off the scale
+        ("remat", "label", "none"),
+    ]),
 }
 
 #: The widget's scripts and style sheet may add this much to a page before any touch.
@@ -280,14 +298,19 @@ def _gzip_size(path: Path) -> int:
     return len(gzip.compress(path.read_bytes(), 6))
 
 
-def _check_state(driver, module: str, index: int, previous_summary: str | None) -> dict:
-    """What the widget shows now equals CPython's render for the values it read, and the
-    Jupyter widget's numbers at those values."""
+def _check_state(driver, module: str, index: int, previous_summary: str | None,
+                 changed: str | None = None) -> dict:
+    """What the widget shows now equals CPython's render for the values it read after control
+    ``changed`` moved, and the Jupyter widget's numbers at those values (plus the controls the
+    view wrote back, a preset's fields say, which the page's inputs must now show)."""
     state = lb.widget_state(driver, index)
     values, shown = state["last"]["values"], state["last"]["result"]
-    expected = json.loads(json.dumps(render(module, values)))
+    expected = json.loads(json.dumps(render(module, values, changed)))
     assert shown == expected, f"Pyodide and CPython disagree at {values}"
-    jupyter = _jupyter_at(module, values)
+    written = expected.get("controls", {})
+    for name, value in written.items():
+        assert lb.control_value(driver, index, name) == value, name
+    jupyter = _jupyter_at(module, {**values, **written})
     if "error" in expected:
         assert jupyter.error == expected["error"]
         message = driver.execute_script(
@@ -345,7 +368,7 @@ def test_widget_is_live_from_disk(browser, module):
     summary = _check_state(browser, module, index, None)["summary_html"]
     for control, how, value in moves:
         assert lb.move(browser, index, control, how, value) is not None, control
-        result = _check_state(browser, module, index, summary)
+        result = _check_state(browser, module, index, summary, control)
         summary = result.get("summary_html", summary)
 
     after = lb.requests(browser)

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from scalebook import training, transformer
+from scalebook.live import render
 from scalebook.training import PRESETS
 from scalebook.widgets.transformer_calculator import (
     CUSTOM,
@@ -145,3 +146,121 @@ def test_state_validation():
         transformer.training_flops(PRESETS["LLaMA-3 8B"], 1e12, include_attention=True,
                                    seq_len=8192) / (1024 * 9.89e14 * 0.5) / DAY)
     assert math.isfinite(s.crossover)
+
+
+# --------------------------------------------------------------------------- the live view
+
+LIVE = "scalebook.live.calculator"
+
+
+def _xy(artist) -> list[list[float]]:
+    return [[float(x), float(y)] for x, y in zip(*artist.get_data())]
+
+
+@pytest.mark.parametrize("changes, changed", [
+    ({}, None),
+    ({"seq_len": 131072, "mfu": 0.55}, "mfu"),
+    ({"preset": "LLaMA-3 8B"}, "preset"),  # the preset fills the model fields
+    ({"n_kv_heads": 64}, "n_kv_heads"),  # an edited field makes the model custom (MHA)
+    ({"chip": "TPU v5p", "n_chips": 1024, "remat": "none", "tokens_trillions": 2.5,
+      "global_batch": 16}, "n_chips"),  # 1,024 chips: the memory bar is off the scale
+    ({"preset": CUSTOM, "d_model": 2048, "n_heads": 16, "n_kv_heads": 4, "d_ff": 5504,
+      "n_layers": 24, "vocab_size": 32000, "seq_len": 512}, "seq_len"),
+])
+def test_live_view_is_the_jupyter_widget(calc, changes, changed):
+    """What the static page draws for these control values, and the controls it writes back,
+    equal what the Jupyter widget shows after a reader makes the same changes."""
+    values = {**calc.values(), **changes}
+    calc.set_quietly({k: v for k, v in changes.items() if k != changed})
+    if changed is None:
+        calc.update()
+    else:
+        calc.controls[changed].value = changes[changed]  # as a reader: links, then updates
+    out = render(LIVE, values, changed)
+    assert "error" not in out and calc.error == ""
+    assert {**values, **out.get("controls", {})} == calc.values()
+    assert out["summary_html"] == calc.summary.value
+    params, flops, memory = out["chart"]["panels"]
+    a = calc.artists
+    assert out["chart"]["texts"][0]["text"] == a["heading"].get_text()
+    for panel, key in ((params, "param_title"), (flops, "flops_title"), (memory, "memory_title")):
+        assert panel["title"] == a[key].get_text()
+    (bars,) = params["series"]
+    assert params["x"]["categories"] == [label for label, _ in PARAM_BLOCKS]
+    assert bars["values"] == [a[f"param/{label}"].get_height() for label, _ in PARAM_BLOCKS]
+    lines = [s["points"] for s in flops["series"]]
+    for name in ("matmul", "mlp", "attention", "total", "crossover", "now"):
+        artist = a[name if name in ("crossover", "now") else f"flops/{name}"]
+        assert _xy(artist) in lines, name
+    areas = [s for s in memory["series"] if s["kind"] == "area"]
+    assert [s["label"] for s in areas] == [kind for kind, _ in MEMORY_KINDS]
+    for series, (kind, colour) in zip(areas, MEMORY_KINDS):
+        bar = a[f"memory/{kind}"]
+        (x0, y0), (x1, _), (_, y1), _ = series["points"]
+        assert series["colour"] == colour
+        assert [x0, x1, y0, y1] == [bar.get_x(), bar.get_x() + bar.get_width(), bar.get_y(),
+                                    bar.get_y() + bar.get_height()]
+    assert _xy(a["hbm"]) in [s["points"] for s in memory["series"]]
+
+
+def test_live_view_writes_back_linked_controls():
+    fields = {n: getattr(PRESETS["LLaMA-3 70B"], n) for n in MODEL_FIELDS}
+    values = {"preset": "LLaMA-3 405B", **fields}
+    out = render(LIVE, values, "preset")
+    assert out["controls"] == {n: getattr(PRESETS["LLaMA-3 405B"], n) for n in MODEL_FIELDS}
+    assert out["summary_html"].startswith("<div style='font-size:90%'><b>LLaMA-3 405B</b>")
+    assert render(LIVE, {**values, "preset": "LLaMA-3 70B", "d_ff": 28000},
+                  "d_ff")["controls"] == {"preset": CUSTOM}
+    assert "controls" not in render(LIVE, values, "mfu")
+    assert "controls" not in render(LIVE, {**values, "preset": CUSTOM}, "preset")
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("n_chips", 0, "chips must be a positive integer, got 0"),
+    ("n_kv_heads", 7, "n_kv_heads (7) must divide n_heads (64)"),
+    ("tokens_trillions", -1.0, "the token budget must be a positive number of trillions"),
+    ("seq_len", -5, "sequence length must be a positive integer, got -5"),
+])
+def test_live_view_rejects_bad_input_as_the_widget_does(calc, name, value, message):
+    values = {**calc.values(), name: value}
+    out = render(LIVE, values, name)
+    assert list(out) == ["error"] and message in out["error"]
+    calc.controls[name].value = value
+    assert calc.error == out["error"]
+
+
+def test_live_view_rejects_what_the_jupyter_controls_cannot_hold():
+    """A slider clamps and an IntText rounds in Jupyter; the view refuses such values itself."""
+    values = {"preset": "LLaMA-3 8B", **{n: getattr(PRESETS["LLaMA-3 8B"], n)
+                                          for n in MODEL_FIELDS}}
+    assert render(LIVE, {**values, "mfu": 1.5}) == {"error": "mfu must be a number in (0, 1], got 1.5"}
+    assert render(LIVE, {**values, "global_batch": 2.5}) == {
+        "error": "global batch must be a positive integer, got 2.5"}
+    assert "unknown chip" in render(LIVE, {**values, "chip": "no such chip"})["error"].lower()
+
+
+def test_live_view_runs_without_numpy_and_is_json():
+    """The browser has no NumPy: the view, in a fresh interpreter where ``import numpy``
+    fails, gives the same JSON as here (and the runtime bundles the module)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    values = {"preset": "LLaMA-3 8B", **{n: getattr(PRESETS["LLaMA-3 8B"], n)
+                                          for n in MODEL_FIELDS}, "seq_len": 32768}
+    script = ("import sys; sys.modules['numpy'] = None\n"
+              "from scalebook.live import render_json\n"
+              f"print(render_json({LIVE!r}, sys.stdin.read(), 'seq_len'))\n"
+              "assert not [m for m, mod in sys.modules.items() if mod is not None and "
+              "m.split('.')[0] in ('numpy', 'matplotlib', 'ipywidgets')]\n")
+    proc = subprocess.run([sys.executable, "-c", script], input=json.dumps(values), cwd=root,
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(proc.stdout) == json.loads(json.dumps(render(LIVE, values, "seq_len")))
+    sys.path.insert(0, str(root / "web"))
+    try:
+        import build_live
+    finally:
+        sys.path.remove(str(root / "web"))
+    assert "scalebook/live/calculator.py" in build_live.scalebook_sources(root)

@@ -1,0 +1,378 @@
+"""The transformer calculator's numbers: state, plot series, summary, and the live view.
+
+Plain Python on :mod:`scalebook.transformer` and :mod:`scalebook.training` (no ipywidgets,
+no matplotlib, no NumPy arrays), shared by the Jupyter widget
+(:func:`scalebook.widgets.transformer_calculator.transformer_calculator`, drawn with
+matplotlib) and the book's static site (:func:`view`, drawn in the reader's browser).
+
+What it shows for a model, a context length T, a token budget, a cluster and an MFU:
+
+- the parameters by block (embedding, attention with grouped-query K/V, MLP, unembedding);
+- training FLOPs per token against T in units of ``6·P_matmul``: the weight matmuls at 1, the
+  attention core ``12·L·T·H·d_h / 6·P_matmul`` rising through it, the crossover marked;
+- the training memory per chip by kind (perfect sharding over the cluster) in units of HBM;
+- the days to train at the MFU, and at 100% (peak).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from ..hardware import chip_names, get_chip
+from ..training import (
+    MIXED_PRECISION_ADAM,
+    PRESETS,
+    TrainingFootprint,
+    fewest_chips,
+    run_time,
+    training_memory,
+)
+from ..transformer import (
+    FlopsPerToken,
+    ParamCount,
+    TransformerConfig,
+    attention_crossover_context,
+    flops_per_token,
+    param_count,
+)
+from ..units import format_bytes, format_seconds
+from . import chart
+from .comparison import _power_of_ten
+
+__all__ = [
+    "CalculatorState", "calculator_state", "param_fractions", "flops_curves",
+    "calculator_series", "calculator_summary", "calculator_chart", "linked_controls", "view",
+    "MODEL_FIELDS", "CUSTOM", "DEFAULT_PRESET", "PARAM_BLOCKS", "MEMORY_KINDS", "CONTEXT_RANGE",
+    "CONTEXTS", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM", "CALCULATOR_CHIPS", "FIGURE_PX",
+]
+
+#: The preset dropdown's entry for a hand-edited model; the preset a bare view starts from.
+CUSTOM = "custom"
+DEFAULT_PRESET = "LLaMA-3 70B"
+
+#: Controls that describe the model; editing one switches the preset to "custom".
+MODEL_FIELDS: tuple[str, ...] = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads",
+                                 "vocab_size")
+
+#: Parameter blocks shown as bars: (label, function of a ParamCount).
+PARAM_BLOCKS: tuple[tuple[str, Callable[[ParamCount], int]], ...] = (
+    ("embedding", lambda c: c.embedding),
+    ("attn Q+O", lambda c: c.attention_q + c.attention_o),
+    ("attn K+V", lambda c: c.attention_k + c.attention_v),
+    ("MLP", lambda c: c.mlp),
+    ("unembed", lambda c: c.unembedding),
+)
+PARAM_COLOUR = "#1f5fa8"
+
+#: Memory kinds of a TrainingFootprint, stacked bottom to top, with their colours.
+MEMORY_KINDS: tuple[tuple[str, str], ...] = (
+    ("weights", "#1f5fa8"), ("gradients", "#6b9bd1"), ("master", "#d9731a"),
+    ("moments", "#f0a860"), ("activations", "#5a9e2f"))
+HBM_COLOUR = "#b00020"
+
+#: Context lengths of the FLOPs panel (tokens): 256 to 2^20, ten points per doubling, 2^(k/10).
+CONTEXT_RANGE = (256.0, 2.0 ** 20)
+CONTEXTS: tuple[float, ...] = tuple(2.0 ** (k / 10) for k in range(80, 201))
+#: The FLOPs panel's fixed y range (× 6·P_matmul).
+FLOPS_AXIS = (1e-3, 1e2)
+#: The memory axis runs to this multiple of one chip's HBM; the stacked bar spans x = ±0.3
+#: (the HBM line ±0.5) in an x range that leaves the right part to the legend.
+MEMORY_AXIS_HBM = 2.0
+MEMORY_XLIM = (-0.5, 1.6)
+MEMORY_BAR_HALF_WIDTH = 0.3
+
+#: matplotlib's dash patterns for a 1 px line, in px on and off: "--" and ":".
+DASHED, DOTTED = (3.7, 1.6), (1.0, 1.65)
+
+#: The curves of the FLOPs panel: (name, colour, line width, dash pattern, legend label).
+FLOPS_STYLES: tuple[tuple[str, str, float, tuple[float, float] | None, str], ...] = (
+    ("matmul", "#1f5fa8", 2.0, None, "weight matmuls (6P)"),
+    ("mlp", "#6b9bd1", 1.0, DASHED, "of which MLP"),
+    ("attention", "#d9731a", 2.0, None, "attention core (12·L·T·H·d_h)"),
+    ("total", "#000000", 1.0, DOTTED, "total"),
+)
+
+#: Size of the Jupyter figure in pixels (11 x 3.6 inches at 100 dpi).
+FIGURE_PX = (1100, 360)
+
+_DAY = 86400.0
+_GIB = 2.0 ** 30
+
+#: Chips offered: those with a bf16 figure (training runs in bf16).
+CALCULATOR_CHIPS: tuple[str, ...] = tuple(n for n in chip_names() if "bf16" in get_chip(n).dtypes)
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True)
+class CalculatorState:
+    """Everything the calculator shows, in SI units.
+
+    Attributes:
+        preset, config: the model (``preset`` is carried along for display).
+        params: parameter counts by kind (:class:`scalebook.transformer.ParamCount`).
+        seq_len: context length T the attention FLOPs are counted at (tokens).
+        tokens: the training token budget (tokens).
+        per_token: forward FLOPs per token by block at ``seq_len``
+            (:class:`scalebook.transformer.FlopsPerToken`; ``.training`` is 3 × forward).
+        crossover: context where the attention core's FLOPs equal the MLP's (tokens).
+        training_flops: ``per_token.training · tokens`` (FLOPs).
+        memory: the whole run's training state plus the activations of ``global_batch``
+            sequences (:class:`scalebook.training.TrainingFootprint`, mixed precision + Adam).
+        global_batch: sequences per step; ``remat``: the activation policy.
+        chip_name, n_chips, hbm_bytes: the cluster; ``mfu`` the utilisation assumed.
+        memory_per_chip: ``memory.total / n_chips`` (perfect sharding, bytes);
+            ``min_chips``: the fewest chips whose HBM holds ``memory.total``.
+        seconds: time to train at ``mfu``; ``seconds_at_peak``: at 100% (s).
+    """
+
+    preset: str
+    config: TransformerConfig
+    params: ParamCount
+    seq_len: int
+    tokens: float
+    per_token: FlopsPerToken
+    crossover: float
+    training_flops: float
+    memory: TrainingFootprint
+    global_batch: int
+    remat: str
+    chip_name: str
+    n_chips: int
+    hbm_bytes: float
+    mfu: float
+    memory_per_chip: float
+    min_chips: int
+    seconds: float
+    seconds_at_peak: float
+
+    @property
+    def days(self) -> float:
+        return self.seconds / _DAY
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_per_chip <= self.hbm_bytes
+
+
+def _int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def calculator_state(*, preset: str = DEFAULT_PRESET, n_layers: int, d_model: int, d_ff: int,
+                     n_heads: int, n_kv_heads: int, vocab_size: int, seq_len: int = 8192,
+                     tokens_trillions: float = 15.0, global_batch: int = 2048,
+                     remat: str = "full", chip: str = "H100", n_chips: int = 16384,
+                     mfu: float = 0.4) -> CalculatorState:
+    """Compute what the calculator shows for the model the fields describe.
+
+    ``tokens_trillions`` is the budget in units of 1e12 tokens (the only non-SI input, as a
+    reader types it); ``mfu`` must lie in (0, 1]. Raises ``ValueError`` for any bad input.
+    """
+    sizes = {k: _int(k, v) for k, v in dict(
+        n_layers=n_layers, d_model=d_model, d_ff=d_ff, n_heads=n_heads, n_kv_heads=n_kv_heads,
+        vocab_size=vocab_size).items()}
+    name = preset if preset in PRESETS else "custom model"
+    cfg = TransformerConfig(**sizes, name=name)
+    seq_len = _int("sequence length", seq_len)
+    global_batch = _int("global batch", global_batch)
+    n_chips = _int("chips", n_chips)
+    if isinstance(tokens_trillions, bool) or not isinstance(tokens_trillions, (int, float)) \
+            or not math.isfinite(tokens_trillions) or tokens_trillions <= 0:
+        raise ValueError(f"the token budget must be a positive number of trillions, "
+                         f"got {tokens_trillions!r}")
+    tokens = float(tokens_trillions) * 1e12
+    chip_obj = get_chip(chip)
+    per_token = flops_per_token(cfg, seq_len)
+    total = float(per_token.training) * tokens
+    memory = training_memory(cfg, precision=MIXED_PRECISION_ADAM, global_batch=global_batch,
+                             seq_len=seq_len, remat=remat)
+    seconds = float(run_time(total, n_chips, chip_obj, mfu=mfu))  # validates mfu
+    return CalculatorState(
+        preset=preset, config=cfg, params=param_count(cfg), seq_len=seq_len, tokens=tokens,
+        per_token=per_token, crossover=attention_crossover_context(cfg), training_flops=total,
+        memory=memory, global_batch=global_batch, remat=remat.strip().lower(),
+        chip_name=chip_obj.name, n_chips=n_chips, hbm_bytes=chip_obj.hbm_bytes,
+        mfu=float(mfu), memory_per_chip=memory.total / n_chips,
+        min_chips=fewest_chips(memory.total, chip_obj), seconds=seconds,
+        seconds_at_peak=float(run_time(total, n_chips, chip_obj, mfu=1.0)))
+
+
+def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[str, object]:
+    """The controls to set after control ``changed`` moved: choosing a preset fills the model
+    fields with its shape; editing a model field makes the preset "custom"."""
+    if changed == "preset":
+        cfg = PRESETS.get(values.get("preset"))
+        return {} if cfg is None else {name: getattr(cfg, name) for name in MODEL_FIELDS}
+    if changed in MODEL_FIELDS:
+        return {"preset": CUSTOM}
+    return {}
+
+
+# --------------------------------------------------------------------------- series
+
+
+def param_fractions(state: CalculatorState) -> list[float]:
+    """Each :data:`PARAM_BLOCKS` entry's share of the total parameters (0 to 1)."""
+    total = state.params.total
+    return [fn(state.params) / total for _label, fn in PARAM_BLOCKS]
+
+
+def flops_curves(state: CalculatorState, contexts: Sequence[float] = CONTEXTS
+                 ) -> dict[str, list[float]]:
+    """Training FLOPs per token over ``contexts`` (tokens), in units of the ``6·P_matmul``
+    rule: ``matmul`` (1, flat), ``mlp`` (its part of it, flat), ``attention``
+    (``12·L·T·H·d_h / 6·P_matmul``) and ``total`` (matmul + attention)."""
+    six_p = 3.0 * state.per_token.matmul
+    curves: dict[str, list[float]] = {"matmul": [], "mlp": [], "attention": [], "total": []}
+    for context in contexts:
+        f = flops_per_token(state.config, float(context))
+        curves["matmul"].append(1.0)
+        curves["mlp"].append(3.0 * f.mlp / six_p)
+        curves["attention"].append(3.0 * f.attention_core / six_p)
+        curves["total"].append(3.0 * f.forward / six_p)
+    return curves
+
+
+def memory_stack(state: CalculatorState) -> list[tuple[str, str, float, float]]:
+    """The memory bar's segments per chip in units of one chip's HBM, bottom to top:
+    ``(kind, colour, bottom, height)`` with ``height = bytes of kind / n_chips / HBM``."""
+    segments, bottom = [], 0.0
+    for kind, colour in MEMORY_KINDS:
+        height = getattr(state.memory, kind) / state.n_chips / state.hbm_bytes
+        segments.append((kind, colour, bottom, height))
+        bottom += height
+    return segments
+
+
+def calculator_series(state: CalculatorState) -> dict:
+    """Every plotted number and text of the calculator's figure:
+
+    ``shares`` (:func:`param_fractions`), ``contexts`` and ``curves`` (:func:`flops_curves`),
+    ``crossover`` (tokens), ``now`` ([T, attention at T]), ``memory`` (:func:`memory_stack`),
+    and the texts ``param_title``, ``flops_title``, ``memory_title`` and ``heading``.
+    """
+    p = state.params
+    share = float(state.per_token.attention_share)
+    verdict = "fits" if state.fits else "does not fit"
+    off = " (off the scale)" if state.memory_per_chip > MEMORY_AXIS_HBM * state.hbm_bytes else ""
+    return {
+        "shares": param_fractions(state),
+        "contexts": list(CONTEXTS),
+        "curves": flops_curves(state),
+        "crossover": float(state.crossover),
+        "now": [float(state.seq_len),
+                flops_curves(state, (float(state.seq_len),))["attention"][0]],
+        "memory": memory_stack(state),
+        "param_title": f"{p.total / 1e9:,.1f} billion parameters\n({p.norms:,} in norms)",
+        "flops_title": (f"T = {state.seq_len:,}: attention core {share:.0%} of FLOPs\n"
+                        f"it passes the MLP at T = {state.crossover:,.0f}"),
+        "memory_title": (f"{state.memory_per_chip / _GIB:,.1f} GiB per chip, {verdict}{off}\n"
+                         f"the run needs ≥ {state.min_chips:,} chips"),
+        "heading": (f"{state.config.name}, {state.tokens / 1e12:g}T tokens of "
+                    f"{state.seq_len:,}: {state.training_flops:.2e} FLOPs → {state.days:,.1f} "
+                    f"days on {state.n_chips:,} {state.chip_name} at {state.mfu:.0%} MFU "
+                    f"({state.seconds_at_peak / _DAY:,.1f} at peak)"),
+    }
+
+
+def calculator_summary(state: CalculatorState) -> str:
+    """HTML: parameters by block, FLOPs per token (forward, backward; matmul, attention),
+    training memory by kind, and the time to train."""
+    p, f = state.params, state.per_token
+    rows = "".join(f"<tr><td>{label}</td><td>{fn(p):,}</td></tr>" for label, fn in PARAM_BLOCKS)
+    rows += f"<tr><td>norms</td><td>{p.norms:,}</td></tr>"
+    rows += f"<tr><td><b>total</b></td><td><b>{p.total:,}</b></td></tr>"
+    flops = "".join(
+        f"<tr><td>{name}</td><td>{fwd:.3e}</td><td>{2 * fwd:.3e}</td></tr>"
+        for name, fwd in (("weight matmuls", float(f.matmul)),
+                          ("attention core", float(f.attention_core)),
+                          ("total", float(f.forward))))
+    mem = "".join(f"<tr><td>{kind}</td><td>{format_bytes(getattr(state.memory, kind))}</td>"
+                  f"<td>{format_bytes(getattr(state.memory, kind) / state.n_chips)}</td></tr>"
+                  for kind, _ in MEMORY_KINDS)
+    table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
+             "margin-right:2em'>")
+    return (
+        "<div style='font-size:90%'>"
+        f"<b>{html.escape(state.config.name)}</b>: {state.training_flops:.3e} training FLOPs "
+        f"for {state.tokens:.3g} tokens → <b>{state.days:,.1f} days</b> on {state.n_chips:,} "
+        f"{html.escape(state.chip_name)} at {state.mfu:.0%} MFU "
+        f"({format_seconds(state.seconds_at_peak)} at peak)<br>"
+        f"{table}<tr><th>parameters</th><th>count</th></tr>{rows}</table>"
+        f"{table}<tr><th>FLOPs per token at T = {state.seq_len:,}</th><th>forward</th>"
+        f"<th>backward</th></tr>{flops}</table>"
+        f"{table}<tr><th>memory ({html.escape(state.remat)} remat, {state.global_batch:,} "
+        f"sequences)</th><th>whole run</th><th>per chip</th></tr>{mem}</table></div>")
+
+
+# --------------------------------------------------------------------------- the live view
+
+
+def calculator_chart(series: dict) -> dict:
+    """:func:`calculator_series` as a :mod:`~scalebook.live.chart` description: parameter
+    shares (bars), FLOPs per token against context (log-log) and the memory per chip (a
+    stacked bar of shaded rectangles against the HBM line), as the Jupyter figure."""
+    labels = [label for label, _ in PARAM_BLOCKS]
+    params = chart.panel(
+        series["param_title"], chart.axis("category", categories=labels),
+        chart.axis("linear", 0.0, 1.0, "share of parameters",
+                   ticks=chart.linear_ticks(0.0, 1.0, 0.2)),
+        [chart.bars(series["shares"], [PARAM_COLOUR] * len(labels), [""] * len(labels))])
+    contexts, curves = series["contexts"], series["curves"]
+    flops = [chart.line(list(zip(contexts, curves[name])), colour, width=width, dash=dash,
+                        label=label)
+             for name, colour, width, dash, label in FLOPS_STYLES]
+    x = series["crossover"]
+    flops += [chart.line([[x, FLOPS_AXIS[0]], [x, FLOPS_AXIS[1]]], HBM_COLOUR, width=1,
+                         dash=DOTTED),
+              chart.points([series["now"]], FLOPS_STYLES[2][1], size=7)]
+    flops_panel = chart.panel(
+        series["flops_title"],
+        chart.axis("log", *CONTEXT_RANGE, "context length T (tokens)",
+                   ticks=chart.decade_ticks(*CONTEXT_RANGE, _power_of_ten)),
+        chart.axis("log", *FLOPS_AXIS, "training FLOPs/token ÷ 6·P",
+                   ticks=chart.decade_ticks(*FLOPS_AXIS, _power_of_ten)),
+        flops, legend="upper left")
+    w = MEMORY_BAR_HALF_WIDTH
+    memory = [chart.area([[-w, bottom], [w, bottom], [w, bottom + height],
+                          [-w, bottom + height]], colour, label=kind)
+              for kind, colour, bottom, height in series["memory"]]
+    memory.append(chart.line([[-0.5, 1.0], [0.5, 1.0]], HBM_COLOUR, width=2.0,
+                             dash=[2 * d for d in DASHED], label="HBM of one chip"))
+    memory_panel = chart.panel(
+        series["memory_title"], chart.axis("linear", *MEMORY_XLIM, "", ticks=[]),
+        chart.axis("linear", 0.0, MEMORY_AXIS_HBM, "memory per chip ÷ HBM",
+                   ticks=chart.linear_ticks(0.0, MEMORY_AXIS_HBM, 0.5)),
+        memory, legend="upper right")
+    return chart.chart([params, flops_panel, memory_panel], width=FIGURE_PX[0],
+                       height=FIGURE_PX[1], texts=[chart.text(series["heading"])])
+
+
+def view(controls: dict, changed: str | None = None) -> dict:
+    """The live widget's answer to its controls (the Jupyter names: ``preset``, the model
+    fields :data:`MODEL_FIELDS`, ``seq_len``, ``tokens_trillions``, ``global_batch``,
+    ``remat``, ``chip``, ``n_chips``, ``mfu``). A preset fills the model fields and editing a
+    field makes the model "custom" (:func:`linked_controls`): those come back in
+    ``controls``, and the state is computed with them. Model fields left out come from the
+    preset (default :data:`DEFAULT_PRESET`)."""
+    written = linked_controls(controls, changed)
+    values = {**controls, **written}
+    preset = PRESETS.get(values.setdefault("preset", DEFAULT_PRESET))
+    missing = [name for name in MODEL_FIELDS if name not in values]
+    if missing and preset is None:
+        raise ValueError(f"a custom model needs {', '.join(missing)}")
+    values.update({name: getattr(preset, name) for name in missing})
+    state = calculator_state(**values)
+    out = {"summary_html": calculator_summary(state),
+           "chart": calculator_chart(calculator_series(state))}
+    if written:
+        out["controls"] = written
+    return out
