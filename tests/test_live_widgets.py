@@ -270,6 +270,7 @@ SCENARIOS = {
         ("mfu", "value", 0.55),
         ("chip", "label", "TPU v5p"),
         ("n_chips", "value", 0),  # no chips: an error, the picture stays
+        ("preset", "label", "LLaMA-3 70B"),  # the fields fill, the error stays (as in Jupyter)
         ("n_chips", "value", 64),  # the memory bar off the scale
         ("remat", "label", "none"),
     ]),

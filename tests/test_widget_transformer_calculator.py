@@ -224,9 +224,26 @@ def test_live_view_writes_back_linked_controls():
 def test_live_view_rejects_bad_input_as_the_widget_does(calc, name, value, message):
     values = {**calc.values(), name: value}
     out = render(LIVE, values, name)
-    assert list(out) == ["error"] and message in out["error"]
+    assert message in out["error"] and "summary_html" not in out
+    # an edited model field makes the model custom even when it is rejected, as in Jupyter
+    assert out.get("controls") == ({"preset": CUSTOM} if name in MODEL_FIELDS else None)
     calc.controls[name].value = value
     assert calc.error == out["error"]
+    assert {**values, **out.get("controls", {})} == calc.values()
+
+
+def test_live_view_keeps_a_filled_preset_with_an_error(calc):
+    """A preset chosen while another input is bad: the fields fill and the error shows, on the
+    page as in Jupyter."""
+    values = {**calc.values(), "n_chips": 0, "preset": "LLaMA-3 8B"}
+    out = render(LIVE, values, "preset")
+    fields = {n: getattr(PRESETS["LLaMA-3 8B"], n) for n in MODEL_FIELDS}
+    assert out == {"error": "chips must be a positive integer, got 0", "controls": fields}
+    calc.controls["n_chips"].value = 0
+    calc.controls["preset"].value = "LLaMA-3 8B"
+    assert calc.error == out["error"]
+    assert {**values, **out["controls"]} == calc.values()
+    assert "controls" not in render(LIVE, values, "n_chips")  # no preset moved: nothing filled
 
 
 def test_live_view_rejects_what_the_jupyter_controls_cannot_hold():

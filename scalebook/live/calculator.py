@@ -361,8 +361,9 @@ def view(controls: dict, changed: str | None = None) -> dict:
     fields :data:`MODEL_FIELDS`, ``seq_len``, ``tokens_trillions``, ``global_batch``,
     ``remat``, ``chip``, ``n_chips``, ``mfu``). A preset fills the model fields and editing a
     field makes the model "custom" (:func:`linked_controls`): those come back in
-    ``controls``, and the state is computed with them. Model fields left out come from the
-    preset (default :data:`DEFAULT_PRESET`)."""
+    ``controls``, and the state is computed with them (also with an error, ``{"error": ...,
+    "controls": ...}``, as the Jupyter widget keeps a filled preset whose state it rejects).
+    Model fields left out come from the preset (default :data:`DEFAULT_PRESET`)."""
     written = linked_controls(controls, changed)
     values = {**controls, **written}
     preset = PRESETS.get(values.setdefault("preset", DEFAULT_PRESET))
@@ -370,7 +371,13 @@ def view(controls: dict, changed: str | None = None) -> dict:
     if missing and preset is None:
         raise ValueError(f"a custom model needs {', '.join(missing)}")
     values.update({name: getattr(preset, name) for name in missing})
-    state = calculator_state(**values)
+    try:
+        state = calculator_state(**values)
+    except ValueError as exc:
+        if not written:
+            raise
+        # the preset filled its fields before another input was rejected: Jupyter keeps them
+        return {"error": str(exc), "controls": written}
     out = {"summary_html": calculator_summary(state),
            "chart": calculator_chart(calculator_series(state))}
     if written:
