@@ -11,7 +11,7 @@ Prints, in one run:
 4. the redraw time per control (read the inputs, Python, Chart.js): median and 95th
    percentile over many moves.
 
-    make book && .venv/bin/python bench/live_widgets.py [--runs 5] [--moves 40]
+    make book && .venv/bin/python bench/live_widgets.py [--runs 5] [--moves 40] [--page P]
 """
 
 from __future__ import annotations
@@ -76,7 +76,33 @@ MOVES = {
         "n_chips": [("value", n) for n in (1024, 4096, 16384)],
         "mfu": [("value", m) for m in (0.3, 0.4, 0.5, 0.6)],
     }),
+    "parallelism": ("remat", {
+        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B")],
+        "n_layers": [("value", n) for n in (40, 80, 126)],
+        "d_model": [("value", d) for d in (4096, 8192, 16384)],
+        "d_ff": [("value", f) for f in (14336, 28672, 53248)],
+        "n_heads": [("value", h) for h in (32, 64, 128)],
+        "n_kv_heads": [("value", k) for k in (4, 8, 16)],
+        "vocab_size": [("value", v) for v in (32000, 128256)],
+        "seq_len": [("value", t) for t in (2048, 8192, 32768)],
+        "global_batch": [("value", b) for b in (512, 2048, 4096)],
+        "chip": [("label", c) for c in ("H100", "TPU v5e", "B200", "TPU v5p")],
+        "n_chips": [("value", n) for n in (1024, 2048, 4096)],
+        "dp": [("value", d) for d in (2, 1)],
+        "fsdp": [("value", f) for f in (128, 256, 512)],
+        "tp": [("value", t) for t in (4, 8, 16)],
+        "pp": [("value", p) for p in (1, 2, 4)],
+        "zero_stage": [("label", z) for z in ("ZeRO-1 (optimizer)", "ZeRO-3 (+ weights)")],
+        "microbatches": [("value", m) for m in (1, 4, 8)],
+        "remat": [("label", r) for r in ("none", "selective", "full")],
+        "overlap": [("checked", False), ("checked", True)],
+        # a search over ~3,000 layouts, not a redraw: outside the 50 ms budget
+        "best": [("click", None)],
+    }),
 }
+
+#: A button runs an action (a search) rather than a redraw: this many presses, not --moves.
+PRESSES = 10
 
 
 #: The issue's budget for a chapter before any touch: bytes read from disk (raw).
@@ -115,11 +141,12 @@ def _redraws(driver, page: str, touch: str, moves: dict, n: int) -> dict[str, li
     out = {}
     for control, sequence in moves.items():
         times = []
-        for i in range(n):
+        count = min(n, PRESSES) if sequence[0][0] == "click" else n
+        for i in range(count):
             how, value = sequence[i % len(sequence)]
             times.append(lb.move(driver, 0, control, how, value))
         out[control] = [t for t in times if t is not None]
-        if len(out[control]) < n:
+        if len(out[control]) < count:
             raise RuntimeError(f"{page}: {control} did not redraw every time")
     errors = lb.console_errors(driver)
     return out if not errors else {"console errors": errors}
@@ -134,13 +161,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="page loads per ready-time figure")
     parser.add_argument("--moves", type=int, default=40, help="moves per control")
+    parser.add_argument("--page", action="append", choices=list(MOVES),
+                        help="only this widget page (repeatable; default: all of them)")
     args = parser.parse_args()
+    pages = args.page or list(MOVES)
     manifest = json.loads((lb.HTML / "_static" / "live" / "manifest.json").read_text())
     with lb.chromium() as driver:
         weights = {page: _weights(driver, page) for page in CHAPTERS}
-        ready = {page: _ready(driver, page, MOVES[page][0], args.runs) for page in MOVES}
+        ready = {page: _ready(driver, page, MOVES[page][0], args.runs) for page in pages}
         redraws = {page: _redraws(driver, page, MOVES[page][0], MOVES[page][1], args.moves)
-                   for page in MOVES}
+                   for page in pages}
 
     print(f"1. Page weight before any touch (site files the page loaded; budget "
           f"{PAGE_BUDGET:,} bytes raw, from disk)")

@@ -29,6 +29,7 @@ LIVE_PAGES = {
     "hardware": ["scalebook.live.comparison"],
     "inference": ["scalebook.live.serving"],
     "transformers": ["scalebook.live.calculator"],
+    "parallelism": ["scalebook.live.layout_planner"],
 }
 
 

@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 import statistics
+import time
 from pathlib import Path
 
 import pytest
@@ -48,15 +49,24 @@ def _jupyter(module: str):
         from scalebook.widgets.serving_explorer import serving_explorer
 
         return serving_explorer()
+    if module == "scalebook.live.layout_planner":
+        from scalebook.widgets.layout_planner import layout_planner
+
+        return layout_planner(preset="LLaMA-3 70B", chip="TPU v5p", n_chips=2048,
+                              global_batch=2048, seq_len=8192, fsdp=256, tp=8, remat="selective")
     return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "A100", "H100", "B200"],
                            metric="critical:bf16")
 
 
-def _jupyter_at(module: str, values: dict):
-    """That explorer with its controls set to ``values`` (as the browser read them)."""
+def _jupyter_at(module: str, values: dict, pressed: str | None = None):
+    """That explorer with its controls set to ``values`` (as the browser read them), then its
+    button ``pressed`` clicked, if any (the best-layout search, say)."""
     widget = _jupyter(module)
     widget.set_quietly({k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
     widget.update()
+    buttons = getattr(widget, "buttons", {})
+    if pressed in buttons:
+        buttons[pressed].click()
     return widget
 
 
@@ -274,6 +284,21 @@ SCENARIOS = {
         ("n_chips", "value", 64),  # the memory bar off the scale
         ("remat", "label", "none"),
     ]),
+    "scalebook.live.layout_planner": ("parallelism", "remat", [
+        ("tp", "value", 1),  # a typed degree: the layout no longer fills the chips
+        ("fsdp", "value", 2048),
+        ("chip", "label", "H100"),  # another HBM: the axes change
+        ("preset", "label", "LLaMA-3 405B"),  # fills the model fields: does not fit
+        ("n_chips", "value", 8),
+        ("best", "click", None),  # the search: nothing fits on 8 H100s, an error
+        ("pp", "value", 0),  # a rejected degree: an error, the picture stays
+        ("pp", "value", 1),
+        ("n_layers", "value", 40),  # an edited field: the model becomes "custom"
+        ("overlap", "checked", False),
+        ("n_chips", "value", 1024),
+        ("best", "click", None),  # the search sets the layout fields
+        ("zero_stage", "label", "ZeRO-1 (optimizer)"),
+    ]),
 }
 
 #: The widget's scripts and style sheet may add this much to a page before any touch.
@@ -311,7 +336,7 @@ def _check_state(driver, module: str, index: int, previous_summary: str | None,
     written = expected.get("controls", {})
     for name, value in written.items():
         assert lb.control_value(driver, index, name) == value, name
-    jupyter = _jupyter_at(module, {**values, **written})
+    jupyter = _jupyter_at(module, {**values, **written}, changed)
     if "error" in expected:
         assert jupyter.error == expected["error"]
         message = driver.execute_script(
@@ -344,7 +369,8 @@ def test_widget_is_live_from_disk(browser, module):
     lb.console_errors(browser)  # drop what an earlier page logged
     before = lb.open_page(browser, page)
     assert not lb.outside(before), f"{page} loads from outside the site: {lb.outside(before)}"
-    live_files = {u.rsplit("/", 1)[-1] for u in before if "/_static/live/" in u}
+    # Sphinx appends "?v=<checksum>" once the files exist in _static (a rebuild)
+    live_files = {u.split("?")[0].rsplit("/", 1)[-1] for u in before if "/_static/live/" in u}
     assert live_files == {"widgets.js", "widgets.css"}, live_files
     widget_bytes = sum((LIVE / f).stat().st_size for f in live_files)
     assert widget_bytes < WIDGET_BYTES_BEFORE_TOUCH
@@ -374,6 +400,45 @@ def test_widget_is_live_from_disk(browser, module):
 
     after = lb.requests(browser)
     assert not lb.outside(after), f"{page} loads from outside the site: {lb.outside(after)}"
+    assert not lb.console_errors(browser)
+
+
+_CLICK = """
+const root = document.querySelectorAll('.sb-live')[arguments[0]];
+root.querySelector(`[name='${arguments[1]}']`).click();
+return [root.sbLive.state, root.sbLive.redraws.length,
+        root.querySelector('.sb-live-message').textContent];
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_button_says_it_is_busy_and_waits_for_python(browser):
+    """The planner's "best layout" pressed before Python is ready runs once it is; pressed
+    when live, it first shows that it is searching (the search takes a while), then sets the
+    layout fields to what CPython's search finds."""
+    module, page = "scalebook.live.layout_planner", "parallelism"
+    index = lb.LIVE_PAGES[page].index(module)
+    lb.open_page(browser, page)
+    assert browser.execute_script(_CLICK, index, "best") == ["loading", 0, "loading Python…"]
+    state = lb.wait_live(browser, index)
+    deadline = time.monotonic() + 30
+    while len(state["redraws"]) < 2 and time.monotonic() < deadline:  # the picture, the search
+        time.sleep(0.05)
+        state = lb.widget_state(browser, index)
+    assert state["last"]["changed"] == "best"
+    expected = render(module, state["last"]["values"], "best")
+    assert state["last"]["result"] == json.loads(json.dumps(expected))
+    assert lb.move(browser, index, "tp", "value", 2) is not None  # another layout
+    assert lb.control_value(browser, index, "tp") == 2
+    assert browser.execute_script(_CLICK, index, "best") == ["live", 3, "best layout…"]
+    deadline = time.monotonic() + 30
+    while len(lb.widget_state(browser, index)["redraws"]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    state = lb.widget_state(browser, index)
+    for name, value in state["last"]["result"]["controls"].items():
+        assert lb.control_value(browser, index, name) == value, name
+    assert state["last"]["result"]["controls"] == expected["controls"]
     assert not lb.console_errors(browser)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scalebook.live import render
 from scalebook.training import PRESETS, TrainingLayout, best_training_layout, plan_training
 from scalebook.widgets.layout_planner import (
     CUSTOM,
@@ -216,3 +217,160 @@ def test_state_and_drawing_work_without_widgets():
 def test_bad_initial_inputs_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         layout_planner(**kwargs)
+
+
+# --------------------------------------------------------------------------- the live view
+
+LIVE = "scalebook.live.layout_planner"
+
+
+def _jupyter_after(planner, values: dict, changed: str | None):
+    """The Jupyter planner after a reader set ``values``, ``changed`` last (a control, the
+    "best" button, or None)."""
+    planner.set_quietly({k: v for k, v in values.items() if k != changed})
+    if changed == "best":
+        planner.update()
+        planner.buttons["best"].click()
+    elif changed is None:
+        planner.update()
+    else:
+        planner.controls[changed].value = values[changed]  # as a reader: links, then updates
+    return planner
+
+
+def _rect(bar) -> list[float]:
+    return [bar.get_x(), bar.get_x() + bar.get_width(), bar.get_y(),
+            bar.get_y() + bar.get_height()]
+
+
+@pytest.mark.parametrize("changes, changed", [
+    ({}, None),
+    ({"preset": "LLaMA-3 405B"}, "preset"),  # fills the model fields: does not fit, off scale
+    ({"preset": "LLaMA-3 8B", "fsdp": 1024, "tp": 1}, "preset"),
+    ({"d_model": 4096}, "d_model"),  # a hand-edited model is "custom"
+    ({"chip": "H100", "tp": 16, "fsdp": 64}, "chip"),  # TP across nodes, another HBM
+    ({"pp": 4, "fsdp": 32, "microbatches": 8, "zero_stage": 1, "remat": "none"}, "pp"),
+    ({"overlap": False, "n_chips": 512}, "overlap"),  # degrees do not multiply to the chips
+    ({"seq_len": 2048, "global_batch": 512}, "best"),  # the search sets the layout fields
+])
+def test_live_view_is_the_jupyter_widget(planner, changes, changed):
+    """What the static page draws and writes back for these control values equals what the
+    Jupyter planner shows after a reader makes the same changes."""
+    from matplotlib.colors import to_rgba
+
+    values = {**planner.values(), **changes}
+    out = render(LIVE, values, changed)
+    planner = _jupyter_after(planner, values, changed)
+    assert "error" not in out and planner.error == ""
+    assert {**values, **out.get("controls", {})} == planner.values()
+    assert out["summary_html"] == planner.summary.value
+    a = planner.artists
+    heading, flags = out["chart"]["texts"]
+    assert heading["text"] == a["heading"].get_text()
+    assert flags["text"] == a["flags"].get_text().replace(";\n", "; ")
+    assert flags["colour"] == a["flags"].get_color()
+    memory, time = out["chart"]["panels"]
+    assert memory["title"] == a["memory_title"].get_text()
+    assert time["title"] == a["time_title"].get_text()
+    for panel, prefix, ax in ((memory, "memory", planner.figure.axes[0]),
+                              (time, "time", planner.figure.axes[1])):
+        assert [panel["y"]["min"], panel["y"]["max"]] == list(ax.get_ylim())
+        assert [panel["x"]["min"], panel["x"]["max"]] == list(ax.get_xlim())
+        assert panel["y"]["ticks"] == [[float(t), label.get_text()] for t, label in
+                                       zip(ax.get_yticks(), ax.get_yticklabels())]
+        areas = [s for s in panel["series"] if s["kind"] == "area"]
+        for series in areas:  # each stacked segment is the matplotlib bar, corner for corner
+            kind = {"exposed comms": "comms_exposed"}.get(series["label"], series["label"])
+            bar = a[f"{prefix}/{kind}"]
+            (x0, y0), (x1, _), (_, y1), _ = series["points"]
+            assert [x0, x1, y0, y1] == _rect(bar)
+            assert to_rgba(series["colour"]) == bar.get_facecolor()
+        (line,) = [s for s in panel["series"] if s["kind"] == "line"]
+        artist = a["hbm" if prefix == "memory" else "ideal"]
+        assert line["points"] == [[float(x), float(y)] for x, y in zip(*artist.get_data())]
+        assert line["label"] == artist.get_label()
+    assert len(memory["series"]) == 5 and len(time["series"]) == 4
+
+
+def test_live_view_links_the_preset_and_the_model_fields():
+    values = layout_planner(dpi=20).values()
+    out = render(LIVE, {**values, "preset": "LLaMA-3 405B"}, "preset")
+    assert out["controls"] == {n: getattr(PRESETS["LLaMA-3 405B"], n) for n in MODEL_FIELDS}
+    assert out["chart"]["texts"][0]["text"].startswith("LLaMA-3 405B, 2,048 × 8,192 tokens")
+    assert render(LIVE, {**values, "n_layers": 40}, "n_layers")["controls"] == {"preset": CUSTOM}
+    assert "controls" not in render(LIVE, {**values, "preset": CUSTOM}, "preset")
+    assert "controls" not in render(LIVE, values, "tp")
+    assert "controls" not in render(LIVE, values, None)
+
+
+def test_live_best_button_sets_the_searched_layout():
+    values = layout_planner(dpi=20).values()
+    out = render(LIVE, values, "best")
+    best = best_training_layout(PRESETS["LLaMA-3 70B"], "TPU v5p", 1024, global_batch=2048,
+                                seq_len=8192)
+    assert out["controls"] == {n: getattr(best.layout, n) for n in
+                               ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat")}
+    assert f"MFU {best.mfu:.1%}" in out["summary_html"]
+
+
+@pytest.mark.parametrize("changes, changed, message", [
+    ({"tp": 0}, "tp", "tp must be a positive integer"),
+    ({"n_kv_heads": 7}, "n_kv_heads", "n_kv_heads (7) must divide n_heads (64)"),
+    ({"global_batch": 0}, "global_batch", "global batch must be a positive integer"),
+    ({"preset": "LLaMA-3 405B", "chip": "H100", "n_chips": 8, "fsdp": 8, "tp": 1}, "best",
+     "no layout of 8 H100 chips fits"),
+    ({"tp": 0}, "best", "tp must be a positive integer"),
+    # the preset fills its fields even though they are then rejected, in both
+    ({"pp": 100}, "preset", "pp=100 is more pipeline stages than the 80 layers"),
+])
+def test_live_view_rejects_bad_input_as_the_widget_does(planner, changes, changed, message):
+    values = {**planner.values(), **changes}
+    if changed == "preset":  # from 405B (126 layers, 100 stages fit) back to 70B
+        planner.set_quietly({"preset": "LLaMA-3 405B"})
+        values["n_layers"], values["preset"] = 126, "LLaMA-3 70B"
+    out = render(LIVE, values, changed)
+    assert message in out["error"] and "\n" not in out["error"]
+    assert set(out) <= {"error", "controls"}
+    planner = _jupyter_after(planner, values, changed)
+    assert planner.error == out["error"]
+    assert {**values, **out.get("controls", {})} == planner.values()
+
+
+def test_static_html_offers_every_control_and_the_button(planner):
+    import json
+    import re
+
+    page = planner._repr_mimebundle_()["text/html"]
+    assert f"data-widget='{LIVE}'" in page
+    specs = json.loads(re.search(r'data-controls="([^"]*)"', page).group(1)
+                       .replace("&quot;", '"').replace("&amp;", "&").replace("&#x27;", "'"))
+    assert [s["name"] for s in specs] == [*planner.controls, "best"]
+    values = planner.values()
+    assert {s["name"]: s["value"] for s in specs if s["kind"] != "button"} == values
+    assert [s["kind"] for s in specs if s["name"] in MODEL_FIELDS] == ["int"] * 6
+    assert "<button type='button' class='sb-live-control' name='best' " \
+           "title='search for the fastest fitting layout'>best layout</button>" in page
+    assert planner.summary.value in page
+    # the page's first live picture is this one
+    out = render(LIVE, values)
+    assert out["summary_html"] == planner.summary.value
+
+
+def test_live_defaults_are_the_widgets():
+    from scalebook.live.layout_planner import DEFAULTS
+
+    assert layout_planner(dpi=20).values() == dict(DEFAULTS)
+    assert render(LIVE, {}) == render(LIVE, dict(DEFAULTS))
+
+
+@pytest.mark.parametrize("top, step", [(134.1, 20), (111.8, 20), (2.5, 0.5), (24.0, 5),
+                                       (144.0, 25), (0.7, 0.2), (1e4, 2000)])
+def test_axis_ticks_take_the_smallest_nice_step(top, step):
+    from scalebook.live.layout_planner import axis_ticks
+
+    ticks = axis_ticks(top)
+    values = [v for v, _ in ticks]
+    assert values[0] == 0.0 and len(values) <= 7
+    assert values[1] == pytest.approx(step)
+    assert values[-1] <= top < values[-1] + step
+    assert [text for _, text in ticks] == [f"{v:g}" for v in values]

@@ -20,11 +20,17 @@ point, tick, label and colour is decided here, in Python, by scalebook. The sche
     None the browser picks them (linear axes only); a category axis has ``categories``.
 ``series``, one of
     - ``{"kind": "line", "points": [[x, y], ...], "colour": "#rrggbb", "width": px,
-      "dash": [on, off] | None, "label": str | None}``;
+      "dash": [on, off, ...] | None, "label": str | None}``; ``dash`` in pixels, as a canvas
+      dash pattern ([4, 2] dashed, [1, 3] dotted, [6, 2, 1, 2] dash-dot);
     - ``{"kind": "points", "points": [[x, y], ...], "colour": ..., "size": px,
       "label": None}``: markers with a black edge;
-    - ``{"kind": "bars", "values": [h, ...], "colours": [...], "texts": [str, ...]}``: one bar
-      per category, ``texts`` printed on top of each bar.
+    - ``{"kind": "bars", "values": [h, ...], "colours": [...], "texts": [str, ...],
+      "horizontal": bool}``: one bar per category, ``texts`` printed on top of each bar; with
+      ``horizontal`` the categories are the y axis (top to bottom), the bars grow rightwards
+      from the x axis' left edge and each text follows its bar's end;
+    - ``{"kind": "annotations", "points": [[x, y], ...], "texts": [str, ...], "colour": ...,
+      "align": "left" | "center" | "right", "size": px}``: ``texts[i]`` written at point i,
+      its baseline on y (matplotlib's ``ax.text(x, y, s, ha=align, va="bottom")``).
     - ``{"kind": "area", "points": [[x, y], ...], "colour": "#rrggbbaa", "label": str | None}``:
       the polygon through ``points`` filled, no outline (a shaded range, a stacked bar).
 
@@ -97,12 +103,26 @@ def area(xy: Sequence[Point], colour: str, *, label: str | None = None,
                    "colour": colour, "label": label}, y2)
 
 
-def bars(values: Sequence[float], colours: Sequence[str], texts: Sequence[str]) -> dict:
-    """One bar per category of the panel's x axis, ``texts[i]`` printed on top of bar i."""
+def bars(values: Sequence[float], colours: Sequence[str], texts: Sequence[str], *,
+         horizontal: bool = False) -> dict:
+    """One bar per category of the panel's x axis, ``texts[i]`` printed on top of bar i; with
+    ``horizontal``, one per category of its y axis, ``texts[i]`` after bar i's end."""
     if not len(values) == len(colours) == len(texts):
         raise ValueError("bars need as many colours and texts as values")
     return {"kind": "bars", "values": [float(v) for v in values], "colours": list(colours),
-            "texts": list(texts)}
+            "texts": list(texts), "horizontal": bool(horizontal)}
+
+
+def annotations(xy: Sequence[Point], texts: Sequence[str], colour: str, *,
+                align: str = "left", size: float = 11.0) -> dict:
+    """``texts[i]`` written at ``xy[i]`` in data coordinates, ``align``ed horizontally on x
+    ("left", "center", "right"), standing on y; ``size`` in pixels."""
+    if len(xy) != len(texts):
+        raise ValueError("annotations need as many texts as points")
+    if align not in ("left", "center", "right"):
+        raise ValueError(f"align must be left, center or right, got {align!r}")
+    return {"kind": "annotations", "points": [[float(x), float(y)] for x, y in xy],
+            "texts": list(texts), "colour": colour, "align": align, "size": size}
 
 
 def panel(title: str, x: dict, y: dict, series: Sequence[dict], *,

@@ -8,8 +8,11 @@ button runs :func:`scalebook.training.best_training_layout`.
 
 Three layers, as for the other widgets (:mod:`scalebook.widgets`):
 
-1. **state**: :func:`planner_state` (pure) -> :class:`PlannerState`;
-2. **drawing**: :func:`draw_planner` draws a state on two axes and returns its artists by name;
+1. **state**: :func:`planner_state` (pure) -> :class:`PlannerState`, and the series the figure
+   plots: in :mod:`scalebook.live.layout_planner` (plain Python, shared with the book's static
+   site, where the same controls run in the reader's browser), re-exported here;
+2. **drawing**: :func:`draw_planner` draws a state's series on two axes and returns its
+   artists by name;
 3. **widget**: :func:`layout_planner` -> :class:`LayoutPlanner` (an :class:`Explorer`) whose
    ``controls`` are the inputs and ``buttons["best"]`` the search.
 
@@ -20,103 +23,49 @@ Choosing a preset fills the model fields; editing a model field switches the pre
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from typing import Sequence
 
 import ipywidgets as widgets
 
-from ..hardware import chip_names, get_chip
-from ..training import (
-    PRESETS,
-    REMAT_MODES,
-    TrainingLayout,
-    TrainingPlan,
-    best_training_layout,
-    plan_training,
+from ..hardware import get_chip
+from ..live import layout_planner as _live
+from ..live.layout_planner import (
+    BEST,
+    CUSTOM,
+    LAYOUT_FIELDS,
+    MEMORY_AXIS_HBM,
+    MODEL_FIELDS,
+    PLANNER_CHIPS,
+    TIME_AXIS_IDEAL,
+    PlannerState,
+    best_layout_controls,
+    ideal_step,
+    linked_controls,
+    planner_series,
+    planner_state,
+    planner_summary,
 )
+from ..training import PRESETS, REMAT_MODES
 from ..transformer import TransformerConfig
-from ..units import format_bytes, format_count, format_seconds
 from . import Explorer, _figure
 
 __all__ = [
     "PlannerState", "planner_state", "draw_planner", "update_planner", "planner_summary",
     "ideal_step", "layout_planner",
-    "LayoutPlanner", "MODEL_FIELDS", "LAYOUT_FIELDS", "CUSTOM",
+    "LayoutPlanner", "MODEL_FIELDS", "LAYOUT_FIELDS", "CUSTOM", "PLANNER_CHIPS",
+    "MEMORY_AXIS_HBM", "TIME_AXIS_IDEAL",
 ]
 
-#: The preset dropdown's entry for a hand-edited model.
-CUSTOM = "custom"
-
-#: Controls that describe the model; editing one switches the preset to "custom".
-MODEL_FIELDS: tuple[str, ...] = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads",
-                                 "vocab_size")
-
-#: Controls the best-layout search sets.
-LAYOUT_FIELDS: tuple[str, ...] = ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat")
-
-_MEMORY_KINDS = (("weights", "#1f5fa8"), ("gradients", "#6b9bd1"), ("optimizer", "#d9731a"),
-                 ("activations", "#5a9e2f"))
-_TIME_KINDS = (("compute", "#1f5fa8"), ("comms_exposed", "#d9731a"), ("bubble", "0.6"))
-_TIME_LABELS = {"compute": "compute", "comms_exposed": "exposed comms", "bubble": "bubble"}
-_GIB = 2.0 ** 30
-
-#: Chips offered: those with a bf16 figure (training runs in bf16).
-PLANNER_CHIPS: tuple[str, ...] = tuple(n for n in chip_names() if "bf16" in get_chip(n).dtypes)
-
-
-# --------------------------------------------------------------------------- state
-
-
-@dataclass(frozen=True)
-class PlannerState:
-    """The planner's inputs and the priced plan (:class:`scalebook.training.TrainingPlan`)."""
-
-    preset: str
-    config: TransformerConfig
-    n_chips: int
-    plan: TrainingPlan
-
-    @property
-    def flags(self) -> tuple[str, ...]:
-        return self.plan.flags
-
-
-def _int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
-            or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def planner_state(*, preset: str = "LLaMA-3 70B", n_layers: int, d_model: int, d_ff: int,
-                  n_heads: int, n_kv_heads: int, vocab_size: int, seq_len: int,
-                  global_batch: int, chip: str, n_chips: int, dp: int = 1, fsdp: int = 1,
-                  tp: int = 1, pp: int = 1, zero_stage: int = 3, microbatches: int = 1,
-                  remat: str = "none", overlap: bool = True) -> PlannerState:
-    """Price the layout the controls describe. The model fields (not the preset) define the
-    model; ``preset`` is only carried along. Raises ``ValueError`` for any bad input."""
-    sizes = dict(n_layers=n_layers, d_model=d_model, d_ff=d_ff, n_heads=n_heads,
-                 n_kv_heads=n_kv_heads, vocab_size=vocab_size)
-    sizes = {k: _int(k, v) for k, v in sizes.items()}
-    name = preset if preset in PRESETS else "custom model"
-    cfg = TransformerConfig(**sizes, name=name)
-    layout = TrainingLayout(dp=dp, fsdp=fsdp, tp=tp, pp=pp, zero_stage=zero_stage,
-                            microbatches=microbatches, remat=remat)
-    n_chips = _int("n_chips", n_chips)
-    plan = plan_training(cfg, layout, chip, global_batch=_int("global batch", global_batch),
-                         seq_len=_int("sequence length", seq_len), n_chips=n_chips,
-                         overlap=bool(overlap))
-    return PlannerState(preset=preset, config=cfg, n_chips=n_chips, plan=plan)
+# The state, linked controls, search, series and summary live in scalebook.live.layout_planner
+# (no ipywidgets, no matplotlib), shared with the book's static site; these names stay
+# importable from here.
+_MEMORY_KINDS, _TIME_KINDS = _live.MEMORY_KINDS, _live.TIME_KINDS
+_TIME_LABELS = _live.TIME_LABELS
+_GIB = _live.GIB
+_wrap_line = _live.wrap_line
 
 
 # --------------------------------------------------------------------------- drawing
-
-
-#: The memory axis runs to this multiple of the chip's HBM; the time axis to this many ideal
-#: steps. Fixed ranges keep the axes still while the inputs move (a bar past the top is
-#: clipped, and its title gives the number).
-MEMORY_AXIS_HBM = 1.5
-TIME_AXIS_IDEAL = 2.5
 
 
 def _axes_key(state: PlannerState) -> tuple:
@@ -124,17 +73,13 @@ def _axes_key(state: PlannerState) -> tuple:
     return (state.plan.hbm_capacity,)
 
 
-def ideal_step(plan: TrainingPlan) -> float:
-    """Seconds the step would take at 100% MFU: model FLOPs / (N · peak) = MFU × step time."""
-    return plan.mfu * plan.step_time.total
-
-
 def draw_planner(axes: Sequence, state: PlannerState) -> dict[str, object]:
     """Two stacked bars: per-chip memory by kind (GiB) against an HBM line (left, up to
     :data:`MEMORY_AXIS_HBM` × HBM), and the step time split into compute, exposed
     communication and bubble, in units of the ideal step (:func:`ideal_step`; right, up to
     :data:`TIME_AXIS_IDEAL`), where the bar's height is 1 / MFU. The model and layout are
-    written above them and the plan's flags under them.
+    written above them and the plan's flags under them. Every number and text comes from
+    :func:`scalebook.live.layout_planner.planner_series`, which the book's site draws too.
 
     Clears the axes. Returns the artists by name: ``memory/<kind>`` for weights, gradients,
     optimizer and activations and ``time/<kind>`` for compute, comms_exposed and bubble
@@ -147,24 +92,27 @@ def draw_planner(axes: Sequence, state: PlannerState) -> dict[str, object]:
         ax.clear()
     for text in list(figure.texts):  # the previous drawing's heading and flags
         text.remove()
-    key = _axes_key(state)
-    hbm = state.plan.hbm_capacity / _GIB
-    artists: dict[str, object] = {"axes_key": key}
+    series = planner_series(state)
+    hbm = series["hbm"]
+    width = 2 * _live.BAR_HALF_WIDTH
+    artists: dict[str, object] = {"axes_key": _axes_key(state)}
     for kind, colour in _MEMORY_KINDS:
-        (artists[f"memory/{kind}"],) = ax_mem.bar([0], [0.0], width=0.6, color=colour,
+        (artists[f"memory/{kind}"],) = ax_mem.bar([0], [0.0], width=width, color=colour,
                                                   label=kind)
-    (artists["hbm"],) = ax_mem.plot([-0.5, 0.5], [hbm, hbm], color="#b00020", lw=2, ls="--",
-                                    label=f"HBM {hbm:.0f} GiB")
-    ax_mem.set(xlim=(-0.5, 1.6), ylim=(0, MEMORY_AXIS_HBM * hbm), xticks=[],
+    (artists["hbm"],) = ax_mem.plot([-0.5, 0.5], [hbm, hbm], color=_live.HBM_COLOUR, lw=2,
+                                    ls="--", label=f"HBM {hbm:.0f} GiB")
+    ax_mem.set(xlim=_live.X_RANGE, ylim=(0, series["memory_max"]), xticks=[],
                ylabel="GiB per chip")
+    ax_mem.set_yticks(*zip(*series["memory_ticks"]))
     ax_mem.legend(loc="upper right", fontsize=8, frameon=False)
     for kind, colour in _TIME_KINDS:
-        (artists[f"time/{kind}"],) = ax_time.bar([0], [0.0], width=0.6, color=colour,
+        (artists[f"time/{kind}"],) = ax_time.bar([0], [0.0], width=width, color=colour,
                                                  label=_TIME_LABELS[kind])
     (artists["ideal"],) = ax_time.plot([-0.5, 0.5], [1.0, 1.0], color="black", lw=1, ls=":",
                                        zorder=3, label="ideal (MFU 100%)")
-    ax_time.set(xlim=(-0.5, 1.6), ylim=(0, TIME_AXIS_IDEAL), xticks=[],
+    ax_time.set(xlim=_live.X_RANGE, ylim=(0, series["time_max"]), xticks=[],
                 ylabel="step time ÷ ideal step")
+    ax_time.set_yticks(*zip(*series["time_ticks"]))
     ax_time.legend(loc="upper right", fontsize=8, frameon=False)
     artists["memory_title"] = ax_mem.text(0.0, 1.02, "", transform=ax_mem.transAxes,
                                           fontsize=10)
@@ -183,76 +131,22 @@ def update_planner(axes: Sequence, artists: dict, state: PlannerState) -> list |
     the axes themselves must change (another axis range, time unit or HBM size)."""
     if artists.get("axes_key") != _axes_key(state):
         return None
-    plan = state.plan
+    series = planner_series(state)  # the numbers the static site's chart draws too
     dynamic: list = []
-    for prefix, kinds, source, unit in (("memory", _MEMORY_KINDS, plan.memory, _GIB),
-                                        ("time", _TIME_KINDS, plan.step_time, ideal_step(plan))):
-        bottom = 0.0
-        for kind, _colour in kinds:
-            bar = artists[f"{prefix}/{kind}"]
-            height = getattr(source, kind) / unit
-            bar.set_y(bottom)
-            bar.set_height(height)
-            bottom += height
+    for prefix in ("memory", "time"):
+        for segment in series[prefix]:
+            bar = artists[f"{prefix}/{segment['kind']}"]
+            bar.set_y(segment["bottom"])
+            bar.set_height(segment["height"])
             dynamic.append(bar)
-    hbm = plan.hbm_capacity / _GIB
-    verdict = "fits" if plan.fits else "does not fit"
-    total = plan.memory.total / _GIB
-    off = " (off the scale)" if total > MEMORY_AXIS_HBM * hbm else ""
-    artists["memory_title"].set_text(f"memory: {total:,.1f} of {hbm:.1f} GiB, {verdict}{off}")
-    off = " (off the scale)" if 1.0 / plan.mfu > TIME_AXIS_IDEAL else ""
-    artists["time_title"].set_text(
-        f"step {format_seconds(plan.step_time.total)}, MFU {plan.mfu:.0%}{off}")
-    artists["heading"].set_text(
-        f"{plan.config.name}, {plan.global_batch:,} × {plan.seq_len:,} tokens on "
-        f"{plan.n_chips:,} {plan.chip_name}: {plan.layout.describe()}")
+    artists["memory_title"].set_text(series["memory_title"])
+    artists["time_title"].set_text(series["time_title"])
+    artists["heading"].set_text(series["heading"])
     flags = artists["flags"]
-    flags.set_text(_wrap_line("; ".join(plan.flags)) if plan.flags else "no warnings")
-    flags.set_color("#b00020" if plan.flags else "0.3")
+    flags.set_text(_wrap_line(series["flags"]))
+    flags.set_color(series["flags_colour"])
     return [*dynamic, artists["hbm"], artists["ideal"], artists["memory_title"],
             artists["time_title"], artists["heading"], flags]
-
-
-def _wrap_line(text: str, width: int = 130) -> str:
-    """Break ``text`` at "; " so that no line is much longer than ``width`` characters."""
-    lines, line = [], ""
-    for part in text.split("; "):
-        candidate = f"{line}; {part}" if line else part
-        if line and len(candidate) > width:
-            lines.append(line + ";")
-            line = part
-        else:
-            line = candidate
-    return "\n".join([*lines, line])
-
-
-def planner_summary(state: PlannerState) -> str:
-    """HTML: the layout, flags, memory and time tables and the collectives of the step."""
-    plan = state.plan
-    lay = plan.layout
-    flags = "".join(f"<li style='color:#b00020'>{html.escape(f)}</li>" for f in plan.flags)
-    flags_html = f"<ul>{flags}</ul>" if flags else "<p>no warnings</p>"
-    memory = "".join(f"<tr><td>{kind}</td><td>{format_bytes(getattr(plan.memory, kind))}</td>"
-                     "</tr>" for kind, _ in _MEMORY_KINDS)
-    comms = "".join(f"<tr><td>{html.escape(c.name)}</td><td>{format_bytes(c.nbytes)}</td>"
-                    f"<td>{format_seconds(c.time)}</td></tr>" for c in plan.comms)
-    return (
-        "<div style='font-size:90%'>"
-        f"<b>{html.escape(plan.config.name)}</b> on {plan.n_chips} × "
-        f"{html.escape(plan.chip_name)}: "
-        f"{html.escape(lay.describe())}; {format_count(plan.tokens_per_step)} tokens per step, "
-        f"{format_count(plan.flops_per_step)}FLOPs; step {format_seconds(plan.step_time.total)} "
-        f"(compute {format_seconds(plan.step_time.compute)}, exposed comms "
-        f"{format_seconds(plan.step_time.comms_exposed)}, bubble "
-        f"{format_seconds(plan.step_time.bubble)}); <b>MFU {plan.mfu:.1%}</b>"
-        f"{flags_html}"
-        "<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
-        "margin-right:2em'><tr><th>per chip</th><th>bytes</th></tr>"
-        f"{memory}<tr><td><b>total</b></td><td><b>{format_bytes(plan.memory.total)}</b> of "
-        f"{format_bytes(plan.hbm_capacity)}</td></tr></table>"
-        "<table style='border-collapse:collapse;display:inline-block;vertical-align:top'>"
-        "<tr><th>collective</th><th>sent per chip</th><th>time</th></tr>"
-        f"{comms or '<tr><td>none</td><td></td><td></td></tr>'}</table></div>")
 
 
 # --------------------------------------------------------------------------- widget
@@ -263,41 +157,33 @@ class LayoutPlanner(Explorer):
     owns the "best layout" button (``buttons["best"]``; :meth:`apply_best_layout`)."""
 
     def __init__(self, controls, figure, **kwargs):
-        self.buttons = {"best": widgets.Button(description="best layout",
-                                               tooltip="search for the fastest fitting layout")}
+        self.buttons = {BEST: widgets.Button(description="best layout",
+                                             tooltip="search for the fastest fitting layout")}
         super().__init__(controls, figure, planner_state,
                          lambda fig, state: draw_planner(fig.axes, state), planner_summary,
                          refresh=lambda fig, artists, state: update_planner(fig.axes, artists,
                                                                             state),
-                         **kwargs)
-        self.children = (*self.children[:-3], widgets.HBox([self.buttons["best"]]),
+                         live="scalebook.live.layout_planner", **kwargs)
+        self.children = (*self.children[:-3], widgets.HBox([self.buttons[BEST]]),
                          *self.children[-3:])
-        self.buttons["best"].on_click(lambda _button: self.apply_best_layout())
+        self.buttons[BEST].on_click(lambda _button: self.apply_best_layout())
 
     def link_controls(self, changed) -> None:
-        """A preset fills the model fields; editing a model field makes the preset "custom"."""
-        if changed is self.controls["preset"]:
-            cfg = PRESETS.get(self.controls["preset"].value)
-            if cfg is not None:
-                self.set_quietly({name: getattr(cfg, name) for name in MODEL_FIELDS})
-        elif any(changed is self.controls[name] for name in MODEL_FIELDS):
-            self.set_quietly({"preset": CUSTOM})
+        """A preset fills the model fields; editing a model field makes the preset "custom"
+        (:func:`scalebook.live.layout_planner.linked_controls`, as on the book's site)."""
+        name = next((n for n, c in self.controls.items() if c is changed), None)
+        self.set_quietly(linked_controls(self.values(), name))
 
     def apply_best_layout(self) -> None:
         """Run the solver's search for the current model, chip, chip count and batch, and set
-        the layout controls to what it found (or show why nothing fits)."""
-        values = self.values()
+        the layout controls to what it found (or show why nothing fits):
+        :func:`scalebook.live.layout_planner.best_layout_controls`."""
         try:
-            state = planner_state(**values)  # validates the inputs first
-            best = best_training_layout(state.config, values["chip"], state.n_chips,
-                                        global_batch=state.plan.global_batch,
-                                        seq_len=state.plan.seq_len,
-                                        overlap=bool(values["overlap"]))
+            found = best_layout_controls(self.values())
         except ValueError as exc:
             self._show_error(str(exc))
             return
-        lay = best.layout
-        self.set_quietly({name: getattr(lay, name) for name in LAYOUT_FIELDS})
+        self.set_quietly(found)
         self.update()
 
     def _show_error(self, message: str) -> None:

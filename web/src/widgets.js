@@ -98,8 +98,6 @@
 
   // ---------------------------------------------------------------- drawing
 
-  const MATPLOTLIB_DOTTED = [1.5, 2.5];
-
   function scaleOptions(axis, position) {
     const type = {log: "logarithmic", linear: "linear", category: "category"}[axis.scale];
     const options = {type, position, title: {display: !!axis.label, text: axis.label},
@@ -123,15 +121,21 @@
       case "line":
         return {data: xy, yAxisID, showLine: true, label: series.label || "",
           borderColor: series.colour, backgroundColor: series.colour, borderWidth: series.width,
-          borderDash: series.dash ? MATPLOTLIB_DOTTED : [], pointRadius: 0, fill: false,
+          borderDash: series.dash || [], pointRadius: 0, fill: false,
           sbLegend: !!series.label};
       case "points":
         return {data: xy, yAxisID, showLine: false, label: "", pointRadius: series.size / 2,
           backgroundColor: series.colour, borderColor: "#000", borderWidth: 1, sbLegend: false};
-      case "bars":
+      case "bars":  // texts above each bar, or after its end when the bars are horizontal
         return {data: series.values, label: "", backgroundColor: series.colours,
           borderColor: "#000", borderWidth: 0.5, barPercentage: 0.7, categoryPercentage: 1,
-          sbTexts: series.texts, sbLegend: false};
+          sbTexts: series.texts, sbLegend: false, sbTextStyle: series.horizontal
+            ? {align: "left", baseline: "middle", dx: 3, dy: 0}
+            : {align: "center", baseline: "bottom", dx: 0, dy: -2}};
+      case "annotations":
+        return {data: xy, yAxisID, showLine: false, label: "", pointRadius: 0,
+          sbTexts: series.texts, sbLegend: false, sbTextStyle: {align: series.align,
+            baseline: "bottom", dx: 0, dy: 0, colour: series.colour, size: series.size}};
       case "area":  // a closed polygon, filled, no outline
         return {data: xy, yAxisID, showLine: true, label: series.label || "", fill: "shape",
           backgroundColor: series.colour, borderColor: series.colour, borderWidth: 0,
@@ -140,21 +144,24 @@
     }
   }
 
-  // Prints each bar's text above it, as the matplotlib figure annotates its bars.
+  // Prints each text of a dataset with `sbTexts` at its element (a bar's end, a point), as
+  // the matplotlib figure annotates its bars and writes its labels.
   const barTexts = {
     id: "sbBarTexts",
     afterDatasetsDraw(chart) {
       const ctx = chart.ctx;
-      ctx.save();
-      ctx.font = "11px sans-serif";
-      ctx.fillStyle = "#000";
-      ctx.textAlign = "center";
-      ctx.textBaseline = "bottom";
       chart.data.datasets.forEach((set, i) => {
         if (!set.sbTexts) return;
-        chart.getDatasetMeta(i).data.forEach((bar, j) => ctx.fillText(set.sbTexts[j], bar.x, bar.y - 2));
+        const style = set.sbTextStyle;
+        ctx.save();
+        ctx.font = `${style.size || 11}px sans-serif`;
+        ctx.fillStyle = style.colour || "#000";
+        ctx.textAlign = style.align;
+        ctx.textBaseline = style.baseline;
+        chart.getDatasetMeta(i).data.forEach((element, j) =>
+          ctx.fillText(set.sbTexts[j], element.x + style.dx, element.y + style.dy));
+        ctx.restore();
       });
-      ctx.restore();
     },
   };
 
@@ -202,12 +209,16 @@
 
   function chartConfig(panel, aspect) {
     const bars = panel.series.some(s => s.kind === "bars");
+    const horizontal = panel.series.some(s => s.kind === "bars" && s.horizontal);
+    // Chart.js paints the first dataset last (on top); `order` makes later series paint over
+    // earlier ones, as matplotlib does and chart.py promises.
+    const datasets = panel.series.map((s, i) => ({...dataset(s), order: panel.series.length - i}));
     return {
       type: bars ? "bar" : "scatter",
-      data: {labels: panel.x.categories || undefined, datasets: panel.series.map(dataset)},
+      data: {labels: (horizontal ? panel.y : panel.x).categories || undefined, datasets},
       options: {
         animation: false, responsive: true, maintainAspectRatio: true, aspectRatio: aspect,
-        events: [], parsing: bars ? undefined : false,
+        events: [], parsing: bars ? undefined : false, indexAxis: horizontal ? "y" : "x",
         scales: {x: scaleOptions(panel.x, "bottom"), y: scaleOptions(panel.y, "left"),
           ...(panel.y2 ? {y2: scaleOptions(panel.y2, "right")} : {})},
         plugins: {
