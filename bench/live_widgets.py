@@ -99,6 +99,24 @@ MOVES = {
         # a search over ~3,000 layouts, not a redraw: outside the 50 ms budget
         "best": [("click", None)],
     }),
+    "sharded-matmuls": ("dtype", {
+        "B": [("value", k) for k in range(3, 21)],
+        "D": [("value", k) for k in range(7, 17)],
+        "F": [("value", k) for k in range(7, 18)],
+        "layout": [("label", name) for name in (
+            "data parallel (case 1)", "FSDP: gather the weights (case 2)",
+            "tensor parallel, AllReduce (case 3)", "tensor parallel, ReduceScatter (case 3)",
+            "B and F on one axis (case 4)", "data × tensor parallel (case 3)")],
+        "chip": [("label", c) for c in ("TPU v5p", "H100", "TPU v6e", "TPU v5e")],
+        "dtype": [("label", d) for d in ("int8", "fp16", "bf16")],
+        "wraparound": [("label", w) for w in ("as built", "lines (no wraparound)",
+                                              "rings (wraparound)")],
+        "mesh": [("value", m) for m in ("X=4, Y=2", "X=2, Y=2, Z=2", "X=1, Y=8", "X=2, Y=4")],
+        "lhs": [("value", t) for t in ("A[B_X, D]", "A[B, D_Y]", "A[B_XY, D]", "A[B_X, D_Y]")],
+        "rhs": [("value", t) for t in ("W[D_Y, F_X]", "W[D, F_Y]", "W[D_Y, F]")],
+        "out": [("value", t) for t in ("Out[B_X, F_Y]", "Out[B, F]", "Out[B_X, F]")],
+        "axis": [("label", a) for a in ("plot axis: X", "plot axis: Y", "plot axis: auto")],
+    }),
 }
 
 #: A button runs an action (a search) rather than a redraw: this many presses, not --moves.
@@ -192,13 +210,13 @@ def main() -> None:
         print(f"   {page:<12} median {statistics.median(times):7.0f}  max {max(times):7.0f}   "
               + "  ".join(f"{k} {v:.0f}" for k, v in stages.items()))
     print(f"\n4. Redraw per control move, ms ({args.moves} moves each; budget 50 ms median)")
-    print(f"   {'widget page':<12}{'control':<14}{'median':>8}{'p95':>8}{'max':>8}")
+    print(f"   {'widget page':<17}{'control':<14}{'median':>8}{'p95':>8}{'max':>8}")
     for page, controls in redraws.items():
         for control, times in controls.items():
             if control == "console errors":
                 print(f"   {page:<12}CONSOLE ERRORS: {times}")
                 continue
-            print(f"   {page:<12}{control:<14}{statistics.median(times):8.1f}"
+            print(f"   {page:<17}{control:<14}{statistics.median(times):8.1f}"
                   f"{_p95(times):8.1f}{max(times):8.1f}")
 
 

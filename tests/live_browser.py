@@ -27,6 +27,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 LIVE_PAGES = {
     "rooflines": ["scalebook.live.roofline"],
     "hardware": ["scalebook.live.comparison"],
+    "sharded-matmuls": ["scalebook.live.sharded_matmul"],
     "inference": ["scalebook.live.serving"],
     "transformers": ["scalebook.live.calculator"],
     "parallelism": ["scalebook.live.layout_planner"],

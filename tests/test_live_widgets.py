@@ -54,6 +54,10 @@ def _jupyter(module: str):
 
         return layout_planner(preset="LLaMA-3 70B", chip="TPU v5p", n_chips=2048,
                               global_batch=2048, seq_len=8192, fsdp=256, tp=8, remat="selective")
+    if module == "scalebook.live.sharded_matmul":
+        from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
+
+        return sharded_matmul_explorer()
     return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "A100", "H100", "B200"],
                            metric="critical:bf16")
 
@@ -298,6 +302,19 @@ SCENARIOS = {
         ("n_chips", "value", 1024),
         ("best", "click", None),  # the search sets the layout fields
         ("zero_stage", "label", "ZeRO-1 (optimizer)"),
+    ]),
+    "scalebook.live.sharded_matmul": ("sharded-matmuls", "dtype", [
+        ("D", "value", 14),  # the slider's exponent: D = 2^14, now compute-bound
+        ("layout", "label", "FSDP: gather the weights (case 2)"),  # fills mesh and shardings
+        ("mesh", "value", "X=2, Y=4"),  # typed: the layout becomes "custom"
+        ("rhs", "value", "W[D_Y, F]"),
+        ("lhs", "value", "A[B_X, D_Y"),  # unbalanced: an error, the picture stays
+        ("lhs", "value", "A[B_X, D_Y]"),  # the fields of a named layout: it is chosen again
+        ("wraparound", "label", "lines (no wraparound)"),
+        ("axis", "label", "plot axis: X"),
+        ("chip", "label", "H100"),
+        ("B", "value", 8),
+        ("mesh", "value", "X=3, Y=4"),  # B = 256 does not split over 3: an error
     ]),
 }
 
