@@ -265,17 +265,6 @@ SCENARIOS = {
         ("metric", "label", "fp8 FLOP/s"),  # the V100 has none: "n/a", no bar
         ("chips", "options", []),  # nothing chosen: an error
     ]),
-    "scalebook.live.serving": ("inference", "cache_dtype", [
-        ("batch", "value", 17),  # the slider's stop 17: batch 512, past the cache limit
-        ("n_chips", "value", 4),  # a typed count
-        ("prompt_len", "value", 6),  # prompt 128 (stop 6) and reply 128 (stop 13): B* shows
-        ("gen_len", "value", 13),
-        ("weight_dtype", "label", "fp8"),
-        ("compute_dtype", "label", "fp8"),
-        ("n_chips", "value", 16),  # beyond an 8-GPU node: an error, the picture stays
-        ("chip", "label", "TPU v5e"),
-        ("cache_dtype", "label", "int8"),
-    ]),
     "scalebook.live.calculator": ("transformers", "remat", [
         ("seq_len", "value", 131072),  # a typed whole number
         ("preset", "label", "LLaMA-3 8B"),  # fills the model fields
@@ -287,6 +276,18 @@ SCENARIOS = {
         ("preset", "label", "LLaMA-3 70B"),  # the fields fill, the error stays (as in Jupyter)
         ("n_chips", "value", 64),  # the memory bar off the scale
         ("remat", "label", "none"),
+    ]),
+    "scalebook.live.serving": ("inference", "cache_dtype", [
+        ("batch", "value", 17),  # the slider's stop 17: batch 512, past the cache limit
+        ("n_chips", "value", 4),  # a typed count
+        ("prompt_len", "value", 6),  # prompt 128 (stop 6) and reply 128 (stop 13): B* shows
+        ("gen_len", "value", 13),
+        ("weight_dtype", "label", "fp8"),
+        ("compute_dtype", "label", "fp8"),
+        ("weight_dtype", "label", "int8"),  # fp8 matmuls need fp8 weights: back to bf16
+        ("n_chips", "value", 16),  # beyond an 8-GPU node: an error, the picture stays
+        ("chip", "label", "TPU v5e"),
+        ("cache_dtype", "label", "int8"),
     ]),
     "scalebook.live.layout_planner": ("parallelism", "remat", [
         ("tp", "value", 1),  # a typed degree: the layout no longer fills the chips
