@@ -46,3 +46,18 @@ def postgres_server():
         pytest.fail(str(exc), pytrace=False)
     with server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium (tests/live_browser.py) for one test module. Fails, never skips,
+    where Debian's chromium or chromium-driver is missing."""
+    import live_browser
+
+    missing = live_browser.missing_browser()
+    if missing:
+        pytest.fail(f"the browser tests need Debian's chromium and chromium-driver; missing "
+                    f"{', '.join(missing)} (apt-get install -y chromium chromium-driver)",
+                    pytrace=False)
+    with live_browser.chromium() as driver:
+        yield driver

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
@@ -26,8 +24,6 @@ from scalebook.units import format_seconds
 REPO = Path(__file__).resolve().parent.parent
 HTML = REPO / "_build" / "html"
 SCREENSHOTS = REPO / "_build" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 CHAPTERS = {
     "rooflines": "Part 1 — Rooflines",
@@ -150,33 +146,6 @@ _ALLOWED = (
     # code cells) is switched off in _config.yml.
     re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
 )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).is_file()]
-    if missing:
-        pytest.fail(f"the browser test needs Debian's chromium and chromium-driver; missing "
-                    f"{', '.join(missing)} (apt-get install -y chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="scalebook-chromium-")
-    options = Options()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1300,1000",
-                 f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.mark.browser

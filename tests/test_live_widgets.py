@@ -328,16 +328,6 @@ READY_SECONDS = 5.0
 REDRAW_MEDIAN_MS = 50.0
 
 
-@pytest.fixture(scope="module")
-def browser():
-    missing = lb.missing_browser()
-    if missing:
-        pytest.fail(f"the live widget tests need Debian's chromium and chromium-driver; "
-                    f"missing {', '.join(missing)}", pytrace=False)
-    with lb.chromium() as driver:
-        yield driver
-
-
 def _gzip_size(path: Path) -> int:
     return len(gzip.compress(path.read_bytes(), 6))
 

@@ -190,15 +190,6 @@ def test_every_icon_the_site_names_is_in_its_subset():
 
 # --------------------------------------------------------------------------- in Chromium
 
-@pytest.fixture(scope="module")
-def browser():
-    missing = lb.missing_browser()
-    if missing:
-        pytest.fail(f"the page weight tests need Debian's chromium and chromium-driver; "
-                    f"missing {', '.join(missing)}", pytrace=False)
-    with lb.chromium() as driver:
-        yield driver
-
 
 def _wait(driver, script: str, what: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
