@@ -90,7 +90,7 @@ def kv_replication(cfg: TransformerConfig, n_chips: int) -> float:
     head's keys and values sit on ``n_chips / K`` chips (LLaMA-3 70B, ``K = 8``, on 16 chips:
     2 copies). 1 up to ``K`` chips.
     """
-    n = _count(n_chips, "n_chips")
+    n = positive_int(n_chips, "n_chips")
     return n / min(n, _cfg(cfg).n_kv_heads)
 
 
@@ -149,10 +149,6 @@ class StepCost:
         return self.flops / (self.weight_bytes + self.kv_bytes)
 
 
-def _count(value: object, what: str) -> int:
-    return positive_int(value, what)
-
-
 def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, tokens: int,
                  dtype: str = "bf16") -> float:
     """Seconds of tensor-parallel AllReduces in one forward pass over ``tokens`` tokens.
@@ -166,8 +162,8 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     messages is mostly latency. 0 on one chip.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    n = _count(n_chips, "n_chips")
-    tokens = _count(tokens, "tokens")
+    n = positive_int(n_chips, "n_chips")
+    tokens = positive_int(tokens, "tokens")
     if n == 1:
         return 0.0
     nbytes = tokens * cfg.d_model * bytes_per_element(dtype)
@@ -213,7 +209,7 @@ def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch:
     AllReduces, which a real server overlaps in part).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    t, b, n = _count(prompt_len, "prompt_len"), _count(batch, "batch"), _count(n_chips, "n_chips")
+    t, b, n = positive_int(prompt_len, "prompt_len"), positive_int(batch, "batch"), positive_int(n_chips, "n_chips")
     tokens = b * t
     flops = tokens * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, t))
     kv = tokens * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
@@ -237,7 +233,7 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
     takes 19 µs) plus 2.3 ms of AllReduces, 7.5 ms per token.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    b, s, n = _count(batch, "batch"), _count(context_len, "context_len"), _count(n_chips, "n_chips")
+    b, s, n = positive_int(batch, "batch"), positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
     flops = b * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s))
     kv = b * s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
     return _step("decode", cfg, chip, batch=b, tokens=b, context_len=s, n_chips=n,
@@ -283,7 +279,7 @@ def max_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, n_c
     at 8,192 tokens: (640 − 141.1) GB / 2.68 GB = 185 sequences.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    s, n = _count(context_len, "context_len"), _count(n_chips, "n_chips")
+    s, n = positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
     reserve = float(reserve)
     if not 0.0 <= reserve < 1.0:
         raise ValueError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
@@ -305,11 +301,11 @@ def smallest_slice(cfg: TransformerConfig, chip: Chip | str, *, context_len: int
     2 H100s, 16 TPU v5e chips (141 GB of weights on 16 GB chips).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    b = _count(batch, "batch")
+    b = positive_int(batch, "batch")
     if sizes is None:
         largest = math.prod(chip.max_slice)
         sizes = [2 ** k for k in range(int(math.log2(largest)) + 1)]
-    for n in sorted(_count(v, "slice size") for v in sizes):
+    for n in sorted(positive_int(v, "slice size") for v in sizes):
         if max_batch(cfg, chip, context_len=context_len, n_chips=n, weight_dtype=weight_dtype,
                      cache_dtype=cache_dtype, reserve=reserve) >= b:
             return n
@@ -371,4 +367,4 @@ def cost_per_million_tokens(tokens_per_s: float, *, n_chips: int,
     """
     rate = positive(tokens_per_s, "tokens_per_s")
     price = positive(price_per_chip_hour, "price_per_chip_hour")
-    return _count(n_chips, "n_chips") * price / 3600.0 / rate * 1e6
+    return positive_int(n_chips, "n_chips") * price / 3600.0 / rate * 1e6

@@ -45,12 +45,12 @@ import random
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 __all__ = [
     "Choice", "VariantSpec", "Variant", "draw", "default_variant", "variant_from", "student_key", "key_check",
     "normalize_key", "check_key", "KeyError_", "fill_placeholders", "placeholders",
-    "format_value", "MAX_DRAWS",
+    "format_value", "apart", "MAX_DRAWS",
 ]
 
 _B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
@@ -172,6 +172,14 @@ class Variant(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"Variant({self._spec.assignment!r}, {dict(self._values)!r})"
+
+
+def apart(values: Iterable[float], rel: float) -> bool:
+    """Whether every two of ``values`` differ by more than ``rel`` of the larger one: a spec's
+    ``well_posed`` uses it so that an answer and its hinted slips never fall within one check's
+    tolerance of each other."""
+    ordered = sorted(float(v) for v in values)
+    return all(b - a > rel * max(abs(a), abs(b)) for a, b in zip(ordered, ordered[1:]))
 
 
 def format_value(value: Any, fmt: str | None = None) -> str:

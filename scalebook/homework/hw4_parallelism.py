@@ -33,7 +33,7 @@ from ..parallelism import axis_bandwidth
 from ..topology import tpu_slice
 from ..training import llama3_405b
 from ..transformer import llama3_8b, llama3_70b, param_count
-from ..variants import Choice, VariantSpec
+from ..variants import Choice, VariantSpec, apart
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
 MODELS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
@@ -91,11 +91,6 @@ def derive(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _apart(values: list[float], rel: float) -> bool:
-    """Every two of ``values`` differ by more than ``rel`` of the larger one."""
-    values = sorted(float(v) for v in values)
-    return all(b - a > rel * max(abs(a), abs(b)) for a, b in zip(values, values[1:]))
-
 
 def well_posed(v: Mapping[str, Any]) -> bool:
     """No draw where a slip that a hint names lands within the check's tolerance of the answer
@@ -144,11 +139,11 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     q7a = [(K - 1) / (M + K - 1), (M - 1) / (M + K - 1), (K - 1) / M]
     q7b = [math.ceil((K - 1) * (1 - f) / f - 1e-9), (K - 1) / f, K]
 
-    return (_apart(q2, 0.002) and min(q2) >= 1
-            and _apart(q3a, 0.1) and _apart(q4a, 0.1)
-            and y >= 2 and _apart(q5c, 0.002) and min(q5c) >= 1
-            and per_chip <= 0.9 * alpha and _apart(q6b, 0.002) and chips >= 2
-            and _apart(q7a, 0.1) and _apart(q7b, 0.002)
+    return (apart(q2, 0.002) and min(q2) >= 1
+            and apart(q3a, 0.1) and apart(q4a, 0.1)
+            and y >= 2 and apart(q5c, 0.002) and min(q5c) >= 1
+            and per_chip <= 0.9 * alpha and apart(q6b, 0.002) and chips >= 2
+            and apart(q7a, 0.1) and apart(q7b, 0.002)
             and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"])
 
 

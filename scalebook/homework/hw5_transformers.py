@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from ..hardware import get_chip
 from ..training import llama3_405b
-from ..transformer import llama3_8b, llama3_70b
+from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
 
 #: The catalog's configs, by the name the problem text prints.
@@ -52,33 +52,21 @@ PARAMETERS = {
 }
 
 
-def _cfg(name: str) -> dict[str, int]:
-    c = MODELS[name]()
-    return {"D": c.d_model, "L": c.n_layers, "H": c.n_heads, "K": c.n_kv_heads,
-            "dh": c.d_head, "F": c.d_ff, "V": c.vocab_size}
-
-
-def _total_params(m: Mapping[str, int]) -> int:
-    D, L, H, K, dh, F, V = (m[k] for k in ("D", "L", "H", "K", "dh", "F", "V"))
-    return L * (2 * D * H * dh + 2 * D * K * dh + 3 * D * F + 2 * D) + 2 * V * D + D
-
-
-def _matmul_params(m: Mapping[str, int]) -> int:
-    D, L, H, K, dh, F, V = (m[k] for k in ("D", "L", "H", "K", "dh", "F", "V"))
-    return L * (2 * D * H * dh + 2 * D * K * dh + 3 * D * F) + V * D
+def _dims(prefix: str, cfg: TransformerConfig, names: tuple[str, ...]) -> dict[str, int]:
+    """The model's sizes the problem prints, as ``<prefix>_<name>``."""
+    fields = {"D": cfg.d_model, "L": cfg.n_layers, "H": cfg.n_heads, "K": cfg.n_kv_heads,
+              "dh": cfg.d_head, "F": cfg.d_ff, "V": cfg.vocab_size}
+    return {f"{prefix}_{n}": fields[n] for n in names}
 
 
 def derive(p: Mapping[str, Any]) -> dict[str, Any]:
     """The model sizes each problem states (from the catalog's configs) and the H100's figures."""
-    out: dict[str, Any] = {}
-    m1 = _cfg(p["q1_model"])
-    for k, v in m1.items():
-        out[f"q1_{k}"] = v
-    out["q2_P"] = _matmul_params(m1)
-    m4 = _cfg(p["q4_model"])
-    out["q4_P"] = _total_params(m4)
-    out["q4_D"], out["q4_L"], out["q4_H"] = m4["D"], m4["L"], m4["H"]
-    out["q5_P"] = _matmul_params(_cfg("LLaMA-3 8B"))
+    m1, m4 = MODELS[p["q1_model"]](), MODELS[p["q4_model"]]()
+    out: dict[str, Any] = _dims("q1", m1, ("D", "L", "H", "K", "dh", "F", "V"))
+    out["q2_P"] = param_count(m1).matmul
+    out["q4_P"] = param_count(m4).total
+    out.update(_dims("q4", m4, ("D", "L", "H")))
+    out["q5_P"] = param_count(llama3_8b()).matmul
     h100 = get_chip("H100")
     out["h100_hbm"] = h100.hbm_bytes
     out["h100_bf16_flops"] = h100.flops("bf16")

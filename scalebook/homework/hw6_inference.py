@@ -31,7 +31,7 @@ from ..inference import (best_batch, decode_critical_batch, decode_step, kv_byte
                          max_batch, smallest_slice, weight_bytes)
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
-from ..variants import Choice, VariantSpec
+from ..variants import Choice, VariantSpec, apart
 
 #: The catalog's configs, by the name the problem text prints.
 MODELS = {
@@ -126,11 +126,6 @@ def smallest_power_of_two(need: float, per_gpu: float) -> int | None:
     return next((n for n in SLICES if n * per_gpu >= need), None)
 
 
-def _apart(values: list[float], rel: float) -> bool:
-    """Every two of ``values`` differ by more than ``rel`` of the larger one."""
-    values = sorted(float(v) for v in values)
-    return all(b - a > rel * max(abs(a), abs(b)) for a, b in zip(values, values[1:]))
-
 
 def _p1(v: Mapping[str, Any]) -> bool:
     cfg = model(v["q1_model"])
@@ -142,7 +137,7 @@ def _p1(v: Mapping[str, Any]) -> bool:
     answer = math.floor(raw)
     no_weights = math.floor(v["q1_n"] * v["q1_hbm"] / (v["q1_S"] * kv))
     query_heads = math.floor(raw * v["q1_K"] / v["q1_H"])
-    return 4 <= answer <= 2000 and query_heads >= 1 and _apart(
+    return 4 <= answer <= 2000 and query_heads >= 1 and apart(
         [answer, no_weights, query_heads], 0.002)
 
 
@@ -164,7 +159,7 @@ def _p5(v: Mapping[str, Any]) -> bool:
     step = decode_step(cfg, gpu, batch=b, context_len=s, n_chips=n)
     slips = [step.time, step.time - step.t_comm, step.time - step.t_comm / 2,
              step.t_compute + step.t_comm, step.t_memory * n + step.t_comm]
-    return step.bound == "memory" and _apart(ar, 0.06) and _apart(slips, 0.06)
+    return step.bound == "memory" and apart(ar, 0.06) and apart(slips, 0.06)
 
 
 def _p7(v: Mapping[str, Any]) -> bool:
@@ -180,7 +175,7 @@ def _p7(v: Mapping[str, Any]) -> bool:
                       n_chips=n5)
     fits = max_batch(m5, v["q5_gpu"], context_len=s5, n_chips=n5)
     no_comm = best_batch_without_allreduces(v)
-    return 20 <= best < fits and _apart([best, no_comm], 0.06)
+    return 20 <= best < fits and apart([best, no_comm], 0.06)
 
 
 def best_batch_without_allreduces(v: Mapping[str, Any]) -> int:
