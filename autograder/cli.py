@@ -297,7 +297,7 @@ def cmd_generate(args) -> int:
 
 
 def _generate_roster(args) -> int:
-    from .collect import visible
+    from .safe_text import visible
     from .variants import read_roster, write_roster_notebooks
 
     if len(args.assignments) != 1 or args.check:
@@ -433,7 +433,7 @@ def render_grade_summary(report, elapsed: float) -> str:
         lines.extend(trouble)
     else:
         lines.append("every submission was fully graded")
-    from .collect import visible  # student ids and messages came from submissions
+    from .safe_text import visible  # student ids and messages came from submissions
 
     return "\n".join(visible(line) for line in lines)
 
@@ -455,7 +455,7 @@ def cmd_due(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .collect import visible
+    from .safe_text import visible
     from .deadlines import due_date
     from .export import export_csv, missing_lms_ids, without_time
 
@@ -503,8 +503,8 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .collect import visible  # hint labels and answers may hold what students wrote
     from .report import render_table, write_report
+    from .safe_text import terminal_text
 
     course, assignment = _course(args), _assignment(args)
     start = time.perf_counter()
@@ -521,7 +521,7 @@ def cmd_report(args) -> int:
         lines.append("")
     lines.append(f"wrote the item analysis of {assignment} ({analysis.students} students) to {html_path} "
                  f"and {csv_path} in {elapsed:.1f} s")
-    print("\n".join(visible(line) for text in lines for line in text.splitlines() or [""]))
+    print(terminal_text("\n".join(lines)))  # hint labels and answers may hold what students wrote
     return 0
 
 

@@ -13,6 +13,9 @@ gradebook scores at every export (never stored, so a second export penalises onc
 the per-question CSV then also has ``raw``, ``days_late`` and ``penalty`` columns before
 ``total``. Without a due date the columns are as above.
 
+Every cell goes through ``safe_text.csv_text``: scores are written as numbers, and a name or id
+that a spreadsheet would read as a formula is written as text (a leading apostrophe).
+
 LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as the student's
 ``lms_user_id``; students without one cannot be matched and are listed by ``missing_lms_ids``
 (``export`` prints them and exits 1), never written under a guessed key:
@@ -42,13 +45,12 @@ LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as 
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
+from .safe_text import csv_text, number_text
 
 
 @dataclass
@@ -138,22 +140,17 @@ def without_time(rows: list[Row]) -> list[Row]:
 
 
 def _num(value: float | None) -> str:
-    return "" if value is None else f"{round(value, 6):g}"
+    return "" if value is None else number_text(value)
 
 
 def to_csv(questions, rows, *, late_columns: bool = False) -> str:
     """The per-question CSV; ``late_columns`` adds ``raw``, ``days_late`` and ``penalty``."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
     late_head = ["raw", "days_late", "penalty"] if late_columns else []
-    writer.writerow(["student", *[gid for gid, _ in questions], *late_head, "total", "max", "status"])
-    for row in rows:
-        late = [_num(row.raw), str(row.days_late), _num(row.penalty)] if late_columns else []
-        writer.writerow(
-            [_safe_cell(row.student), *[_num(row.scores.get(gid)) for gid, _ in questions], *late,
-             _num(row.total), _num(row.max), row.status]
-        )
-    return out.getvalue()
+    head = ["student", *[gid for gid, _ in questions], *late_head, "total", "max", "status"]
+    return csv_text([head, *(
+        [row.student, *[row.scores.get(gid) for gid, _ in questions],
+         *([row.raw, row.days_late, row.penalty] if late_columns else []), row.total, row.max, row.status]
+        for row in rows)])
 
 
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -165,43 +162,30 @@ def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
     return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
 
 
-def _score(row: Row) -> str:
+def _score(row: Row) -> float | None:
     """An LMS cell: the final total, empty (left as it is in the LMS) without a submission."""
-    return "" if row.status == "no submission" else _num(row.total)
+    return None if row.status == "no submission" else row.total
 
 
 def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)])
     possible = rows[0].max if rows else 0.0
-    writer.writerow(["    Points Possible", "", "", "", "", _num(possible)])
-    for row in rows:
-        if row.lms_user_id:
-            writer.writerow([_safe_cell(row.name or row.student), row.lms_user_id, "", "", "", _score(row)])
-    return out.getvalue()
+    return csv_text([[*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)],
+                     ["    Points Possible", "", "", "", "", possible],
+                     *([row.name or row.student, row.lms_user_id, "", "", "", _score(row)]
+                       for row in rows if row.lms_user_id)])
 
 
 def to_moodle(rows: list[Row], now: datetime | None = None) -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(MOODLE_HEAD)
-    for row in rows:
-        if row.lms_user_id:
-            full = " ".join(reversed(row.name.split(", "))) if row.name else row.student
-            writer.writerow([f"Participant {row.lms_user_id}", _safe_cell(full), _score(row), _num(row.max), stamp])
-    return out.getvalue()
+    return csv_text([MOODLE_HEAD, *(
+        [f"Participant {row.lms_user_id}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
+         _score(row), row.max, stamp]
+        for row in rows if row.lms_user_id)])
 
 
 def missing_lms_ids(rows: list[Row]) -> list[Row]:
     """Rows an LMS file cannot carry: students without an LMS user id."""
     return [r for r in rows if not r.lms_user_id]
-
-
-def _safe_cell(text: str) -> str:
-    """Defuse spreadsheet formulas in a text cell (a student id cannot start with these anyway)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",

@@ -38,6 +38,7 @@ from scalebook.variants import (KeyError_, Variant, VariantSpec, check_key, defa
 
 from .course import (SECRET_FILE, SETTINGS_FILE, Course, CourseError, course_secret, is_identity_cell,
                      render_source, set_variants_enabled, variants_enabled)
+from .safe_text import csv_text
 
 IDENTITY = "__identity__"          # the capture step that reads STUDENT_ID and HOMEWORK_KEY
 IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")
@@ -157,13 +158,10 @@ def read_roster(path: Path) -> list[str]:
 
 
 def keys_csv(course: Course, students: list[str]) -> str:
-    """``student,homework_key`` for each student: what the instructor hands out (LMS, mail merge)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "homework_key"])
-    for student in students:
-        writer.writerow([student, key_for(course, student)])
-    return out.getvalue()
+    """``student,homework_key`` for each student: what the instructor hands out (LMS, mail merge).
+    Rosters may come from an LMS, so an id a spreadsheet would read as a formula is written with a
+    leading apostrophe (``=1+1`` -> ``'=1+1``, ``safe_text.csv_cell``)."""
+    return csv_text([["student", "homework_key"], *([s, key_for(course, s)] for s in students)])
 
 
 # --------------------------------------------------------------------------- who handed in what
