@@ -205,7 +205,7 @@ def test_rooflines_quotes_the_recorded_h100_run():
     import json
 
     run = json.loads((Path(__file__).resolve().parent.parent / "book" / "data"
-                      / "h100-measurements.json").read_text())
+                      / "h100-2026-11-26.json").read_text())
     text = visible_text(built_page("rooflines"))
     assert "The same sweep on an H100" in text
     h100 = get_chip("H100")
