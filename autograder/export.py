@@ -45,7 +45,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
@@ -65,6 +65,8 @@ class Row:
     lms_user_id: str | None = None
     name: str = ""  # "Last, First" when the gradebook has names
     marked_late: bool = False  # the LMS marked it late (used when there is no time)
+    extension: timedelta | None = None  # granted to this student for this assignment
+    participant: str | None = None  # Moodle: the participant id of this assignment
 
 
 def question_columns(course: Course, assignment: str) -> list[tuple[str, float]]:
@@ -85,7 +87,11 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
     report = load_report(course, assignment)
-    policy = load_policy(course)
+    from .lms import load_participants, moodle_students
+
+    policy = load_policy(course, assignment)
+    participants = load_participants(course, assignment)
+    via_moodle = moodle_students(course)
     rows = []
     with course.gradebook() as gb:
         try:
@@ -119,16 +125,21 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 status = "no submission"
             raw = sum(v for v in scores.values() if v is not None)
             late, mark = lateness(None, None, policy), False
+            extension = submission.extension if submission is not None else None
             if status != "no submission":
                 recorded = submission.timestamp if submission is not None else None
                 mark = marked_late(course, student, assignment)
-                late = lateness(submission_time(course, student, assignment, recorded), due, policy,
+                late = lateness(submission_time(course, student, assignment, recorded),
+                                due + extension if due is not None and extension else due, policy,
                                 marked_late=mark)
             penalty = late.penalty(raw)
             person = people[student]
             name = ", ".join(n for n in (person.last_name, person.first_name) if n)
+            # a Canvas user id only: Moodle's numbers are per-assignment participant ids
+            canvas_id = None if student in via_moodle else person.lms_user_id or None
+            pid = (participants.get(student) or {}).get("participant")
             rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
-                            late.submitted, person.lms_user_id or None, name, mark))
+                            late.submitted, canvas_id, name, mark, extension, pid))
     return questions, rows
 
 
@@ -165,12 +176,16 @@ def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
     return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
 
 
-def _score(row: Row) -> str:
-    """An LMS cell: the final total, empty (left as it is in the LMS) without a submission."""
-    return "" if row.status == "no submission" else _num(row.total)
+def _score(row: Row, missing: str = "blank") -> str:
+    """An LMS cell: the final total; without a submission empty (left as it is in the LMS) or,
+    with ``missing="zero"``, 0."""
+    if row.status == "no submission":
+        return "0" if missing == "zero" else ""
+    return _num(row.total)
 
 
-def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None) -> str:
+def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None,
+              missing: str = "blank") -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)])
@@ -178,25 +193,27 @@ def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = 
     writer.writerow(["    Points Possible", "", "", "", "", _num(possible)])
     for row in rows:
         if row.lms_user_id:
-            writer.writerow([_safe_cell(row.name or row.student), row.lms_user_id, "", "", "", _score(row)])
+            writer.writerow([_safe_cell(row.name or row.student), row.lms_user_id, "", "", "", _score(row, missing)])
     return out.getvalue()
 
 
-def to_moodle(rows: list[Row], now: datetime | None = None) -> str:
+def to_moodle(rows: list[Row], now: datetime | None = None, missing: str = "blank") -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(MOODLE_HEAD)
     for row in rows:
-        if row.lms_user_id:
+        if row.participant:
             full = " ".join(reversed(row.name.split(", "))) if row.name else row.student
-            writer.writerow([f"Participant {row.lms_user_id}", _safe_cell(full), _score(row), _num(row.max), stamp])
+            writer.writerow([f"Participant {row.participant}", _safe_cell(full), _score(row, missing),
+                             _num(row.max), stamp])
     return out.getvalue()
 
 
-def missing_lms_ids(rows: list[Row]) -> list[Row]:
-    """Rows an LMS file cannot carry: students without an LMS user id."""
-    return [r for r in rows if not r.lms_user_id]
+def missing_lms_ids(rows: list[Row], fmt: str = "canvas") -> list[Row]:
+    """Rows an LMS file cannot carry: students without a Canvas user id (canvas) or without a
+    participant id of this assignment (moodle)."""
+    return [r for r in rows if not (r.participant if fmt == "moodle" else r.lms_user_id)]
 
 
 def _safe_cell(text: str) -> str:
@@ -205,7 +222,7 @@ def _safe_cell(text: str) -> str:
 
 
 def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",
-               lms_assignment_id: str | None = None) -> tuple[str, list[Row]]:
+               lms_assignment_id: str | None = None, missing: str = "blank") -> tuple[str, list[Row]]:
     """Write the ``fmt`` file to ``output`` (or return it only, when None); return (text, rows)."""
     from .deadlines import due_date
 
@@ -213,9 +230,9 @@ def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str
         raise CourseError(f"unknown export format {fmt!r}: one of {', '.join(FORMATS)}")
     questions, rows = grade_rows(course, assignment)
     if fmt == "canvas":
-        text = to_canvas(assignment, rows, lms_assignment_id)
+        text = to_canvas(assignment, rows, lms_assignment_id, missing)
     elif fmt == "moodle":
-        text = to_moodle(rows)
+        text = to_moodle(rows, missing=missing)
     else:
         text = to_csv(questions, rows, late_columns=due_date(course, assignment) is not None)
     if output is not None:

@@ -96,7 +96,8 @@ def personal_notebook(release: dict, template: dict, spec: VariantSpec, student:
 
 def write_roster_notebooks(course: Course, assignment: str, students: list[str], out_dir: Path) -> dict[str, Path]:
     """``<out_dir>/<student>/<assignment>.ipynb`` for each student (their own numbers in the
-    text, their id and key filled in), and ``<out_dir>/keys.csv``; returns student -> path.
+    text, their id and key filled in), and ``<course>/keys.csv`` (apart from the notebooks handed
+    out); returns student -> path.
     The course must be prepared for the assignment (``generate``/``collect`` do that)."""
     spec = spec_for(assignment)
     if spec is None:
@@ -116,7 +117,10 @@ def write_roster_notebooks(course: Course, assignment: str, students: list[str],
         path = folder / name
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", "utf-8")
         written[student] = path
-    (Path(out_dir) / "keys.csv").write_text(keys_csv(course, students), "utf-8")
+    # every student's key: in the course, never beside the notebooks that are handed out
+    from .personfiles import write_text
+
+    write_text(Path(course.root) / "keys.csv", keys_csv(course, students), private=True)
     return written
 
 
@@ -156,14 +160,19 @@ def read_roster(path: Path) -> list[str]:
     return ids
 
 
-def keys_csv(course: Course, students: list[str]) -> str:
-    """``student,homework_key`` for each student: what the instructor hands out (LMS, mail merge)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "homework_key"])
-    for student in students:
-        writer.writerow([student, key_for(course, student)])
-    return out.getvalue()
+def keys_csv(course: Course, students: list) -> str:
+    """``student,name,lms_id,email,homework_key`` for each student (ids, or ``lms.RosterStudent``
+    with names): what the instructor hands out (LMS, mail merge). ``student`` is the id the
+    student types as STUDENT_ID."""
+    from .personfiles import csv_text
+
+    rows = [["student", "name", "lms_id", "email", "homework_key"]]
+    for s in students:
+        sid = s if isinstance(s, str) else s.id
+        name = "" if isinstance(s, str) else (s.name if s.name != sid else "")
+        rows.append([sid, name, "" if isinstance(s, str) else s.lms_user_id or "",
+                     "" if isinstance(s, str) else s.email or "", key_for(course, sid)])
+    return csv_text(rows)
 
 
 # --------------------------------------------------------------------------- who handed in what

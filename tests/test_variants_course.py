@@ -75,7 +75,8 @@ def test_roster_notebooks_carry_their_numbers_and_grade_full(tmp_path):
     assert rc == 0, out
     course = Course(root)
     personal = root / "personal" / A
-    keys = {r["student"]: r["homework_key"] for r in csv.DictReader((personal / "keys.csv").open())}
+    assert not (personal / "keys.csv").exists()  # every key, never beside the notebooks handed out
+    keys = {r["student"]: r["homework_key"] for r in csv.DictReader((root / "keys.csv").open())}
     assert keys == {s: key_for(course, s) for s in ("alice", "bob")}
     incoming = tmp_path / "incoming"
     incoming.mkdir()
