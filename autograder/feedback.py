@@ -28,7 +28,7 @@ import json
 import re
 import textwrap
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from scalebook.homework import spec_for
@@ -149,6 +149,7 @@ class StudentFeedback:
     policy: str = ""
     solutions: dict[str, WorkedSolution] = field(default_factory=dict)  # grade_id -> missed part
     numbers: list[str] = field(default_factory=list)  # the student's own numbers, a line per problem
+    extension: timedelta | None = None  # granted to this student: their due date moves by it
 
 
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -245,7 +246,10 @@ def student_feedback(course: Course, assignment: str, *,
     from .deadlines import load_policy
 
     questions, rows = grade_rows(course, assignment)
-    policy = load_policy(course).describe()
+    from .overrides import current
+
+    policy = load_policy(course, assignment).describe()
+    overridden = current(course, assignment)
     worked = worked_solutions(course, assignment) if release_solutions else {}
     report = load_report(course, assignment)
     titles = question_titles(course, assignment)
@@ -257,15 +261,18 @@ def student_feedback(course: Course, assignment: str, *,
         from_notebook, cell_errors = read_autograded(course, row.student, assignment)
         messages = dict((entry or {}).get("messages", {})) or from_notebook
         items = []
+        mine = overridden.get(row.student, {})
         for gid, points in questions:
             text, hint = split_hint(messages.get(gid, ""))
+            if gid in mine:  # the instructor's score replaces the autograder's verdict
+                text, hint = f"Score set by the instructor: {mine[gid].get('reason', '')}", ""
             items.append(QuestionFeedback(gid, titles.get(gid, ""), row.scores.get(gid), points, text, hint))
         problems = [str(p) for p in (entry or {}).get("problems", [])]
         missed = {q.grade_id: worked[q.grade_id] for q in items
                   if q.grade_id in worked and (q.score is None or q.score < q.points)}
         out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items,
                                            row.days_late, row.penalty, row.submitted, policy, missed,
-                                           numbers_lines(assignment, entry))
+                                           numbers_lines(assignment, entry), row.extension)
     return out
 
 
@@ -288,6 +295,9 @@ def render_html(fb: StudentFeedback) -> str:
     total = sum(q.score or 0 for q in items)
     possible = sum(q.points for q in items)
     score_html = f"Score: <strong>{total:g} / {possible:g}</strong>"
+    granted = ""
+    if fb.extension:
+        granted = f" &middot; extension granted: {e(_duration(fb.extension))}"
     if fb.days_late > 0:
         final = total - fb.penalty
         when = ("marked late by the LMS (no submission time; charged the least, one day)"
@@ -328,7 +338,7 @@ def render_html(fb: StudentFeedback) -> str:
 </head>
 <body>
 <h1>{e(assignment)}: feedback for {e(student)}</h1>
-<p>{score_html} &middot; status: {e(fb.status)}</p>
+<p>{score_html} &middot; status: {e(fb.status)}{granted}</p>
 {problem_html}
 <table>
 <thead><tr><th>Question</th><th>Points</th><th>Result</th><th>Feedback</th><th>Hint</th></tr></thead>
@@ -340,6 +350,11 @@ def render_html(fb: StudentFeedback) -> str:
 </body>
 </html>
 """
+
+
+def _duration(delta: timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours / 24:g} day(s)" if hours % 24 == 0 else f"{hours:g} hour(s)"
 
 
 def _when(when: datetime | None) -> str:
