@@ -117,8 +117,10 @@ def test_validate_shows_the_numbers_and_warns_without_a_key(tmp_path):
             cell["source"] = "STUDENT_ID = 'alice'\nHOMEWORK_KEY = 'AAAA-AAAA-A'\n"
     path.write_text(json.dumps(nb))
     rc, out = run_cli("validate", path)
-    assert rc == 1  # every answer undefined: the setup cell refused the key
+    assert rc == 1  # the setup cell refused the key: that is said first, and nothing else
+    assert out.startswith("Your STUDENT_ID and HOMEWORK_KEY do not go together"), out
     assert re.search(r"HOMEWORK_KEY 'AAAA-AAAA-A' does not belong to STUDENT_ID 'alice'", out), out
+    assert "not answered" not in out and "NameError" not in out and "KeyError_" not in out
 
 
 @pytest.mark.slow
