@@ -95,6 +95,14 @@ def test_answer_names_in_order(src, names):
     assert checker.answer_names(src) == names
 
 
+def test_a_stopped_run_is_placed_by_the_question_it_was_working_on():
+    v = checker.Validation(None, None, {}, [], [], {"q1-test": 4, "q2-test": 9})
+    assert checker._where(v, 6) == " in the code for q2-test (cell 6)"
+    assert checker._where(v, 2) == " in the code for q1-test (cell 2)"
+    assert checker._where(v, 12) == " after the last question (cell 12)"
+    assert checker._where(v, None) == ""
+
+
 def test_run_test_injects_only_answer_names():
     """A value captured for a name the test binds itself never reaches the test."""
     src = "_expected = globals().get('_expected', 6)\nassert answer == _expected, 'wrong'"
