@@ -229,3 +229,38 @@ def test_a_moodle_class_over_two_assignments(tmp_path):
         assert sorted(s.id for s in gb.students) == sorted(k["student"] for k in keys.values())
     stamp = (course.submitted("alice.smith", A1) / "timestamp.txt").read_text()
     assert stamp.startswith("2026-02-01 23:30:00")
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_class_keyed_by_the_wrong_ids_is_told_so_first_and_grade_fails(tmp_path):
+    """The setup the issue found: keys made for Canvas's bare user ids (a plain roster), while
+    the Canvas download names the same students ``<name>_<user id>``. Every notebook then holds
+    another id than its submitter's: grade must say so first and exit 1, each student's first
+    problem must be that, and no line about read-only prompts that only carry other numbers."""
+    import json
+
+    from test_variants_course import answered
+
+    course_dir = tmp_path / "course"
+    plain = tmp_path / "ids.csv"
+    plain.write_text("id\n10000\n10001\n10002\n10003\n")
+    rc, out, err = run_cli("generate", A1, "--roster", plain, "--course", course_dir)
+    assert rc == 0, out + err
+    download = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(download, "w") as z:
+        for n, name in enumerate(("smithalice", "dahlrolf", "leesam", "brownbob")):
+            uid = f"1000{n}"
+            nb = json.loads((course_dir / "personal" / A1 / uid / f"{A1}.ipynb").read_text())
+            z.writestr(f"{name}_{uid}_{700 + n}_{A1}.ipynb", json.dumps(answered(nb)))
+    opts = ("-a", A1, "--course", course_dir)
+    assert run_cli("collect", download, *opts)[0] == 0
+    rc, out, err = run_cli("grade", *opts, "-q")
+    assert rc == 1, out + err
+    assert out.startswith("MOST OF THE CLASS IS FLAGGED: 4 of 4"), out
+    trouble = out[out.index("NOT FULLY GRADED"):].splitlines()[1:]
+    assert len(trouble) == 4
+    for line in trouble:
+        student, why = line.strip().split(": ", 1)
+        assert why.startswith("numbers: the notebook's STUDENT_ID is '1000"), line
+    assert "read-only" not in out
