@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+from pathlib import Path
 from datetime import datetime
 
 import pytest
@@ -164,7 +165,16 @@ def test_released_solutions_show_only_the_missed_parts(graded):
     section = page[page.index("Solutions of the parts you missed"):]
     assert "<code>hw1-q5-h100-test</code></h3>" in section
     assert "<code>critical_batch_gpu</code>" in section  # its expected answer
-    assert html.escape(worked_code("hw1-q5-h100"), quote=True) in section
+    from autograder.feedback import shown_solution
+    from autograder.plan import load_result
+    from scalebook import get_chip
+    from scalebook.roofline import critical_batch_size
+
+    assert html.escape(shown_solution(worked_code("hw1-q5-h100")), quote=True) in section
+    assert "sample" not in section.lower()  # the book's worked numbers are not the student's
+    numbers = load_result(graded.course, "roe_1002", ASSIGNMENT).variant["numbers"]
+    own = critical_batch_size(get_chip(numbers["q5_gpu"]), compute_dtype="bf16")
+    assert f"Expected answers for your numbers: <code>critical_batch_gpu</code> = {own:.4g}" in section
     assert "hw1-q1a-bytes-test" not in section  # got right: no solution shown
     assert html.escape(worked_code("hw1-q1a-bytes"), quote=True) not in page
     assert "Solutions of the parts you missed" not in _page(graded, "doejane_1001")  # full marks
@@ -233,3 +243,27 @@ def test_each_assignment_keeps_its_own_policy_and_due_changes_only_what_it_is_gi
         assert rc == 0, out + err
         assert load_policy(course, "hw2-hardware") == expected
     assert load_policy(course, "hw6-inference") == LatePolicy(25, None)
+
+
+def test_released_solutions_carry_no_sample_number_workings():
+    """Every homework's worked solutions, as a student is shown them: the code and its own
+    comments stay, the book's sample-number workings go (the page gives the student's values)."""
+    import glob
+    import json
+
+    from autograder.feedback import shown_solution
+
+    cells = 0
+    for path in sorted(glob.glob(str(SOLUTIONS / "*" / "*.ipynb"))):
+        for cell in json.loads(Path(path).read_text("utf-8"))["cells"]:
+            meta = cell["metadata"].get("nbgrader", {})
+            if cell["cell_type"] == "code" and meta.get("solution") and not meta.get("grade"):
+                code = solution_code("".join(cell["source"]))
+                shown = shown_solution(code)
+                assert "sample" not in shown.lower(), (path, shown)
+                code_lines = [line.split("#")[0].rstrip() for line in code.splitlines() if line.split("#")[0].strip()]
+                assert [line.split("#")[0].rstrip() for line in shown.splitlines()
+                        if line.split("#")[0].strip()] == code_lines  # no code line lost
+                cells += 1
+    assert cells > 50
+    assert shown_solution("x = 2 * n    # bf16; sample numbers: 8.1e11 bytes") == "x = 2 * n    # bf16"
