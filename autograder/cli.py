@@ -336,8 +336,8 @@ def cmd_generate(args) -> int:
 
 
 def _generate_roster(args) -> int:
-    from .collect import visible
     from .lms import read_roster_file, register_roster
+    from .safe_text import visible
     from .variants import write_roster_notebooks
 
     if len(args.assignments) != 1 or args.check:
@@ -356,7 +356,6 @@ def _generate_roster(args) -> int:
 
 def cmd_keys(args) -> int:
     from .lms import RosterStudent, read_roster_file, register_roster
-    from .personfiles import write_text
     from .variants import keys_csv
 
     course = _course(args, create=bool(args.roster))
@@ -378,7 +377,7 @@ def cmd_keys(args) -> int:
             raise UsageError("the gradebook has no students yet: give --roster roster.csv")
     text = keys_csv(course, students)
     if args.output:
-        write_text(Path(args.output), text, private=True)
+        Path(args.output).write_text(text, "utf-8")
         print(f"wrote the keys of {len(students)} student(s) to {args.output}")
     else:
         sys.stdout.write(text)
@@ -516,7 +515,7 @@ def render_grade_summary(report, elapsed: float) -> str:
         lines.extend(trouble)
     else:
         lines.append("every submission was fully graded")
-    from .collect import visible  # student ids and messages came from submissions
+    from .safe_text import visible  # student ids and messages came from submissions
 
     return "\n".join(visible(line) for line in lines)
 
@@ -560,7 +559,7 @@ def cmd_due(args) -> int:
 
 
 def cmd_override(args) -> int:
-    from .collect import visible
+    from .safe_text import visible
     from .overrides import set_override, trail
 
     assignment = _assignment(args)
@@ -582,7 +581,7 @@ def cmd_override(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .collect import visible
+    from .safe_text import visible
     from .deadlines import due_date
     from .export import export_csv, missing_lms_ids, without_time
 
@@ -634,8 +633,8 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .collect import visible  # hint labels and answers may hold what students wrote
     from .report import render_table, write_report
+    from .safe_text import terminal_text
 
     course, assignment = _course(args), _assignment(args)
     start = time.perf_counter()
@@ -652,7 +651,7 @@ def cmd_report(args) -> int:
         lines.append("")
     lines.append(f"wrote the item analysis of {assignment} ({analysis.students} students) to {html_path} "
                  f"and {csv_path} in {elapsed:.1f} s")
-    print("\n".join(visible(line) for text in lines for line in text.splitlines() or [""]))
+    print(terminal_text("\n".join(lines)))  # hint labels and answers may hold what students wrote
     return 0
 
 

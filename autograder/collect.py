@@ -76,6 +76,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from .course import Course, available_assignments, notebook_names
+from .safe_text import visible
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
 MAX_ARCHIVE_BYTES = 2 * 1024 * 1024 * 1024  # all members of one zip, uncompressed
@@ -92,20 +93,6 @@ LITTER = re.compile(r"(^|/)(__MACOSX|\.ipynb_checkpoints|__pycache__)(/|$)|(^|/)
 
 class CollectError(Exception):
     """The SOURCE cannot be read at all (missing, not a folder/zip/notebook, corrupt zip)."""
-
-
-def visible(text: str) -> str:
-    """``text`` as it may be shown on a terminal: every character that ``str.isprintable``
-    refuses (C0/C1 controls such as ESC, CR, BEL and newline, format characters such as the
-    bidi override U+202E, separators other than the space, lone surrogates, unassigned and
-    private-use code points) becomes a visible escape: ``\\x1b``, ``\\u202e``, ``\\U000e0001``.
-    Printable text, accented and non-Latin letters included, is unchanged."""
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
-
-
-def _escape(c: str) -> str:
-    n = ord(c)
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 @dataclass(frozen=True)
@@ -360,12 +347,17 @@ _FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O",
                       "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D"})
 
 
+def fold(name: str) -> str:
+    """``name`` with its accents dropped and Latin ligatures spelled out (``"Øyvind Ångström"``
+    -> ``"Oyvind Angstrom"``); other scripts are left as they are."""
+    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
+    return "".join(c for c in plain if not unicodedata.combining(c))
+
+
 def slug(name: str) -> str:
     """``"Jane Doe"`` -> ``"jane_doe"``, ``"José Núñez"`` -> ``"jose_nunez"``: accents dropped,
     lower case, runs of other characters become ``_`` (``""`` when no Latin letter or digit)."""
-    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
-    plain = "".join(c for c in plain if not unicodedata.combining(c))
-    return re.sub(r"[^a-z0-9]+", "_", plain.lower()).strip("_")
+    return re.sub(r"[^a-z0-9]+", "_", fold(name).lower()).strip("_")
 
 
 def lms_student_id(name: str, uid: str) -> str:

@@ -13,9 +13,15 @@ gradebook scores at every export (never stored, so a second export penalises onc
 the per-question CSV then also has ``raw``, ``days_late`` and ``penalty`` columns before
 ``total``. Without a due date the columns are as above.
 
-LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as the student's
-``lms_user_id``; students without one cannot be matched and are listed by ``missing_lms_ids``
-(``export`` prints them and exits 1), never written under a guessed key:
+Every cell goes through ``safe_text.csv_text``: scores are written as numbers, and a name or id
+that a spreadsheet would read as a formula is written as text (a leading apostrophe).
+
+LMS formats (``--format``), keyed by the LMS's own ids (``lms.py``): Canvas by the Canvas user
+id (the student's ``lms_user_id``, from the roster or the download), Moodle by ``Participant
+<n>`` of *this* assignment (``<course>/lms/<A>.json``, from ``collect --worksheet``); students
+without one cannot be matched and are listed by ``missing_lms_ids`` (``export`` prints them and
+exits 1), never written under a guessed key. A roster student with no submission is written
+empty (the LMS leaves their grade as it is) or, with ``missing="zero"``, 0:
 
 - ``canvas``: the Canvas gradebook import CSV, laid out as Canvas's own gradebook export.
   Followed: the Ohio State guide "Import a CSV file to Carmen Grades" (CarmenCanvas,
@@ -42,13 +48,12 @@ LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as 
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
+from .safe_text import csv_text, number_text
 
 
 @dataclass
@@ -87,11 +92,10 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
     report = load_report(course, assignment)
-    from .lms import load_participants, moodle_students
+    from .lms import load_participants
 
     policy = load_policy(course, assignment)
     participants = load_participants(course, assignment)
-    via_moodle = moodle_students(course)
     rows = []
     with course.gradebook() as gb:
         try:
@@ -135,11 +139,11 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
             penalty = late.penalty(raw)
             person = people[student]
             name = ", ".join(n for n in (person.last_name, person.first_name) if n)
-            # a Canvas user id only: Moodle's numbers are per-assignment participant ids
-            canvas_id = None if student in via_moodle else person.lms_user_id or None
+            # lms_user_id is a Canvas user id (collect keeps Moodle's per-assignment participant
+            # ids in lms/<A>.json, never there)
             pid = (participants.get(student) or {}).get("participant")
             rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
-                            late.submitted, canvas_id, name, mark, extension, pid))
+                            late.submitted, person.lms_user_id or None, name, mark, extension, pid))
     return questions, rows
 
 
@@ -149,22 +153,17 @@ def without_time(rows: list[Row]) -> list[Row]:
 
 
 def _num(value: float | None) -> str:
-    return "" if value is None else f"{round(value, 6):g}"
+    return "" if value is None else number_text(value)
 
 
 def to_csv(questions, rows, *, late_columns: bool = False) -> str:
     """The per-question CSV; ``late_columns`` adds ``raw``, ``days_late`` and ``penalty``."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
     late_head = ["raw", "days_late", "penalty"] if late_columns else []
-    writer.writerow(["student", *[gid for gid, _ in questions], *late_head, "total", "max", "status"])
-    for row in rows:
-        late = [_num(row.raw), str(row.days_late), _num(row.penalty)] if late_columns else []
-        writer.writerow(
-            [_safe_cell(row.student), *[_num(row.scores.get(gid)) for gid, _ in questions], *late,
-             _num(row.total), _num(row.max), row.status]
-        )
-    return out.getvalue()
+    head = ["student", *[gid for gid, _ in questions], *late_head, "total", "max", "status"]
+    return csv_text([head, *(
+        [row.student, *[row.scores.get(gid) for gid, _ in questions],
+         *([row.raw, row.days_late, row.penalty] if late_columns else []), row.total, row.max, row.status]
+        for row in rows)])
 
 
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -176,49 +175,35 @@ def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
     return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
 
 
-def _score(row: Row, missing: str = "blank") -> str:
+def _score(row: Row, missing: str = "blank") -> float | None:
     """An LMS cell: the final total; without a submission empty (left as it is in the LMS) or,
     with ``missing="zero"``, 0."""
     if row.status == "no submission":
-        return "0" if missing == "zero" else ""
-    return _num(row.total)
+        return 0 if missing == "zero" else None
+    return row.total
 
 
 def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None,
               missing: str = "blank") -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)])
     possible = rows[0].max if rows else 0.0
-    writer.writerow(["    Points Possible", "", "", "", "", _num(possible)])
-    for row in rows:
-        if row.lms_user_id:
-            writer.writerow([_safe_cell(row.name or row.student), row.lms_user_id, "", "", "", _score(row, missing)])
-    return out.getvalue()
+    return csv_text([[*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)],
+                     ["    Points Possible", "", "", "", "", possible],
+                     *([row.name or row.student, row.lms_user_id, "", "", "", _score(row, missing)]
+                       for row in rows if row.lms_user_id)])
 
 
 def to_moodle(rows: list[Row], now: datetime | None = None, missing: str = "blank") -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(MOODLE_HEAD)
-    for row in rows:
-        if row.participant:
-            full = " ".join(reversed(row.name.split(", "))) if row.name else row.student
-            writer.writerow([f"Participant {row.participant}", _safe_cell(full), _score(row, missing),
-                             _num(row.max), stamp])
-    return out.getvalue()
+    return csv_text([MOODLE_HEAD, *(
+        [f"Participant {row.participant}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
+         _score(row, missing), row.max, stamp]
+        for row in rows if row.participant)])
 
 
 def missing_lms_ids(rows: list[Row], fmt: str = "canvas") -> list[Row]:
     """Rows an LMS file cannot carry: students without a Canvas user id (canvas) or without a
     participant id of this assignment (moodle)."""
     return [r for r in rows if not (r.participant if fmt == "moodle" else r.lms_user_id)]
-
-
-def _safe_cell(text: str) -> str:
-    """Defuse spreadsheet formulas in a text cell (a student id cannot start with these anyway)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",

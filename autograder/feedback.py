@@ -5,6 +5,7 @@ message comes from the grading record beside the autograded notebook (``grading.
 ``SubmissionResult`` of the last grading) or, failing that, from the outputs of the test cells
 in the autograded notebook. Messages quote the student's values
 (``x should be a number, got the string '<script>'``), so every piece of text is HTML-escaped
+(``safe_text.html_text``, which also shows control and direction characters)
 and the page forbids scripts and remote content (Content-Security-Policy).
 
 A late submission's page shows the raw score, how late it was, the penalty of the course's
@@ -23,7 +24,6 @@ due date set) it is refused, unless ``force``.
 from __future__ import annotations
 
 import ast
-import html
 import json
 import re
 import textwrap
@@ -36,6 +36,7 @@ from scalebook.variants import variant_from
 
 from .course import Course, CourseError, load_report
 from .export import grade_rows
+from .safe_text import html_text
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -371,7 +372,7 @@ pre.solution { font-family: monospace; background: #f6f8fa; padding: .5rem; marg
 
 
 def render_html(fb: StudentFeedback) -> str:
-    e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+    e = html_text
     student, assignment, items = fb.student, fb.assignment, fb.questions
     total = sum(q.score or 0 for q in items)
     possible = sum(q.points for q in items)

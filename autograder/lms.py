@@ -109,11 +109,9 @@ def _get(row: list[str], i: int | None) -> str:
 
 def usable_id(text: str) -> str:
     """``text`` as a student id (letters, digits, ``.``, ``_``, ``-``; accents dropped)."""
-    from .collect import _FOLD
+    from .collect import fold
 
-    plain = unicodedata.normalize("NFKD", text.translate(_FOLD))
-    plain = "".join(c for c in plain if not unicodedata.combining(c))
-    return _UNUSABLE.sub("_", plain).strip("._-")[:128]
+    return _UNUSABLE.sub("_", fold(text)).strip("._-")[:128]
 
 
 def _name_key(name: str) -> str:
@@ -280,9 +278,7 @@ def register_roster(course: Course, roster: Roster) -> list[RosterStudent]:
             out.append(s)
     if roster.lms != PLAIN:
         kept["lms"] = roster.lms
-    from .personfiles import write_text
-
-    write_text(Path(course.root) / ROSTER_FILE, json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
+    (Path(course.root) / ROSTER_FILE).write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", "utf-8")
     return out
 
 
@@ -345,18 +341,9 @@ def load_participants(course: Course, assignment: str) -> dict[str, dict]:
 
 def save_participants(course: Course, assignment: str, entries: dict[str, dict]) -> None:
     """Merge ``entries`` (student -> participant and time) into the assignment's map."""
-    from .personfiles import write_text
-
     kept = load_participants(course, assignment)
     kept.update(entries)
-    write_text(_assignment_file(course, assignment),
-               json.dumps({"moodle": kept}, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+    path = _assignment_file(course, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"moodle": kept}, indent=1, ensure_ascii=False, sort_keys=True) + "\n", "utf-8")
 
-
-def moodle_students(course: Course) -> set[str]:
-    """Students known through Moodle: in a Moodle roster or any assignment's participant map."""
-    out = set(roster_students(course)) if roster_lms(course) == MOODLE else set()
-    folder = Path(course.root) / LMS_DIR
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        out |= set(load_participants(course, path.stem))
-    return out

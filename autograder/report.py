@@ -25,15 +25,14 @@ scores from the gradebook (nbgrader's; a manual grade wins, as in ``export``), a
 query; messages and answers from each student's ``grading.json``. Nothing is graded again.
 
 The statistics are pure functions of plain data (:func:`analyse`); :func:`to_csv` and
-:func:`render_html` render them. Every answer and hint is HTML-escaped: answers are the
-students' own values.
+:func:`render_html` render them. Every answer and hint goes through ``safe_text`` (HTML-escaped,
+control and direction characters shown, no formula in a CSV cell): answers are the students' own
+values.
 """
 
 from __future__ import annotations
 
 import base64
-import csv
-import html
 import io
 import json
 import math
@@ -43,9 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .course import Course, CourseError
-from .export import _safe_cell, question_columns
-from .integrity import Suspect
+from .export import question_columns
 from .feedback import CSP, STYLE, question_titles, split_hint
+from .integrity import Suspect
+from .safe_text import csv_text, html_text, number_text
 
 UPPER_LOWER = 0.27        # share of the class in each discrimination group
 LOW_DISCRIMINATION = 0.2  # below this a part tells strong from weak students poorly
@@ -379,7 +379,7 @@ CSV_COLUMNS = ["grade_id", "title", "points", "students", "attempted", "not_answ
 
 
 def _num(value: float | None) -> str:
-    return "" if value is None else f"{round(value, 6):g}"
+    return "" if value is None else number_text(value)
 
 
 def to_csv(analysis: ItemAnalysis) -> str:
@@ -387,18 +387,16 @@ def to_csv(analysis: ItemAnalysis) -> str:
     ``{label: count}``, the largest group first (hints hold commas and semicolons, so no plain
     separator would do); ``most_common_wrong_answer`` and its count are those of the largest
     group."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = [CSV_COLUMNS]
     for s in analysis.parts:
         first = s.wrong[0].answers[0] if s.wrong and s.wrong[0].answers else None
-        writer.writerow([
-            s.part.grade_id, _safe_cell(s.part.title), _num(s.part.points), s.students, s.attempted,
-            s.not_answered, s.not_graded, _num(s.mean_points), _num(s.full_credit), _num(s.discrimination),
+        rows.append([
+            s.part.grade_id, s.part.title, s.part.points, s.students, s.attempted,
+            s.not_answered, s.not_graded, s.mean_points, s.full_credit, s.discrimination,
             s.wrong_count, json.dumps({g.label: g.count for g in s.wrong}, ensure_ascii=False),
-            _safe_cell(first.answer if first else ""), first.count if first else "",
+            first.answer if first else "", first.count if first else None,
         ])
-    return out.getvalue()
+    return csv_text(rows)
 
 
 def _png(fig) -> str:
@@ -508,7 +506,7 @@ def render_html(analysis: ItemAnalysis, integrity: Integrity | None = None) -> s
     """The page: summary, definitions, histogram, per-part chart and table, and (per-student
     numbers) whose numbers the submissions hold. Self-contained (images are ``data:`` URLs; the
     CSP forbids scripts and remote content)."""
-    e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+    e = html_text
     a = analysis
     rows = []
     for s in a.parts:

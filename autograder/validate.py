@@ -30,6 +30,7 @@ from pathlib import Path
 from scalebook.homework import SAMPLE_NOTE
 
 from .course import EXERCISES, REPO
+from .safe_text import terminal_text
 
 STATUS_OK = "answered"
 NUMBERS_CALL = "your_numbers("  # the setup cell of a homework with per-student numbers
@@ -240,5 +241,5 @@ def main(path: str, timeout: float = 120) -> int:
     except NotANotebook as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(result.render())
+    print(terminal_text(result.render()))  # cell errors quote what the notebook printed
     return 0 if result.ok else 1

@@ -38,6 +38,7 @@ from scalebook.variants import (KeyError_, Variant, VariantSpec, check_key, defa
 
 from .course import (SECRET_FILE, SETTINGS_FILE, Course, CourseError, course_secret, is_identity_cell,
                      render_source, set_variants_enabled, variants_enabled)
+from .safe_text import csv_text
 
 IDENTITY = "__identity__"          # the capture step that reads STUDENT_ID and HOMEWORK_KEY
 IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")
@@ -117,10 +118,11 @@ def write_roster_notebooks(course: Course, assignment: str, students: list[str],
         path = folder / name
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", "utf-8")
         written[student] = path
-    # every student's key: in the course, never beside the notebooks that are handed out
-    from .personfiles import write_text
-
-    write_text(Path(course.root) / "keys.csv", keys_csv(course, students), private=True)
+    # every student's key: in the course (readable by its owner only), never beside the
+    # notebooks that are handed out
+    keys = Path(course.root) / "keys.csv"
+    keys.write_text(keys_csv(course, students), "utf-8")
+    keys.chmod(0o600)
     return written
 
 
@@ -163,9 +165,8 @@ def read_roster(path: Path) -> list[str]:
 def keys_csv(course: Course, students: list) -> str:
     """``student,name,lms_id,email,homework_key`` for each student (ids, or ``lms.RosterStudent``
     with names): what the instructor hands out (LMS, mail merge). ``student`` is the id the
-    student types as STUDENT_ID."""
-    from .personfiles import csv_text
-
+    student types as STUDENT_ID. Rosters come from an LMS, so every cell goes through
+    ``safe_text.csv_cell`` (``=1+1`` -> ``'=1+1``)."""
     rows = [["student", "name", "lms_id", "email", "homework_key"]]
     for s in students:
         sid = s if isinstance(s, str) else s.id

@@ -17,7 +17,7 @@ import pytest
 
 from bookpage import built_page, visible_text
 
-from scalebook import parallelism, roofline, transformer
+from scalebook import get_chip, parallelism, roofline, transformer
 from scalebook.sharding import Mesh, plan_matmul
 from scalebook.units import format_seconds
 
@@ -197,3 +197,20 @@ def test_chapter_renders_in_a_browser(browser, name):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_rooflines_quotes_the_recorded_h100_run():
+    """The H100 section reads the recorded run (book/data) and computes its roofline at build
+    time: the page's peak and bandwidth are the file's, its datasheet fraction the catalog's."""
+    import json
+
+    run = json.loads((Path(__file__).resolve().parent.parent / "book" / "data"
+                      / "h100-measurements.json").read_text())
+    text = visible_text(built_page("rooflines"))
+    assert "The same sweep on an H100" in text
+    h100 = get_chip("H100")
+    assert f"{run['peak_flops'] / 1e12:.0f} TFLOP/s" in text
+    assert f"{run['bandwidth'] / 1e12:.2f} TB/s" in text
+    fraction = f"{100 * run['peak_flops'] / h100.flops('bf16'):.0f}"
+    assert re.search(rf"\(\s*{fraction}\s*% of the dense datasheet", text)
+    assert run["provenance"]["jax"] in text and run["provenance"]["date"] in text

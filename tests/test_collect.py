@@ -28,7 +28,6 @@ from autograder.collect import (
     lms_student_id,
     read_lms_name,
     slug,
-    visible,
 )
 from autograder.course import ASSIGNMENTS, Course
 
@@ -384,9 +383,3 @@ def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path
     path.write_bytes(path.read_bytes().replace("a\u00e9b".encode(), b"a\xff\xfeb"))
     rc, out = run_cli("collect", path, "-a", A, "--course", course.root)
     assert rc == 2 and "cannot read the zip file" in out and raw_controls(out) == [], out
-
-
-def test_visible():
-    assert visible("Zoë 张伟 a b") == "Zoë 张伟 a b"
-    assert visible("\x1b[2J\r\n\x07\x9b\u202e\u2066\ud800\x7f") == (
-        "\\x1b[2J\\x0d\\x0a\\x07\\x9b\\u202e\\u2066\\ud800\\x7f")
