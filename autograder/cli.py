@@ -32,23 +32,25 @@ from .course import (  # noqa: E402
 )
 
 EPILOG = """\
-the instructor's loop:
+the instructor's loop (README "Teaching with it" walks a Canvas and a Moodle course through it):
   python -m autograder generate                      # solutions/ -> exercises/ (commit these)
-  python -m autograder keys --roster roster.csv -o keys.csv    # each student's homework key
+  python -m autograder keys --roster canvas_gradebook_export.csv -o keys.csv   # or Moodle's participants.csv
   python -m autograder generate hw1-rooflines --roster roster.csv   # or: one notebook per student
-  python -m autograder collect downloads.zip -a hw1-rooflines
-  python -m autograder grade -a hw1-rooflines --workers 4
+  python -m autograder collect submissions.zip -a hw1-rooflines     # Moodle: --worksheet worksheet.csv
   python -m autograder due -a hw1-rooflines --date "2026-02-01 23:59 UTC" --per-day 10 --zero-after 7
-  python -m autograder export -a hw1-rooflines --output grades.csv   # or --format canvas|moodle
+  python -m autograder grade -a hw1-rooflines --workers 4           # again after a resubmission
+  python -m autograder export -a hw1-rooflines --format canvas --lms-assignment-id 123456   # or moodle, csv
   python -m autograder feedback -a hw1-rooflines     # after the due date: --release-solutions
   python -m autograder report -a hw1-rooflines       # item analysis: report-<A>.html and .csv
+  python -m autograder override -a hw1-rooflines -s STUDENT --part hw1-q5 --points 1 --reason "..."
 a student, before submitting:
   python -m autograder validate exercises/hw1-rooflines/hw1-rooflines.ipynb
 
 The course directory (nbgrader's layout: source/, release/, submitted/, autograded/,
-feedback/, gradebook.db) is --course, else $SCALEBOOK_COURSE, else autograder/course/.
-The gradebook is SQLite in the course directory unless --db gives an SQLAlchemy URL
-(postgresql://user@host/db). Design: autograder/DESIGN.md.
+feedback/, gradebook.db) is --course, else $SCALEBOOK_COURSE, else autograder/course/; only
+keys, collect, variants and generate --roster create it. The gradebook is SQLite in the course
+directory unless the first --db (or $SCALEBOOK_DB) gives an SQLAlchemy URL
+(postgresql://user@host/db): the course keeps it and refuses another. Design: autograder/DESIGN.md.
 
 exit status: 0 done; 1 done, but something needs your attention (exercises/ out of date,
 questions not answered, duplicate or refused files); 2 usage or configuration error.
@@ -66,7 +68,8 @@ def _course_options(p: argparse.ArgumentParser, *, assignment: bool = True) -> N
     p.add_argument("--course", metavar="DIR",
                    help=f"course directory (default: $SCALEBOOK_COURSE or {DEFAULT_COURSE_ROOT})")
     p.add_argument("--db", metavar="URL",
-                   help="gradebook as an SQLAlchemy URL (default: sqlite:///<course>/gradebook.db)")
+                   help="gradebook as an SQLAlchemy URL, given once: the course keeps it (default: "
+                        "$SCALEBOOK_DB, else the course's own, else sqlite:///<course>/gradebook.db)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,13 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "keys", help="list each student's homework key (per-student numbers)",
-        description="Write student,homework_key for every student of a roster (a CSV with an 'id' column) "
-                    "or, without --roster, of the gradebook. One key per student serves every homework of "
-                    "the course; hand them out through the LMS or a mail merge. Keys follow from the "
-                    "course's secret, <course>/variants.secret: back it up, never share it.",
+        description="Add the students of a roster to the course and write student,name,lms_id,email,"
+                    "homework_key for each (without --roster: every student of the gradebook). The roster "
+                    "is the LMS's own file: a Canvas gradebook export (students keyed by Canvas user id, "
+                    "'Points Possible' row or not), a Moodle participants export or grading worksheet "
+                    "(keyed by ID number, else email), or any CSV with an 'id' column. One key per student "
+                    "serves every homework of the course; hand them out through the LMS or a mail merge. "
+                    "Keys follow from the course's secret, <course>/variants.secret: back it up, never "
+                    "share it.",
     )
     _course_options(p, assignment=False)
-    p.add_argument("--roster", metavar="CSV", help="the students (default: those in the gradebook)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="the LMS's roster file (default: the students in the gradebook)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the CSV here (default: print it)")
     p.set_defaults(func=cmd_keys)
 
@@ -197,13 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser(
-        "due", help="set or show an assignment's due date and the course's late penalty",
-        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and the course's "
-                    "late policy in <course>/late_policy.json. Without options, show both. Late work is "
+        "due", help="set or show an assignment's due date, late penalty and students' extensions",
+        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and this "
+                    "assignment's late policy in <course>/late_policy.json (each option changes only its "
+                    "own field; other assignments keep theirs). Without options, show both. Late work is "
                     "penalised when exported and shown on the feedback page, computed from the raw scores "
-                    "each time (never stored): a submission d started days late keeps "
-                    "max(0, 1 - d * PCT/100) of its score, nothing after --zero-after days. The submission "
-                    "time is its timestamp.txt (nbgrader layout) or the one the gradebook recorded.",
+                    "each time (never stored): a submission d started days after the student's due date "
+                    "(with their extension) keeps max(0, 1 - d * PCT/100) of its score, nothing after "
+                    "--zero-after days. The submission time is its timestamp.txt (nbgrader layout; collect "
+                    "--worksheet writes Moodle's) or the one the gradebook recorded.",
     )
     _course_options(p)
     p.add_argument("--date", metavar="WHEN",
