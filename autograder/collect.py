@@ -70,12 +70,12 @@ import json
 import os
 import re
 import stat
-import unicodedata
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from .course import Course, available_assignments, notebook_names
+from .lms import fold, lms_student_id, slug  # noqa: F401 -- how an LMS name becomes an id
 from .safe_text import visible
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
@@ -341,30 +341,6 @@ def safe_member_name(name: str) -> tuple[PurePosixPath | None, str | None]:
 
 
 # --- who is it? ---------------------------------------------------------------------------
-
-
-_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L",
-                      "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D"})
-
-
-def fold(name: str) -> str:
-    """``name`` with its accents dropped and Latin ligatures spelled out (``"Øyvind Ångström"``
-    -> ``"Oyvind Angstrom"``); other scripts are left as they are."""
-    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
-    return "".join(c for c in plain if not unicodedata.combining(c))
-
-
-def slug(name: str) -> str:
-    """``"Jane Doe"`` -> ``"jane_doe"``, ``"José Núñez"`` -> ``"jose_nunez"``: accents dropped,
-    lower case, runs of other characters become ``_`` (``""`` when no Latin letter or digit)."""
-    return re.sub(r"[^a-z0-9]+", "_", fold(name).lower()).strip("_")
-
-
-def lms_student_id(name: str, uid: str) -> str:
-    """The id of an LMS student: ``<slug(name)>_<uid>``, or ``lms_<uid>`` if the name slugs to
-    nothing; the name part is shortened to keep the id within 128 characters."""
-    base = slug(name)[: max(0, 127 - len(uid))].strip("_") or "lms"
-    return f"{base}_{uid}"
 
 
 def lms_readings(name: str) -> list[LmsName]:
@@ -643,16 +619,19 @@ def collect(
     return report
 
 
-_COPY = re.compile(r"(?P<stem>.*?)(?: \((?P<n>[0-9]+)\))?(?P<ext>\.ipynb)", re.DOTALL)
+_COPY = re.compile(r"(?P<stem>.*?)(?: \((?P<n>[0-9]+)\))?(?P<ext>\.ipynb)", re.DOTALL)  # Moodle, browsers
+_CANVAS_COPY = re.compile(r"(?P<stem>.*?)(?:-(?P<n>[0-9]+))?(?P<ext>\.ipynb)", re.DOTALL)
 
 
 def newest(group: list[Item]) -> Item | None:
-    """Of several notebooks for one student, the newest by the LMS's own order, or None when
-    there is none: Canvas's larger file id; Moodle's (and a browser's) ``x (2).ipynb`` after
-    ``x (1).ipynb`` after ``x.ipynb``, in one submission folder."""
+    """Of several copies of one notebook for one student, the newest by the LMS's own order,
+    or None when they are not copies of one file: Canvas names a re-uploaded ``x.ipynb``
+    ``x-1.ipynb`` and gives it a larger file id (the newest is the largest); Moodle (and a
+    browser) ``x (1).ipynb``, then ``x (2).ipynb``, in one submission folder."""
     if all(i.reading is not None and i.reading.lms == "Canvas" for i in group):
+        stems = {_CANVAS_COPY.fullmatch(i.reading.file)["stem"] for i in group}
         orders = [i.reading.order for i in group]
-        if len(set(orders)) == len(orders):
+        if len(stems) == 1 and len(set(orders)) == len(orders):
             return max(group, key=lambda i: i.reading.order)
         return None
     copies = [_COPY.fullmatch(i.rel.name) for i in group]

@@ -42,7 +42,8 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import Task, has_submissions, load_result, plan_grading, read_submission, unchanged
+from .plan import (Task, graded_digest, has_submissions, load_result, plan_grading, read_submission,
+                   unchanged)
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, graded_submissions, write_files)
 from .runners import RunnerError, start_runner
@@ -252,8 +253,6 @@ class _GradingRun:
 
     def graded_meanwhile(self, task: Task) -> bool:
         """Whether another grader recorded this submission since the plan was made."""
-        from .plan import graded_digest
-
         done = graded_submissions(self.gb, self.spec.assignment, task.student)
         if task.student in done and unchanged(
                 done[task.student], task.timestamp, digest=task.digest,

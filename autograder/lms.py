@@ -86,6 +86,33 @@ class Worksheet:
     unreadable_times: list[str] = field(default_factory=list)
 
 
+# --------------------------------------------------------------------------- names and ids
+
+_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L",
+                      "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D"})
+
+
+def fold(name: str) -> str:
+    """``name`` with its accents dropped and Latin ligatures spelled out (``"Øyvind Ångström"``
+    -> ``"Oyvind Angstrom"``); other scripts are left as they are."""
+    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
+    return "".join(c for c in plain if not unicodedata.combining(c))
+
+
+def slug(name: str) -> str:
+    """``"Jane Doe"`` -> ``"jane_doe"``, ``"José Núñez"`` -> ``"jose_nunez"``: accents dropped,
+    lower case, runs of other characters become ``_`` (``""`` when no Latin letter or digit)."""
+    return re.sub(r"[^a-z0-9]+", "_", fold(name).lower()).strip("_")
+
+
+def lms_student_id(name: str, uid: str) -> str:
+    """The id of an LMS student: ``<slug(name)>_<uid>``, or ``lms_<uid>`` if the name slugs to
+    nothing; the name part is shortened to keep the id within 128 characters."""
+    base = slug(name)[: max(0, 127 - len(uid))].strip("_") or "lms"
+    return f"{base}_{uid}"
+
+
+
 # --------------------------------------------------------------------------- reading CSV
 
 def _read_csv(path: Path, what: str) -> tuple[list[str], list[list[str]]]:
@@ -109,8 +136,6 @@ def _get(row: list[str], i: int | None) -> str:
 
 def usable_id(text: str) -> str:
     """``text`` as a student id (letters, digits, ``.``, ``_``, ``-``; accents dropped)."""
-    from .collect import fold
-
     return _UNUSABLE.sub("_", fold(text)).strip("._-")[:128]
 
 
@@ -131,8 +156,6 @@ def read_roster_file(path: Path) -> Roster:
 
 
 def _canvas_roster(path, header, rows) -> Roster:
-    from .collect import lms_student_id
-
     student, uid = header.index("student"), header.index("id")
     out, skipped, seen = [], [], set()
     for number, row in enumerate(rows, start=2):

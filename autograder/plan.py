@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import checker
 from .checker import SubmissionResult
-from .course import GRADING_RECORD, Course
+from .course import DIGEST_FILE, GRADING_RECORD, Course
 from .record import graded_submissions
 
 
@@ -62,9 +62,6 @@ def has_submissions(course: Course, assignment: str, students: list[str] | None 
     the gradebook says which are graded already."""
     folders = submission_folders(course, assignment)
     return bool(folders if students is None else set(folders) & set(students))
-
-
-DIGEST_FILE = "submission.sha256"  # beside the autograded notebook: the graded notebook's hash
 
 
 def unchanged(recorded: datetime | None, submitted: datetime | None, *, graded_digest: str | None = None,

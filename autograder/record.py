@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import checker
 from .checker import GRADED, SubmissionResult
-from .course import GRADING_RECORD, Course
+from .course import DIGEST_FILE, GRADING_RECORD, Course
 from .sandbox import Limits, Outcome
 
 
@@ -110,8 +110,6 @@ def write_files(course: Course, spec: checker.Spec, record: Record,
     """The autograded notebook, its timestamp, ``grading.json`` and the graded notebook's
     SHA-256 (before the gradebook commit). A grading of other content than the last one's
     keeps the last one's record in ``history/`` first."""
-    from .plan import DIGEST_FILE
-
     student, assignment = record.result.student, spec.assignment
     out_dir = course.autograded(student, assignment)
     clean_stale_tmp(out_dir)
@@ -128,8 +126,6 @@ def write_files(course: Course, spec: checker.Spec, record: Record,
 def keep_history(out_dir: Path, digest: str | None) -> Path | None:
     """Copy the last grading's record (and its hash) to ``history/<time>-<hash>.json`` when the
     notebook now graded has other content; return the copy, or None."""
-    from .plan import DIGEST_FILE
-
     old = out_dir / GRADING_RECORD
     try:
         before = (out_dir / DIGEST_FILE).read_text("ascii").strip()

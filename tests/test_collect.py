@@ -383,3 +383,19 @@ def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path
     path.write_bytes(path.read_bytes().replace("a\u00e9b".encode(), b"a\xff\xfeb"))
     rc, out = run_cli("collect", path, "-a", A, "--course", course.root)
     assert rc == 2 and "cannot read the zip file" in out and raw_controls(out) == [], out
+
+
+def test_copies_of_one_notebook_give_the_newest_by_the_lms_order(course, tmp_path):
+    download = make_zip(tmp_path / "lms.zip", {
+        f"doejane_4242_70_{NB}": notebook("first"),
+        f"doejane_4242_71_{NB[:-6]}-1.ipynb": notebook("second"),  # Canvas's name for the re-upload
+        f"Ann Lee_500_assignsubmission_file_/{NB}": notebook("old"),
+        f"Ann Lee_500_assignsubmission_file_/{NB[:-6]} (1).ipynb": notebook("new"),
+        f"leesam_77_80_{NB}": notebook("a"),
+        f"leesam_77_81_{NB[:-6]}-draft.ipynb": notebook("b"),  # two files, not copies: which?
+    })
+    report = collect([download], course, A)
+    text = report.render(course)
+    assert who(course, "doejane_4242") == "second" and who(course, "ann_lee_500") == "new", text
+    assert f"kept the newest by the LMS's order {download}:doejane_4242_71_" in text
+    assert list(report.duplicates) == ["leesam_77"] and not course.submitted("leesam_77", A).exists()

@@ -275,8 +275,9 @@ def test_validate_finds_tampering_and_plans_the_run(spec):
     assert v.invalid is None
     assert set(v.tampered) == {"q1-test", "q2-test", "q3-test", "q4-test"}
     assert "deleted" in v.tampered["q2-test"] and "markdown" in v.tampered["q3-test"]
-    assert any("given" in p and "original was used" in p for p in v.problems)
-    assert any("intro" in p for p in v.problems)
+    assert any("given" in p and "originals were run" in p for p in v.problems)
+    # a changed prompt changes nothing graded (and a roster notebook's prompts carry other numbers)
+    assert not any("intro" in p for p in v.problems)
     # read-only code runs in the instructor's version; tampered tests are never run or captured
     given = next(s for s in v.steps if s["kind"] == "code" and "peak_flops" in s["source"])
     assert "197e12" in given["source"]

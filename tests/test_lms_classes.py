@@ -146,6 +146,8 @@ def test_a_canvas_class_from_gradebook_export_to_gradebook_import(tmp_path):
         expected = None if uid == ABSENT else 0.9 * full if uid in LATE else full  # LATE: one day, 10%
         assert (by_id[uid][5] or None) == (expected if expected is None else f"{expected:g}"), (uid, by_id[uid])
     assert by_id["10168"][0] == "Dahl, Øyvind" and by_id["10302"][0] == "张, 伟"
+    rc, out, err = run_cli("export", *opts, "--format", "canvas", "--missing", "zero", "-o", "-")
+    assert rc == 0 and {r[1]: r[5] for r in csv.reader(io.StringIO(out))}[ABSENT] == "0"  # the other choice
     with course.gradebook() as gb:
         assert sorted(s.lms_user_id for s in gb.students) == sorted(uid for _, uid, _ in CANVAS_CLASS)
 
