@@ -195,15 +195,23 @@ SECRET_FILE = "variants.secret"
 SETTINGS_FILE = "variants.json"
 
 
+def read_json(path: Path, remedy: str):
+    """The JSON in ``path`` (None when there is no such file); a file that is not JSON is a
+    :class:`CourseError` that says ``remedy``."""
+    if not Path(path).is_file():
+        return None
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except ValueError as exc:
+        raise CourseError(f"{path} is not valid JSON ({exc}): {remedy}") from None
+
+
 def variants_enabled(course: "Course") -> bool:
     """Whether the course gives per-student numbers (the default) or everyone the same."""
     path = Path(course.root) / SETTINGS_FILE
-    if not path.is_file():
+    data = read_json(path, 'write {"enabled": true} or false')
+    if data is None:
         return True
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise CourseError(f"{path} is not valid JSON ({exc}): write {{\"enabled\": true}} or false") from None
     value = data.get("enabled") if isinstance(data, dict) else None
     if not isinstance(value, bool):
         raise CourseError(f"{path} must be {{\"enabled\": true}} or {{\"enabled\": false}}")

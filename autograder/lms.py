@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .course import Course, CourseError
+from .course import Course, CourseError, read_json
 
 ROSTER_FILE = "roster.json"
 LMS_DIR = "lms"
@@ -245,14 +245,8 @@ def read_worksheet(path: Path, tz: timezone = timezone.utc) -> Worksheet:
 
 def load_roster(course: Course) -> dict | None:
     """``{"lms": ..., "students": {id: {...}}}`` of ``<course>/roster.json``, or None."""
-    path = Path(course.root) / ROSTER_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise CourseError(f"{path} is not valid JSON ({exc}): run keys --roster again") from None
-    return data
+    data = read_json(Path(course.root) / ROSTER_FILE, "run keys --roster again")
+    return data if isinstance(data, dict) else None
 
 
 def register_roster(course: Course, roster: Roster) -> list[RosterStudent]:
@@ -353,13 +347,8 @@ def _assignment_file(course: Course, assignment: str) -> Path:
 
 def load_participants(course: Course, assignment: str) -> dict[str, dict]:
     """student -> {"participant": n, "submitted": iso time or None} for a Moodle assignment."""
-    path = _assignment_file(course, assignment)
-    if not path.is_file():
-        return {}
-    try:
-        return dict(json.loads(path.read_text("utf-8")).get("moodle", {}))
-    except (ValueError, AttributeError) as exc:
-        raise CourseError(f"{path} is damaged ({exc}): collect with --worksheet again") from None
+    data = read_json(_assignment_file(course, assignment), "collect with --worksheet again")
+    return dict(data.get("moodle", {})) if isinstance(data, dict) else {}
 
 
 def save_participants(course: Course, assignment: str, entries: dict[str, dict]) -> None:

@@ -56,6 +56,13 @@ def run_cli(*argv) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
+def write_csv(path: Path, rows: list[list]) -> Path:
+    """A CSV as the LMS would give it."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    return path
+
+
 def keys_of(path: Path) -> dict[str, dict]:
     with open(path, newline="", encoding="utf-8") as f:
         return {r["lms_id"] or r["email"]: r for r in csv.DictReader(f)}
@@ -70,13 +77,10 @@ def totals(course: Course, assignment: str) -> dict[str, tuple[float, float, str
 @pytest.mark.sandbox
 def test_a_canvas_class_from_gradebook_export_to_gradebook_import(tmp_path):
     course_dir = tmp_path / "course"
-    roster = tmp_path / "canvas_gradebook_export.csv"
-    with open(roster, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A1} (123)"])
-        w.writerow(["    Points Possible", "", "", "", "", "15"])
-        for name, uid, _ in CANVAS_CLASS:
-            w.writerow([name, uid, f"S{uid}", f"login{uid}", "Section 1", ""])
+    roster = write_csv(tmp_path / "canvas_gradebook_export.csv", [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{A1} (123)"],
+        ["    Points Possible", "", "", "", "", "15"],
+        *([name, uid, f"S{uid}", f"login{uid}", "Section 1", ""] for name, uid, _ in CANVAS_CLASS)])
     rc, out, err = run_cli("keys", "--roster", roster, "-o", tmp_path / "keys.csv", "--course", course_dir)
     assert rc == 0, out + err
     assert "13 student(s) from a Canvas gradebook export" in out and "Points Possible" in out
@@ -169,12 +173,9 @@ TIMES = {A1: "Sunday, 1 February 2026, 11:30 PM", A2: "Monday, 2 February 2026, 
 @pytest.mark.sandbox
 def test_a_moodle_class_over_two_assignments(tmp_path):
     course_dir = tmp_path / "course"
-    roster = tmp_path / "participants.csv"
-    with open(roster, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["First name", "Last name", "ID number", "Email address", "Roles", "Groups"])
-        for first, last, email in MOODLE_CLASS:
-            w.writerow([first, last, "", email, "Student", "No groups"])
+    roster = write_csv(tmp_path / "participants.csv", [
+        ["First name", "Last name", "ID number", "Email address", "Roles", "Groups"],
+        *([first, last, "", email, "Student", "No groups"] for first, last, email in MOODLE_CLASS)])
     rc, out, err = run_cli("keys", "--roster", roster, "-o", tmp_path / "keys.csv", "--course", course_dir)
     assert rc == 0, out + err
     keys = keys_of(tmp_path / "keys.csv")
