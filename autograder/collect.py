@@ -34,16 +34,24 @@ id is what the gradebook, the CSV export and the feedback folders use. Only name
    cannot contain ``_``). In a subfolder a plain name is refused: the folder, not the file,
    may be what names the student.
 
-Students of rules 1 and 3 are keyed by their **LMS user id**: the id is
-``<name>_<user id>``, where ``<name>`` is the LMS name lower-cased, accents dropped and every
-run of characters other than ``a-z`` and ``0-9`` turned into ``_`` (``doejane_12345``,
-``jane_doe_4242``), or ``lms_<user id>`` when nothing of the name is left (``Вэй Чжан`` ->
-``lms_777``). If the gradebook already has a student with that ``lms_user_id`` (say from an
-earlier collect, or a roster), that student's id is used instead, so a renamed student keeps
-their id; two files of one user id are one student. The user id is recorded as the student's
-``lms_user_id`` and the name parts as first and last name (only where the student has none).
-An existing student's ``lms_user_id`` is never changed: a file whose id names a student with
-another LMS user id is refused as a conflict.
+**Canvas** students (rule 3) are keyed by their Canvas user id. If the gradebook has a student
+with that ``lms_user_id`` (from the course's roster, ``keys --roster``, or an earlier collect),
+that student's id is used, so a renamed student keeps their id; in a course with a Canvas
+roster a user id that is not on it is reported by name (``not_on_roster``) and collected for no
+one. Otherwise the id is ``<name>_<user id>`` (``lms.lms_student_id``: the name lower-cased,
+accents dropped, every run of other characters than ``a-z0-9`` turned into ``_``;
+``lms_<user id>`` when nothing of the name is left). The user id is recorded as the student's
+``lms_user_id`` and the name parts as first and last name (only where the student has none);
+an existing student's ``lms_user_id`` is never changed (such a file is refused as a conflict).
+
+**Moodle** names (rules 1 and 3) carry the assignment's *participant id*, which differs from one
+assignment to the next, so it is never kept as a user id. With ``worksheet`` (that assignment's
+grading worksheet) each ``Participant <n>`` is matched to a roster student by email, ID number
+or a name only one of them has (``lms.match_worksheet``; without a roster the worksheet's own
+emails make the ids), its "Last modified (submission)" is written as ``timestamp.txt``, and
+the participant ids are kept in ``<course>/lms/<A>.json`` for the export. A course with a
+Moodle roster refuses a Moodle download without its worksheet; without either, the student is
+``<name>_<participant id>`` as before, with a note saying why that is fragile.
 
 A notebook whose name (after the student part) names another assignment and not this one is
 ignored as belonging to it, so one LMS zip may hold several assignments. Notebooks of rules 1,
@@ -51,8 +59,10 @@ ignored as belonging to it, so one LMS zip may hold several assignments. Noteboo
 (``submitted/<student>/<assignment>/<assignment>.ipynb``). Originals are only read, never
 modified; zip members are read in memory, never extracted, and a member whose name would
 leave the archive (``../``, an absolute path, a drive letter) or is a symbolic link is
-refused. Two notebooks for one student are a *duplicate*: neither is collected and both are
-named. A notebook collected before with other contents is left alone unless ``force``.
+refused. Copies of one notebook for one student (Canvas ``x.ipynb`` and ``x-1.ipynb``, Moodle
+``x.ipynb`` and ``x (1).ipynb``) give the newest by the LMS's order (``newest``), and the
+report names both; two other notebooks for one student are a *duplicate*: neither is
+collected and both are named. A notebook collected before with other contents is left alone unless ``force``.
 Non-notebook files are listed as ignored (OS litter such as ``__MACOSX/`` only counted). A
 file that is not valid notebook JSON is collected (it is that student's submission) and
 flagged; grading gives it the status "invalid notebook".
