@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
     p.add_argument("--force", action="store_true",
                    help="grade again the submissions already graded (by default they are skipped)")
+    p.add_argument("--drop-overrides", action="store_true",
+                   help="clear the instructor's overrides (see override) of every submission graded in "
+                        "this run, so the autograder's scores count again (the trail keeps them)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_grade)
 
@@ -456,6 +459,14 @@ def cmd_grade(args) -> int:
     except GradingError as exc:
         raise UsageError(f"cannot grade {assignment}: {exc}") from exc
     elapsed = time.perf_counter() - start
+    if args.drop_overrides:
+        from .overrides import current, set_override
+
+        graded = {r.student for r in report.results}
+        for student, parts in sorted(current(course, assignment).items()):
+            for part in sorted(parts) if student in graded else []:
+                set_override(course, assignment, student, part, None, "grade --drop-overrides")
+                print(f"override of {student} {part} dropped: the autograder's score counts")
     warning = most_flagged(report)
     if warning:
         print(warning)

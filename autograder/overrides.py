@@ -3,7 +3,7 @@
 The score goes into nbgrader's own ``Grade.manual_score`` (which wins over the autograder's
 ``auto_score`` everywhere nbgrader and this package read a score: export, feedback, report,
 formgrader). A regrade writes only ``auto_score``, so an override outlives it; ``override
---clear`` removes it. Every change is appended to ``<course>/overrides/<A>.jsonl`` (one JSON
+--clear`` removes it, and so does ``grade --drop-overrides`` for what that run grades. Every change is appended to ``<course>/overrides/<A>.jsonl`` (one JSON
 object a line: time, who, student, part, previous score, new score or null, reason) and never
 rewritten: that file is the audit trail; ``override -a A --list`` prints it.
 """

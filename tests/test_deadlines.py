@@ -221,6 +221,12 @@ def test_an_override_counts_everywhere_survives_a_regrade_and_leaves_a_trail(gra
     assert rc == 0 and float(_export(graded)["roe_1002"][gid]) == before
     rc, out, err = run_cli("override", *graded.opts, "--list")
     assert out.count("roe_1002") == 2 and "accepted after review" in out and "cleared" in out
+    # told otherwise: a regrade that drops the overrides of what it grades
+    assert run_cli("override", *graded.opts, "-s", "roe_1002", "--part", gid, "--points", "1", "--reason", "r")[0] == 0
+    rc, out, err = run_cli("grade", *graded.opts, "-q", "--force", "--student", "roe_1002", "--drop-overrides")
+    assert rc == 0 and f"override of roe_1002 {gid} dropped" in out, out + err
+    assert float(_export(graded)["roe_1002"][gid]) == before
+    assert run_cli("override", *graded.opts, "--list")[1].count("roe_1002") == 4  # the trail keeps all
     rc, out, err = run_cli("override", *graded.opts, "-s", "roe_1002", "--part", gid, "--points", "99",
                            "--reason", "x")
     assert rc == 2 and "worth 0 to" in err
