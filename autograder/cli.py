@@ -164,9 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
             assignment's grading worksheet (--worksheet), whose 'Participant <n>' rows name each
             student by email, so every assignment finds the same student (and its 'Last modified
             (submission)' is the submission time). A course with a Moodle roster requires it.
-            Two files for one student: the newest by the LMS's order is kept (Canvas: the larger
-            file id; Moodle: 'x (1).ipynb' after 'x.ipynb') and both are named; otherwise they are
-            reported as duplicates and neither is collected.
+            Copies of one notebook for one student: the newest by the LMS's order is kept (Canvas:
+            x-1.ipynb, with the larger file id, after x.ipynb; Moodle: 'x (1).ipynb' after
+            'x.ipynb') and both are named; two other files are reported as duplicates and neither
+            is collected.
             LMS names are read from their fixed end (user id, submission id), so a display name
             cannot pass for another student's id; a file name that still reads as two LMS users
             is reported as AMBIGUOUS and collected for no one. Every name from a submission is
@@ -381,7 +382,9 @@ def cmd_keys(args) -> int:
                 + (f" (skipped {len(roster.skipped)} row(s) that are not students: "
                    f"{'; '.join(roster.skipped)})" if roster.skipped else ""))
         if args.output or roster.skipped:  # with the CSV on stdout, only what needs saying
-            print(said, file=sys.stdout if args.output else sys.stderr)
+            from .safe_text import visible  # the roster's names are the LMS's (and students') text
+
+            print(visible(said), file=sys.stdout if args.output else sys.stderr)
     else:
         with course.gradebook() as gb:
             students = [RosterStudent(s.id, s.first_name or "", s.last_name or "", s.lms_user_id, s.email)

@@ -313,6 +313,8 @@ def default_course(root: str | os.PathLike | None = None, db_url: str | None = N
             raise CourseError(f"there is no course at {root} (check --course / $SCALEBOOK_COURSE): "
                               "`keys --roster` or `collect` starts one")
         root.mkdir(parents=True)
+    if given and same_url(given, Course(root).gradebook_url):
+        given = None  # the course's own SQLite gradebook, named
     stored_path = root / DB_FILE
     stored = stored_path.read_text("utf-8").strip() if stored_path.is_file() else None
     if stored and given and not same_url(stored, given):

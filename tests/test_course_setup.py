@@ -53,6 +53,7 @@ def test_a_sqlite_course_is_not_split_by_a_later_url(tmp_path, monkeypatch):
     assert (root / "gradebook.db").is_file() and not (root / DB_FILE).exists()
     rc, out = run_cli("keys", "--course", root, "--db", f"sqlite:///{tmp_path / 'new.db'}")
     assert rc == 2 and "already grades into its SQLite gradebook" in out, out
+    assert run_cli("keys", "--course", root, "--db", f"sqlite:///{root / 'gradebook.db'}")[0] == 0  # its own, named
 
 
 def test_a_mistyped_course_is_an_error_and_is_not_created(tmp_path):
