@@ -561,10 +561,12 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
     problems = [f"{TAMPERED} {gid}: {what}; the question scores zero" for gid, what in tampered.items()]
     restored: dict[int, str] = {}
     personal = _personal_text(spec, student)
+    changed_code: list[str] = []
     for gid, lc in spec.locked.items():
         where = by_gid.get(gid, [])
         if not where:
-            problems.append(f"read-only cell {gid} was deleted")
+            if lc.cell_type == "code":  # a deleted prompt changes nothing that is graded
+                problems.append(f"read-only cell {gid} was deleted")
             continue
         for i in where:
             cell = cells[i]
@@ -574,10 +576,14 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
                 same = False
             if not same and gid in personal:
                 same = _text(cell.get("source")) == personal[gid]
-            if not same:
-                problems.append(f"read-only cell {gid} was changed; the original was used")
+            # only a read-only *code* cell matters (its original is what runs); a prompt's text
+            # differs in any notebook with other numbers written in, and changes nothing graded
+            if not same and lc.cell_type == "code":
+                changed_code.append(gid)
             if lc.cell_type == "code" and cell.get("cell_type") == "code":
                 restored[i] = lc.source
+    if changed_code:
+        problems.append(f"read-only code cell(s) {', '.join(changed_code)} were changed; the originals were run")
     steps: list[dict] = []
     test_ids = {t.grade_id for t in spec.tests}
     by_pos = {i: gid for gid, i in positions.items()}
@@ -763,6 +769,16 @@ def _memory_trouble(rep: RunReport, outcome: Outcome) -> bool:
     return False
 
 
+def _where(validation: "Validation", stopped_in: int | None) -> str:
+    """Where a run stopped, by question: the test the stopped cell was working towards."""
+    if stopped_in is None:
+        return ""
+    after = sorted((i, gid) for gid, i in validation.test_positions.items() if i > stopped_in)
+    if after:
+        return f" in the code for {after[0][1]} (cell {stopped_in})"
+    return f" after the last question (cell {stopped_in})"
+
+
 def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | None,
           limits: Limits) -> tuple[SubmissionResult, RunReport | None]:
     """The result of one submission. ``outcome`` is None when nothing was run."""
@@ -782,7 +798,7 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
     if outcome is not None and not rep.done:
         unfinished = [i for i in rep.started if i not in rep.cells]
         stopped_in = unfinished[0] if unfinished else (rep.started[-1] if rep.started else None)
-    where = f" in cell {stopped_in}" if stopped_in is not None else ""
+    where = _where(validation, stopped_in)
     if outcome is not None:
         if outcome.timed_out:
             statuses.append(TIMED_OUT)
@@ -821,8 +837,8 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
             problems.append(f"{rep.junk} unexpected record(s) from the notebook's run were ignored")
     variant = spec.variant_of(student)
     variant_note = _variant_note(spec, student, variant, rep.captures.get(IDENTITY), outcome)
-    if variant_note.get("problem"):
-        problems.append(f"numbers: {variant_note['problem']}")
+    if variant_note.get("problem"):  # whose numbers: the real problem, so said first
+        problems.insert(0, f"numbers: {variant_note['problem']}")
     for t in spec.tests:
         gid = t.grade_id
         if gid in validation.tampered:

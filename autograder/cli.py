@@ -32,23 +32,25 @@ from .course import (  # noqa: E402
 )
 
 EPILOG = """\
-the instructor's loop:
+the instructor's loop (README "Teaching with it" walks a Canvas and a Moodle course through it):
   python -m autograder generate                      # solutions/ -> exercises/ (commit these)
-  python -m autograder keys --roster roster.csv -o keys.csv    # each student's homework key
+  python -m autograder keys --roster canvas_gradebook_export.csv -o keys.csv   # or Moodle's participants.csv
   python -m autograder generate hw1-rooflines --roster roster.csv   # or: one notebook per student
-  python -m autograder collect downloads.zip -a hw1-rooflines
-  python -m autograder grade -a hw1-rooflines --workers 4
+  python -m autograder collect submissions.zip -a hw1-rooflines     # Moodle: --worksheet worksheet.csv
   python -m autograder due -a hw1-rooflines --date "2026-02-01 23:59 UTC" --per-day 10 --zero-after 7
-  python -m autograder export -a hw1-rooflines --output grades.csv   # or --format canvas|moodle
+  python -m autograder grade -a hw1-rooflines --workers 4           # again after a resubmission
+  python -m autograder export -a hw1-rooflines --format canvas --lms-assignment-id 123456   # or moodle, csv
   python -m autograder feedback -a hw1-rooflines     # after the due date: --release-solutions
   python -m autograder report -a hw1-rooflines       # item analysis: report-<A>.html and .csv
+  python -m autograder override -a hw1-rooflines -s STUDENT --part hw1-q5 --points 1 --reason "..."
 a student, before submitting:
   python -m autograder validate exercises/hw1-rooflines/hw1-rooflines.ipynb
 
 The course directory (nbgrader's layout: source/, release/, submitted/, autograded/,
-feedback/, gradebook.db) is --course, else $SCALEBOOK_COURSE, else autograder/course/.
-The gradebook is SQLite in the course directory unless --db gives an SQLAlchemy URL
-(postgresql://user@host/db). Design: autograder/DESIGN.md.
+feedback/, gradebook.db) is --course, else $SCALEBOOK_COURSE, else autograder/course/; only
+keys, collect, variants and generate --roster create it. The gradebook is SQLite in the course
+directory unless the first --db (or $SCALEBOOK_DB) gives an SQLAlchemy URL
+(postgresql://user@host/db): the course keeps it and refuses another. Design: autograder/DESIGN.md.
 
 exit status: 0 done; 1 done, but something needs your attention (exercises/ out of date,
 questions not answered, duplicate or refused files); 2 usage or configuration error.
@@ -66,7 +68,8 @@ def _course_options(p: argparse.ArgumentParser, *, assignment: bool = True) -> N
     p.add_argument("--course", metavar="DIR",
                    help=f"course directory (default: $SCALEBOOK_COURSE or {DEFAULT_COURSE_ROOT})")
     p.add_argument("--db", metavar="URL",
-                   help="gradebook as an SQLAlchemy URL (default: sqlite:///<course>/gradebook.db)")
+                   help="gradebook as an SQLAlchemy URL, given once: the course keeps it (default: "
+                        "$SCALEBOOK_DB, else the course's own, else sqlite:///<course>/gradebook.db)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roster", metavar="CSV",
                    help="instead, write one notebook per student of this roster (a CSV with an 'id' "
                         "column), their own numbers in the problem text and their id and key filled "
-                        "in, into <output-dir>/<student>/<A>.ipynb, with keys.csv; needs one ASSIGNMENT")
+                        "in, into <output-dir>/<student>/<A>.ipynb (keys in <course>/keys.csv); needs one ASSIGNMENT")
     p.add_argument("--output-dir", metavar="DIR",
                    help="with --roster: where to write (default: <course>/personal/<A>)")
     p.add_argument("--course", metavar="DIR",
@@ -101,13 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "keys", help="list each student's homework key (per-student numbers)",
-        description="Write student,homework_key for every student of a roster (a CSV with an 'id' column) "
-                    "or, without --roster, of the gradebook. One key per student serves every homework of "
-                    "the course; hand them out through the LMS or a mail merge. Keys follow from the "
-                    "course's secret, <course>/variants.secret: back it up, never share it.",
+        description="Add the students of a roster to the course and write student,name,lms_id,email,"
+                    "homework_key for each (without --roster: every student of the gradebook). The roster "
+                    "is the LMS's own file: a Canvas gradebook export (students keyed by Canvas user id, "
+                    "'Points Possible' row or not), a Moodle participants export or grading worksheet "
+                    "(keyed by ID number, else email), or any CSV with an 'id' column. One key per student "
+                    "serves every homework of the course; hand them out through the LMS or a mail merge. "
+                    "Keys follow from the course's secret, <course>/variants.secret: back it up, never "
+                    "share it.",
     )
     _course_options(p, assignment=False)
-    p.add_argument("--roster", metavar="CSV", help="the students (default: those in the gradebook)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="the LMS's roster file (default: the students in the gradebook)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the CSV here (default: print it)")
     p.set_defaults(func=cmd_keys)
 
@@ -148,12 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
               doejane_12345_67890_<file>.ipynb               Canvas: doejane_12345
               Jane Doe_4242_assignsubmission_file_<file>     Moodle file: jane_doe_4242
               <student>.ipynb, <student>_<anything>.ipynb    at the top: the name up to the first '_'
-            LMS students are keyed by LMS user id: <name>_<user id>, the name lower case with accents
-            dropped and other characters turned into '_' (lms_<user id> if nothing is left, e.g. for
-            Cyrillic or Chinese names); if the gradebook already has a student with that lms_user_id,
-            that student's id is used. An existing student's lms_user_id is never changed: a file
-            that would do so is refused as a conflict.
-            Two files for one student are reported as duplicates and neither is collected.
+            Canvas students are keyed by Canvas user id: the student of the course roster
+            (keys --roster <Canvas gradebook export>) with that id; a user id not on the roster is
+            reported by name and collected for no one. Without a roster: <name>_<user id>, the name
+            lower case with accents dropped (lms_<user id> if nothing is left).
+            Moodle's number is the assignment's participant id, not the student's: give the
+            assignment's grading worksheet (--worksheet), whose 'Participant <n>' rows name each
+            student by email, so every assignment finds the same student (and its 'Last modified
+            (submission)' is the submission time). A course with a Moodle roster requires it.
+            Copies of one notebook for one student: the newest by the LMS's order is kept (Canvas:
+            x-1.ipynb, with the larger file id, after x.ipynb; Moodle: 'x (1).ipynb' after
+            'x.ipynb') and both are named; two other files are reported as duplicates and neither
+            is collected.
             LMS names are read from their fixed end (user id, submission id), so a display name
             cannot pass for another student's id; a file name that still reads as two LMS users
             is reported as AMBIGUOUS and collected for no one. Every name from a submission is
@@ -164,7 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="folder, .zip file or .ipynb notebook")
     _course_options(p)
     p.add_argument("--force", action="store_true",
-                   help="replace a notebook collected before whose contents differ")
+                   help="replace a notebook collected before whose contents differ (a resubmission; "
+                        "grade then regrades it and keeps the earlier result)")
+    p.add_argument("--worksheet", metavar="CSV",
+                   help="Moodle: this assignment's grading worksheet (View all submissions > Download "
+                        "grading worksheet); maps its 'Participant <n>' ids to students and gives each "
+                        "submission's time")
+    p.add_argument("--tz", type=float, metavar="HOURS",
+                   help="with --worksheet: the UTC offset of its times, e.g. 1 or -5 (default 0, UTC)")
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser(
@@ -181,26 +202,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
     p.add_argument("--force", action="store_true",
                    help="grade again the submissions already graded (by default they are skipped)")
+    p.add_argument("--drop-overrides", action="store_true",
+                   help="clear the instructor's overrides (see override) of every submission graded in "
+                        "this run, so the autograder's scores count again (the trail keeps them)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser(
-        "due", help="set or show an assignment's due date and the course's late penalty",
-        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and the course's "
-                    "late policy in <course>/late_policy.json. Without options, show both. Late work is "
+        "due", help="set or show an assignment's due date, late penalty and students' extensions",
+        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and this "
+                    "assignment's late policy in <course>/late_policy.json (each option changes only its "
+                    "own field; other assignments keep theirs). Without options, show both. Late work is "
                     "penalised when exported and shown on the feedback page, computed from the raw scores "
-                    "each time (never stored): a submission d started days late keeps "
-                    "max(0, 1 - d * PCT/100) of its score, nothing after --zero-after days. The submission "
-                    "time is its timestamp.txt (nbgrader layout) or the one the gradebook recorded.",
+                    "each time (never stored): a submission d started days after the student's due date "
+                    "(with their extension) keeps max(0, 1 - d * PCT/100) of its score, nothing after "
+                    "--zero-after days. The submission time is its timestamp.txt (nbgrader layout; collect "
+                    "--worksheet writes Moodle's) or the one the gradebook recorded.",
     )
     _course_options(p)
     p.add_argument("--date", metavar="WHEN",
                    help="due date with its time zone, e.g. '2026-02-01 23:59 UTC' or '2026-02-01T23:59+01:00'")
     p.add_argument("--per-day", type=float, metavar="PCT",
-                   help="course policy: percent of the score lost per started day late (default 0)")
-    p.add_argument("--zero-after", type=int, metavar="DAYS",
-                   help="course policy: a submission more than DAYS days late scores zero")
+                   help="this assignment's policy: percent of the score lost per started day late "
+                        "(default 0); other fields and assignments are left as they are")
+    p.add_argument("--zero-after", metavar="DAYS",
+                   help="this assignment's policy: a submission more than DAYS days late scores zero "
+                        "('none' removes the cut-off)")
+    p.add_argument("--extend", metavar="STUDENT",
+                   help="grant STUDENT an extension of --days/--hours (nbgrader's own; 0 removes it)")
+    p.add_argument("--days", type=float, default=0, help="with --extend")
+    p.add_argument("--hours", type=float, default=0, help="with --extend")
     p.set_defaults(func=cmd_due)
+
+    p = sub.add_parser(
+        "override", help="set one part's score by hand, with a reason (kept in an audit trail)",
+        description="Set STUDENT's score of one part (its grade_id, or the start of it such as hw1-q2a) in "
+                    "the gradebook as nbgrader's manual score: export, feedback and report use it, a "
+                    "regrade keeps it, --clear removes it. Every change is appended to "
+                    "<course>/overrides/<A>.jsonl with the time, who and why; --list prints it.",
+    )
+    _course_options(p)
+    p.add_argument("-s", "--student", metavar="ID")
+    p.add_argument("--part", metavar="ID")
+    p.add_argument("--points", type=float, metavar="P")
+    p.add_argument("--clear", action="store_true", help="remove the override (the autograder's score counts)")
+    p.add_argument("--reason", metavar="TEXT", default="")
+    p.add_argument("--list", action="store_true", help="print the assignment's override trail")
+    p.set_defaults(func=cmd_override)
 
     p = sub.add_parser(
         "export", help="write the grades of an assignment as CSV (ours, Canvas's or Moodle's)",
@@ -214,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     _course_options(p)
     p.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
                    help="file layout (default csv)")
+    p.add_argument("--missing", choices=("blank", "zero"), default="blank",
+                   help="canvas/moodle: a roster student with no submission gets an empty cell (the LMS "
+                        "leaves their grade alone; default) or 0")
     p.add_argument("--lms-assignment-id", metavar="ID",
                    help="canvas: the Canvas assignment id, so the column reads '<A> (<ID>)' and Canvas "
                         "fills that assignment instead of creating a new one")
@@ -262,8 +313,10 @@ def _assignment(args) -> str:
     return args.assignment
 
 
-def _course(args):
-    return default_course(args.course, args.db)
+def _course(args, *, create: bool = False):
+    """The course of ``--course``/``--db``; only commands that start a course (keys --roster,
+    collect, variants, generate --roster) make its directory: a mistyped --course is an error."""
+    return default_course(args.course, args.db, create=create)
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -297,31 +350,45 @@ def cmd_generate(args) -> int:
 
 
 def _generate_roster(args) -> int:
+    from .lms import read_roster_file, register_roster
     from .safe_text import visible
-    from .variants import read_roster, write_roster_notebooks
+    from .variants import write_roster_notebooks
 
     if len(args.assignments) != 1 or args.check:
         raise UsageError("--roster needs exactly one ASSIGNMENT (and no --check)")
     (assignment,) = args.assignments
     check_assignment(assignment)
-    course = _course(args)
-    students = read_roster(Path(args.roster))
+    course = _course(args, create=True)
+    students = [s.id for s in register_roster(course, read_roster_file(Path(args.roster)))]
     out_dir = Path(args.output_dir) if args.output_dir else Path(course.root) / "personal" / assignment
     written = write_roster_notebooks(course, assignment, students, out_dir)
     print(f"wrote {len(written)} notebook(s) of {assignment}, one per student, under {out_dir}")
-    print(f"their keys: {visible(str(out_dir / 'keys.csv'))} (the same key serves every homework)")
+    print(f"their keys: {visible(str(Path(course.root) / 'keys.csv'))} (the same key serves every homework; "
+          f"it is kept apart from the notebooks you hand out)")
     return 0
 
 
 def cmd_keys(args) -> int:
-    from .variants import keys_csv, read_roster
+    from .lms import RosterStudent, read_roster_file, register_roster
+    from .variants import keys_csv
 
-    course = _course(args)
+    course = _course(args, create=bool(args.roster))
     if args.roster:
-        students = read_roster(Path(args.roster))
+        roster = read_roster_file(Path(args.roster))
+        students = register_roster(course, roster)
+        kind = {"canvas": "a Canvas gradebook export", "moodle": "a Moodle participants file",
+                "plain": "a roster"}[roster.lms]
+        said = (f"{len(students)} student(s) from {kind}"
+                + (f" (skipped {len(roster.skipped)} row(s) that are not students: "
+                   f"{'; '.join(roster.skipped)})" if roster.skipped else ""))
+        if args.output or roster.skipped:  # with the CSV on stdout, only what needs saying
+            from .safe_text import visible  # the roster's names are the LMS's (and students') text
+
+            print(visible(said), file=sys.stdout if args.output else sys.stderr)
     else:
         with course.gradebook() as gb:
-            students = sorted(s.id for s in gb.students)
+            students = [RosterStudent(s.id, s.first_name or "", s.last_name or "", s.lms_user_id, s.email)
+                        for s in sorted(gb.students, key=lambda s: s.id)]
         if not students:
             raise UsageError("the gradebook has no students yet: give --roster roster.csv")
     text = keys_csv(course, students)
@@ -336,7 +403,7 @@ def cmd_keys(args) -> int:
 def cmd_variants(args) -> int:
     from .course import set_variants_enabled, variants_enabled
 
-    course = _course(args)
+    course = _course(args, create=True)
     if args.on is not None:
         set_variants_enabled(course, args.on)
     on = variants_enabled(course)
@@ -356,8 +423,15 @@ def cmd_validate(args) -> int:
 def cmd_collect(args) -> int:
     from .collect import collect
 
-    course, assignment = _course(args), _assignment(args)
-    report = collect([Path(s) for s in args.sources], course, assignment, force=args.force)
+    from datetime import timedelta, timezone
+
+    assignment = _assignment(args)
+    course = _course(args, create=True)
+    tz = None
+    if args.tz is not None:
+        tz = timezone(timedelta(hours=args.tz))
+    report = collect([Path(s) for s in args.sources], course, assignment, force=args.force,
+                     worksheet=Path(args.worksheet) if args.worksheet else None, tz=tz)
     print(report.render(course))
     return 0 if report.ok else 1
 
@@ -388,8 +462,35 @@ def cmd_grade(args) -> int:
     except GradingError as exc:
         raise UsageError(f"cannot grade {assignment}: {exc}") from exc
     elapsed = time.perf_counter() - start
+    if args.drop_overrides:
+        from .overrides import current, set_override
+
+        graded = {r.student for r in report.results}
+        for student, parts in sorted(current(course, assignment).items()):
+            for part in sorted(parts) if student in graded else []:
+                set_override(course, assignment, student, part, None, "grade --drop-overrides")
+                print(f"override of {student} {part} dropped: the autograder's score counts")
+    warning = most_flagged(report)
+    if warning:
+        print(warning)
     print(render_grade_summary(report, elapsed))
-    return 1 if getattr(report, "errors", None) else 0
+    return 1 if getattr(report, "errors", None) or warning else 0
+
+
+def most_flagged(report) -> str | None:
+    """The first line when most of the class was not graded cleanly: a wrong setup (keys made
+    for other ids, the wrong notebook) rather than many students' mistakes."""
+    everyone = list(report.results) + list(report.previous)
+    bad = [r for r in everyone if r.status != "graded" or (getattr(r, "variant", None) or {}).get("problem")]
+    if len(everyone) < 2 or 2 * len(bad) <= len(everyone):
+        return None
+    from collections import Counter
+
+    first = Counter((r.problems[0] if r.problems else r.status).split(";")[0].split(":")[0] for r in bad)
+    why, n = first.most_common(1)[0]
+    return (f"MOST OF THE CLASS IS FLAGGED: {len(bad)} of {len(everyone)} submissions were not graded cleanly "
+            f"(most often: {why!r}, {n}); check the setup (keys --roster from the LMS's own roster, "
+            f"collect of the right download) before exporting")
 
 
 def render_grade_summary(report, elapsed: float) -> str:
@@ -406,6 +507,11 @@ def render_grade_summary(report, elapsed: float) -> str:
     def some(names: list[str]) -> str:
         return ", ".join(map(str, names[:10])) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
 
+    resubmitted = sorted(getattr(report, "resubmitted", []))
+    if resubmitted:
+        lines.append(f"regraded {len(resubmitted)} resubmitted notebook(s), whose content changed since they "
+                     f"were graded (the earlier result is kept in autograded/<student>/{report.assignment}/"
+                     f"history/): {some(resubmitted)}")
     if skipped:
         lines.append(f"skipped {len(skipped)} already graded and unchanged (--force grades them again): "
                      f"{some(skipped)}")
@@ -439,18 +545,62 @@ def render_grade_summary(report, elapsed: float) -> str:
 
 
 def cmd_due(args) -> int:
-    from .deadlines import LatePolicy, due_date, load_policy, parse_when, save_policy, set_due_date, show_when
+    import dataclasses
+    from datetime import timedelta
 
-    course, assignment = _course(args), _assignment(args)
-    if args.zero_after is not None and args.per_day is None:
-        raise UsageError("--zero-after goes with --per-day (the course's whole policy)")
+    from .deadlines import (LatePolicy, due_date, extension_of, grant_extension, load_policy, parse_when,
+                            save_policy, set_due_date, show_when)
+
+    assignment = _assignment(args)
+    course = _course(args)
     if args.date is not None:
         course.prepare(assignment)
         set_due_date(course, assignment, parse_when(args.date))
-    if args.per_day is not None:
-        save_policy(course, LatePolicy(args.per_day, args.zero_after))
+    if args.per_day is not None or args.zero_after is not None:
+        policy = load_policy(course, assignment)
+        if args.per_day is not None:
+            policy = dataclasses.replace(policy, percent_per_day=args.per_day)
+        if args.zero_after is not None:
+            text = str(args.zero_after).strip().lower()
+            if text not in ("none", "off") and not text.isdigit():
+                raise UsageError(f"--zero-after takes a whole number of days or 'none', not {args.zero_after!r}")
+            policy = dataclasses.replace(policy, zero_after_days=None if not text.isdigit() else int(text))
+        save_policy(course, assignment, policy)
+    if args.extend:
+        hours = args.days * 24 + args.hours
+        if hours < 0:
+            raise UsageError("an extension cannot be negative")
+        course.prepare(assignment)
+        grant_extension(course, assignment, args.extend, timedelta(hours=hours) if hours else None)
+        extension = extension_of(course, assignment, args.extend)
+        print(f"{args.extend}: " + (f"extension of {extension} on {assignment}" if extension else
+                                    f"no extension on {assignment}"))
+    elif args.days or args.hours:
+        raise UsageError("--days and --hours go with --extend STUDENT")
     print(f"{assignment}: due {show_when(due_date(course, assignment))}; "
-          f"late policy: {load_policy(course).describe()}")
+          f"late policy: {load_policy(course, assignment).describe()}")
+    return 0
+
+
+def cmd_override(args) -> int:
+    from .safe_text import visible
+    from .overrides import set_override, trail
+
+    assignment = _assignment(args)
+    course = _course(args)
+    if args.list:
+        for e in trail(course, assignment):
+            new = "cleared" if e.get("points") is None else f"{e.get('points'):g}"
+            print(visible(f"{e.get('time')}  {e.get('by')}  {e.get('student')}  {e.get('part')}: "
+                          f"{e.get('before')} -> {new}  ({e.get('reason')})"))
+        return 0
+    if not (args.student and args.part) or (args.points is None) == (not args.clear):
+        raise UsageError("give -s STUDENT --part ID and either --points P or --clear (and --reason)")
+    entry = set_override(course, assignment, args.student, args.part, None if args.clear else args.points,
+                         args.reason)
+    new = "cleared (the autograder's score counts)" if entry["points"] is None else f"{entry['points']:g}"
+    print(visible(f"{args.student} {entry['part']}: {entry['before']} -> {new}; kept in "
+                  f"{Path(course.root) / 'overrides' / (assignment + '.jsonl')}"))
     return 0
 
 
@@ -459,29 +609,33 @@ def cmd_export(args) -> int:
     from .deadlines import due_date
     from .export import export_csv, missing_lms_ids, without_time
 
-    course, assignment = _course(args), _assignment(args)
+    assignment = _assignment(args)
+    course = _course(args)
     to_stdout = args.output == "-"
     name = {"csv": "grades", "canvas": "canvas", "moodle": "moodle"}[args.format]
     output = None if to_stdout else Path(args.output or Path(course.root) / f"{name}-{assignment}.csv")
-    text, rows = export_csv(course, assignment, output, fmt=args.format, lms_assignment_id=args.lms_assignment_id)
+    text, rows = export_csv(course, assignment, output, fmt=args.format, lms_assignment_id=args.lms_assignment_id,
+                            missing=args.missing)
     if to_stdout:
         sys.stdout.write(text)
-    missing = missing_lms_ids(rows) if args.format != "csv" else []
+    missing = missing_lms_ids(rows, args.format) if args.format != "csv" else []
     if not to_stdout:
         print(f"wrote {len(rows) - len(missing)} student row(s) of {assignment} to {output}")
+    absent = [r for r in rows if r.status == "no submission" and r not in missing]
+    if absent and args.format != "csv":
+        print(visible(f"no submission ({len(absent)}, exported {'as 0' if args.missing == 'zero' else 'blank'}): "
+                      + ", ".join(f"{r.name or r.student} ({r.student})" for r in absent)), file=sys.stderr)
     untimed = without_time(rows) if due_date(course, assignment) is not None else []
     if untimed:
-        print(f"NO SUBMISSION TIME ({len(untimed)}): judged by the LMS's LATE mark alone (marked: one "
-              f"day late; unmarked: on time). For the exact penalty put the time in "
-              f"submitted/<student>/{assignment}/timestamp.txt, e.g. '2026-02-03 14:05:00 UTC', "
-              f"and export again:", file=sys.stderr)
-        for row in untimed:
-            how = "marked LATE by the LMS, charged 1 day" if row.marked_late else "counted on time"
-            print(visible(f"  {row.student}: {how}"), file=sys.stderr)
-    if missing:
-        print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): no LMS user id in the gradebook "
-              f"(collected from a folder or nbgrader's layout, not an LMS download); enter by hand:",
+        marked = sum(1 for r in untimed if r.marked_late)
+        print(f"no submission time for {len(untimed)} submission(s) (a Canvas download has none): "
+              f"{marked} marked LATE by Canvas are charged one day, the others count as on time",
               file=sys.stderr)
+    if missing:
+        why = ("no participant id of this assignment (collect its Moodle download with --worksheet)"
+               if args.format == "moodle" else
+               "no Canvas user id (collected from Moodle, a folder or nbgrader's layout)")
+        print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): {why}; enter by hand:", file=sys.stderr)
         for row in missing:
             print(visible(f"  {row.student}: {row.status}, total {row.total:g} / {row.max:g}"), file=sys.stderr)
         return 1
@@ -537,7 +691,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ensure_tools_on_path()
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return status
+    except BrokenPipeError:  # `... | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (UsageError, CourseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -556,8 +715,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `... | head`: stop quietly
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1

@@ -34,16 +34,24 @@ id is what the gradebook, the CSV export and the feedback folders use. Only name
    cannot contain ``_``). In a subfolder a plain name is refused: the folder, not the file,
    may be what names the student.
 
-Students of rules 1 and 3 are keyed by their **LMS user id**: the id is
-``<name>_<user id>``, where ``<name>`` is the LMS name lower-cased, accents dropped and every
-run of characters other than ``a-z`` and ``0-9`` turned into ``_`` (``doejane_12345``,
-``jane_doe_4242``), or ``lms_<user id>`` when nothing of the name is left (``Вэй Чжан`` ->
-``lms_777``). If the gradebook already has a student with that ``lms_user_id`` (say from an
-earlier collect, or a roster), that student's id is used instead, so a renamed student keeps
-their id; two files of one user id are one student. The user id is recorded as the student's
-``lms_user_id`` and the name parts as first and last name (only where the student has none).
-An existing student's ``lms_user_id`` is never changed: a file whose id names a student with
-another LMS user id is refused as a conflict.
+**Canvas** students (rule 3) are keyed by their Canvas user id. If the gradebook has a student
+with that ``lms_user_id`` (from the course's roster, ``keys --roster``, or an earlier collect),
+that student's id is used, so a renamed student keeps their id; in a course with a Canvas
+roster a user id that is not on it is reported by name (``not_on_roster``) and collected for no
+one. Otherwise the id is ``<name>_<user id>`` (``lms.lms_student_id``: the name lower-cased,
+accents dropped, every run of other characters than ``a-z0-9`` turned into ``_``;
+``lms_<user id>`` when nothing of the name is left). The user id is recorded as the student's
+``lms_user_id`` and the name parts as first and last name (only where the student has none);
+an existing student's ``lms_user_id`` is never changed (such a file is refused as a conflict).
+
+**Moodle** names (rules 1 and 3) carry the assignment's *participant id*, which differs from one
+assignment to the next, so it is never kept as a user id. With ``worksheet`` (that assignment's
+grading worksheet) each ``Participant <n>`` is matched to a roster student by email, ID number
+or a name only one of them has (``lms.match_worksheet``; without a roster the worksheet's own
+emails make the ids), its "Last modified (submission)" is written as ``timestamp.txt``, and
+the participant ids are kept in ``<course>/lms/<A>.json`` for the export. A course with a
+Moodle roster refuses a Moodle download without its worksheet; without either, the student is
+``<name>_<participant id>`` as before, with a note saying why that is fragile.
 
 A notebook whose name (after the student part) names another assignment and not this one is
 ignored as belonging to it, so one LMS zip may hold several assignments. Notebooks of rules 1,
@@ -51,8 +59,10 @@ ignored as belonging to it, so one LMS zip may hold several assignments. Noteboo
 (``submitted/<student>/<assignment>/<assignment>.ipynb``). Originals are only read, never
 modified; zip members are read in memory, never extracted, and a member whose name would
 leave the archive (``../``, an absolute path, a drive letter) or is a symbolic link is
-refused. Two notebooks for one student are a *duplicate*: neither is collected and both are
-named. A notebook collected before with other contents is left alone unless ``force``.
+refused. Copies of one notebook for one student (Canvas ``x.ipynb`` and ``x-1.ipynb``, Moodle
+``x.ipynb`` and ``x (1).ipynb``) give the newest by the LMS's order (``newest``), and the
+report names both; two other notebooks for one student are a *duplicate*: neither is
+collected and both are named. A notebook collected before with other contents is left alone unless ``force``.
 Non-notebook files are listed as ignored (OS litter such as ``__MACOSX/`` only counted). A
 file that is not valid notebook JSON is collected (it is that student's submission) and
 flagged; grading gives it the status "invalid notebook".
@@ -70,12 +80,12 @@ import json
 import os
 import re
 import stat
-import unicodedata
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from .course import Course, available_assignments, notebook_names
+from .lms import fold, lms_student_id, slug  # noqa: F401 -- how an LMS name becomes an id
 from .safe_text import visible
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
@@ -105,6 +115,7 @@ class LmsName:
     uid: str
     file: str
     late: bool = False  # Canvas wrote LATE_ into the name: handed in after the due date
+    order: int = 0  # Canvas's file id: of two files of one student, the larger is the newer
 
     def __str__(self) -> str:
         return f"{self.lms} user {self.uid} ({self.name!r})"
@@ -145,10 +156,14 @@ class CollectReport:
     refused: list[tuple[str, str]] = field(default_factory=list)  # (origin, why)
     ambiguous: list[tuple[str, str]] = field(default_factory=list)  # (origin, readings): filed for no one
     litter: int = 0
+    not_on_roster: list[tuple[str, str]] = field(default_factory=list)  # (origin, who): collected for no one
+    no_submission: list[str] = field(default_factory=list)  # roster students without a notebook: names
+    newest: list[tuple[str, Item, list[Item]]] = field(default_factory=list)  # (student, kept, older ones)
+    notes: list[str] = field(default_factory=list)  # what the instructor should know (one line each)
 
     @property
     def ok(self) -> bool:
-        return not (self.conflicts or self.duplicates or self.refused or self.ambiguous)
+        return not (self.conflicts or self.duplicates or self.refused or self.ambiguous or self.not_on_roster)
 
     @property
     def students(self) -> list[str]:
@@ -162,6 +177,9 @@ class CollectReport:
         lines.append(f"collected {len(self.collected)} notebook(s) of {self.assignment} into {where}")
         for item in self.collected:
             lines.append(f"  {item.student:<20} <- {item.origin}{_detail_text(item)}")
+        for student, kept, older in self.newest:
+            lines.append(f"  {student}: {len(older) + 1} notebooks, kept the newest by the LMS's order "
+                         f"{kept.origin}; not collected: " + ", ".join(i.origin for i in older))
         if self.unchanged:
             lines.append(f"unchanged (already collected, same contents): {len(self.unchanged)}")
             for item in self.unchanged:
@@ -181,6 +199,14 @@ class CollectReport:
         if self.ambiguous:
             lines.append("AMBIGUOUS LMS names, collected for no one (rename or move them to collect them):")
             lines.extend(f"  {origin} ({why})" for origin, why in self.ambiguous)
+        if self.not_on_roster:
+            lines.append(f"NOT ON THE COURSE ROSTER ({len(self.not_on_roster)}), collected for no one (add them "
+                         f"with keys --roster and a newer roster file, then collect again):")
+            lines.extend(f"  {who} <- {origin}" for origin, who in self.not_on_roster)
+        if self.no_submission:
+            lines.append(f"on the roster, no notebook of {self.assignment} ({len(self.no_submission)}): "
+                         + ", ".join(self.no_submission))
+        lines.extend(self.notes)
         if self.refused:
             lines.append("REFUSED:")
             lines.extend(f"  {origin} ({why})" for origin, why in self.refused)
@@ -193,8 +219,8 @@ class CollectReport:
 
 
 def _detail_text(item: Item) -> str:
-    uid = item.details.get("lms_user_id")
-    return f" (LMS user id {uid})" if uid else ""
+    uid, pid = item.details.get("lms_user_id"), item.details.get("participant")
+    return f" (Canvas user id {uid})" if uid else f" (Moodle participant {pid})" if pid else ""
 
 
 # --- reading sources ----------------------------------------------------------------------
@@ -327,25 +353,6 @@ def safe_member_name(name: str) -> tuple[PurePosixPath | None, str | None]:
 # --- who is it? ---------------------------------------------------------------------------
 
 
-_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L",
-                      "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D"})
-
-
-def slug(name: str) -> str:
-    """``"Jane Doe"`` -> ``"jane_doe"``, ``"José Núñez"`` -> ``"jose_nunez"``: accents dropped,
-    lower case, runs of other characters become ``_`` (``""`` when no Latin letter or digit)."""
-    plain = unicodedata.normalize("NFKD", name.translate(_FOLD))
-    plain = "".join(c for c in plain if not unicodedata.combining(c))
-    return re.sub(r"[^a-z0-9]+", "_", plain.lower()).strip("_")
-
-
-def lms_student_id(name: str, uid: str) -> str:
-    """The id of an LMS student: ``<slug(name)>_<uid>``, or ``lms_<uid>`` if the name slugs to
-    nothing; the name part is shortened to keep the id within 128 characters."""
-    base = slug(name)[: max(0, 127 - len(uid))].strip("_") or "lms"
-    return f"{base}_{uid}"
-
-
 def lms_readings(name: str) -> list[LmsName]:
     """Every way a file name reads as an LMS download name, Canvas's
     ``<name>_[LATE_]<user id>_<file id>_<file>`` or Moodle's
@@ -354,8 +361,9 @@ def lms_readings(name: str) -> list[LmsName]:
     found = []
     for lms, mark in (("Canvas", CANVAS_MARK), ("Moodle", MOODLE_MARK)):
         for m in mark.finditer(name, 1):  # (a marker at 0 leaves no name)
+            order = int(m["mark"].strip("_").rsplit("_", 1)[-1]) if lms == "Canvas" else 0
             found.append(LmsName(lms, name[: m.start()], m["uid"], name[m.end("mark"):],
-                                 late=lms == "Canvas" and "_LATE_" in m["mark"].upper()))
+                                 late=lms == "Canvas" and "_LATE_" in m["mark"].upper(), order=order))
             if len(found) > MAX_READINGS:  # enough to know; and a long hostile name stays cheap
                 return found
     return found
@@ -431,7 +439,8 @@ def _lms_student(item: Item, reading: LmsName) -> str | None:
     if not STUDENT_ID.fullmatch(student):
         return f"refused: cannot make a student id of {name!r} and LMS user id {uid}"
     words = [w for w in re.split(r"[\s_]+", name.strip()) if w]
-    details = {"lms_user_id": uid}
+    # Moodle's number is the participant id of this one assignment: never a user's id
+    details = {"lms_user_id": uid} if reading.lms == "Canvas" else {"participant": uid}
     if len(words) >= 2:
         if reading.lms == "Canvas":  # Canvas writes last name first
             details.update(last_name=words[0], first_name=" ".join(words[1:]))
@@ -532,10 +541,20 @@ def _target_name(original: str, notebooks: list[str]) -> str | None:
 
 
 def collect(
-    sources: list[Path], course: Course, assignment: str, *, force: bool = False
+    sources: list[Path], course: Course, assignment: str, *, force: bool = False,
+    worksheet: Path | None = None, tz=None,
 ) -> CollectReport:
-    """Copy the notebooks of ``assignment`` in ``sources`` into ``course``; add the students."""
+    """Copy the notebooks of ``assignment`` in ``sources`` into ``course``; add the students.
+
+    ``worksheet``: the assignment's Moodle grading worksheet, which maps the participant ids
+    of a Moodle download to students (``lms.py``) and gives each submission's time (read in
+    ``tz``, default UTC, where it names no zone)."""
+    from datetime import timezone
+
+    from .lms import read_worksheet
+
     scanned = [scan(Path(source)) for source in sources]  # a missing SOURCE fails before any work
+    sheet = read_worksheet(Path(worksheet), tz or timezone.utc) if worksheet is not None else None
     course.prepare(assignment)
     notebooks = notebook_names(assignment)
     assignments = available_assignments()
@@ -555,10 +574,17 @@ def collect(
                 report.ambiguous.append((item.origin, why[len("ambiguous: "):]))
             else:
                 report.ignored.append((item.origin, why[len("ignored: "):]))
+    items, participants = _moodle_identities(course, items, report, sheet)
     items = _key_by_lms_user_id(course, items, report)
     by_target: dict[tuple[str, str], list[Item]] = {}
     for item in items:
         by_target.setdefault((item.student, item.target), []).append(item)
+    for (student, target), group in by_target.items():
+        if len(group) > 1 and target.endswith(".ipynb"):
+            kept = newest(group)
+            if kept is not None:
+                by_target[(student, target)] = [kept]
+                report.newest.append((student, kept, [i for i in group if i is not kept]))
     duplicated = {s for (s, t), group in by_target.items() if len(group) > 1 and t.endswith(".ipynb")}
     present: set[str] = set()  # students whose notebook is now in submitted/
     # notebooks first, then the timestamp.txt files of the students whose notebook is in
@@ -594,7 +620,125 @@ def collect(
             if not _is_notebook_json(data):
                 report.invalid_json.append(item)
     _add_students(course, report.collected + report.unchanged)
+    if participants:
+        from .lms import save_participants
+
+        save_participants(course, assignment, participants)
+        _write_times(course, assignment, participants, present, report)
+    _roster_without_submission(course, assignment, report)
     return report
+
+
+_COPY = re.compile(r"(?P<stem>.*?)(?: \((?P<n>[0-9]+)\))?(?P<ext>\.ipynb)", re.DOTALL)  # Moodle, browsers
+_CANVAS_COPY = re.compile(r"(?P<stem>.*?)(?:-(?P<n>[0-9]+))?(?P<ext>\.ipynb)", re.DOTALL)
+
+
+def newest(group: list[Item]) -> Item | None:
+    """Of several copies of one notebook for one student, the newest by the LMS's own order,
+    or None when they are not copies of one file: Canvas names a re-uploaded ``x.ipynb``
+    ``x-1.ipynb`` and gives it a larger file id (the newest is the largest); Moodle (and a
+    browser) ``x (1).ipynb``, then ``x (2).ipynb``, in one submission folder."""
+    if all(i.reading is not None and i.reading.lms == "Canvas" for i in group):
+        stems = {_CANVAS_COPY.fullmatch(i.reading.file)["stem"] for i in group}
+        orders = [i.reading.order for i in group]
+        if len(stems) == 1 and len(set(orders)) == len(orders):
+            return max(group, key=lambda i: i.reading.order)
+        return None
+    copies = [_COPY.fullmatch(i.rel.name) for i in group]
+    folders = {i.rel.parent for i in group}
+    if len(folders) == 1 and all(copies) and len({m["stem"] for m in copies}) == 1:
+        numbers = [int(m["n"] or 0) for m in copies]
+        if len(set(numbers)) == len(numbers):
+            return group[numbers.index(max(numbers))]
+    return None
+
+
+def _moodle_identities(course: Course, items: list[Item], report: CollectReport, sheet):
+    """Give the files of a Moodle download their students: through the assignment's grading
+    worksheet (participant id -> roster student), else, in a course with no roster, as before
+    by name and participant id (one line says why that is fragile). Returns the items left
+    and the participant map to keep (student -> participant id, submission time)."""
+    from .lms import MOODLE, match_worksheet, roster_lms
+
+    moodle = [i for i in items if i.details.get("participant")]
+    if not moodle:
+        return items, {}
+    participants: dict[str, dict] = {}
+    if sheet is None:
+        if roster_lms(course) == MOODLE:
+            for item in moodle:
+                report.refused.append((item.origin, "a Moodle download names students by this assignment's "
+                                                    "participant id: give its grading worksheet "
+                                                    "(--worksheet WORKSHEET.csv)"))
+            return [i for i in items if not i.details.get("participant")], {}
+        report.notes.append("note: the number in Moodle's names is this assignment's participant id, not the "
+                            "student's: with --worksheet (the assignment's grading worksheet) each student "
+                            "is one student in every assignment")
+        # one participant id is one student of this assignment: a student renamed between
+        # downloads keeps the id collected first
+        from .lms import load_participants
+
+        known = {e.get("participant"): sid for sid, e in load_participants(course, report.assignment).items()}
+        for pid in sorted({i.details["participant"] for i in moodle}):
+            group = [i for i in moodle if i.details["participant"] == pid]
+            student = known.get(pid) or min(i.student for i in group)
+            for item in group:
+                item.student = student
+            participants[student] = {"participant": pid, "submitted": None}
+        return items, participants
+    found, unmatched = match_worksheet(course, sheet)
+    rows = {r.participant: r for r in sheet.rows}
+    for row in sheet.rows:
+        if row.participant in found:
+            participants[found[row.participant].id] = {
+                "participant": row.participant,
+                "submitted": row.submitted.isoformat() if row.submitted else None}
+    kept = []
+    for item in items:
+        pid = item.details.get("participant")
+        if not pid:
+            kept.append(item)
+            continue
+        student = found.get(pid)
+        if student is None:
+            row = rows.get(pid)
+            who = (f"{row.full_name} ({row.email or 'no email'}, participant {pid})" if row
+                   else f"{item.reading.name if item.reading else '?'} (participant {pid}, not in the worksheet)")
+            report.not_on_roster.append((item.origin, who))
+            continue
+        item.student = student.id
+        item.details = {k: v for k, v in (("first_name", student.first_name), ("last_name", student.last_name),
+                                          ("email", student.email), ("participant", pid)) if v}
+        kept.append(item)
+    if sheet.unreadable_times:
+        report.notes.append(f"note: {len(sheet.unreadable_times)} submission time(s) of the worksheet could "
+                            f"not be read ({sheet.unreadable_times[0]} ...): those count as on time")
+    return kept, participants
+
+
+def _write_times(course: Course, assignment: str, participants: dict[str, dict], present: set[str],
+                 report: CollectReport) -> None:
+    """The worksheet's "Last modified (submission)" as nbgrader's ``timestamp.txt``."""
+    from datetime import datetime
+
+    written = 0
+    for student in present:
+        when = (participants.get(student) or {}).get("submitted")
+        if when:
+            stamp = datetime.fromisoformat(when).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+            _write(course.submitted(student, assignment) / "timestamp.txt", stamp.encode())
+            written += 1
+    if written:
+        report.notes.append(f"submission times: {written} from the worksheet's 'Last modified (submission)'")
+
+
+def _roster_without_submission(course: Course, assignment: str, report: CollectReport) -> None:
+    from .lms import roster_students
+
+    for sid, person in sorted(roster_students(course).items()):
+        if not (course.submitted(sid, assignment) / f"{assignment}.ipynb").is_file():
+            name = " ".join(n for n in (person.get("first_name"), person.get("last_name")) if n)
+            report.no_submission.append(f"{name} ({sid})" if name else sid)
 
 
 #: Beside a notebook Canvas named ``..._LATE_...``: the LMS says it came after the due date.
@@ -634,6 +778,9 @@ def _key_by_lms_user_id(course: Course, items: list[Item], report: CollectReport
         return items
     from nbgrader.api import MissingEntry, Student
 
+    from .lms import CANVAS, roster_lms
+
+    on_roster = roster_lms(course) == CANVAS  # then a user id the roster lacks is no one's
     refused: set[int] = set()
     with course.gradebook() as gb:
         for uid in sorted({i.details["lms_user_id"] for i in lms}):
@@ -647,6 +794,12 @@ def _key_by_lms_user_id(course: Course, items: list[Item], report: CollectReport
                 continue
             if known:
                 student = known[0]
+            elif on_roster:
+                for item in group:
+                    name = item.reading.name if item.reading else "?"
+                    report.not_on_roster.append((item.origin, f"{name} (Canvas user id {uid})"))
+                    refused.add(id(item))
+                continue
             else:
                 student = min(i.student for i in group)  # a renamed student: one id all the same
                 try:
@@ -674,7 +827,7 @@ def _add_students(course: Course, items: list[Item]) -> None:
             student = gb.update_or_create_student(item.student)
             changed = False
             for attr, value in item.details.items():
-                if not getattr(student, attr, None):
+                if attr in ("first_name", "last_name", "email", "lms_user_id") and not getattr(student, attr, None):
                     setattr(student, attr, value)
                     changed = True
             if changed:

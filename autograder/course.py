@@ -181,8 +181,10 @@ class Course:
             path.write_text(json.dumps(render(json.loads(path.read_text("utf-8"))), indent=1,
                                        ensure_ascii=False) + "\n", "utf-8")
         run_generate_assignment(self, assignment)
-        # only the default SQLite URL is written: one given with --db may hold a password
-        write_course_config(self.root, self.gradebook_url, write_db_url=not self.db_url)
+        # a URL given with --db may hold a password: nbgrader_config.py reads it from gradebook.url
+        stored = Path(self.root) / DB_FILE
+        write_course_config(self.root, self.gradebook_url, url_file=stored if self.db_url and stored.is_file() else None,
+                            write_db_url=not self.db_url)
         return self.release(assignment)
 
 
@@ -193,15 +195,23 @@ SECRET_FILE = "variants.secret"
 SETTINGS_FILE = "variants.json"
 
 
+def read_json(path: Path, remedy: str):
+    """The JSON in ``path`` (None when there is no such file); a file that is not JSON is a
+    :class:`CourseError` that says ``remedy``."""
+    if not Path(path).is_file():
+        return None
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except ValueError as exc:
+        raise CourseError(f"{path} is not valid JSON ({exc}): {remedy}") from None
+
+
 def variants_enabled(course: "Course") -> bool:
     """Whether the course gives per-student numbers (the default) or everyone the same."""
     path = Path(course.root) / SETTINGS_FILE
-    if not path.is_file():
+    data = read_json(path, 'write {"enabled": true} or false')
+    if data is None:
         return True
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise CourseError(f"{path} is not valid JSON ({exc}): write {{\"enabled\": true}} or false") from None
     value = data.get("enabled") if isinstance(data, dict) else None
     if not isinstance(value, bool):
         raise CourseError(f"{path} must be {{\"enabled\": true}} or {{\"enabled\": false}}")
@@ -283,10 +293,63 @@ def render_source(nb: dict, spec: VariantSpec, *, variants_on: bool) -> dict:
     return out
 
 
-def default_course(root: str | os.PathLike | None = None, db_url: str | None = None) -> Course:
-    """The course at ``root``, else ``$SCALEBOOK_COURSE``, else ``autograder/course``."""
-    root = root or os.environ.get("SCALEBOOK_COURSE") or DEFAULT_COURSE_ROOT
-    return Course(Path(root).expanduser().resolve(), db_url=db_url or None)
+DB_FILE = "gradebook.url"  # the course's gradebook URL, when it is not the default SQLite file
+
+
+def default_course(root: str | os.PathLike | None = None, db_url: str | None = None, *,
+                   create: bool = True) -> Course:
+    """The course at ``root``, else ``$SCALEBOOK_COURSE``, else ``autograder/course``.
+
+    **The course remembers its gradebook.** A URL given (``db_url``, else ``$SCALEBOOK_DB``) is
+    written into ``<course>/gradebook.url`` (mode 0600: it may hold a password) the first time,
+    and every later command without one uses it; a later command with another URL is refused,
+    as is a first URL for a course that already grades into its own ``gradebook.db``.
+    ``create=False``: the course directory must exist (a mistyped ``--course`` is an error,
+    not a new, empty course)."""
+    root = Path(root or os.environ.get("SCALEBOOK_COURSE") or DEFAULT_COURSE_ROOT).expanduser().resolve()
+    given = db_url or os.environ.get("SCALEBOOK_DB") or None
+    if not root.is_dir():
+        if not create:
+            raise CourseError(f"there is no course at {root} (check --course / $SCALEBOOK_COURSE): "
+                              "`keys --roster` or `collect` starts one")
+        root.mkdir(parents=True)
+    if given and same_url(given, Course(root).gradebook_url):
+        given = None  # the course's own SQLite gradebook, named
+    stored_path = root / DB_FILE
+    stored = stored_path.read_text("utf-8").strip() if stored_path.is_file() else None
+    if stored and given and not same_url(stored, given):
+        raise CourseError(f"the course {root} keeps its gradebook at {shown_url(stored)} ({stored_path}), not "
+                          f"{shown_url(given)}: leave out --db and $SCALEBOOK_DB, or give that URL")
+    if given and not stored:
+        if (root / "gradebook.db").is_file():
+            raise CourseError(f"the course {root} already grades into its SQLite gradebook {root / 'gradebook.db'}; "
+                              f"refusing to split it with {shown_url(given)}: leave out --db (or start a new "
+                              "course directory for that database)")
+        fd = os.open(stored_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(given + "\n")
+        write_course_config(root, given, url_file=stored_path)
+    return Course(root, db_url=stored or given)
+
+
+def same_url(a: str, b: str) -> bool:
+    """Whether two SQLAlchemy URLs name the same database (spelling aside)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(a) == make_url(b)
+    except Exception:  # noqa: BLE001 -- not URLs: compare as text
+        return a.strip() == b.strip()
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password hidden."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001
+        return "(an unreadable URL)"
 
 
 def available_assignments(solutions: Path = SOLUTIONS) -> list[str]:
@@ -473,6 +536,7 @@ class _LogCapture:
 # --- the grading record (statuses and messages; scores live in the gradebook) -------------
 
 GRADING_RECORD = "grading.json"  # the engine (grade.py) writes it beside each autograded notebook
+DIGEST_FILE = "submission.sha256"  # ... and the graded notebook's SHA-256 (plan.py: was it resubmitted?)
 
 
 def load_report(course: Course, assignment: str) -> dict[str, dict]:

@@ -5,24 +5,30 @@ gradebook (naive UTC, as nbgrader stores it). ``due -a A --date "2026-02-01 23:5
 it; the time must say its zone (``UTC``, ``+01:00``, ``-0500``): a bare local time is refused
 rather than guessed.
 
-**Policy.** One per course, in ``<course>/late_policy.json``::
+**Policy.** One per assignment, in ``<course>/late_policy.json``::
 
-    {"percent_per_day": 10, "zero_after_days": 7}
+    {"assignments": {"hw2-hardware": {"percent_per_day": 10, "zero_after_days": 7}}}
 
-set by ``due --per-day PCT [--zero-after DAYS]``. A submission made ``t`` after the due date is
+set by ``due -a A --per-day PCT --zero-after DAYS``; each option changes only its own field
+(``--zero-after none`` removes the cut-off). A file of the older course-wide form
+(``{"percent_per_day": 10, ...}``) is every assignment's policy until one is set. A submission made ``t`` after the due date is
 ``d = ceil(t / 24 h)`` days late (every started day counts; on time when ``t <= 0``). Its
 factor is ``0`` when ``zero_after_days`` is set and ``d > zero_after_days``, else
 ``max(0, 1 - d * percent_per_day / 100)``; the penalty is ``raw * (1 - factor)`` and the final
 score ``raw - penalty``. Without a policy file the rate is 0: late work is marked late, not
 penalised.
 
+**Extensions.** nbgrader's own per-student extension (``SubmittedAssignment.extension``, set by
+nbgrader's ``grant_extension`` or ``due -a A --extend STUDENT --days N``) moves that student's
+due date; export and feedback use it.
+
 **Submission time.** ``timestamp.txt`` of the submission (nbgrader's layout; see
-``plan.read_timestamp``), else the timestamp the gradebook recorded at grading. An LMS download
-gives no time, only Canvas's ``LATE_`` in the file name, which ``collect`` keeps beside the
-notebook (``lms_late.txt``). A submission with no time is judged by that mark: marked late, it
-is at least one started day late and is charged exactly one day; unmarked, it counts as on
-time. ``export`` lists every submission without a time, so the instructor can put the true
-time in its ``timestamp.txt`` (e.g. ``2026-02-03 14:05:00 UTC``) and export again.
+``plan.read_timestamp``; ``collect --worksheet`` writes it from Moodle's "Last modified
+(submission)"), else the timestamp the gradebook recorded at grading. A Canvas download gives no
+time, only ``LATE_`` in the file name, which ``collect`` keeps beside the notebook
+(``lms_late.txt``). A submission with no time is judged by that mark: marked late, it is at
+least one started day late and is charged exactly one day; unmarked, it counts as on time.
+``export`` says so in one line with the count.
 
 **Exactly once.** Nothing here writes a score. The penalty is computed from the raw gradebook
 scores each time something is exported or shown, so exporting twice penalises once.
@@ -77,20 +83,40 @@ def policy_path(course: Course) -> Path:
     return Path(course.root) / POLICY_FILE
 
 
-def load_policy(course: Course) -> LatePolicy:
-    """The course's policy; no file means no penalty. A malformed file is a CourseError."""
+def _policy_file(course: Course) -> dict:
     path = policy_path(course)
     if not path.is_file():
-        return LatePolicy()
+        return {}
     try:
         data = json.loads(path.read_text("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError) as exc:
+        raise CourseError(f"{path}: not a late policy ({exc}); expected "
+                          '{"assignments": {"hw1-rooflines": {"percent_per_day": 10, "zero_after_days": 7}}}') from None
+    return data
+
+
+def _policy_of(data: dict, where: str) -> LatePolicy:
+    try:
         rate = float(data.get("percent_per_day", 0))
         after = data.get("zero_after_days")
         after = None if after is None else int(after)
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
-        raise CourseError(f"{path}: not a late policy ({exc}); expected "
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CourseError(f"{where}: not a late policy ({exc}); expected "
                           '{"percent_per_day": 10, "zero_after_days": 7}') from None
-    return _checked(LatePolicy(rate, after), str(path))
+    return _checked(LatePolicy(rate, after), where)
+
+
+def load_policy(course: Course, assignment: str | None = None) -> LatePolicy:
+    """The assignment's policy (else the older course-wide one); none means no penalty."""
+    data = _policy_file(course)
+    own = (data.get("assignments") or {}).get(assignment) if assignment else None
+    if isinstance(own, dict):
+        return _policy_of(own, f"{policy_path(course)} ({assignment})")
+    if "percent_per_day" in data:  # the older course-wide form
+        return _policy_of(data, str(policy_path(course)))
+    return LatePolicy()
 
 
 def _checked(policy: LatePolicy, where: str) -> LatePolicy:
@@ -101,13 +127,55 @@ def _checked(policy: LatePolicy, where: str) -> LatePolicy:
     return policy
 
 
-def save_policy(course: Course, policy: LatePolicy) -> Path:
+def save_policy(course: Course, assignment: str, policy: LatePolicy) -> Path:
+    """Set ``assignment``'s policy; every other assignment keeps its own (an older course-wide
+    policy is written out as each assignment's, so that none changes)."""
     policy = _checked(policy, "late policy")
+    data = _policy_file(course)
+    assignments = dict(data.get("assignments") or {})
+    if "percent_per_day" in data:  # older course-wide form: keep it as the default it was
+        assignments.setdefault("*", {"percent_per_day": data["percent_per_day"],
+                                     "zero_after_days": data.get("zero_after_days")})
+    assignments[assignment] = {"percent_per_day": policy.percent_per_day,
+                               "zero_after_days": policy.zero_after_days}
+    default = assignments.pop("*", None)
+    out = {"assignments": assignments}
+    if default:
+        out.update(default)
     path = policy_path(course)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"percent_per_day": policy.percent_per_day,
-                                "zero_after_days": policy.zero_after_days}, indent=1) + "\n", "utf-8")
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", "utf-8")
     return path
+
+
+def grant_extension(course: Course, assignment: str, student: str, delta: timedelta | None) -> None:
+    """nbgrader's per-student extension (None removes it); the submission row is made if the
+    student has not been graded yet (the grader keeps the extension when it grades)."""
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            gb.find_student(student)
+        except MissingEntry:
+            raise CourseError(f"no student {student!r} in the gradebook") from None
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            gb.update_or_create_submission(assignment, student)
+        if delta:
+            gb.grant_extension(assignment, student, minutes=delta.total_seconds() / 60)
+        else:
+            gb.grant_extension(assignment, student)  # no time given: nbgrader removes it
+
+
+def extension_of(course: Course, assignment: str, student: str) -> timedelta | None:
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            return gb.find_submission(assignment, student).extension
+        except MissingEntry:
+            return None
 
 
 def parse_when(text: str) -> datetime:

@@ -16,9 +16,12 @@ the per-question CSV then also has ``raw``, ``days_late`` and ``penalty`` column
 Every cell goes through ``safe_text.csv_text``: scores are written as numbers, and a name or id
 that a spreadsheet would read as a formula is written as text (a leading apostrophe).
 
-LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as the student's
-``lms_user_id``; students without one cannot be matched and are listed by ``missing_lms_ids``
-(``export`` prints them and exits 1), never written under a guessed key:
+LMS formats (``--format``), keyed by the LMS's own ids (``lms.py``): Canvas by the Canvas user
+id (the student's ``lms_user_id``, from the roster or the download), Moodle by ``Participant
+<n>`` of *this* assignment (``<course>/lms/<A>.json``, from ``collect --worksheet``); students
+without one cannot be matched and are listed by ``missing_lms_ids`` (``export`` prints them and
+exits 1), never written under a guessed key. A roster student with no submission is written
+empty (the LMS leaves their grade as it is) or, with ``missing="zero"``, 0:
 
 - ``canvas``: the Canvas gradebook import CSV, laid out as Canvas's own gradebook export.
   Followed: the Ohio State guide "Import a CSV file to Carmen Grades" (CarmenCanvas,
@@ -46,7 +49,7 @@ LMS formats (``--format``), keyed by the LMS user id that ``collect`` stored as 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
@@ -67,6 +70,8 @@ class Row:
     lms_user_id: str | None = None
     name: str = ""  # "Last, First" when the gradebook has names
     marked_late: bool = False  # the LMS marked it late (used when there is no time)
+    extension: timedelta | None = None  # granted to this student for this assignment
+    participant: str | None = None  # Moodle: the participant id of this assignment
 
 
 def question_columns(course: Course, assignment: str) -> list[tuple[str, float]]:
@@ -87,7 +92,10 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
     report = load_report(course, assignment)
-    policy = load_policy(course)
+    from .lms import load_participants
+
+    policy = load_policy(course, assignment)
+    participants = load_participants(course, assignment)
     rows = []
     with course.gradebook() as gb:
         try:
@@ -121,16 +129,21 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 status = "no submission"
             raw = sum(v for v in scores.values() if v is not None)
             late, mark = lateness(None, None, policy), False
+            extension = submission.extension if submission is not None else None
             if status != "no submission":
                 recorded = submission.timestamp if submission is not None else None
                 mark = marked_late(course, student, assignment)
-                late = lateness(submission_time(course, student, assignment, recorded), due, policy,
+                late = lateness(submission_time(course, student, assignment, recorded),
+                                due + extension if due is not None and extension else due, policy,
                                 marked_late=mark)
             penalty = late.penalty(raw)
             person = people[student]
             name = ", ".join(n for n in (person.last_name, person.first_name) if n)
+            # lms_user_id is a Canvas user id (collect keeps Moodle's per-assignment participant
+            # ids in lms/<A>.json, never there)
+            pid = (participants.get(student) or {}).get("participant")
             rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
-                            late.submitted, person.lms_user_id or None, name, mark))
+                            late.submitted, person.lms_user_id or None, name, mark, extension, pid))
     return questions, rows
 
 
@@ -162,34 +175,39 @@ def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
     return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
 
 
-def _score(row: Row) -> float | None:
-    """An LMS cell: the final total, empty (left as it is in the LMS) without a submission."""
-    return None if row.status == "no submission" else row.total
+def _score(row: Row, missing: str = "blank") -> float | None:
+    """An LMS cell: the final total; without a submission empty (left as it is in the LMS) or,
+    with ``missing="zero"``, 0."""
+    if row.status == "no submission":
+        return 0 if missing == "zero" else None
+    return row.total
 
 
-def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None) -> str:
+def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None,
+              missing: str = "blank") -> str:
     possible = rows[0].max if rows else 0.0
     return csv_text([[*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)],
                      ["    Points Possible", "", "", "", "", possible],
-                     *([row.name or row.student, row.lms_user_id, "", "", "", _score(row)]
+                     *([row.name or row.student, row.lms_user_id, "", "", "", _score(row, missing)]
                        for row in rows if row.lms_user_id)])
 
 
-def to_moodle(rows: list[Row], now: datetime | None = None) -> str:
+def to_moodle(rows: list[Row], now: datetime | None = None, missing: str = "blank") -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
     return csv_text([MOODLE_HEAD, *(
-        [f"Participant {row.lms_user_id}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
-         _score(row), row.max, stamp]
-        for row in rows if row.lms_user_id)])
+        [f"Participant {row.participant}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
+         _score(row, missing), row.max, stamp]
+        for row in rows if row.participant)])
 
 
-def missing_lms_ids(rows: list[Row]) -> list[Row]:
-    """Rows an LMS file cannot carry: students without an LMS user id."""
-    return [r for r in rows if not r.lms_user_id]
+def missing_lms_ids(rows: list[Row], fmt: str = "canvas") -> list[Row]:
+    """Rows an LMS file cannot carry: students without a Canvas user id (canvas) or without a
+    participant id of this assignment (moodle)."""
+    return [r for r in rows if not (r.participant if fmt == "moodle" else r.lms_user_id)]
 
 
 def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",
-               lms_assignment_id: str | None = None) -> tuple[str, list[Row]]:
+               lms_assignment_id: str | None = None, missing: str = "blank") -> tuple[str, list[Row]]:
     """Write the ``fmt`` file to ``output`` (or return it only, when None); return (text, rows)."""
     from .deadlines import due_date
 
@@ -197,9 +215,9 @@ def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str
         raise CourseError(f"unknown export format {fmt!r}: one of {', '.join(FORMATS)}")
     questions, rows = grade_rows(course, assignment)
     if fmt == "canvas":
-        text = to_canvas(assignment, rows, lms_assignment_id)
+        text = to_canvas(assignment, rows, lms_assignment_id, missing)
     elif fmt == "moodle":
-        text = to_moodle(rows)
+        text = to_moodle(rows, missing=missing)
     else:
         text = to_csv(questions, rows, late_columns=due_date(course, assignment) is not None)
     if output is not None:

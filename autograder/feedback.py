@@ -28,7 +28,7 @@ import json
 import re
 import textwrap
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from scalebook.homework import spec_for
@@ -150,6 +150,8 @@ class StudentFeedback:
     policy: str = ""
     solutions: dict[str, WorkedSolution] = field(default_factory=dict)  # grade_id -> missed part
     numbers: list[str] = field(default_factory=list)  # the student's own numbers, a line per problem
+    extension: timedelta | None = None  # granted to this student: their due date moves by it
+    expected: dict[str, str] = field(default_factory=dict)  # answer name -> its value for their numbers
 
 
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -210,6 +212,83 @@ def worked_solutions(course: Course, assignment: str) -> dict[str, WorkedSolutio
     return out
 
 
+SAMPLE_ASIDE = re.compile(r"\s*\((?:with )?(?:the )?(?:book's )?sample\b[^)]*\)", re.IGNORECASE)
+SAMPLE_COMMENT = re.compile(r"[ \t]*#\s*(?:with )?(?:the )?(?:book's )?sample\b.*$", re.IGNORECASE)
+SAMPLE_TAIL = re.compile(r"\s*;\s*(?:the )?sample\b.*$", re.IGNORECASE)  # "# bf16; sample numbers: ..."
+
+
+def shown_solution(code: str) -> str:
+    """A solution as a student is shown it: what works it out with the book's sample numbers
+    (a ``# sample numbers: ...`` comment or its ``; sample: ...`` tail, a ``(sample numbers,
+    ...)`` aside) is dropped, since
+    the page gives the values for the student's own numbers instead."""
+    out = []
+    for line in code.splitlines():
+        if "sample" in line.lower():
+            line = SAMPLE_TAIL.sub("", SAMPLE_COMMENT.sub("", SAMPLE_ASIDE.sub("", line))).rstrip()
+            if not line.strip() or line.strip() == "#":
+                continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def expected_values(course: Course, assignment: str, numbers: dict | None, wanted: set[str]) -> dict[str, str]:
+    """answer name -> its value for the student's own ``numbers`` (drawn parameters), shown.
+
+    The instructor's source notebook is run here (trusted code) as a student with those numbers
+    would run it: the given and solution cells in order, the setup cell's ``VARIANT`` replaced
+    by the student's; test cells and cells that use JAX are skipped, and it stops once every
+    wanted name is bound. A name it cannot compute is left out."""
+    import contextlib
+    import io
+
+    spec = spec_for(assignment)
+    if spec is None or not numbers or not wanted:
+        return {}
+    try:
+        variant = variant_from(spec, numbers)
+    except (ValueError, KeyError, TypeError):
+        return {}
+    namespace: dict = {"__name__": "__solutions__"}
+    folder = course.source(assignment)
+    for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
+        for cell in json.loads(path.read_text("utf-8")).get("cells", []):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.get("cell_type") != "code" or meta.get("grade"):
+                continue
+            source = _join(cell.get("source", ""))
+            code = solution_code(source) if meta.get("solution") else source
+            if "jax" in code:
+                continue
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    exec(compile(code, f"<{assignment} solution>", "exec"), namespace)  # noqa: S102
+            except Exception:  # noqa: BLE001 -- a cell that needs what was skipped
+                pass
+            if "your_numbers(" in source:
+                namespace["VARIANT"] = variant
+            if wanted <= set(namespace):
+                break
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    return {n: _shown_value(namespace[n]) for n in sorted(wanted) if n in namespace}
+
+
+def _shown_value(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        items = [_shown_value(v) for v in list(value)[:8]]
+        return "[" + ", ".join(items) + (", ..." if len(value) > 8 else "") + "]"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def numbers_lines(assignment: str, entry: dict | None) -> list[str]:
     """The numbers a student was graded on, one line per problem, from their ``grading.json``
     (empty for a homework without per-student numbers)."""
@@ -246,7 +325,10 @@ def student_feedback(course: Course, assignment: str, *,
     from .deadlines import load_policy
 
     questions, rows = grade_rows(course, assignment)
-    policy = load_policy(course).describe()
+    from .overrides import current
+
+    policy = load_policy(course, assignment).describe()
+    overridden = current(course, assignment)
     worked = worked_solutions(course, assignment) if release_solutions else {}
     report = load_report(course, assignment)
     titles = question_titles(course, assignment)
@@ -258,15 +340,21 @@ def student_feedback(course: Course, assignment: str, *,
         from_notebook, cell_errors = read_autograded(course, row.student, assignment)
         messages = dict((entry or {}).get("messages", {})) or from_notebook
         items = []
+        mine = overridden.get(row.student, {})
         for gid, points in questions:
             text, hint = split_hint(messages.get(gid, ""))
+            if gid in mine:  # the instructor's score replaces the autograder's verdict
+                text, hint = f"Score set by the instructor: {mine[gid].get('reason', '')}", ""
             items.append(QuestionFeedback(gid, titles.get(gid, ""), row.scores.get(gid), points, text, hint))
         problems = [str(p) for p in (entry or {}).get("problems", [])]
         missed = {q.grade_id: worked[q.grade_id] for q in items
                   if q.grade_id in worked and (q.score is None or q.score < q.points)}
+        wanted = {n for w in missed.values() for n in w.answers}
+        numbers = ((entry or {}).get("variant") or {}).get("numbers")
         out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items,
                                            row.days_late, row.penalty, row.submitted, policy, missed,
-                                           numbers_lines(assignment, entry))
+                                           numbers_lines(assignment, entry), row.extension,
+                                           expected_values(course, assignment, numbers, wanted))
     return out
 
 
@@ -289,6 +377,9 @@ def render_html(fb: StudentFeedback) -> str:
     total = sum(q.score or 0 for q in items)
     possible = sum(q.points for q in items)
     score_html = f"Score: <strong>{total:g} / {possible:g}</strong>"
+    granted = ""
+    if fb.extension:
+        granted = f" &middot; extension granted: {e(_duration(fb.extension))}"
     if fb.days_late > 0:
         final = total - fb.penalty
         when = ("marked late by the LMS (no submission time; charged the least, one day)"
@@ -329,7 +420,7 @@ def render_html(fb: StudentFeedback) -> str:
 </head>
 <body>
 <h1>{e(assignment)}: feedback for {e(student)}</h1>
-<p>{score_html} &middot; status: {e(fb.status)}</p>
+<p>{score_html} &middot; status: {e(fb.status)}{granted}</p>
 {problem_html}
 <table>
 <thead><tr><th>Question</th><th>Points</th><th>Result</th><th>Feedback</th><th>Hint</th></tr></thead>
@@ -343,6 +434,11 @@ def render_html(fb: StudentFeedback) -> str:
 """
 
 
+def _duration(delta: timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours / 24:g} day(s)" if hours % 24 == 0 else f"{hours:g} hour(s)"
+
+
 def _when(when: datetime | None) -> str:
     from .deadlines import show_when
 
@@ -354,9 +450,11 @@ def _solutions_html(fb: StudentFeedback, e) -> str:
         return ""
     parts = ["<h2>Solutions of the parts you missed</h2>"]
     for gid, worked in fb.solutions.items():
-        names = ", ".join(f"<code>{e(n)}</code>" for n in worked.answers) or "&ndash;"
-        parts.append(f"<h3><code>{e(gid)}</code></h3><p>Expected answers: {names}</p>")
-        parts += [f"<pre class=\"solution\"><code>{e(code)}</code></pre>" for code in worked.code]
+        names = ", ".join(f"<code>{e(n)}</code>" + (f" = {e(fb.expected[n])}" if n in fb.expected else "")
+                          for n in worked.answers) or "&ndash;"
+        mine = " for your numbers" if any(n in fb.expected for n in worked.answers) else ""
+        parts.append(f"<h3><code>{e(gid)}</code></h3><p>Expected answers{mine}: {names}</p>")
+        parts += [f"<pre class=\"solution\"><code>{e(shown_solution(code))}</code></pre>" for code in worked.code]
     return "\n".join(parts)
 
 

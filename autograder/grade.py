@@ -42,7 +42,8 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import Task, has_submissions, load_result, plan_grading, read_submission, unchanged
+from .plan import (Task, graded_digest, has_submissions, load_result, plan_grading, read_submission,
+                   unchanged)
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, graded_submissions, write_files)
 from .runners import RunnerError, start_runner
@@ -64,6 +65,7 @@ class GradeReport:
     previous: list[SubmissionResult] = dataclasses.field(default_factory=list)  # ... their results
     errors: dict[str, str] = dataclasses.field(default_factory=dict)  # not recorded: retried next run
     claimed_elsewhere: list[str] = dataclasses.field(default_factory=list)  # another grader has them
+    resubmitted: list[str] = dataclasses.field(default_factory=list)  # regraded: content changed
     workers: int = 0
     sandbox: str = ""
     memory_cap: str = ""                            # which memory cap held each submission
@@ -156,7 +158,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             layout = gradebook_layout(gb, assignment)
             plan = plan_grading(course, gb, assignment, students=students, force=force)
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
-                                 errors=dict(plan.unreadable))
+                                 errors=dict(plan.unreadable), resubmitted=list(plan.resubmitted))
             if plan.todo:
                 report.workers = runner.workers
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
@@ -252,7 +254,9 @@ class _GradingRun:
     def graded_meanwhile(self, task: Task) -> bool:
         """Whether another grader recorded this submission since the plan was made."""
         done = graded_submissions(self.gb, self.spec.assignment, task.student)
-        if task.student in done and unchanged(done[task.student], task.timestamp):
+        if task.student in done and unchanged(
+                done[task.student], task.timestamp, digest=task.digest,
+                graded_digest=graded_digest(self.course, task.student, self.spec.assignment)):
             self.report.skipped_already_graded.append(task.student)
             previous = load_result(self.course, task.student, self.spec.assignment)
             if previous is not None:
@@ -284,7 +288,7 @@ class _GradingRun:
             return
         if not self.uncommitted:
             self.oldest = time.monotonic()
-        written = self.writer.submit(write_files, self.course, self.spec, record, task.timestamp)
+        written = self.writer.submit(write_files, self.course, self.spec, record, task.timestamp, task.digest)
         self.uncommitted.append((task, record.result, written))
 
     def commit(self) -> None:

@@ -15,6 +15,13 @@ of trouble become visible, and ``report`` lists both for the instructor:
   whose numbers it fits answered that part right, which is the case the issue asks about: a
   student who hands in a friend's correct work.
 
+**The book's sample numbers are no one's.** A student who left their id and key empty sees
+the published numbers and answers them; where a classmate drew the published value, that
+answer would also fit the classmate. So a lost part whose answer passes its check with the
+published numbers (``default_variant``) is counted for the book, and a student whose lost parts
+fit the book at least as often as any one classmate is not listed (the grader has already
+flagged their notebook as not keyed).
+
 A match on one part can be chance (two students' numbers can give the same answer to a part,
 and a slip can land on a classmate's answer); a student is listed as **possible copying** when
 the answers of at least :data:`MIN_PARTS` parts they lost fit the numbers of one classmate, and
@@ -30,7 +37,7 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 
-from scalebook.variants import VariantSpec, variant_from
+from scalebook.variants import VariantSpec, default_variant, variant_from
 
 from . import checker
 
@@ -92,6 +99,9 @@ def find_copies(spec: checker.Spec, class_: list[Recorded]) -> list[Suspect]:
         return []
     own = {r.student: r for r in class_ if r.numbers}
     suspects_parts: dict[str, dict[str, set[str]]] = defaultdict(dict)
+    book_parts: dict[str, int] = defaultdict(int)  # lost parts that fit the book's sample numbers
+    sample = default_variant(spec.variants)
+    published = sample.drawn()
     for test in spec.tests:
         gid = test.grade_id
         keys = variant_keys(test.source, spec.variants)
@@ -116,6 +126,13 @@ def find_copies(spec: checker.Spec, class_: list[Recorded]) -> list[Suspect]:
                 continue
             low, high = sorted((x / (1 + TOLERANCE), x * (1 + TOLERANCE)))
             mine = tuple(r.numbers.get(k) for k in keys)
+            book_key = ("book", repr(sorted(answers.items())))
+            if mine != tuple(published.get(k) for k in keys):
+                if book_key not in confirmed:
+                    confirmed[book_key] = checker.run_test(
+                        test, {n: {"value": v} for n, v in answers.items()}, sample)[0]
+                if confirmed[book_key]:
+                    book_parts[r.student] += 1
             fits = set()
             for _, other in index[bisect.bisect_left(values, low):bisect.bisect_right(values, high)]:
                 theirs = tuple(own[other].numbers.get(k) for k in keys)
@@ -139,6 +156,8 @@ def find_copies(spec: checker.Spec, class_: list[Recorded]) -> list[Suspect]:
             for c in classmates:
                 tally[c] += 1
         classmate, count = max(sorted(tally.items()), key=lambda kv: kv[1])
+        if book_parts[student] >= count:
+            continue  # the answers fit the book's sample numbers at least as well: no one's
         if count >= MIN_PARTS and 2 * len(parts) >= lost:
             out.append(Suspect(student, lost, {g: tuple(sorted(c)) for g, c in parts.items()},
                                classmate, count))

@@ -48,18 +48,22 @@ def nbgrader_config(root: Path, db_url: str) -> Config:
     )
 
 
-def write_course_config(root: Path, db_url: str, *, write_db_url: bool = True) -> Path:
-    """Write ``<root>/nbgrader_config.py`` (for ``nbgrader`` run by hand in the course).
+def write_course_config(root: Path, db_url: str, *, write_db_url: bool = True,
+                        url_file: Path | None = None) -> Path:
+    """Write ``<root>/nbgrader_config.py`` (for ``nbgrader`` and formgrader run in the course).
 
-    ``write_db_url=False`` leaves the gradebook URL out (a URL given with --db may hold a
-    password, and this file is plain text in the course directory)."""
+    ``url_file``: the course's ``gradebook.url`` (mode 0600), which the config reads when
+    nbgrader loads it, so formgrader opens the course's own gradebook without its password
+    being copied into this plain-text file. ``write_db_url=False`` and no ``url_file`` leave
+    the URL out."""
     path = Path(root) / "nbgrader_config.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         "# Written by `python -m autograder`; the settings autograder/nbgrader_config.py uses.",
         "c = get_config()  # noqa: F821",
         f"c.CourseDirectory.root = {str(Path(root).resolve())!r}",
-        f"c.CourseDirectory.db_url = {db_url!r}" if write_db_url else "",
+        (f"c.CourseDirectory.db_url = open({str(Path(url_file).resolve())!r}).read().strip()" if url_file
+         else f"c.CourseDirectory.db_url = {db_url!r}" if write_db_url else ""),
         f"c.CourseDirectory.course_id = {COURSE_ID!r}",
         f"c.CourseDirectory.ignore = {list(IGNORED_NAMES)!r}",
         f"c.ClearSolutions.code_stub = {dict(CODE_STUB)!r}",

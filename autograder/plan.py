@@ -3,7 +3,10 @@
 A submission is ``submitted/<student>/<assignment>/<assignment>.ipynb`` (nbgrader's layout)
 with an optional ``timestamp.txt``. :func:`plan_grading` sorts the class into
 
-- ``todo``: not graded yet, or resubmitted since (a different timestamp), or ``force``;
+- ``todo``: not graded yet, or resubmitted since, or ``force``. A resubmission is a notebook
+  whose content changed since it was graded: its SHA-256 differs from the one recorded beside
+  the autograded notebook (``submission.sha256``); a grading from before such hashes were kept
+  falls back on ``timestamp.txt``. These are also listed in ``resubmitted``;
 - ``skipped``: graded by an earlier run and unchanged (their recorded results are loaded, so a
   report still shows the whole class);
 - ``unreadable``: a folder name that cannot be a gradebook id (not UTF-8).
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from . import checker
 from .checker import SubmissionResult
-from .course import GRADING_RECORD, Course
+from .course import DIGEST_FILE, GRADING_RECORD, Course
 from .record import graded_submissions
 
 
@@ -33,6 +36,7 @@ class Task:
 
     student: str
     timestamp: datetime | None
+    digest: str | None = None  # SHA-256 of the notebook when planned
 
 
 @dataclasses.dataclass
@@ -41,6 +45,7 @@ class Plan:
     skipped: list[str]                          # graded before and unchanged
     previous: list[SubmissionResult]            # ... their recorded results
     unreadable: dict[str, str]                  # ascii(folder name) -> why it cannot be graded
+    resubmitted: list[str] = dataclasses.field(default_factory=list)  # graded before, content changed
 
 
 def submission_folders(course: Course, assignment: str) -> list[str]:
@@ -59,9 +64,29 @@ def has_submissions(course: Course, assignment: str, students: list[str] | None 
     return bool(folders if students is None else set(folders) & set(students))
 
 
-def unchanged(recorded: datetime | None, submitted: datetime | None) -> bool:
-    """Whether a graded submission is still the one on disk (no timestamp counts as same)."""
+def unchanged(recorded: datetime | None, submitted: datetime | None, *, graded_digest: str | None = None,
+              digest: str | None = None) -> bool:
+    """Whether a graded submission is still the one on disk: the same content hash when the
+    grading recorded one, else (older gradings) the same timestamp (none counts as same)."""
+    if graded_digest is not None and digest is not None:
+        return graded_digest == digest
     return submitted is None or recorded is None or submitted == recorded
+
+
+def notebook_digest(course: Course, student: str, assignment: str) -> str | None:
+    import hashlib
+
+    data, _ = read_submission(course, student, assignment)
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def graded_digest(course: Course, student: str, assignment: str) -> str | None:
+    path = course.autograded(student, assignment) / DIGEST_FILE
+    try:
+        text = path.read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 64 else None
 
 
 def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | None = None,
@@ -79,15 +104,20 @@ def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | N
             unreadable[ascii(s)] = "the submission folder's name is not UTF-8 text: rename it"
     everyone = [s for s in everyone if ascii(s) not in unreadable]
     done_before = graded_submissions(gb, assignment)
-    todo, skipped = [], []
+    todo, skipped, resubmitted = [], [], []
     for s in everyone:
         ts = read_timestamp(course, s, assignment)
-        if not force and s in done_before and unchanged(done_before[s], ts):
+        digest = notebook_digest(course, s, assignment)
+        same = s in done_before and unchanged(done_before[s], ts, graded_digest=graded_digest(course, s, assignment),
+                                              digest=digest)
+        if not force and same:
             skipped.append(s)
         else:
-            todo.append(Task(s, ts))
+            todo.append(Task(s, ts, digest))
+            if s in done_before and not same:
+                resubmitted.append(s)
     previous = [r for r in (load_result(course, s, assignment) for s in skipped) if r]
-    return Plan(todo, skipped, previous, unreadable)
+    return Plan(todo, skipped, previous, unreadable, resubmitted)
 
 
 def read_submission(course: Course, student: str, assignment: str) -> tuple[bytes | None, str | None]:

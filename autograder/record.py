@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import checker
 from .checker import GRADED, SubmissionResult
-from .course import GRADING_RECORD, Course
+from .course import DIGEST_FILE, GRADING_RECORD, Course
 from .sandbox import Limits, Outcome
 
 
@@ -106,16 +106,37 @@ def build_record(spec: checker.Spec, student: str, validation: checker.Validatio
 
 
 def write_files(course: Course, spec: checker.Spec, record: Record,
-                timestamp: datetime | None) -> None:
-    """The autograded notebook, its timestamp and ``grading.json`` (before the gradebook commit)."""
+                timestamp: datetime | None, digest: str | None = None) -> None:
+    """The autograded notebook, its timestamp, ``grading.json`` and the graded notebook's
+    SHA-256 (before the gradebook commit). A grading of other content than the last one's
+    keeps the last one's record in ``history/`` first."""
     student, assignment = record.result.student, spec.assignment
     out_dir = course.autograded(student, assignment)
     clean_stale_tmp(out_dir)
+    keep_history(out_dir, digest)
     atomic_write(out_dir / spec.notebook, record.notebook)
     stamp = course.submitted(student, assignment) / "timestamp.txt"
     if timestamp is not None and stamp.is_file() and not stamp.is_symlink():
         atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
     atomic_write(out_dir / GRADING_RECORD, record.summary)
+    if digest is not None:
+        atomic_write(out_dir / DIGEST_FILE, digest.encode("ascii") + b"\n")
+
+
+def keep_history(out_dir: Path, digest: str | None) -> Path | None:
+    """Copy the last grading's record (and its hash) to ``history/<time>-<hash>.json`` when the
+    notebook now graded has other content; return the copy, or None."""
+    old = out_dir / GRADING_RECORD
+    try:
+        before = (out_dir / DIGEST_FILE).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        before = ""
+    if not old.is_file() or digest is None or before == digest:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(old.stat().st_mtime))
+    path = out_dir / "history" / f"{stamp}-{(before or 'unhashed')[:12]}.json"
+    atomic_write(path, old.read_bytes())
+    return path
 
 
 # --- gradebook ---------------------------------------------------------------------------------

@@ -157,6 +157,15 @@ class Outcome:
 
 # --- what the sandbox may see ------------------------------------------------------------------
 
+def sandbox_python() -> str:
+    """This interpreter as the sandbox can start it: its folder with links resolved (the
+    sandbox binds the resolved Python roots, so a symlinked ``.venv`` would be a path that is
+    not there), the file name kept (a venv's ``bin/python`` is itself a link, and resolving it
+    would lose the venv)."""
+    exe = Path(sys.executable)
+    return str(exe.parent.resolve() / exe.name)
+
+
 def _python_roots() -> list[Path]:
     roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
              Path(sys.executable).resolve().parent.parent}
@@ -890,7 +899,7 @@ class FreshSandbox:
              cancel: threading.Event | None, cap: str) -> Outcome:
         result_r, result_w = os.pipe()
         try:
-            argv = [sys.executable, "-s", "-B", SANDBOX_RUNNER, str(result_w), config]
+            argv = [sandbox_python(), "-s", "-B", SANDBOX_RUNNER, str(result_w), config]
             cmd = bwrap_command(argv, scratch=limits.scratch, forbidden=self.forbidden)
         except BaseException:
             os.close(result_r)
@@ -949,7 +958,7 @@ class TemplateSandbox:
         import socket
 
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = [sys.executable, "-s", "-B", "-c",
+        argv = [sandbox_python(), "-s", "-B", "-c",
                 "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
                 "runner.serve(int(sys.argv[1]), sys.argv[2])",
                 str(child.fileno()), json.dumps({"preload": list(self.preload)})]

@@ -52,12 +52,16 @@ class ValidationResult:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     numbers: str = ""  # what the setup cell printed of the student's own numbers, if any
+    stopped: str = ""  # why nothing after the setup cell was run (a wrong id or key)
 
     @property
     def ok(self) -> bool:
-        return bool(self.questions) and all(q.status == STATUS_OK for q in self.questions)
+        return not self.stopped and bool(self.questions) and all(q.status == STATUS_OK for q in self.questions)
 
     def render(self) -> str:
+        if self.stopped:  # nothing else is worth reading until this is fixed
+            return (f"{self.stopped}\n\nNothing after that cell was run: fix STUDENT_ID and HOMEWORK_KEY "
+                    f"(as your course gave them) and validate again.")
         lines = [f"Validated {self.notebook} ({self.seconds:.1f} s)", ""]
         if self.numbers:
             lines += [self.numbers.rstrip(), ""]
@@ -186,7 +190,15 @@ def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "p
     start = time.perf_counter()
     try:
         # the kernel process's own stderr is only ipykernel's log (cell output comes over ZMQ)
-        client.execute(env=env, stderr=subprocess.DEVNULL)
+        with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+                if cell.cell_type == "code" and NUMBERS_CALL in cell.source:
+                    wrong = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
+                    if wrong is not None:  # a wrong id or key: every later cell would fail with it
+                        result.stopped = ("Your STUDENT_ID and HOMEWORK_KEY do not go together: "
+                                          f"{_first_line(wrong.get('evalue', '')) or wrong.get('ename', '')}")
+                        break
     except CellTimeoutError:
         result.cell_errors.append(f"a cell ran for more than {timeout:g} s and could not be stopped")
     except DeadKernelError:

@@ -97,7 +97,8 @@ def personal_notebook(release: dict, template: dict, spec: VariantSpec, student:
 
 def write_roster_notebooks(course: Course, assignment: str, students: list[str], out_dir: Path) -> dict[str, Path]:
     """``<out_dir>/<student>/<assignment>.ipynb`` for each student (their own numbers in the
-    text, their id and key filled in), and ``<out_dir>/keys.csv``; returns student -> path.
+    text, their id and key filled in), and ``<course>/keys.csv`` (apart from the notebooks handed
+    out); returns student -> path.
     The course must be prepared for the assignment (``generate``/``collect`` do that)."""
     spec = spec_for(assignment)
     if spec is None:
@@ -117,7 +118,11 @@ def write_roster_notebooks(course: Course, assignment: str, students: list[str],
         path = folder / name
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", "utf-8")
         written[student] = path
-    (Path(out_dir) / "keys.csv").write_text(keys_csv(course, students), "utf-8")
+    # every student's key: in the course (readable by its owner only), never beside the
+    # notebooks that are handed out
+    keys = Path(course.root) / "keys.csv"
+    keys.write_text(keys_csv(course, students), "utf-8")
+    keys.chmod(0o600)
     return written
 
 
@@ -157,11 +162,18 @@ def read_roster(path: Path) -> list[str]:
     return ids
 
 
-def keys_csv(course: Course, students: list[str]) -> str:
-    """``student,homework_key`` for each student: what the instructor hands out (LMS, mail merge).
-    Rosters may come from an LMS, so an id a spreadsheet would read as a formula is written with a
-    leading apostrophe (``=1+1`` -> ``'=1+1``, ``safe_text.csv_cell``)."""
-    return csv_text([["student", "homework_key"], *([s, key_for(course, s)] for s in students)])
+def keys_csv(course: Course, students: list) -> str:
+    """``student,name,lms_id,email,homework_key`` for each student (ids, or ``lms.RosterStudent``
+    with names): what the instructor hands out (LMS, mail merge). ``student`` is the id the
+    student types as STUDENT_ID. Rosters come from an LMS, so every cell goes through
+    ``safe_text.csv_cell`` (``=1+1`` -> ``'=1+1``)."""
+    rows = [["student", "name", "lms_id", "email", "homework_key"]]
+    for s in students:
+        sid = s if isinstance(s, str) else s.id
+        name = "" if isinstance(s, str) else (s.name if s.name != sid else "")
+        rows.append([sid, name, "" if isinstance(s, str) else s.lms_user_id or "",
+                     "" if isinstance(s, str) else s.email or "", key_for(course, sid)])
+    return csv_text(rows)
 
 
 # --------------------------------------------------------------------------- who handed in what

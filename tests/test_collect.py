@@ -65,8 +65,12 @@ def who(course: Course, student: str) -> str:
 
 
 def lms_ids(course: Course) -> dict[str, str | None]:
+    """student -> Canvas user id, or Moodle participant id of A (never kept as a user id)."""
+    from autograder.lms import load_participants
+
+    moodle = {s: e["participant"] for s, e in load_participants(course, A).items()}
     with course.gradebook() as gb:
-        return {s.id: s.lms_user_id for s in gb.students}
+        return {s.id: s.lms_user_id or moodle.get(s.id) for s in gb.students}
 
 
 def add_student(course: Course, student: str, **kw) -> None:
@@ -128,7 +132,7 @@ def test_a_file_named_after_another_student_cannot_make_their_submission_a_dupli
 def test_only_the_moodle_prefix_names_the_student(path):
     item, why = ident(path)
     assert why is None
-    assert (item.student, item.details["lms_user_id"], item.target) == ("mallory_jones_666", "666", NB)
+    assert (item.student, item.details["participant"], item.target) == ("mallory_jones_666", "666", NB)
 
 
 def test_only_the_canvas_prefix_names_the_student():
@@ -182,7 +186,7 @@ def test_two_students_of_one_name_are_two_students(course, tmp_path):
 def test_names_without_latin_letters_get_an_id_from_the_lms_user_id(name, student):
     assert lms_student_id(name, "777") == student
     item, why = ident(f"{name}_777_assignsubmission_file_/{NB}")
-    assert why is None and item.student == student and item.details["lms_user_id"] == "777"
+    assert why is None and item.student == student and item.details["participant"] == "777"
 
 
 def test_a_non_latin_name_is_collected_with_its_name_recorded(course, tmp_path):
@@ -194,7 +198,8 @@ def test_a_non_latin_name_is_collected_with_its_name_recorded(course, tmp_path):
     assert report.ok and report.students == ["lms_777", "lms_888"], report.render(course)
     with course.gradebook() as gb:
         wei = gb.find_student("lms_777")
-        assert (wei.first_name, wei.last_name, wei.lms_user_id) == ("Вэй", "Чжан", "777")
+        assert (wei.first_name, wei.last_name, wei.lms_user_id) == ("Вэй", "Чжан", None)  # 777: a participant id
+    assert lms_ids(course)["lms_777"] == "777"
 
 
 def test_slug():
@@ -204,31 +209,39 @@ def test_slug():
 
 def test_the_gradebook_student_of_an_lms_user_id_keeps_their_id(course, tmp_path):
     add_student(course, "jdoe", lms_user_id="4242", first_name="Janet")
-    download = make_zip(tmp_path / "lms.zip", {f"Jane Doe_4242_assignsubmission_file_/{NB}": notebook("jane")})
+    download = make_zip(tmp_path / "lms.zip", {f"doejane_4242_1_{NB}": notebook("jane")})
     report = collect([download], course, A)
     assert report.ok and report.students == ["jdoe"], report.render(course)
     with course.gradebook() as gb:
         jdoe = gb.find_student("jdoe")
-        assert (jdoe.first_name, jdoe.last_name, jdoe.lms_user_id) == ("Janet", "Doe", "4242")
-    assert "jane_doe_4242" not in lms_ids(course)
+        assert (jdoe.first_name, jdoe.last_name, jdoe.lms_user_id) == ("Janet", None, "4242")
+    assert "doejane_4242" not in lms_ids(course)
+
+
+def test_a_moodle_participant_id_is_never_taken_for_a_user_id(course, tmp_path):
+    add_student(course, "jdoe", lms_user_id="4242")  # Canvas-style user id 4242
+    download = make_zip(tmp_path / "lms.zip", {f"Jane Doe_4242_assignsubmission_file_/{NB}": notebook("jane")})
+    report = collect([download], course, A)
+    assert report.students == ["jane_doe_4242"], report.render(course)
+    assert "participant id" in report.render(course)  # and it says why --worksheet is better
 
 
 def test_an_existing_students_lms_user_id_is_never_changed(course, tmp_path):
-    add_student(course, "jane_doe", lms_user_id="5")
-    add_student(course, "sam_lee_4242", lms_user_id="9")
+    add_student(course, "doejane", lms_user_id="5")
+    add_student(course, "leesam_4242", lms_user_id="9")
     download = make_zip(tmp_path / "lms.zip", {
-        f"Jane Doe_6_assignsubmission_file_/{NB}": notebook("jane"),
-        f"Sam Lee_4242_assignsubmission_file_/{NB}": notebook("sam"),
+        f"doejane_6_1_{NB}": notebook("jane"),
+        f"leesam_4242_2_{NB}": notebook("sam"),
     })
     report = collect([download], course, A)
-    assert report.students == ["jane_doe_6"]
+    assert report.students == ["doejane_6"]
     assert not report.ok
     assert [why for _, why in report.refused] == [
-        "LMS user id conflict: student sam_lee_4242 in the gradebook has LMS user id 9, not 4242"]
+        "LMS user id conflict: student leesam_4242 in the gradebook has LMS user id 9, not 4242"]
     assert "LMS user id conflict" in report.render(course)
-    assert not course.submitted("sam_lee_4242", A).exists()
+    assert not course.submitted("leesam_4242", A).exists()
     ids = lms_ids(course)
-    assert (ids["jane_doe"], ids["sam_lee_4242"], ids["jane_doe_6"]) == ("5", "9", "6")
+    assert (ids["doejane"], ids["leesam_4242"], ids["doejane_6"]) == ("5", "9", "6")
 
 
 def test_two_files_of_one_lms_user_id_are_one_student(course, tmp_path):
@@ -370,3 +383,19 @@ def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path
     path.write_bytes(path.read_bytes().replace("a\u00e9b".encode(), b"a\xff\xfeb"))
     rc, out = run_cli("collect", path, "-a", A, "--course", course.root)
     assert rc == 2 and "cannot read the zip file" in out and raw_controls(out) == [], out
+
+
+def test_copies_of_one_notebook_give_the_newest_by_the_lms_order(course, tmp_path):
+    download = make_zip(tmp_path / "lms.zip", {
+        f"doejane_4242_70_{NB}": notebook("first"),
+        f"doejane_4242_71_{NB[:-6]}-1.ipynb": notebook("second"),  # Canvas's name for the re-upload
+        f"Ann Lee_500_assignsubmission_file_/{NB}": notebook("old"),
+        f"Ann Lee_500_assignsubmission_file_/{NB[:-6]} (1).ipynb": notebook("new"),
+        f"leesam_77_80_{NB}": notebook("a"),
+        f"leesam_77_81_{NB[:-6]}-draft.ipynb": notebook("b"),  # two files, not copies: which?
+    })
+    report = collect([download], course, A)
+    text = report.render(course)
+    assert who(course, "doejane_4242") == "second" and who(course, "ann_lee_500") == "new", text
+    assert f"kept the newest by the LMS's order {download}:doejane_4242_71_" in text
+    assert list(report.duplicates) == ["leesam_77"] and not course.submitted("leesam_77", A).exists()

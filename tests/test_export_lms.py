@@ -22,8 +22,10 @@ from autograder.course import Course
 from autograder.demo import build_submissions
 
 ASSIGNMENT = "hw1-rooflines"
-# student id -> LMS user id (None: collected from nbgrader's layout, no LMS id)
-LMS = {"doejane_1001": "1001", "roe_1002": "1002", "ann_lee_4242": "4242", "lateone": None, "ontime": None}
+# student id -> Canvas user id (None: collected from Moodle or nbgrader's layout)
+LMS = {"doejane_1001": "1001", "roe_1002": "1002", "ann_lee_4242": None, "lateone": None, "ontime": None}
+# student id -> Moodle participant id of ASSIGNMENT (a number of that assignment, not a user id)
+MOODLE = {"ann_lee_4242": "4242"}
 
 
 def run_cli(*argv) -> tuple[int, str, str]:
@@ -79,16 +81,19 @@ def graded(tmp_path_factory):
 
 @pytest.mark.slow
 def test_collect_kept_the_lms_user_ids(graded):
+    from autograder.lms import load_participants
+
     with graded.course.gradebook() as gb:
         assert {s: gb.find_student(s).lms_user_id for s in LMS} == LMS
+    assert {s: e["participant"] for s, e in load_participants(graded.course, ASSIGNMENT).items()} == MOODLE
 
 
-def _without_lms_id_listed(rc: int, err: str) -> None:
+def _without_lms_id_listed(rc: int, err: str, ids: dict) -> None:
     assert rc == 1, err
     listed = err[err.index("NOT IN THE"):]
-    assert "no LMS user id" in listed
-    for student, uid in LMS.items():
-        assert (f"  {student}:" in listed) == (uid is None), listed
+    assert "no Canvas user id" in listed or "no participant id" in listed
+    for student in LMS:
+        assert (f"  {student}:" in listed) == (ids.get(student) is None), listed
 
 
 @pytest.mark.slow
@@ -96,7 +101,7 @@ def test_canvas_file_imports_as_canvas_reads_it(graded):
     path = graded.root / "canvas.csv"
     rc, out, err = run_cli("export", *graded.opts, "--format", "canvas", "--lms-assignment-id", "98765",
                            "-o", path)
-    _without_lms_id_listed(rc, err)
+    _without_lms_id_listed(rc, err, LMS)
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{ASSIGNMENT} (98765)"]
@@ -108,7 +113,7 @@ def test_canvas_file_imports_as_canvas_reads_it(graded):
     assert set(by_id) == set(ids)
     for uid, row in by_id.items():
         assert float(row[5]) == pytest.approx(totals[ids[uid]])
-    assert by_id["4242"][0] == "Lee, Ann"  # Moodle names: first last -> Canvas's "Last, First"
+    assert "4242" not in by_id  # a Moodle participant id never passes for a Canvas user id
     assert totals["doejane_1001"] > totals["roe_1002"] > 0  # the scores really differ
 
 
@@ -123,14 +128,14 @@ def test_canvas_column_without_an_assignment_id_is_the_bare_name(graded):
 def test_moodle_worksheet_imports_as_moodle_reads_it(graded):
     path = graded.root / "moodle.csv"
     rc, out, err = run_cli("export", *graded.opts, "--format", "moodle", "-o", path)
-    _without_lms_id_listed(rc, err)
+    _without_lms_id_listed(rc, err, MOODLE)
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
     totals = gradebook_totals(graded.course)
     by_id = {r["Identifier"]: r for r in rows}
-    assert set(by_id) == {f"Participant {uid}" for uid in LMS.values() if uid} and len(rows) == 3
-    for student, uid in LMS.items():
+    assert set(by_id) == {f"Participant {uid}" for uid in MOODLE.values()} and len(rows) == 1
+    for student, uid in MOODLE.items():
         if uid:
             assert float(by_id[f"Participant {uid}"]["Grade"]) == pytest.approx(totals[student])
     assert by_id["Participant 4242"]["Full name"] == "Ann Lee"

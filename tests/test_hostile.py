@@ -141,6 +141,8 @@ def test_hostile_corpus(tmp_path_factory, honest_scores, sandbox):
     assert not wrong, "\n".join(wrong)
     assert "tampered" in " ".join(results["edited-test"].problems)
     assert results["infinite-loop"].messages["q3-test"].startswith("not graded")
+    # a timeout names the question whose code ran on, not only a cell number
+    assert "in the code for q3-test" in " ".join(results["infinite-loop"].problems)
 
     # honest students: exactly their clean-run results, hostile neighbours or not
     for student, (_, expected) in honest.items():

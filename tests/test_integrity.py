@@ -132,3 +132,32 @@ def test_no_copying_is_found_where_everyone_has_the_same_numbers():
         variants = spec_
         tests = []
     assert find_copies(FakeSpec(), class_) == []
+
+
+@pytest.mark.slow
+def test_answers_to_the_books_sample_numbers_never_name_a_classmate(tmp_path):
+    """A student who left the id empty answers the published numbers; a classmate who drew the
+    published values (and answered right) must not be named as the source."""
+    from scalebook.variants import default_variant
+
+    course = Course(tmp_path / "course")
+    course.prepare(ASSIGNMENT)
+    spec = checker.load_spec(course, ASSIGNMENT)
+    code, tests = _cells(ASSIGNMENT)
+    names = set().union(*(free_names(t.source) for t in tests))
+    book_numbers = default_variant(SPECS[ASSIGNMENT]).drawn()
+    book_answers = _solve(code, "", "", names, set())  # no key: the sample numbers
+    (own_numbers, own_answers), (third_numbers, third_answers) = _templates(2)
+    assert own_numbers != book_numbers
+    class_ = []
+    for student, numbers, answers in (("unkeyed", own_numbers, book_answers),
+                                      ("drew_the_book", book_numbers, book_answers),
+                                      ("copier", own_numbers, third_answers),
+                                      ("source", third_numbers, third_answers)):
+        scores, _, recorded = _grade(spec, numbers, answers)
+        class_.append(Recorded(student, numbers, recorded, scores, dict(spec.max_scores)))
+    lost = sum(1 for g, p in class_[0].scores.items() if p < spec.max_scores[g])
+    assert lost >= 2  # the sample answers do lose parts on the student's own numbers
+    found = {s.student: s.classmate for s in find_copies(spec, class_)}
+    assert "unkeyed" not in found
+    assert found.get("copier") == "source"  # a real copy is still found

@@ -96,7 +96,7 @@ PERSON = {  # (module, function) -> what it writes; every one is run end to end 
     ("export.py", "export_csv"): "grades-, canvas-, moodle-<A>.csv: export.to_csv, to_canvas, to_moodle",
     ("feedback.py", "write_feedback"): "feedback/<student>/<A>/feedback.html, with released solutions",
     ("report.py", "write_report"): "report-<A>.html and report-<A>.csv",
-    ("variants.py", "write_roster_notebooks"): "personal/<A>/keys.csv (and each student's notebook, JSON)",
+    ("variants.py", "write_roster_notebooks"): "<course>/keys.csv (and each student's notebook, JSON)",
 }
 NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person reads it as CSV/HTML/text
     ("collect.py", "_mark_late"): "the LMS's LATE mark: fixed text and the LMS's name",
@@ -104,6 +104,9 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("course.py", "prepare"): "nbgrader's copies of the instructor's notebooks (JSON)",
     ("course.py", "set_variants_enabled"): "the course's settings (JSON)",
     ("course.py", "course_secret"): "the course's secret key",
+    ("course.py", "default_course"): "the course's gradebook URL (gradebook.url)",
+    ("lms.py", "register_roster"): "the course's roster (roster.json)",
+    ("lms.py", "save_participants"): "each assignment's Moodle participant ids (lms/<A>.json)",
     ("course.py", "generate_exercises"): "exercises/ notebooks from the instructor's solutions/",
     ("deadlines.py", "save_policy"): "the late policy (JSON)",
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
@@ -233,6 +236,9 @@ def hostile_course(root: Path) -> tuple[Course, str]:
         results.append(SubmissionResult(student, A, "graded", scores, dict(spec.max_scores), messages,
                                         [f"problem: {HOSTILE[(i + 2) % len(HOSTILE)]}"], answers))
     record_class(course, spec, results)
+    from autograder.lms import save_participants  # as if collected from Moodle too, with its worksheet
+
+    save_participants(course, A, {s: {"participant": str(1000 + i), "submitted": None} for i, s in enumerate(IDS)})
     negative = spec.tests[0].grade_id
     with course.gradebook() as gb:
         gb.find_grade(negative, A, A, IDS[0]).manual_score = -1.5

@@ -182,3 +182,17 @@ def test_memory_cap_in_words():
         assert words == f"cgroup v{parent.version} memory: 4.0 GiB per submission"
     assert Limits(memory=2 * GiB).job_memory_bytes() == 2 * GiB
     assert Limits(memory=2 * GiB, job_memory=GiB).job_memory_bytes() == GiB
+
+
+@pytest.mark.sandbox
+def test_the_sandbox_starts_from_a_symlinked_venv(tmp_path):
+    """bwrap binds the resolved venv; the interpreter path it starts must be one inside it."""
+    from autograder.course import REPO
+
+    venv = Path(sys.prefix)
+    link = tmp_path / "venv-link"
+    link.symlink_to(venv, target_is_directory=True)
+    python = link / "bin" / Path(sys.executable).name
+    proc = subprocess.run([str(python), "-c", "from autograder.sandbox import check_sandbox; print(check_sandbox())"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "None", proc.stdout + proc.stderr

@@ -75,7 +75,8 @@ def test_roster_notebooks_carry_their_numbers_and_grade_full(tmp_path):
     assert rc == 0, out
     course = Course(root)
     personal = root / "personal" / A
-    keys = {r["student"]: r["homework_key"] for r in csv.DictReader((personal / "keys.csv").open())}
+    assert not (personal / "keys.csv").exists()  # every key, never beside the notebooks handed out
+    keys = {r["student"]: r["homework_key"] for r in csv.DictReader((root / "keys.csv").open())}
     assert keys == {s: key_for(course, s) for s in ("alice", "bob")}
     incoming = tmp_path / "incoming"
     incoming.mkdir()
@@ -116,8 +117,10 @@ def test_validate_shows_the_numbers_and_warns_without_a_key(tmp_path):
             cell["source"] = "STUDENT_ID = 'alice'\nHOMEWORK_KEY = 'AAAA-AAAA-A'\n"
     path.write_text(json.dumps(nb))
     rc, out = run_cli("validate", path)
-    assert rc == 1  # every answer undefined: the setup cell refused the key
+    assert rc == 1  # the setup cell refused the key: that is said first, and nothing else
+    assert out.startswith("Your STUDENT_ID and HOMEWORK_KEY do not go together"), out
     assert re.search(r"HOMEWORK_KEY 'AAAA-AAAA-A' does not belong to STUDENT_ID 'alice'", out), out
+    assert "not answered" not in out and "NameError" not in out and "KeyError_" not in out
 
 
 @pytest.mark.slow
