@@ -522,48 +522,38 @@ def _wrap(chip: Chip, size: int) -> bool:
 
 
 class _Fabric:
-    """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart."""
+    """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart,
+    all priced by :func:`scalebook.collectives.collective_cost`."""
 
     def __init__(self, chip: Chip):
         self.chip = chip
 
-    def _gpn(self, n: int, stride: int) -> int:
-        host = self.chip.chips_per_host
-        return math.gcd(n, host // stride) if stride < host else 1
+    def _where(self, n: int, stride: int) -> tuple[list[int], dict]:
+        """The group's axis sizes and placement: GPUs ``gcd(n, host // stride)`` per node;
+        TPUs a sub-torus of ring axes of at most 16 chips."""
+        chip = self.chip
+        if chip.has_ici_torus:
+            axes = _torus_axes(chip, n)
+            return axes, {"wraparound": [_wrap(chip, a) for a in axes]}
+        host = chip.chips_per_host
+        return [n], {"gpus_per_node": math.gcd(n, host // stride) if stride < host else 1}
+
+    def _time(self, kind: str, nbytes: float, n: int, stride: int) -> float:
+        if n == 1 or nbytes == 0:
+            return 0.0
+        sizes, where = self._where(n, stride)
+        return float(coll.collective_time(kind, nbytes, sizes, self.chip, **where))
 
     def gather(self, nbytes: float, n: int, stride: int) -> float:
         """AllGather (= ReduceScatter) of a logical array of ``nbytes`` over the group."""
-        if n == 1 or nbytes == 0:
-            return 0.0
-        if self.chip.is_gpu:
-            return float(coll.gpu_all_gather(nbytes, n, self.chip,
-                                             gpus_per_node=self._gpn(n, stride)).time)
-        axes = _torus_axes(self.chip, n)
-        return float(coll.all_gather_multi_axis(
-            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+        return self._time("AllGather", nbytes, n, stride)
 
     def all_reduce(self, nbytes: float, n: int, stride: int) -> float:
-        if n == 1 or nbytes == 0:
-            return 0.0
-        if self.chip.is_gpu:
-            return float(coll.gpu_all_reduce(nbytes, n, self.chip,
-                                             gpus_per_node=self._gpn(n, stride)).time)
-        axes = _torus_axes(self.chip, n)
-        return float(coll.all_reduce_multi_axis(
-            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+        return self._time("AllReduce", nbytes, n, stride)
 
     def send(self, nbytes: float, stride: int) -> float:
-        """One point-to-point send to the next pipeline stage."""
-        if nbytes == 0:
-            return 0.0
-        chip = self.chip
-        if not chip.is_gpu:
-            return float(coll.ppermute(nbytes, chip).time)
-        if stride < chip.chips_per_host:
-            bandwidth = chip.interconnect_bandwidth_one_way
-        else:
-            bandwidth = chip.host_network_bandwidth / chip.chips_per_host
-        return nbytes / bandwidth + coll.DEFAULT_HOP_LATENCY
+        """One point-to-point send to the next pipeline stage, ``stride`` chips on."""
+        return self._time("ppermute", nbytes, 2, stride)
 
 
 def _ring_bytes(nbytes: float, n: int) -> float:
@@ -745,7 +735,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     if share >= COMMS_FLAG_FRACTION:
         flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
     useful = max_tensor_parallel(chip, cfg.d_ff)
-    if chip.is_gpu:
+    if chip.has_nvlink_domain:
         useful = min(useful, chip.chips_per_host)
     if lay.tp > useful:
         flags.append(f"TP past its useful degree (tp={lay.tp} > ~{useful})")
