@@ -91,12 +91,12 @@ chip-hours, wall-clock time and MFU.
 **Hardware mapping.** Axes are laid out innermost first: ``tp``, ``fsdp``, ``dp``, ``pp``.
 GPUs (NVSwitch nodes of ``chips_per_host``): a group whose chips are ``stride`` apart (the
 product of the inner degrees) has ``gcd(n, host // stride)`` members per node, so ``tp <= 8``
-stays on NVLink and outer axes cross nodes over each GPU's own NIC; the ``gpu_*`` functions
-price it (hierarchically where a group spans nodes). TPUs: each group is given its own
-sub-torus, ``n`` split into ring axes of at most 16 chips (the cube edge), with wraparound
-where :func:`scalebook.collectives.has_wraparound` says so, and the bandwidths of its axes add
-(:func:`scalebook.collectives.all_gather_multi_axis`). Links are not shared between groups,
-which is optimistic when all the degrees together need more than the three torus dimensions.
+stays on NVLink and outer axes cross nodes over each GPU's own NIC, as NCCL's rail-aligned
+rings. TPUs: each group is given its own sub-torus, ``n`` split into ring axes of at most 16
+chips (the cube edge), with wraparound where :func:`scalebook.collectives.has_wraparound` says
+so, and the bandwidths of its axes add. Every collective is priced by
+:func:`scalebook.collectives.collective_cost`. Links are not shared between groups, which is
+optimistic when all the degrees together need more than the three torus dimensions.
 """
 
 from __future__ import annotations
