@@ -139,6 +139,8 @@ def test_parallelism_numbers_come_from_the_solver():
     for heading in ("Hybrid sharding", "Gradient accumulation", "Zero bubble", "DualPipe",
                     "Across pods"):
         assert heading in text, heading
+    # one bandwidth notation with Part 3: W_axis for the per-axis ring bandwidth, written intact
+    assert "C/W_\\text{axis}" in text and " ext{" not in text
 
 
 # --------------------------------------------------------------------------- a real browser
