@@ -420,8 +420,8 @@ _H100 = get_chip("H100")
 H100_SUPERPOD_SU = ClusterNetwork(
     # the node, its NICs and their rate as the chip catalog has them (one 400 Gb/s NIC per GPU)
     name="DGX H100 SuperPOD scalable unit", chip=_H100, gpus_per_node=_H100.chips_per_host,
-    nodes_per_su=32, n_sus=1, nics_per_node=_H100.chips_per_host,
-    nic_bandwidth=_H100.host_network_bandwidth / _H100.chips_per_host, switch_radix=QM9700_PORTS,
+    nodes_per_su=32, n_sus=1, nics_per_node=_H100.nics_per_host,
+    nic_bandwidth=_H100.host_network_bandwidth / _H100.nics_per_host, switch_radix=QM9700_PORTS,
     oversubscription=1.0,
     sources=(_SUPERPOD_RA, _HSYM_12),
     notes=("32 DGX H100 nodes x 8 H100 = 256 GPUs; 8 ConnectX-7 NICs of 400 Gb/s per node "
