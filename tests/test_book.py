@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bookpage import built_page, visible_text
+from bookpage import built_page, has_number, visible_text
 
-from scalebook import get_chip, parallelism, roofline, transformer
+from scalebook import collectives, get_chip, parallelism, roofline, training, transformer
 from scalebook.sharding import Mesh, plan_matmul
 from scalebook.units import format_seconds
 
@@ -103,6 +103,12 @@ def test_sharded_matmuls_numbers_come_from_the_solver():
     assert text.count("planner :") >= 4 and text.count("compiled:") >= 4
     assert "hw3-sharding.ipynb" in page
     assert len(re.findall(r"<img", page)) >= 3
+    # 1 GB over 32 H100s: NCCL's rail-aligned rings (4.91 ms) beside the staged hierarchy and
+    # one flat ring; the page once presented the hierarchy as what NCCL does
+    for scheme in ("rail", "hierarchical", "flat"):
+        cost = collectives.collective_cost("AllReduce", 1e9, 32, "H100", scheme=scheme)
+        assert format_seconds(cost.time) in text, scheme
+    assert "rail-aligned" in text
 
 
 def test_parallelism_numbers_come_from_the_solver():
@@ -119,7 +125,22 @@ def test_parallelism_numbers_come_from_the_solver():
     assert "GPipe over 4 stages" in text
     assert "predicted" in text and "compiled" in text
     assert "hw4-parallelism.ipynb" in page
-    assert len(re.findall(r"<img", page)) >= 2
+    # the schedule with its backward pass, and communication against batch per strategy
+    assert len(re.findall(r"<img", page)) >= 3
+    # thresholds per GPU: TP 8 in the node needs 19,780 tokens per replica = 2,472 per GPU,
+    # the same as pure DP with rail rings; across v5p pods, 73,440 tokens per pod
+    per_gpu = parallelism.data_parallel_critical_batch("H100", 8)
+    assert per_gpu == parallelism.data_parallel_critical_batch("H100", 1)
+    assert has_number(text, f"{per_gpu:,.0f}") and "per GPU" in text
+    assert has_number(text, f"{parallelism.dcn_critical_batch_per_pod('TPU v5p'):,.0f}")
+    # activations from the LLaMA block's own tensors: 40.5·D bytes per token for 70B
+    block = training.block_activation_bytes_per_token(transformer.llama3_70b(), 8192)
+    assert f"{block / 8192:.1f}" in text and "flash-style" in text
+    for heading in ("Hybrid sharding", "Gradient accumulation", "Zero bubble", "DualPipe",
+                    "Across pods"):
+        assert heading in text, heading
+    # one bandwidth notation with Part 3: W_axis for the per-axis ring bandwidth, written intact
+    assert "C/W_\\text{axis}" in text and " ext{" not in text
 
 
 # --------------------------------------------------------------------------- a real browser

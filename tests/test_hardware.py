@@ -247,3 +247,28 @@ def test_new_chip_fields_are_validated():
         v5e.replace(vreg_shape=(True, 128))
     assert v5e.replace(core_clock_hz=1.0e9).core_clock_hz == 1.0e9
     assert vpu_flops(v5e.replace(core_clock_hz=1.0e9)) == pytest.approx(8 * 128 * 4 * 1.0e9)
+
+
+def test_interconnect_and_wraparound_rule_are_explicit_fields():
+    """Collectives read these fields, not the vendor or the name (issue 25)."""
+    from scalebook.hardware import (ICI_TORUS, NVLINK_MESH, NVLINK_SWITCH, WRAP_FULL_AXIS,
+                                    WRAP_MULTIPLE_OF_4)
+    rules = {c.name: (c.interconnect, c.wraparound_rule, c.nics_per_host) for c in CATALOG}
+    assert rules["TPU v5p"] == rules["TPU v4p"] == (ICI_TORUS, WRAP_MULTIPLE_OF_4, None)
+    for name in ("TPU v3", "TPU v5e", "TPU v6e"):
+        assert rules[name] == (ICI_TORUS, WRAP_FULL_AXIS, None), name
+    assert rules["V100"] == (NVLINK_MESH, None, 8)
+    for name in ("A100", "H100", "H200", "B200"):
+        assert rules[name] == (NVLINK_SWITCH, None, 8), name
+    # a renamed v5p keeps its rule: nothing is read from a trailing "p"
+    renamed = get_chip("v5p").replace(name="custom torus")
+    from scalebook.collectives import has_wraparound
+    assert has_wraparound(renamed, 8) and not has_wraparound(renamed, 6)
+    assert get_chip("H100").nic_bandwidth_per_chip == pytest.approx(5e10)
+    assert get_chip("v5p").nic_bandwidth_per_chip == pytest.approx(6.25e9)
+    with pytest.raises(ValueError, match="interconnect must be one of"):
+        get_chip("H100").replace(interconnect="pcie")
+    with pytest.raises(ValueError, match="needs a wraparound_rule"):
+        get_chip("v5e").replace(wraparound_rule=None)
+    with pytest.raises(ValueError, match="nics_per_host"):
+        get_chip("H100").replace(nics_per_host=0)

@@ -407,18 +407,22 @@ def test_data_parallel_bandwidth_drops_to_the_nic_once_a_replica_fills_a_node():
     # the whole DP group inside one node: NVLink
     assert par.data_parallel_bandwidth("H100", 2, dp=4) == pytest.approx(4.5e11)
     assert par.data_parallel_bandwidth("H100", 1, dp=8) == pytest.approx(4.5e11)
-    # tp 4: r = 2 peers per node. 1 / (1/(2·4.5e11) + 1/(2·5e10)) = 1 / (1/9e11 + 1/1e11) = 9e10
-    assert par.data_parallel_bandwidth("H100", 4) == pytest.approx(9e10)
-    # pure DP, r = 8: 1 / (7/(8·4.5e11) + 1/(8·5e10)) = 3.6e12 / (7 + 9) = 2.25e11
-    assert par.data_parallel_bandwidth("H100", 1) == pytest.approx(2.25e11)
-    assert par.data_parallel_bandwidth("H100", 1, dp=4096) == pytest.approx(2.25e11)
+    # tp 4: r = 2 rail rings per node, NVLink and NICs at once:
+    # 1 / max(1/(2·4.5e11), 1/(2·5e10)) = 2 · 5e10 = 1e11 (was 9e10 with the stages in turn)
+    assert par.data_parallel_bandwidth("H100", 4) == pytest.approx(1e11)
+    # pure DP, r = 8: 1 / max(7/(8·4.5e11), 1/(8·5e10)) = 4e11, the node's NICs (was 2.25e11)
+    assert par.data_parallel_bandwidth("H100", 1) == pytest.approx(4e11)
+    assert par.data_parallel_bandwidth("H100", 1, dp=4096) == pytest.approx(4e11)
+    # with NICs fast enough, NVLink's 7/8 share binds: 8·4.5e11/7
+    assert par.data_parallel_bandwidth("H100", 1, nic_bandwidth=1e11) == pytest.approx(
+        8 * 4.5e11 / 7)
     # overrides: 4-GPU nodes with 25 GB/s NICs, replica of 4 -> the NIC
     assert par.data_parallel_bandwidth("H100", 4, chips_per_node=4,
                                        nic_bandwidth=2.5e10) == pytest.approx(2.5e10)
     assert par.data_parallel_bandwidth("H100", 1, dp=2, nvlink_bandwidth=1e11) == 1e11
 
 
-def test_data_parallel_bandwidth_matches_the_hierarchical_all_reduce():
+def test_data_parallel_bandwidth_matches_the_rail_all_reduce():
     V = 1e9
     # pure DP over 512 nodes: 2·V / W against the collectives module's bandwidth term
     ar = coll.gpu_all_reduce(V, 8 * 512, H100)
@@ -434,6 +438,30 @@ def test_data_parallel_bandwidth_matches_the_hierarchical_all_reduce():
                                               rel=2e-3)
 
 
+def test_dp_thresholds_are_per_gpu_and_tp8_does_not_need_more():
+    """Issue 25 item 1. Hand-derived: pure DP on H100s, rail rings NIC-bound at 8 × 50 GB/s:
+    9.89e14 / 4e11 = 2,472.5 tokens per GPU. TP 8 filling the node: 9.89e14 / 5e10 = 19,780
+    tokens per 8-GPU replica, 2,472.5 per GPU, not the 19,780 "per chip" the old chapter
+    quoted (nor more than pure DP's old 4,396 with the serial hierarchical model)."""
+    assert par.data_parallel_bandwidth(H100, 1) == pytest.approx(4e11)
+    assert par.data_parallel_critical_batch(H100, 1) == pytest.approx(2472.5)
+    assert par.data_parallel_critical_batch(H100, 8, per="replica") == pytest.approx(19780)
+    assert par.data_parallel_critical_batch(H100, 8) == pytest.approx(2472.5)
+    # one model copy across k = 2 nodes (tp 8 x pp 2): C / (k·g·W_nic) per GPU
+    assert par.data_parallel_critical_batch(H100, 16) == pytest.approx(9.89e14 / (16 * 5e10))
+    # tp 2: 4 peers per node, NIC-bound at 4 × 50 GB/s: 9.89e14 / 2e11 / 2 per GPU
+    assert par.data_parallel_bandwidth(H100, 2) == pytest.approx(2e11)
+    assert par.data_parallel_critical_batch(H100, 2) == pytest.approx(9.89e14 / 2e11 / 2)
+    with pytest.raises(ValueError, match="per"):
+        par.data_parallel_critical_batch(H100, 8, per="node")
+
+
+def test_dcn_critical_batch_per_pod_is_c_over_dcn_per_chip():
+    # TPU v5p: 25 GB/s of DCN per host of 4 chips, 6.25 GB/s per chip; 4.59e14 / 6.25e9
+    assert par.dcn_critical_batch_per_pod("v5p") == pytest.approx(73440)
+    assert par.dcn_critical_batch_per_pod("v5p", bandwidth=1.25e10) == pytest.approx(36720)
+
+
 def test_dp_critical_batch_over_the_nic():
     # C / W = 9.89e14 / 5e10 = 19,780 tokens per GPU once the replica spans a node
     w = par.data_parallel_bandwidth("H100", 8)
@@ -441,7 +469,7 @@ def test_dp_critical_batch_over_the_nic():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"chip": "TPU v5p"}, "TPU v5p is not a GPU; for TPU mesh axes use axis_bandwidth"),
+    ({"chip": "TPU v5p"}, "TPU v5p has no NVLink domain; for TPU mesh axes use axis_bandwidth"),
     ({"replica_chips": 3}, r"replica_chips=3 must divide the 8 GPUs of a node"),
     ({"replica_chips": 0}, "replica_chips must be a positive integer"),
     ({"dp": 1}, "dp=1 has no data-parallel collective"),
@@ -459,3 +487,64 @@ def test_data_parallel_bandwidth_rejects_bad_input(kwargs, message):
     chip, replica = args.pop("chip"), args.pop("replica_chips")
     with pytest.raises(ValueError, match=message):
         par.data_parallel_bandwidth(chip, replica, **args)
+
+
+# --------------------------------------------------------------------------- issue 25 pieces
+
+def test_tensor_parallel_bounds_with_and_without_overlap():
+    # v5p: C/W = 4.59e14 / 1.8e11 = 2550; F = 28672: F·W/C = 11.24
+    assert par.max_tensor_parallel("v5p", 28672) == 11
+    # not overlapped, at most 20% exposed: 0.25 · 11.24 = 2.81
+    assert par.max_tensor_parallel("v5p", 28672, overlap=False) == 2
+    assert par.max_tensor_parallel("v5p", 28672, overlap=False, max_exposed_fraction=0.5) == 11
+    # Y = 8: r = 8 / 11.24 = 0.711, exposed share r / (1 + r) = 0.416
+    r = 8 * 2550 / 28672
+    assert par.tensor_parallel_exposed_fraction("v5p", 28672, 8) == pytest.approx(r / (1 + r))
+    with pytest.raises(ValueError, match="max_exposed_fraction"):
+        par.max_tensor_parallel("v5p", 28672, overlap=False, max_exposed_fraction=1)
+
+
+def test_pipeline_schedules_bubble_and_memory_by_hand():
+    K, M = 8, 32
+    one = par.pipeline_schedule_cost("1f1b", K, M)  # F = B = W = 1
+    assert one.busy == 96 and one.bubble == 21
+    assert one.bubble_fraction == pytest.approx(par.pipeline_bubble_fraction(K, M))
+    assert (one.in_flight, par.pipeline_schedule_cost("gpipe", K, M).in_flight) == (8, 32)
+    inter = par.pipeline_schedule_cost("interleaved", K, M, chunks=2)
+    assert inter.bubble == 10.5 and inter.in_flight == pytest.approx(8 + 7 / 2)
+    assert par.pipeline_schedule_cost("zb-h1", K, M).bubble == 7  # (K−1)(F + B − W)
+    zb2 = par.pipeline_schedule_cost("zb-h2", K, M)
+    assert zb2.bubble == 0 and zb2.in_flight == 15
+    dual = par.pipeline_schedule_cost("dualpipe", K, M)  # (K/2 − 1)(F&B + B − 2W), F&B = 3
+    assert dual.bubble == 3 * (3 + 1 - 2) and dual.weight_copies == 2 and dual.in_flight == 9
+    faster = par.pipeline_schedule_cost("dualpipe", K, M, t_overlapped=2.0)
+    assert faster.bubble == 3 * (2 + 1 - 2)
+    with pytest.raises(ValueError, match="even"):
+        par.pipeline_schedule_cost("dualpipe", 7, M)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        par.pipeline_schedule_cost("chimera", K, M)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_pipeline_timeline_idles_exactly_the_bubble(schedule):
+    K, M = 4, 8
+    timeline = par.pipeline_timeline(schedule, K, M, t_forward=1, t_backward=2)
+    end = max(op[3] for ops in timeline for op in ops)
+    assert end == (M + K - 1) * 3
+    busy = sum(op[3] - op[2] for ops in timeline for op in ops)
+    assert 1 - busy / (K * end) == pytest.approx(par.pipeline_bubble_fraction(K, M))
+    for s, ops in enumerate(timeline):
+        assert sorted((k, m) for k, m, *_ in ops) == sorted(
+            [("F", m) for m in range(M)] + [("B", m) for m in range(M)])
+        assert all(a[3] <= b[2] for a, b in zip(ops, ops[1:]))  # one pass at a time
+    # 1F1B's first stage holds at most K microbatches between their F and B, GPipe all M
+    first = {m: (start, end) for kind, m, start, end in timeline[0] if kind == "F"}
+    back = {m: start for kind, m, start, _ in timeline[0] if kind == "B"}
+    most = max(sum(1 for m in range(M) if first[m][0] <= t < back[m]) for t in range(int(end)))
+    assert most == (K if schedule == "1f1b" else M)
+
+
+def test_gradient_accumulation_thresholds():
+    # DP reduces once per step: C/W whatever M; FSDP re-gathers per microbatch: M·C/W
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(2550)
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=True) == pytest.approx(10200)

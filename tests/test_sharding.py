@@ -306,3 +306,32 @@ def test_planner_bad_input(kwargs, message):
 def test_planner_needs_a_mesh():
     with pytest.raises(ValueError, match="must be a Mesh"):
         plan_matmul("A[I, J]", "B[J, K]", {'X': 4}, contracting="J")
+
+
+def test_plan_reshard_moves_drops_and_slices_axes():
+    """The resharding planner (moved here from the live explorer): an axis moving between dims
+    is an AllToAll of the array the group holds together, a dropped axis an AllGather, an axis
+    the result is copied over a free local slice."""
+    from scalebook import collectives
+    from scalebook.sharding import parse_sharding, plan_reshard, reshard_candidates
+    mesh = Mesh({"X": 4, "Y": 2})
+    sizes = {"B": 64, "F": 128}
+    steps, slices, why = plan_reshard(parse_sharding("Out[B_X, F]"), parse_sharding("Out[B, F_X]"),
+                                      mesh, sizes, "bf16", "TPU v5e")
+    assert why is None and slices == ()
+    (a2a,) = steps
+    # V = the whole array the 4 chips hold together: one chip's 1/4 block times 4
+    assert (a2a.kind, a2a.axes, a2a.nbytes) == ("AllToAll", ("X",), 64 * 128 * 2)
+    assert a2a.time == pytest.approx(collectives.collective_cost(
+        "AllToAll", a2a.nbytes, [4], "TPU v5e").time)  # as built: a 4-chip v5e axis is a line
+    steps, _, _ = plan_reshard(parse_sharding("Out[B_X, F]"), parse_sharding("Out[B, F]"),
+                               mesh, sizes, "bf16", "TPU v5e")
+    assert [s.kind for s in steps] == ["AllGather"] and steps[0].nbytes == 64 * 128 * 2
+    _, slices, _ = plan_reshard(parse_sharding("Out[B_X, F]"), parse_sharding("Out[B_X, F_Y]"),
+                                mesh, sizes, "bf16", "TPU v5e")
+    assert len(slices) == 1 and "free" in slices[0]
+    _, _, why = plan_reshard(parse_sharding("Out[B, F] {U_X}"), parse_sharding("Out[B, F]"),
+                             mesh, sizes, "bf16", "TPU v5e")
+    assert why == "the result still holds partial sums"
+    assert reshard_candidates((), parse_sharding("Out[B, F]")) == [
+        (None, "all_reduce", None), ("lhs", "all_reduce", None), ("rhs", "all_reduce", None)]
