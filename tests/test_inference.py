@@ -68,10 +68,40 @@ def test_critical_batch_without_cache_is_the_chips_ratio():
     assert lo.bound == "memory" and hi.bound == "compute"
 
 
-def test_a_long_cache_keeps_decode_memory_bound_for_ever():
+def test_a_long_cache_keeps_attention_memory_bound_but_not_the_weight_matmuls():
+    # Under the overlapped bound the totals never balance at 4,096 cached tokens ...
     assert inf.decode_critical_batch(L70, H100, context_len=4096) == math.inf
     step = inf.decode_step(L70, H100, batch=100_000, context_len=4096)
     assert step.bound == "memory"
+    # ... but the kernels run in turn: the weight matmuls turn compute-bound near C·b/(2W)
+    # whatever the context, and only attention stays memory-bound.
+    phased = inf.decode_critical_batch(L70, H100, context_len=4096, overlap=False)
+    assert phased == pytest.approx(9.89e14 * 2 / (2 * 3.35e12))
+    assert step.weights_bound == "compute"
+    assert step.t_attention_memory > step.t_attention_compute
+
+
+def test_decode_time_at_a_long_context_is_the_sum_of_its_phases():
+    # LLaMA-3 70B, 8 H100s, B = 1,486, S = 4,096; every term by hand.
+    b, s, n = 1486, 4096, 8
+    weight_flops = b * 2 * P70.matmul
+    attn_flops = b * 4 * 80 * s * 64 * 128
+    w_bytes, kv = 2 * P70.matmul, b * s * 327_680
+    t_w = max(weight_flops / (n * 9.89e14), w_bytes / (n * 3.35e12))
+    t_a = max(attn_flops / (n * 9.89e14), kv / (n * 3.35e12))
+    comm = 2 * 80 * gpu_all_reduce(b * 8192 * 2, n, H100).time
+    step = inf.decode_step(L70, H100, batch=b, context_len=s, n_chips=n)
+    assert step.time == pytest.approx(t_w + t_a + comm)
+    # The old roofline of the totals is kept as a stated lower bound, and it is strictly lower
+    # here: the weight matmuls are compute-bound while attention waits on HBM.
+    overlapped = max((weight_flops + attn_flops) / (n * 9.89e14), (w_bytes + kv) / (n * 3.35e12)) + comm
+    assert step.time_overlapped == pytest.approx(overlapped)
+    assert step.time > 1.15 * step.time_overlapped
+
+
+def test_phased_and_overlapped_agree_when_both_phases_are_memory_bound():
+    step = inf.decode_step(L70, H100, batch=16, context_len=2048, n_chips=8)
+    assert step.time == pytest.approx(step.time_overlapped)
 
 
 def test_past_k_chips_the_cache_is_copied_not_split():
@@ -85,6 +115,45 @@ def test_past_k_chips_the_cache_is_copied_not_split():
         (on8.weight_bytes / 16 + 64 * 256 * 327_680 / 8) / 8.1e11)
     free16 = 16 * 16e9 - inf.weight_bytes(L70)
     assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16) == int(free16 // (2 * 4096 * 327_680))
+
+
+def test_tp_on_a_v5e_4x2_runs_over_its_two_real_axes():
+    # 8 v5e chips are a 4x2 slice without wraparound: each AllReduce is 2 AllGathers whose
+    # link bandwidths add over the two axes (W + W, lines) and whose hops add (3 + 1).
+    assert inf.tp_slice_axes(V5E, 8) == (4, 2) and inf.tp_slice_axes(V5E, 16) == (4, 4)
+    assert inf.tp_slice_axes("TPU v5p", 16) == (4, 2, 2)
+    cfg, tokens = llama3_8b(), 1
+    v = tokens * 4096 * 2
+    one = 2 * (v * 7 / 8 / (4.5e10 + 4.5e10) + (3 + 1) * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=8, tokens=tokens) == pytest.approx(2 * 32 * one)
+    # the single 8-chip line priced before was 7 hops and one link: about twice as long
+    line = 2 * (v * 7 / 8 / 4.5e10 + 7 * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=8, tokens=tokens) < 0.6 * 2 * 32 * line
+    # 16 chips: a 4x4 with no wraparound on either axis, 3 + 3 hops, not a 16-ring
+    one16 = 2 * (v * 15 / 16 / (4.5e10 + 4.5e10) + (3 + 3) * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=16, tokens=tokens) == pytest.approx(2 * 32 * one16)
+    with pytest.raises(ValueError, match="power-of-two"):
+        inf.tp_slice_axes(V5E, 12)
+
+
+def test_a_batch_sharded_cache_is_not_copied():
+    # LLaMA-3 70B (K = 8) on 16 v5e chips: by head, every cache sits on 2 chips; by sequence,
+    # the two groups of 8 chips each hold half the batch's caches.
+    assert inf.kv_replication(L70, 16, "batch") == 1 and inf.kv_groups(L70, 16, "batch") == 2
+    heads = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=16)
+    batch = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=16, kv_sharding="batch")
+    assert batch.kv_bytes / 16 == 64 * 256 * 327_680 / 16 == heads.kv_bytes / 16 / 2
+    # an odd batch: the busier group holds ceil(65 / 2) = 33 sequences
+    odd = inf.decode_step(L70, V5E, batch=65, context_len=256, n_chips=16, kv_sharding="batch")
+    assert odd.kv_bytes == 2 * 33 * 256 * 327_680
+    free16 = 16 * 16e9 - inf.weight_bytes(L70)
+    per_seq = 4096 * 327_680
+    assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16, kv_sharding="batch") == \
+        2 * int(free16 / 2 // per_seq)
+    # up to K chips the two layouts are the same
+    assert inf.max_batch(L70, H100, context_len=8192, n_chips=8, kv_sharding="batch") == 185
+    with pytest.raises(ValueError, match="kv_sharding"):
+        inf.kv_replication(L70, 16, "sequence")
 
 
 def test_max_batch_and_smallest_slice():
