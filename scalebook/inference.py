@@ -69,6 +69,15 @@ __all__ = [
     "latency_throughput",
     "best_batch",
     "cost_per_million_tokens",
+    "RequestRate",
+    "requests_per_second",
+    "ContinuousBatching",
+    "continuous_batching",
+    "prefill_decode_ratio",
+    "decode_step_from_counts",
+    "WeightStationary2D",
+    "weight_stationary_2d",
+    "model_parallel_limit",
 ]
 
 
@@ -504,3 +513,253 @@ def cost_per_million_tokens(tokens_per_s: float, *, n_chips: int,
     rate = positive(tokens_per_s, "tokens_per_s")
     price = positive(price_per_chip_hour, "price_per_chip_hour")
     return positive_int(n_chips, "n_chips") * price / 3600.0 / rate * 1e6
+
+
+
+# --------------------------------------------------------------------------- serving pieces
+
+
+@dataclass(frozen=True)
+class RequestRate:
+    """Requests a slice finishes per second when decode is the bottleneck.
+
+    Attributes:
+        per_slice: ``tokens_per_s / reply_len`` (requests/s) for the whole slice.
+        per_chip: ``per_slice / n_chips`` (requests/s per chip).
+    """
+
+    per_slice: float
+    per_chip: float
+
+
+def requests_per_second(tokens_per_s: float, *, reply_len: int, n_chips: int = 1) -> RequestRate:
+    """Requests per second from a slice's decode rate: ``tokens_per_s / reply_len``.
+
+    Each request needs ``reply_len`` decode steps' worth of its own tokens, so a slice that
+    produces ``tokens_per_s`` output tokens finishes that many over ``reply_len`` requests per
+    second (and ``/ n_chips`` per chip). Decode only: the prompts' prefill runs elsewhere (a
+    disaggregated pool) or is counted separately. 8 chips at 1,000 tokens/s with 250-token
+    replies: 4 requests/s, 0.5 per chip.
+    """
+    rate = positive(tokens_per_s, "tokens_per_s")
+    r = positive_int(reply_len, "reply_len")
+    n = positive_int(n_chips, "n_chips")
+    return RequestRate(per_slice=rate / r, per_chip=rate / r / n)
+
+
+@dataclass(frozen=True)
+class ContinuousBatching:
+    """The steady state of a decode server under continuous batching.
+
+    ``batch`` sequences are in flight; each step gives each one token; a sequence that has its
+    ``reply_len`` tokens leaves and a new one (its ``prompt_len``-token prompt prefilled
+    elsewhere) takes its place at once. In steady state the sequences' progress is spread
+    evenly over ``0 … reply_len − 1`` tokens.
+
+    Attributes:
+        finished_per_step: sequences that finish each step, ``B / R`` (sequences per step).
+        kv_tokens_freed_per_step: cache tokens released each step, ``(B / R) · (T + R)``.
+        mean_context: cache tokens per sequence on average, ``T + (R − 1) / 2``.
+        mean_kv_bytes: the batch's cache on average, ``B · mean_context · kv_bytes_per_token``
+            (bytes), the figure to size HBM by (the peak is ``B · (T + R)`` if all start at
+            once).
+        requests_per_s: requests finished per second, ``B / (R · t_step)``.
+        prefill_tokens_per_s: prompt tokens the prefill side must supply,
+            ``requests_per_s · T`` (tokens/s).
+    """
+
+    finished_per_step: float
+    kv_tokens_freed_per_step: float
+    mean_context: float
+    mean_kv_bytes: float
+    requests_per_s: float
+    prefill_tokens_per_s: float
+
+
+def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_time: float,
+                        kv_bytes_per_token: float) -> ContinuousBatching:
+    """The serving queue in steady state (:class:`ContinuousBatching`): with ``B`` sequences in
+    flight, replies of ``R`` tokens and prompts of ``T``, each step finishes ``B / R``
+    sequences and frees ``(B / R)(T + R)`` cache tokens, and the batch holds on average
+    ``B (T + (R − 1)/2)`` cache tokens. ``step_time`` is the decode step (s), taken the same at
+    every step (a first cut: it grows a little with the context).
+
+    B = 64, T = 2,048, R = 2,048, 20 ms per step: 1/32 sequence per step, 128 cache tokens
+    freed per step, 3,071.5 tokens per sequence on average, 1.56 requests/s.
+    """
+    b = positive_int(batch, "batch")
+    t = positive_int(prompt_len, "prompt_len")
+    r = positive_int(reply_len, "reply_len")
+    dt = positive(step_time, "step_time")
+    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
+    finished = b / r
+    mean_context = t + (r - 1) / 2
+    requests = finished / dt
+    return ContinuousBatching(finished_per_step=finished,
+                              kv_tokens_freed_per_step=finished * (t + r),
+                              mean_context=mean_context, mean_kv_bytes=b * mean_context * c,
+                              requests_per_s=requests, prefill_tokens_per_s=requests * t)
+
+
+def prefill_decode_ratio(mix: Sequence[tuple[float, int, int]], *,
+                         prefill_tokens_per_s_per_chip: float,
+                         decode_tokens_per_s_per_chip: float) -> float:
+    """How many decode chips a disaggregated service needs per prefill chip for a traffic mix.
+
+    ``mix`` is ``[(share, prompt_len, reply_len), ...]``: the fraction of requests of each
+    kind (shares are normalised). Per request, prefill takes ``T / r_prefill`` chip-seconds and
+    decode ``R / r_decode``, so
+
+        decode chips / prefill chips = (Σ share·R / r_decode) / (Σ share·T / r_prefill)
+
+    (dimensionless). The rates are per chip at the pools' own batch and context (a first cut:
+    one rate per pool for the whole mix). Chat, 2,048 in and 2,048 out, with prefill at
+    8,000 and decode at 400 tokens/s per chip: 20 decode chips per prefill chip.
+    """
+    if isinstance(mix, (str, bytes)) or not isinstance(mix, Sequence) or not mix:
+        raise ValueError("mix must be a non-empty list of (share, prompt_len, reply_len)")
+    r_pf = positive(prefill_tokens_per_s_per_chip, "prefill_tokens_per_s_per_chip")
+    r_dec = positive(decode_tokens_per_s_per_chip, "decode_tokens_per_s_per_chip")
+    prefill_s = decode_s = 0.0
+    for entry in mix:
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            raise ValueError(f"each mix entry is (share, prompt_len, reply_len), got {entry!r}")
+        share = positive(entry[0], "share")
+        prefill_s += share * positive_int(entry[1], "prompt_len") / r_pf
+        decode_s += share * positive_int(entry[2], "reply_len") / r_dec
+    return decode_s / prefill_s
+
+
+def decode_step_from_counts(n_params: float, kv_bytes_per_token: float, chip: Chip | str, *,
+                            batch: int, context_len: int, n_chips: int = 1,
+                            weight_dtype: str = "bf16",
+                            compute_dtype: str = "bf16") -> StepCost:
+    """A decode step from a parameter count and the cache bytes per token alone.
+
+    The weight matmuls do ``2 · B · P`` FLOPs on ``P · bytes(weight_dtype)`` bytes; attention
+    reads ``B · S · kv_bytes_per_token`` bytes and its FLOPs are left out (it is memory-bound:
+    :attr:`StepCost.weights_bound`'s docstring), so
+
+        time = max(2·B·P / (n·C), P·b_w / (n·W_hbm)) + B·S·c / (n·W_hbm)      (s)
+
+    Without the model's width there are no tensor-parallel AllReduces to price: ``t_comm = 0``
+    (add :func:`tp_comm_time` when the shape is known). The embedding is counted as matmul
+    weights (a first cut: a few percent of a large model). 70e9 parameters, 327,680 bytes per
+    token, B = 1, S = 4,096 on 8 H100s: 5.3 ms.
+    """
+    chip = get_chip(chip)
+    p = positive(n_params, "n_params")
+    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
+    b, s, n = positive_int(batch, "batch"), positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
+    peak, bw = n * chip.flops(compute_dtype), n * chip.hbm_bandwidth
+    w_bytes, kv = p * bytes_per_element(weight_dtype), b * s * c
+    flops = 2.0 * b * p
+    w_c, w_m, a_m = flops / peak, w_bytes / bw, kv / bw
+    return StepCost(phase="decode", batch=b, tokens=b, context_len=s, n_chips=n, flops=flops,
+                    weight_bytes=w_bytes, kv_bytes=kv, t_compute=w_c,
+                    t_memory=(w_bytes + kv) / bw, t_comm=0.0, time=max(w_c, w_m) + a_m,
+                    t_weights_compute=w_c, t_weights_memory=w_m, t_attention_compute=0.0,
+                    t_attention_memory=a_m, time_overlapped=max(w_c, (w_bytes + kv) / bw))
+
+
+@dataclass(frozen=True)
+class WeightStationary2D:
+    """Communication of one decode step with the weights sharded over a 2-D ``x × y`` mesh.
+
+    Attributes:
+        x, y: the mesh (``x · y = n_chips``): the model dimension D is split over ``x``, the
+            hidden dimensions (MLP width F, attention heads) over ``y``.
+        bytes_x, bytes_y: bytes of each AllReduce over ``x`` and over ``y`` in one layer, summed
+            over its attention and MLP blocks.
+        t_comm: the step's AllReduces (s), ``L`` layers, not overlapped.
+    """
+
+    x: int
+    y: int
+    bytes_x: float
+    bytes_y: float
+    t_comm: float
+
+
+def _all_reduce_axis(nbytes: float, n: int, chip: Chip) -> float:
+    """One AllReduce of ``nbytes`` over an ``n``-chip axis: NVLink inside a GPU node, or a
+    TPU ICI axis (a ring where it wraps around)."""
+    if n == 1 or nbytes == 0:
+        return 0.0
+    if chip.is_gpu:
+        return float(gpu_all_reduce(nbytes, n, chip).time)
+    return float(all_reduce_multi_axis(nbytes, [n], chip,
+                                       wraparound=[has_wraparound(chip, n)]).time)
+
+
+def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int, x: int, y: int,
+                         dtype: str = "bf16") -> WeightStationary2D:
+    """Decode with every weight sharded over a 2-D mesh, ``W_in[D_x, F_y]`` and
+    ``W_out[F_y, D_x]`` (2-D weight-stationary; Pope et al. 2023), and its communication.
+
+    Activations enter a block as ``[B, D_x]`` (replicated over ``y``). The first matmul
+    contracts over D, split over ``x``, so its ``[B, F_y]`` result is AllReduced over ``x``;
+    the second contracts over F, split over ``y``, so its ``[B, D_x]`` result is AllReduced over
+    ``y``. Per layer, with ``F`` the MLP width and ``A = (H + 2K)·d_h`` the attention
+    projections' width (queries, keys, values; the attention itself runs on each chip's heads):
+
+        bytes_x = B · (F + A) / y · b          bytes_y = 2 · B · D / x · b
+
+    With ``x = 1`` this is 1-D tensor parallelism (two AllReduces of ``B·D`` per layer,
+    :func:`tp_comm_time`); with ``x · y = n`` the volume per chip falls as about ``1/√n`` at
+    the best ``x``, where 1-D's stays ``2·B·D`` whatever ``n``. Each axis is an NVLink group
+    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced. A first cut: the gated
+    MLP's gate and up projections both shard F over ``y``; the cache, split by KV head over
+    ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
+    (:func:`tp_slice_axes`: 4 and 2 for 8 chips).
+    """
+    cfg, chip = _cfg(cfg), get_chip(chip)
+    b = positive_int(batch, "batch")
+    x, y = positive_int(x, "x"), positive_int(y, "y")
+    if chip.is_gpu and x * y > chip.chips_per_host:
+        raise ValueError(f"a {x}x{y} mesh leaves the {chip.chips_per_host}-GPU NVLink node")
+    if not chip.is_gpu and len(chip.max_slice) == 2 and x * y > 1 and \
+            sorted((x, y)) != sorted(tp_slice_axes(chip, x * y)):
+        raise ValueError(f"a {chip.name} slice of {x * y} chips has axes "
+                         f"{'x'.join(map(str, tp_slice_axes(chip, x * y)))}; map x and y onto them")
+    size = bytes_per_element(dtype)
+    width_attn = (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.d_head
+    bytes_x = b * (cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
+    bytes_y = 2 * b * cfg.d_model / x * size if y > 1 else 0.0
+    # each block's two AllReduces, attention and MLP, priced separately (two per axis per layer)
+    t_layer = 0.0
+    if x > 1:
+        t_layer += (_all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
+                    + _all_reduce_axis(b * width_attn / y * size, x, chip))
+    if y > 1:
+        t_layer += 2 * _all_reduce_axis(b * cfg.d_model / x * size, y, chip)
+    return WeightStationary2D(x=x, y=y, bytes_x=bytes_x, bytes_y=bytes_y,
+                              t_comm=cfg.n_layers * t_layer)
+
+
+def model_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, batch: int,
+                         context_len: int, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None) -> float:
+    """The fewest chips per model copy at which a decode step's tensor-parallel communication
+    takes longer than its HBM reads: the smallest ``n`` in ``sizes`` with
+    ``t_comm(n) > t_memory(n)``, ``inf`` if none.
+
+    ``t_memory = (P·b_w + B·S·c·r) / (n·W_hbm)`` falls as ``1/n`` (until the cache stops
+    splitting past ``K`` chips, ``r``), while ``t_comm`` (``2·L`` AllReduces of ``B·D`` bytes,
+    :func:`tp_comm_time`) grows with ``n``, mostly as per-hop latency at decode's small
+    messages. Past this limit more chips buy capacity, not latency. A first-cut bandwidth-only
+    form, with the AllReduce moving about ``2·V`` over the one-way link bandwidth ``W_ici``:
+    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up
+    to the chip's NVLink node or largest slice. LLaMA-3 8B on H100s, B = 1, S = 4,096: 8.
+    """
+    cfg, chip = _cfg(cfg), get_chip(chip)
+    if sizes is None:
+        largest = chip.chips_per_host if chip.is_gpu else math.prod(chip.max_slice)
+        sizes = [2 ** k for k in range(1, int(math.log2(largest)) + 1)]
+    for n in sorted(positive_int(v, "slice size") for v in sizes):
+        st = decode_step(cfg, chip, batch=batch, context_len=context_len, n_chips=n,
+                         weight_dtype=weight_dtype, cache_dtype=cache_dtype,
+                         kv_sharding=kv_sharding)
+        if st.t_comm > st.t_memory:
+            return float(n)
+    return math.inf
