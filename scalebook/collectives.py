@@ -62,7 +62,7 @@ from typing import Sequence, Union
 
 from scalebook._np import np
 
-from scalebook.hardware import Chip, get_chip
+from scalebook.hardware import WRAP_MULTIPLE_OF_4, Chip, get_chip
 
 BANDWIDTH_BOUND = "bandwidth-bound"
 LATENCY_BOUND = "latency-bound"
@@ -94,7 +94,8 @@ __all__ = [
     "all_gather_multi_axis", "reduce_scatter_multi_axis", "all_reduce_multi_axis",
     "has_wraparound",
     "gpu_all_gather", "gpu_reduce_scatter", "gpu_all_reduce", "gpu_all_to_all",
-    "gpu_hierarchical_all_reduce",
+    "gpu_hierarchical_all_reduce", "GPU_SCHEMES",
+    "collective_cost", "collective_time", "KINDS", "NETWORKS",
 ]
 
 
@@ -202,10 +203,10 @@ def _tpu_link_bandwidth(chip: Chip | str | None, bandwidth: float | None) -> flo
     """One-way bytes/s of one ICI link: the override if given, else the chip's figure."""
     if chip is not None:
         chip = get_chip(chip)
-        if chip.is_gpu:
+        if chip.has_nvlink_domain:
             raise ValueError(
-                f"{chip.name} is a GPU; the ring functions model TPU ICI axes. "
-                "Use gpu_all_gather / gpu_all_reduce / ... for GPUs"
+                f"{chip.name} is an NVLink GPU; the ring functions model TPU ICI axes. "
+                "Use collective_cost (or gpu_all_gather / gpu_all_reduce / ...) for GPUs"
             )
     if bandwidth is not None:
         return _check_bandwidth(bandwidth)
@@ -723,22 +724,24 @@ def _check_axis_sizes(axis_sizes: Sequence[int]) -> list[int]:
 def has_wraparound(chip: Chip | str, axis_size: int) -> bool:
     """Whether a TPU slice axis of ``axis_size`` chips is a true ring (has wraparound links).
 
-    Rules (shared/facts/hardware.md): v4p/v5p ("v*p", 3D torus) when the axis is a multiple of
-    4; v5e/v6e only when the axis spans the full 16; v3 when it spans the full 32. Raises
-    ``ValueError`` for GPUs and for axes longer than the chip's largest slice.
+    Read from the chip's ``wraparound_rule`` (shared/facts/hardware.md):
+    ``"multiple-of-4"`` (v4p/v5p, 3D tori built from 4x4x4 cubes) when the axis is a multiple
+    of 4; ``"full-axis"`` (v3, v5e, v6e) only when the axis spans the largest slice's
+    (32 on v3, 16 on v5e/v6e). Raises ``ValueError`` for a chip without an ICI torus and for
+    axes longer than the chip's largest slice.
     """
     chip = get_chip(chip)
-    if chip.is_gpu:
-        raise ValueError(f"{chip.name} is a GPU; wraparound is a TPU ICI notion")
+    if not chip.has_ici_torus:
+        raise ValueError(f"{chip.name} has no ICI torus; wraparound is a TPU ICI notion")
     size = _check_count(axis_size, "axis_size")
     longest = max(chip.max_slice)
     if size > longest:
         raise ValueError(
             f"axis_size {size} is longer than {chip.name}'s largest slice axis ({longest})"
         )
-    if chip.name.lower().endswith("p"):  # v4p, v5p: 3D torus built from 4x4x4 cubes
+    if chip.wraparound_rule == WRAP_MULTIPLE_OF_4:
         return size % 4 == 0
-    return size == longest  # 2D parts: only the full-width axis closes the ring
+    return size == longest  # WRAP_FULL_AXIS: only the full-width axis closes the ring
 
 
 # --------------------------------------------------------------------------- GPUs
@@ -747,15 +750,16 @@ def _gpu_setup(chip: Chip | str, n_gpus: int, gpus_per_node: int | None,
                nvlink_bandwidth: float | None, nic_bandwidth: float | None,
                hop_latency: float) -> tuple[int, int, float, float, float]:
     chip = get_chip(chip)
-    if not chip.is_gpu:
-        raise ValueError(f"{chip.name} is not a GPU; use all_gather / all_reduce / ... for TPUs")
+    if not chip.has_nvlink_domain:
+        raise ValueError(f"{chip.name} is not a GPU with an NVLink domain; use all_gather / "
+                         "all_reduce / ... (or collective_cost) for TPU ICI axes")
     n = _check_count(n_gpus, "n_gpus")
     per_node = _check_count(gpus_per_node if gpus_per_node is not None else chip.chips_per_host,
                             "gpus_per_node")
     nvlink = (_check_bandwidth(nvlink_bandwidth, "nvlink_bandwidth") if nvlink_bandwidth is not None
               else chip.interconnect_bandwidth_one_way)
     nic = (_check_bandwidth(nic_bandwidth, "nic_bandwidth") if nic_bandwidth is not None
-           else chip.host_network_bandwidth / chip.chips_per_host)
+           else chip.nic_bandwidth_per_chip)
     return n, per_node, nvlink, nic, _check_latency(hop_latency)
 
 
@@ -789,52 +793,100 @@ def _combined(name: str, n: int, nbytes: Bytes, stages: Sequence[CollectiveCost]
     )
 
 
+GPU_SCHEMES = ("rail", "hierarchical", "flat")
+"""How a collective crosses GPU nodes (``scheme=``): NCCL-style rings, one per NIC rail
+(the default); the three-stage hierarchical model; one flat ring paced by one NIC."""
+
+
+def _check_scheme(scheme: str) -> str:
+    if not isinstance(scheme, str) or scheme.strip().lower() not in GPU_SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(map(repr, GPU_SCHEMES))}, "
+                         f"got {scheme!r}")
+    return scheme.strip().lower()
+
+
+def _gpu_rail_pass(name: str, nbytes: Bytes, n: int, g: int, nvlink: float, nic: float,
+                   latency: float) -> CollectiveCost:
+    """One AllGather-like pass over ``n = M·g`` GPUs as ``g`` rail-aligned rings.
+
+    NCCL cuts the array into ``g`` channels and runs one ring per channel through all ``n``
+    GPUs; ring ``k`` leaves each node through GPU ``k``'s NIC (rail ``k``). Each GPU sends
+    ``V·(n−1)/n`` in all, of which ``(g−1)/g`` goes over NVLink and ``1/g`` (one channel)
+    through its own NIC, both at once:
+    ``T_bw = V·(n−1)/n · max((g−1)/(g·W_nvlink), 1/(g·W_nic))``. ``n − 1`` steps.
+    """
+    label = f"{name} (rail-aligned rings, {n // g} nodes × {g})"
+    per_byte = max((g - 1) / (g * nvlink), 1.0 / (g * nic))
+    link = g * nic if 1.0 / (g * nic) >= (g - 1) / (g * nvlink) else nvlink
+    return CollectiveCost(label, n, nbytes, nbytes * (n - 1) / n * per_byte,
+                          (n - 1) * latency, link,
+                          "V·(N−1)/N · max((g−1)/(g·W_nvlink), 1/(g·W_nic))")
+
+
+def _gpu_pass(name: str, nbytes: Bytes, chip: Chip | str, n_gpus: int, *,
+              gpus_per_node: int | None, nvlink_bandwidth: float | None,
+              nic_bandwidth: float | None, hop_latency: float, scheme: str) -> CollectiveCost:
+    """AllGather or ReduceScatter (``name``) over GPUs under ``scheme``."""
+    nbytes = _check_nbytes(nbytes)
+    scheme = _check_scheme(scheme)
+    n, g, nvlink, nic, latency = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth,
+                                            nic_bandwidth, hop_latency)
+    if n <= g:
+        return _renamed(_gpu_ring(name, "NVLink", nbytes, n, nvlink, latency), name)
+    m = _nodes(n, g)
+    if scheme == "flat":
+        return _renamed(_gpu_ring(name, "NIC", nbytes, n, nic, latency),
+                        f"{name} (one flat ring, {n} GPUs)")
+    if scheme == "rail":
+        return _gpu_rail_pass(name, nbytes, n, g, nvlink, nic, latency)
+    nic_stage = _gpu_ring(name, "NIC", nbytes / g, m, nic, latency)
+    nvlink_stage = _gpu_ring(name, "NVLink", nbytes, g, nvlink, latency)
+    stages = [nic_stage, nvlink_stage] if name == "AllGather" else [nvlink_stage, nic_stage]
+    return _combined(f"{name} (hierarchical)", n, nbytes, stages)
+
+
 def gpu_all_gather(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
                    gpus_per_node: int | None = None, nvlink_bandwidth: float | None = None,
                    nic_bandwidth: float | None = None,
-                   hop_latency: float = DEFAULT_HOP_LATENCY) -> CollectiveCost:
-    """AllGather over ``N = n_gpus`` NVIDIA GPUs (HSYM part 12).
+                   hop_latency: float = DEFAULT_HOP_LATENCY,
+                   scheme: str = "rail") -> CollectiveCost:
+    """AllGather over ``N = n_gpus`` NVIDIA GPUs (HSYM part 12; NCCL's ring algorithm).
 
     In one node (NVLink domain, every GPU reaches every other through NVSwitch), each GPU must
     take in ``V·(N−1)/N`` bytes through its NVLink ports:
     ``T_bw = V·(N−1)/N / W_nvlink`` with ``W_nvlink = links × per-link one-way`` (450 GB/s on an
     H100). Latency: ``N − 1`` ring steps.
 
-    Across ``M`` nodes of ``g`` GPUs (``N = M·g``), hierarchically: first GPU ``k`` of every node
-    gathers over the nodes through its own NIC (a ring of M, ``V/g`` gathered), then each node
-    gathers in NVLink: ``T_bw = (V/g)·(M−1)/M / W_nic + V·(g−1)/g / W_nvlink``, with
-    ``W_nic = host_network_bandwidth / chips_per_host`` (50 GB/s per GPU). ``stages`` lists both.
+    Across ``M`` nodes of ``g`` GPUs of the group (``N = M·g``; ``gpus_per_node``, default the
+    chip's ``chips_per_host``), ``W_nic`` = one GPU's NIC (``chip.nic_bandwidth_per_chip``,
+    50 GB/s), by ``scheme``:
+
+    - ``"rail"`` (default; what NCCL does): ``g`` rings, one per NIC rail, each carrying
+      ``V/g``; each GPU sends ``(g−1)/g`` of its bytes over NVLink and ``1/g`` through its own
+      NIC at the same time: ``T_bw = V·(N−1)/N · max((g−1)/(g·W_nvlink), 1/(g·W_nic))``. On
+      H100s the NIC term wins: the node's 8 NICs together, ``V·(N−1)/N / (8·W_nic)``.
+    - ``"hierarchical"``: GPU ``k`` of every node gathers over the nodes through its NIC (a ring
+      of M, ``V/g`` gathered), then each node gathers in NVLink, one stage after the other:
+      ``T_bw = (V/g)·(M−1)/M / W_nic + V·(g−1)/g / W_nvlink``; ``stages`` lists both.
+    - ``"flat"``: one ring through all N GPUs, so one NIC paces it:
+      ``T_bw = V·(N−1)/N / W_nic``.
     """
-    nbytes = _check_nbytes(nbytes)
-    n, g, nvlink, nic, latency = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth,
-                                            nic_bandwidth, hop_latency)
-    if n <= g:
-        return _renamed(_gpu_ring("AllGather", "NVLink", nbytes, n, nvlink, latency), "AllGather")
-    m = _nodes(n, g)
-    stages = [_gpu_ring("AllGather", "NIC", nbytes / g, m, nic, latency),
-              _gpu_ring("AllGather", "NVLink", nbytes, g, nvlink, latency)]
-    return _combined("AllGather (hierarchical)", n, nbytes, stages)
+    return _gpu_pass("AllGather", nbytes, chip, n_gpus, gpus_per_node=gpus_per_node,
+                     nvlink_bandwidth=nvlink_bandwidth, nic_bandwidth=nic_bandwidth,
+                     hop_latency=hop_latency, scheme=scheme)
 
 
 def gpu_reduce_scatter(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
                        gpus_per_node: int | None = None, nvlink_bandwidth: float | None = None,
                        nic_bandwidth: float | None = None,
-                       hop_latency: float = DEFAULT_HOP_LATENCY) -> CollectiveCost:
-    """ReduceScatter over GPUs: :func:`gpu_all_gather` run backwards, same cost.
-
-    Across nodes: ReduceScatter in the node over NVLink (``V`` in), then over the nodes through
-    the NICs (``V/g`` in).
-    """
-    nbytes = _check_nbytes(nbytes)
-    n, g, nvlink, nic, latency = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth,
-                                            nic_bandwidth, hop_latency)
-    if n <= g:
-        return _renamed(_gpu_ring("ReduceScatter", "NVLink", nbytes, n, nvlink, latency),
-                        "ReduceScatter")
-    m = _nodes(n, g)
-    stages = [_gpu_ring("ReduceScatter", "NVLink", nbytes, g, nvlink, latency),
-              _gpu_ring("ReduceScatter", "NIC", nbytes / g, m, nic, latency)]
-    return _combined("ReduceScatter (hierarchical)", n, nbytes, stages)
+                       hop_latency: float = DEFAULT_HOP_LATENCY,
+                       scheme: str = "rail") -> CollectiveCost:
+    """ReduceScatter over GPUs: :func:`gpu_all_gather` run backwards, same cost under each
+    ``scheme``. Hierarchically: ReduceScatter in the node over NVLink (``V`` in), then over
+    the nodes through the NICs (``V/g`` in)."""
+    return _gpu_pass("ReduceScatter", nbytes, chip, n_gpus, gpus_per_node=gpus_per_node,
+                     nvlink_bandwidth=nvlink_bandwidth, nic_bandwidth=nic_bandwidth,
+                     hop_latency=hop_latency, scheme=scheme)
 
 
 def gpu_hierarchical_all_reduce(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
@@ -872,18 +924,23 @@ def gpu_hierarchical_all_reduce(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
 def gpu_all_reduce(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
                    gpus_per_node: int | None = None, nvlink_bandwidth: float | None = None,
                    nic_bandwidth: float | None = None,
-                   hop_latency: float = DEFAULT_HOP_LATENCY) -> CollectiveCost:
-    """AllReduce over GPUs: in a node, 2 × :func:`gpu_all_gather` (``2·V·(N−1)/N / W_nvlink``);
-    across nodes, :func:`gpu_hierarchical_all_reduce`.
+                   hop_latency: float = DEFAULT_HOP_LATENCY,
+                   scheme: str = "rail") -> CollectiveCost:
+    """AllReduce over GPUs = ReduceScatter then AllGather: twice :func:`gpu_all_gather` under
+    the same ``scheme``. In a node ``2·V·(N−1)/N / W_nvlink``; across nodes by default
+    NCCL's rail-aligned rings, ``2·V·(N−1)/N · max((g−1)/(g·W_nvlink), 1/(g·W_nic))`` (1 GB
+    over 32 H100s: 4.84 ms); ``scheme="hierarchical"`` is
+    :func:`gpu_hierarchical_all_reduce` (7.66 ms), ``scheme="flat"`` one ring paced by one
+    NIC, ``2·V·(N−1)/N / W_nic`` (38.8 ms).
     """
-    nbytes = _check_nbytes(nbytes)
-    n, g, *_ = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth, nic_bandwidth,
-                          hop_latency)
     kwargs = dict(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
                   nic_bandwidth=nic_bandwidth, hop_latency=hop_latency)
-    if n > g:
+    n, g, *_ = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth, nic_bandwidth,
+                          hop_latency)
+    if n > g and _check_scheme(scheme) == "hierarchical":
         return gpu_hierarchical_all_reduce(nbytes, n, chip, **kwargs)
-    return _doubled(gpu_reduce_scatter(nbytes, n, chip, **kwargs), "AllReduce")
+    half = gpu_reduce_scatter(nbytes, n, chip, scheme=scheme, **kwargs)
+    return _doubled(half, half.name.replace("ReduceScatter", "AllReduce"))
 
 
 def gpu_all_to_all(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
@@ -1030,7 +1087,7 @@ def _all_to_all_on(chip: Chip | str | None, n: int, *, wraparound: bool, directi
                    hop_latency: float, bandwidth: float | None, gpus_per_node: int | None,
                    nvlink_bandwidth: float | None, nic_bandwidth: float | None):
     """The AllToAll cost function (bytes -> CollectiveCost) for ``chip``: TPU axis or GPUs."""
-    is_gpu = chip is not None and get_chip(chip).is_gpu
+    is_gpu = chip is not None and get_chip(chip).has_nvlink_domain
     if is_gpu:
         tpu_only = {"bandwidth": bandwidth is not None, "wraparound": wraparound is not True,
                     "direction": direction != BIDIRECTIONAL}
@@ -1051,3 +1108,179 @@ def _all_to_all_on(chip: Chip | str | None, n: int, *, wraparound: bool, directi
     return lambda nbytes: all_to_all(nbytes, n, chip, wraparound=wraparound,
                                      hop_latency=hop_latency, bandwidth=bandwidth,
                                      direction=direction)
+
+
+# --------------------------------------------------------------------------- the entry point
+
+KINDS = ("AllGather", "ReduceScatter", "AllReduce", "AllToAll", "ppermute")
+"""The collective kinds :func:`collective_cost` prices."""
+
+NETWORKS = ("auto", "dcn")
+"""``network=`` of :func:`collective_cost`: the chip's own interconnect (``"auto"``: ICI torus
+or NVLink domain and its NICs), or the data-centre network between hosts (``"dcn"``)."""
+
+_KIND_SPELLINGS = {k.lower().replace("_", "").replace("-", ""): k for k in KINDS}
+
+
+def _check_kind(kind: str) -> str:
+    key = kind.lower().replace("_", "").replace("-", "") if isinstance(kind, str) else None
+    if key not in _KIND_SPELLINGS:
+        raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
+    return _KIND_SPELLINGS[key]
+
+
+def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
+                    chip: Chip | str, *, network: str = "auto",
+                    wraparound: bool | Sequence[bool] | None = None,
+                    direction: str | Sequence[str] = BIDIRECTIONAL,
+                    scheme: str = "rail", gpus_per_node: int | None = None,
+                    hop_latency: float = DEFAULT_HOP_LATENCY, bandwidth: float | None = None,
+                    nvlink_bandwidth: float | None = None,
+                    nic_bandwidth: float | None = None) -> CollectiveCost:
+    """The one place a collective is priced: ``kind`` over a group of ``axis_sizes`` on
+    ``chip``'s real interconnect (``chip.interconnect``). Returns a :class:`CollectiveCost`
+    (``.time`` in seconds).
+
+    ``kind``: "AllGather", "ReduceScatter", "AllReduce", "AllToAll" or "ppermute" ("all_gather"
+    etc. also read). ``nbytes``: the module's convention (the array the group holds together;
+    for ppermute, the bytes each device sends). ``axis_sizes``: the sizes of the axes the
+    group spans, e.g. ``[4, 2]`` for a whole v5e 4x2 slice; the group has their product ``N``
+    devices. Which links they use:
+
+    - **ICI torus** (TPUs; ``network="auto"``): each axis is a ring where the chip's
+      ``wraparound_rule`` says so (:func:`has_wraparound`; ``wraparound=`` overrides, one flag
+      or one per axis), else a line, and the bandwidths of the axes add
+      (:func:`all_gather_multi_axis`: ``T_bw = V·(N−1)/N / Σ W_axis``, ``W_axis = 2W`` on a
+      ring, ``W`` on a line, ``W`` one link one way). AllToAll and ppermute run on one axis
+      (every other axis of size 1). ``bandwidth=`` overrides ``W``.
+    - **NVLink domain** (GPUs): ``N`` GPUs, ``gpus_per_node`` of them per node (default: all
+      of them when ``N`` fits one node, else the chip's ``chips_per_host``). Inside a node
+      ``T_bw = V·(N−1)/N / W_nvlink``; across nodes by ``scheme`` (:data:`GPU_SCHEMES`):
+      NCCL's rail-aligned rings (default), the three-stage hierarchical model, or one flat
+      ring (:func:`gpu_all_gather`). AllToAll: :func:`gpu_all_to_all`. ppermute: ``V/W_nvlink``
+      inside a node, ``V/W_nic`` across nodes.
+    - **DCN** (``network="dcn"``, any chip): the ``N`` devices sit in different hosts (one per
+      slice or node, e.g. data parallelism across TPU pods) and every chip of a host sends at
+      once through its share of the host's network, ``W_dcn = host_network_bandwidth /
+      chips_per_host`` (``bandwidth=`` overrides): a ring, ``T_bw = V·(N−1)/N / W_dcn`` for
+      AllGather and ReduceScatter, twice that for AllReduce; ``N − 1`` steps of latency each.
+
+    Every form adds ``hop_latency`` per sequential hop or ring step. A group of one device
+    costs nothing. Raises ``ValueError`` for an unknown kind, network or scheme, a chip
+    without an interconnect, options that belong to the other interconnect, or sizes that do
+    not fit the chip's nodes.
+    """
+    kind = _check_kind(kind)
+    chip = get_chip(chip)
+    sizes = _sizes(axis_sizes)
+    n = math.prod(sizes)
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, "
+                         f"got {network!r}")
+    latency = _check_latency(hop_latency)
+    gpu_only = {"gpus_per_node": gpus_per_node, "nvlink_bandwidth": nvlink_bandwidth,
+                "nic_bandwidth": nic_bandwidth}
+    torus_only = {"wraparound": wraparound,
+                  "direction": None if direction == BIDIRECTIONAL else direction}
+    if network == "dcn":
+        given = [k for k, v in {**gpu_only, **torus_only}.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} describe a chip's own interconnect, not "
+                             "the data-centre network; give bandwidth= for DCN")
+        return _dcn_cost(kind, nbytes, n, chip, latency, bandwidth)
+    if chip.has_ici_torus:
+        given = [k for k, v in gpu_only.items() if v is not None]
+        if given or scheme != "rail":
+            raise ValueError(f"{', '.join(given) or 'scheme'} describe GPU nodes; for a TPU "
+                             "slice give wraparound / direction / bandwidth")
+        return _torus_cost(kind, nbytes, sizes, chip, wraparound, direction, latency, bandwidth)
+    if chip.has_nvlink_domain:
+        given = [k for k, v in torus_only.items() if v is not None]
+        if given or bandwidth is not None:
+            raise ValueError(f"{', '.join(given) or 'bandwidth'} describe a TPU axis; for GPUs "
+                             "give gpus_per_node / nvlink_bandwidth / nic_bandwidth / scheme")
+        if gpus_per_node is None:
+            gpus_per_node = n if n <= chip.chips_per_host else chip.chips_per_host
+        kwargs = dict(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
+                      nic_bandwidth=nic_bandwidth, hop_latency=latency)
+        if kind == "AllGather":
+            return gpu_all_gather(nbytes, n, chip, scheme=scheme, **kwargs)
+        if kind == "ReduceScatter":
+            return gpu_reduce_scatter(nbytes, n, chip, scheme=scheme, **kwargs)
+        if kind == "AllReduce":
+            return gpu_all_reduce(nbytes, n, chip, scheme=scheme, **kwargs)
+        if kind == "AllToAll":
+            return gpu_all_to_all(nbytes, n, chip, **kwargs)
+        return _gpu_ppermute(nbytes, n, chip, **kwargs)
+    if n == 1:
+        return _zero(kind, 1, _check_nbytes(nbytes), 1.0)
+    raise ValueError(f"{chip.name} has no interconnect in the catalog (interconnect=None), so a "
+                     f"collective over {n} of them cannot be priced")
+
+
+def collective_time(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
+                    chip: Chip | str, **options) -> Bytes:
+    """Seconds of :func:`collective_cost` (same arguments): ``collective_cost(...).time``."""
+    return collective_cost(kind, nbytes, axis_sizes, chip, **options).time
+
+
+def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
+                wraparound: bool | Sequence[bool] | None, direction: str | Sequence[str],
+                latency: float, bandwidth: float | None) -> CollectiveCost:
+    if wraparound is None:
+        flags = [has_wraparound(chip, size) for size in sizes]
+    else:
+        flags = _wraparound_list(wraparound, len(sizes))
+    directions = _direction_list(direction, len(sizes))
+    common = dict(hop_latency=latency, bandwidth=bandwidth)
+    if kind in ("AllGather", "ReduceScatter", "AllReduce"):
+        function = {"AllGather": all_gather_multi_axis,
+                    "ReduceScatter": reduce_scatter_multi_axis,
+                    "AllReduce": all_reduce_multi_axis}[kind]
+        return function(nbytes, sizes, chip, wraparound=flags, direction=directions, **common)
+    used = [i for i, size in enumerate(sizes) if size > 1] or [0]
+    if len(used) > 1:
+        raise ValueError(f"an {kind} is priced over one torus axis at a time; axis_sizes "
+                         f"{sizes} uses {len(used)}")
+    i = used[0]
+    if kind == "AllToAll":
+        return all_to_all(nbytes, sizes[i], chip, wraparound=flags[i], direction=directions[i],
+                          **common)
+    return ppermute(nbytes, chip, n_devices=sizes[i], **common)
+
+
+def _gpu_ppermute(nbytes: Bytes, n: int, chip: Chip, *, gpus_per_node: int | None,
+                  nvlink_bandwidth: float | None, nic_bandwidth: float | None,
+                  hop_latency: float) -> CollectiveCost:
+    """Every GPU sends ``V`` to the next: over NVLink inside a node, and the GPU at each node
+    boundary through its NIC, which paces the step: ``V/W_nvlink`` or ``V/W_nic``."""
+    nbytes = _check_nbytes(nbytes)
+    n, g, nvlink, nic, latency = _gpu_setup(chip, n, gpus_per_node, nvlink_bandwidth,
+                                            nic_bandwidth, hop_latency)
+    if n == 1:
+        return _zero("ppermute", n, nbytes, nvlink)
+    if n <= g:
+        return CollectiveCost("ppermute", n, nbytes, nbytes / nvlink, latency, nvlink,
+                              "V / W_nvlink")
+    _nodes(n, g)
+    return CollectiveCost("ppermute", n, nbytes, nbytes / nic, latency, nic, "V / W_nic")
+
+
+def _dcn_cost(kind: str, nbytes: Bytes, n: int, chip: Chip, latency: float,
+              bandwidth: float | None) -> CollectiveCost:
+    """A ring over ``n`` hosts' network, each chip at ``W_dcn`` (see :func:`collective_cost`)."""
+    nbytes = _check_nbytes(nbytes)
+    link = (_check_bandwidth(bandwidth) if bandwidth is not None
+            else chip.nic_bandwidth_per_chip)
+    if n == 1:
+        return _zero(kind, n, nbytes, link)
+    if kind == "ppermute":
+        return CollectiveCost("ppermute (DCN)", n, nbytes, nbytes / link, latency, link,
+                              "V / W_dcn")
+    if kind == "AllToAll":
+        block = nbytes / n
+        return CollectiveCost("AllToAll (DCN)", n, nbytes, block * (n - 1) / n / link, latency,
+                              link, "(V/N)·(N−1)/N / W_dcn")
+    one = CollectiveCost(f"{kind} (DCN)", n, nbytes, nbytes * (n - 1) / n / link,
+                         (n - 1) * latency, link, "V·(N−1)/N / W_dcn")
+    return _doubled(one, "AllReduce (DCN)") if kind == "AllReduce" else one

@@ -61,6 +61,18 @@ def bytes_per_element(dtype: str) -> float:
     return _DTYPE_BYTES[canonical_dtype(dtype)]
 
 
+ICI_TORUS = "ici-torus"
+NVLINK_SWITCH = "nvlink-switch"
+NVLINK_MESH = "nvlink-mesh"
+INTERCONNECTS: tuple[str, ...] = (ICI_TORUS, NVLINK_SWITCH, NVLINK_MESH)
+"""The values of :attr:`Chip.interconnect`."""
+
+WRAP_MULTIPLE_OF_4 = "multiple-of-4"
+WRAP_FULL_AXIS = "full-axis"
+WRAPAROUND_RULES: tuple[str, ...] = (WRAP_MULTIPLE_OF_4, WRAP_FULL_AXIS)
+"""The values of :attr:`Chip.wraparound_rule` (shared/facts/hardware.md)."""
+
+
 @dataclass(frozen=True)
 class Chip:
     """One accelerator chip, as a roofline model sees it.
@@ -94,6 +106,19 @@ class Chip:
         smem_l1_bytes_per_sm: GPU combined L1 cache / shared memory per SM, bytes.
         register_bytes_per_sm: GPU register file per SM, bytes.
         l2_bytes: GPU L2 cache per chip, bytes.
+        interconnect: how chips of one slice or node talk, which decides how
+            :func:`scalebook.collectives.collective_cost` prices a collective:
+            :data:`ICI_TORUS` (TPU ICI links to torus neighbours), :data:`NVLINK_SWITCH` (every
+            GPU of a node reaches every other through NVSwitches), :data:`NVLINK_MESH` (a
+            node's GPUs wired directly, V100's hybrid cube mesh), or None (no interconnect
+            modelled: a one-device chip).
+        wraparound_rule: on an ICI torus, when an axis of a slice is a true ring:
+            :data:`WRAP_MULTIPLE_OF_4` (v4p/v5p: axes built from 4-chip cube edges),
+            :data:`WRAP_FULL_AXIS` (v3/v5e/v6e: only an axis as long as the largest slice's);
+            None off a torus.
+        nics_per_host: scale-out NICs per host or node, one per rail (8 on a DGX H100: NIC ``r``
+            of every node plugs into leaf switch ``r``); None where not modelled (TPU hosts
+            reach the data-centre network through ``host_network_bandwidth`` alone).
 
     The last seven are None where the catalog has no sourced figure; the helpers that use them
     (:func:`vpu_flops`, :func:`on_chip_memory`) refuse such a chip by name. On-chip sizes are
@@ -127,6 +152,9 @@ class Chip:
     smem_l1_bytes_per_sm: float | None = None
     register_bytes_per_sm: float | None = None
     l2_bytes: float | None = None
+    interconnect: str | None = None
+    wraparound_rule: str | None = None
+    nics_per_host: int | None = None
 
     def __post_init__(self) -> None:
         flops = {canonical_dtype(k): float(v) for k, v in dict(self.flops_per_s).items()}
@@ -151,10 +179,44 @@ class Chip:
         for dtype, value in flops.items():
             if not value > 0:
                 raise ValueError(f"{self.name}: FLOPs/s for {dtype} must be positive, got {value!r}")
+        if self.interconnect is not None and self.interconnect not in INTERCONNECTS:
+            raise ValueError(f"{self.name}: interconnect must be one of {', '.join(INTERCONNECTS)}"
+                             f" or None, got {self.interconnect!r}")
+        if self.wraparound_rule is not None and self.wraparound_rule not in WRAPAROUND_RULES:
+            raise ValueError(f"{self.name}: wraparound_rule must be one of "
+                             f"{', '.join(WRAPAROUND_RULES)} or None, got "
+                             f"{self.wraparound_rule!r}")
+        if (self.wraparound_rule is None) != (self.interconnect != ICI_TORUS):
+            raise ValueError(f"{self.name}: an ICI torus needs a wraparound_rule, and only a "
+                             "torus has one")
+        nics = self.nics_per_host
+        if nics is not None and (isinstance(nics, bool) or not isinstance(nics, int) or nics < 1):
+            raise ValueError(f"{self.name}: nics_per_host must be a positive integer or None, "
+                             f"got {nics!r}")
 
     @property
     def is_gpu(self) -> bool:
+        """An NVIDIA GPU (CUDA cores, SMs, SMEM). Collectives do not ask this: they read
+        :attr:`interconnect`."""
         return self.vendor == "nvidia"
+
+    @property
+    def has_ici_torus(self) -> bool:
+        """Whether chips of a slice talk over an ICI torus (:data:`ICI_TORUS`)."""
+        return self.interconnect == ICI_TORUS
+
+    @property
+    def has_nvlink_domain(self) -> bool:
+        """Whether chips of a node talk over NVLink (:data:`NVLINK_SWITCH` or
+        :data:`NVLINK_MESH`), and across nodes through their NICs."""
+        return self.interconnect in (NVLINK_SWITCH, NVLINK_MESH)
+
+    @property
+    def nic_bandwidth_per_chip(self) -> float:
+        """Bytes/s one chip sends into the scale-out network, one way: its host's
+        ``host_network_bandwidth / chips_per_host`` (H100: 400 GB/s / 8 = 50 GB/s, one rail's
+        NIC; TPU v5p: 25 GB/s of DCN / 4 = 6.25 GB/s)."""
+        return self.host_network_bandwidth / self.chips_per_host
 
     @property
     def link_bandwidth_bidirectional(self) -> float:
@@ -220,6 +282,7 @@ CATALOG: tuple[Chip, ...] = (
         notes=("VMEM 16 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
                _NO_VPU_RATE),
         vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
         aliases=("v3", "tpuv3", "tpu-v3"),
     ),
     Chip(
@@ -234,6 +297,7 @@ CATALOG: tuple[Chip, ...] = (
                "VMEM 16 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
                _NO_VPU_RATE),
         vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_MULTIPLE_OF_4,
         aliases=("v4", "v4p", "tpuv4", "tpuv4p", "tpu-v4", "tpu-v4p", "tpu v4"),
     ),
     Chip(
@@ -250,6 +314,7 @@ CATALOG: tuple[Chip, ...] = (
                "FLOPs/s).",
                "VMEM 64 MiB per TensorCore from the JAX TPU Hardware Reference."),
         vmem_bytes_per_core=64 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.75e9,
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_MULTIPLE_OF_4,
         aliases=("v5p", "tpuv5p", "tpu-v5p"),
     ),
     Chip(
@@ -267,6 +332,7 @@ CATALOG: tuple[Chip, ...] = (
                "(appendix A) gives for v5; the vector rate 8 x 128 x 4 x 1.5e9 = 6.1e12 FLOPs/s "
                "is derived from it, not published."),
         vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.5e9,
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
         aliases=("v5e", "v5lite", "v5litepod", "tpuv5e", "tpu-v5e", "tpu-v5-lite"),
     ),
     Chip(
@@ -281,6 +347,7 @@ CATALOG: tuple[Chip, ...] = (
                "VMEM 128 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
                _NO_VPU_RATE),
         vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128),
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
         aliases=("v6e", "trillium", "tpuv6e", "tpu-v6e", "tpuv6", "v6"),
     ),
     Chip(
@@ -298,6 +365,7 @@ CATALOG: tuple[Chip, ...] = (
                "NVLink 2: 6 links x 25 GB/s each way (300 GB/s total, both directions).",
                "Scale-out NIC figure assumes one 400 Gb/s NIC per GPU, as for later nodes."),
         smem_l1_bytes_per_sm=128 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=6 * MiB,
+        interconnect=NVLINK_MESH, nics_per_host=8,
         aliases=("v100-sxm", "v100-sxm2", "tesla v100", "v100-32gb"),
     ),
     Chip(
@@ -315,6 +383,7 @@ CATALOG: tuple[Chip, ...] = (
                "Spec sheet prints 624 TFLOPs bf16 'with sparsity'; dense is 312.",
                "NVLink 3: 12 links x 25 GB/s each way = 300 GB/s per GPU each way."),
         smem_l1_bytes_per_sm=192 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=40 * MiB,
+        interconnect=NVLINK_SWITCH, nics_per_host=8,
         aliases=("a100-sxm", "a100-80gb", "a100-sxm4"),
     ),
     Chip(
@@ -330,6 +399,7 @@ CATALOG: tuple[Chip, ...] = (
                "Per SM: 4 sub-partitions x 32 fp32 CUDA cores, 256 kB SMEM/L1; L2 about 50 MB.",
                "NVLink 4: 18 links x 25 GB/s each way = 450 GB/s per GPU each way."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
+        interconnect=NVLINK_SWITCH, nics_per_host=8,
         aliases=("h100-sxm", "h100-sxm5", "h100-80gb", "h100 sxm"),
     ),
     Chip(
@@ -345,6 +415,7 @@ CATALOG: tuple[Chip, ...] = (
                "of registers per SM).",
                "Spec sheet prints tensor-core figures 'with sparsity' (2x dense)."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
+        interconnect=NVLINK_SWITCH, nics_per_host=8,
         aliases=("h200-sxm", "h200-141gb"),
     ),
     Chip(
@@ -366,6 +437,7 @@ CATALOG: tuple[Chip, ...] = (
                "Per SM 256 kB SMEM and 256 kB registers, L2 126 MB (HSYM part 12 table, not in "
                "the vetted facts); Blackwell's 256 kB of TMEM per SM is not modelled."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=126 * MiB,
+        interconnect=NVLINK_SWITCH, nics_per_host=8,
         aliases=("b200-sxm", "blackwell", "dgx-b200"),
     ),
 )

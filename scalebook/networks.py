@@ -16,11 +16,13 @@ All bandwidths are one way, in bytes/s; switch ports run at the NIC rate. A node
 ``W_node / g`` per GPU. Across SUs a node's share of its leaves' up-ports is
 ``W_node × up/down`` (= ``W_node / r``).
 
-Ring collectives (AllGather, ReduceScatter, AllReduce) are hierarchical, as in
-:mod:`scalebook.collectives`: inside the node over NVLink, across nodes by GPU ``k`` of every
-node through its own NIC, a ring of nodes per rail. A ring crosses from one SU to the next
-through a single up-port per leaf, so spine oversubscription does not slow it; it slows
-traffic that must cross the spine in bulk, which the AllToAll and the bisection measure.
+Ring collectives (AllGather, ReduceScatter, AllReduce) are priced by
+:func:`scalebook.collectives.collective_cost` with the cluster's figures, by ``scheme``: NCCL's
+rail-aligned rings by default (``g`` rings, one per rail, each leaving a node through its own
+NIC, so all ``g`` NICs of a node work at once), or the three-stage hierarchical model, or one
+flat ring. A rail's ring crosses from one SU to the next through a single up-port per leaf, so
+spine oversubscription does not slow it; it slows traffic that must cross the spine in bulk,
+which the AllToAll and the bisection measure.
 
 Describe a cluster with :class:`ClusterNetwork`, or start from :data:`H100_SUPERPOD_SU` (one
 scalable unit, 256 H100s) or :data:`H100_SUPERPOD` (4 SUs, 1024 H100s) and ``.replace(...)``
@@ -116,7 +118,7 @@ class ClusterNetwork:
 
     def __post_init__(self) -> None:
         chip = get_chip(self.chip)
-        if not chip.is_gpu:
+        if not chip.has_nvlink_domain:
             raise ValueError(f"{chip.name} is not a GPU; a ClusterNetwork is built of GPU nodes")
         object.__setattr__(self, "chip", chip)
         for attr in ("gpus_per_node", "nodes_per_su", "n_sus", "nics_per_node", "switch_radix"):
@@ -297,16 +299,27 @@ def _group(cluster: ClusterNetwork, n_gpus: int | None) -> int:
     return n
 
 
-def _gpu_kwargs(cluster: ClusterNetwork, hop_latency: float) -> dict:
-    return dict(gpus_per_node=cluster.gpus_per_node,
+def _gpu_kwargs(cluster: ClusterNetwork, n: int, hop_latency: float) -> dict:
+    return dict(gpus_per_node=min(n, cluster.gpus_per_node),
                 nvlink_bandwidth=cluster.gpu_nvlink_bandwidth,
                 nic_bandwidth=cluster.gpu_nic_bandwidth, hop_latency=hop_latency)
 
 
-def _pipelined(cost: CollectiveCost, pipelined: bool) -> CollectiveCost:
-    """With ``pipelined``, overlap the NVLink stages with the NIC stages (different links)."""
+def _ring(kind: str, nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None,
+          hop_latency: float, scheme: str, pipelined: bool) -> CollectiveCost:
+    n = _group(cluster, n_gpus)
     if not isinstance(pipelined, (bool, np.bool_)):
         raise ValueError(f"pipelined must be True or False, got {pipelined!r}")
+    if pipelined and scheme != "hierarchical":
+        raise ValueError("pipelined=True overlaps the stages of scheme='hierarchical'; the "
+                         "rail-aligned and flat rings have no stages")
+    cost = collectives.collective_cost(kind, nbytes, n, cluster.chip, scheme=scheme,
+                                       **_gpu_kwargs(cluster, n, hop_latency))
+    return _pipelined(cost, pipelined)
+
+
+def _pipelined(cost: CollectiveCost, pipelined: bool) -> CollectiveCost:
+    """With ``pipelined``, overlap the NVLink stages with the NIC stages (different links)."""
     if not pipelined or not cost.stages:
         return cost
     zero = cost.nbytes * 0.0
@@ -320,54 +333,52 @@ def _pipelined(cost: CollectiveCost, pipelined: bool) -> CollectiveCost:
 
 
 def cluster_all_gather(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None = None, *,
-                       hop_latency: float = DEFAULT_HOP_LATENCY,
+                       hop_latency: float = DEFAULT_HOP_LATENCY, scheme: str = "rail",
                        pipelined: bool = False) -> CollectiveCost:
     """AllGather of ``V = nbytes`` over ``n_gpus`` GPUs of ``cluster`` (default: all of them).
 
-    :func:`scalebook.collectives.gpu_all_gather` with the cluster's figures: in one node
-    ``V·(N−1)/N / W_nvlink``; across ``M`` nodes
-    ``T_bw = (V/g)·(M−1)/M / (W_node/g) + V·(g−1)/g / W_nvlink``, the stages one after the
-    other. With ``pipelined=True`` the NVLink and NIC stages overlap (chunks flow through both
-    at once) and ``T_bw`` is the larger of the two, HSYM part 12's
-    ``T = max(T_node, T_scale-out)``. Latency: one ``hop_latency`` per ring step.
+    :func:`scalebook.collectives.collective_cost` with the cluster's figures. In one node
+    ``V·(N−1)/N / W_nvlink``; across ``M`` nodes, by ``scheme``:
+
+    - ``"rail"`` (default, NCCL): ``T_bw = V·(N−1)/N · max((g−1)/(g·W_nvlink), 1/W_node)``,
+      ``W_node = g·W_nic`` the node's NICs together;
+    - ``"hierarchical"``: ``T_bw = (V/g)·(M−1)/M / (W_node/g) + V·(g−1)/g / W_nvlink``, the
+      stages one after the other; with ``pipelined=True`` they overlap (chunks flow through
+      both at once) and ``T_bw`` is the larger of the two, HSYM part 12's
+      ``T = max(T_node, T_scale-out)``;
+    - ``"flat"``: one ring, one NIC: ``V·(N−1)/N / W_nic``.
+
+    Latency: one ``hop_latency`` per ring step.
     """
-    n = _group(cluster, n_gpus)
-    cost = collectives.gpu_all_gather(nbytes, n, cluster.chip,
-                                      **_gpu_kwargs(cluster, hop_latency))
-    return _pipelined(cost, pipelined)
+    return _ring("AllGather", nbytes, cluster, n_gpus, hop_latency, scheme, pipelined)
 
 
 def cluster_reduce_scatter(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None = None, *,
-                           hop_latency: float = DEFAULT_HOP_LATENCY,
+                           hop_latency: float = DEFAULT_HOP_LATENCY, scheme: str = "rail",
                            pipelined: bool = False) -> CollectiveCost:
     """ReduceScatter over GPUs of ``cluster``: :func:`cluster_all_gather` run backwards, same
-    cost (:func:`scalebook.collectives.gpu_reduce_scatter` with the cluster's figures)."""
-    n = _group(cluster, n_gpus)
-    cost = collectives.gpu_reduce_scatter(nbytes, n, cluster.chip,
-                                          **_gpu_kwargs(cluster, hop_latency))
-    return _pipelined(cost, pipelined)
+    cost under each ``scheme``."""
+    return _ring("ReduceScatter", nbytes, cluster, n_gpus, hop_latency, scheme, pipelined)
 
 
 def cluster_all_reduce(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None = None, *,
-                       hop_latency: float = DEFAULT_HOP_LATENCY,
+                       hop_latency: float = DEFAULT_HOP_LATENCY, scheme: str = "rail",
                        pipelined: bool = False) -> CollectiveCost:
     """AllReduce of ``V = nbytes`` over ``n_gpus`` GPUs of ``cluster`` (default: all of them).
 
-    Across ``M`` nodes of ``g``: :func:`scalebook.collectives.gpu_hierarchical_all_reduce` —
-    ReduceScatter in the node over NVLink, AllReduce of the ``V/g`` shards over the nodes (GPU
-    ``k`` of each node through its own NIC, a ring per rail), AllGather in the node:
+    Across ``M`` nodes of ``g``, by ``scheme``:
 
-        T_bw = 2·V·(g−1)/g / W_nvlink + 2·(V/g)·(M−1)/M / (W_node/g)        (stages in turn)
-        T_bw = max(2·V·(g−1)/g / W_nvlink, 2·V·(M−1)/M / W_node)           (pipelined=True)
+        T_bw = 2·V·(N−1)/N · max((g−1)/(g·W_nvlink), 1/W_node)               "rail" (NCCL)
+        T_bw = 2·V·(g−1)/g / W_nvlink + 2·(V/g)·(M−1)/M / (W_node/g)         "hierarchical"
+        T_bw = max(2·V·(g−1)/g / W_nvlink, 2·V·(M−1)/M / W_node)              hierarchical,
+                                                                             pipelined=True
+        T_bw = 2·V·(N−1)/N / W_nic                                           "flat"
 
-    For 1 GB over one H100 SU (M = 32, g = 8): 3.89 ms + 4.84 ms = 8.73 ms in turn, 4.84 ms
-    pipelined, plus (7 + 62 + 7) µs of latency. The ring per rail crosses each SU boundary on
-    one up-port, so oversubscription does not change this.
+    For 1 GB over one H100 SU (M = 32, g = 8): rail 4.98 ms; hierarchical 3.89 ms + 4.84 ms
+    = 8.73 ms in turn, 4.84 ms pipelined; flat 39.8 ms; plus latency. A rail's ring crosses
+    each SU boundary on one up-port, so oversubscription does not change these.
     """
-    n = _group(cluster, n_gpus)
-    cost = collectives.gpu_all_reduce(nbytes, n, cluster.chip,
-                                      **_gpu_kwargs(cluster, hop_latency))
-    return _pipelined(cost, pipelined)
+    return _ring("AllReduce", nbytes, cluster, n_gpus, hop_latency, scheme, pipelined)
 
 
 def cluster_all_to_all(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None = None, *,
@@ -386,8 +397,8 @@ def cluster_all_to_all(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | Non
     which only binds when the spine is oversubscribed.
     """
     n = _group(cluster, n_gpus)
-    cost = collectives.gpu_all_to_all(nbytes, n, cluster.chip,
-                                      **_gpu_kwargs(cluster, hop_latency))
+    cost = collectives.collective_cost("AllToAll", nbytes, n, cluster.chip,
+                                       **_gpu_kwargs(cluster, n, hop_latency))
     per_su = cluster.gpus_per_su
     if n <= per_su:
         return cost

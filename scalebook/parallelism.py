@@ -87,6 +87,8 @@ __all__ = [
     "split_batch",
     "tokens_per_chip",
     "data_parallel_bandwidth",
+    "data_parallel_critical_batch",
+    "dcn_critical_batch_per_pod",
 ]
 
 #: Strategy names accepted by :func:`max_chips_compute_bound`.
@@ -239,7 +241,7 @@ def axis_bandwidth(chip: Chip | str, *, wraparound: bool = True) -> float:
     Across GPU nodes or TPU pods the figure is far lower: pass ``bandwidth=`` to the estimators.
     """
     chip = get_chip(chip)
-    if chip.is_gpu:
+    if chip.has_nvlink_domain:
         return chip.interconnect_bandwidth_one_way
     return chip.link_bandwidth_bidirectional if wraparound else chip.link_bandwidth_one_way
 
@@ -250,7 +252,8 @@ def point_to_point_bandwidth(chip: Chip | str) -> float:
     TPU: one direction of one ICI link. GPU in an NVSwitch node: all its NVLinks, one way.
     """
     chip = get_chip(chip)
-    return chip.interconnect_bandwidth_one_way if chip.is_gpu else chip.link_bandwidth_one_way
+    return (chip.interconnect_bandwidth_one_way if chip.has_nvlink_domain
+            else chip.link_bandwidth_one_way)
 
 
 # --------------------------------------------------------------------------- estimates
@@ -837,33 +840,34 @@ def data_parallel_bandwidth(chip: Chip | str, replica_chips: int, *, dp: int | N
 
     One model replica spans ``R = replica_chips`` GPUs (``tp · pp · cp``), laid out innermost;
     GPU ``i`` of every replica forms one data-parallel group, so a GPU's DP peers sit ``R``
-    GPUs apart. With ``g = chips_per_node`` (default the chip's ``chips_per_host``),
-    ``W_nic = host_network_bandwidth / chips_per_host`` (each GPU's own NIC, one way; H100
-    400 GB/s per node / 8 = 50 GB/s) and ``W_nvl`` = the GPU's NVLink bandwidth one way
-    (H100 450 GB/s):
+    GPUs apart. ``W`` is defined by the AllReduce of the ``V`` gradient bytes one GPU holds
+    taking ``2·V / W`` (many nodes: the ring factor ``(n−1)/n`` dropped;
+    :func:`scalebook.collectives.collective_cost` keeps it). The AllReduce runs as NCCL's
+    rail-aligned rings (one per NIC rail, each GPU's NIC carrying its own ring), with
+    ``g = chips_per_node`` (default the chip's ``chips_per_host``), ``W_nic`` one GPU's NIC one
+    way (``chip.nic_bandwidth_per_chip``, 50 GB/s on an H100) and ``W_nvl`` its NVLink one way
+    (450 GB/s):
 
     - the whole group in one node (``dp`` given and ``R · dp <= g``): ``W = W_nvl``;
-    - ``R >= g`` (a replica fills one node or more): every peer is in another node, so the
-      AllReduce crosses the network GPU by GPU: ``W = W_nic`` — 50 GB/s on H100s, 9x less
-      than NVLink, whatever the node's NVLink could do;
-    - ``R < g``, ``r = g / R`` peers per node: a hierarchical AllReduce (ReduceScatter over
-      NVLink, AllReduce of ``1/r`` of the data over ``r`` NICs, AllGather over NVLink) whose
-      time ``2·V·((r−1)/(r·W_nvl) + 1/(r·W_nic))`` defines
-      ``W = 1 / ((r−1)/(r·W_nvl) + 1/(r·W_nic))``: pure DP on H100s (r = 8) gets 225 GB/s.
+    - ``R >= g`` (a replica fills ``k = R/g`` whole nodes or more): every peer is in another
+      node, so each GPU's ring leaves through its own NIC: ``W = W_nic`` (50 GB/s);
+    - ``R < g``, ``r = g / R`` peers per node: ``r`` rail rings share the node, each GPU sending
+      ``(r−1)/r`` of its bytes over NVLink and ``1/r`` through its NIC at once:
+      ``W = 1 / max((r−1)/(r·W_nvl), 1/(r·W_nic))``: pure DP on H100s (r = 8) is NIC-bound at
+      ``8 · 50 = 400`` GB/s.
 
-    The AllReduce of ``V`` bytes then takes about ``2·V / W`` (many nodes, ring factors
-    ``(n−1)/n`` dropped; :func:`scalebook.collectives.gpu_all_reduce` keeps them), and DP is
-    compute-bound when the tokens per GPU exceed ``C / W``
-    (:func:`critical_batch_per_chip_dp` with ``bandwidth=W``). GPUs only; TPUs use
-    :func:`axis_bandwidth`.
+    DP is compute-bound when the tokens per replica exceed ``C / W``, i.e. the tokens of
+    global batch per GPU exceed ``C / (R · W)``: :func:`data_parallel_critical_batch`.
+    GPUs only; TPUs use :func:`axis_bandwidth`.
     """
     chip = get_chip(chip)
-    if not chip.is_gpu:
-        raise ValueError(f"{chip.name} is not a GPU; for TPU mesh axes use axis_bandwidth")
+    if not chip.has_nvlink_domain:
+        raise ValueError(f"{chip.name} has no NVLink domain; for TPU mesh axes use "
+                         "axis_bandwidth")
     R = positive_int(replica_chips, "replica_chips")
     g = (chip.chips_per_host if chips_per_node is None
          else positive_int(chips_per_node, "chips_per_node"))
-    nic = (chip.host_network_bandwidth / chip.chips_per_host if nic_bandwidth is None
+    nic = (chip.nic_bandwidth_per_chip if nic_bandwidth is None
            else positive(nic_bandwidth, "nic_bandwidth"))
     nvl = (chip.interconnect_bandwidth_one_way if nvlink_bandwidth is None
            else positive(nvlink_bandwidth, "nvlink_bandwidth"))
@@ -884,4 +888,52 @@ def data_parallel_bandwidth(chip: Chip | str, replica_chips: int, *, dp: int | N
     if dp is not None and dp % r:
         raise ValueError(f"dp={dp} spans nodes but is not a multiple of the {r} replicas "
                          f"per node")
-    return 1.0 / ((r - 1) / (r * nvl) + 1.0 / (r * nic))
+    return 1.0 / max((r - 1) / (r * nvl), 1.0 / (r * nic))
+
+
+def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
+                                 per: str = "chip", dtype: str = "bf16", **bandwidth) -> float:
+    """Tokens above which a GPU layout's data-parallel AllReduce hides under the backward pass.
+
+    Derivation: one replica of ``R = replica_chips`` GPUs (``tp·pp·cp``) takes ``B_r`` tokens
+    per step and holds ``2·P`` bytes of bf16 gradients, ``2·P/R`` per GPU. Per GPU the backward
+    pass computes ``4·P·B_r / (R·C)`` seconds; the AllReduce of its ``2·P/R`` bytes takes
+    ``2·(2·P/R) / W`` (:func:`data_parallel_bandwidth`). Compute wins when
+
+        B_r > C / W                    tokens per replica   (``per="replica"``)
+        B / N = B_r / R > C / (R·W)    tokens of global batch per GPU   (``per="chip"``)
+
+    H100 (C = 9.89e14): pure DP, ``W`` = 400 GB/s (rail rings, NIC-bound): 2,472 per GPU;
+    TP 8 filling the node, ``W = W_nic`` = 50 GB/s: 19,780 per replica, which is again
+    2,472 per GPU; a replica across ``k`` nodes: ``C / (k·g·W_nic)`` per GPU (1,236 for
+    k = 2). ``bandwidth`` passes ``chips_per_node``, ``nic_bandwidth``, ``nvlink_bandwidth``
+    on. For another ``dtype`` (compute and traffic both in it) ``C`` becomes ``C·(b/2)``.
+    """
+    if per not in ("chip", "replica"):
+        raise ValueError(f"per must be 'chip' or 'replica', got {per!r}")
+    chip = get_chip(chip)
+    R = positive_int(replica_chips, "replica_chips")
+    W = data_parallel_bandwidth(chip, R, **bandwidth)
+    per_replica = chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W
+    return per_replica if per == "replica" else per_replica / R
+
+
+def dcn_critical_batch_per_pod(chip: Chip | str, *, bandwidth: float | None = None,
+                               dtype: str = "bf16") -> float:
+    """Tokens per pod (slice) above which data parallelism across pods over the data-centre
+    network (DCN) hides under the backward pass.
+
+    Derivation (HSYM part 5): each pod of ``n`` chips holds one model copy, sharded over its
+    chips (FSDP inside the pod), so each chip holds ``2·P/n`` bytes of gradients and
+    AllReduces them with the same chip of every other pod over DCN, at
+    ``W_dcn = host_network_bandwidth / chips_per_host`` per chip (``bandwidth=`` overrides):
+    ``2·(2·P/n) / W_dcn`` seconds (ring factor dropped). Its backward pass computes
+    ``4·P·B_pod / (n·C)`` seconds. Compute wins when ``B_pod > C / W_dcn``, whatever the pod's
+    size ``n``. TPU v5p: 4.59e14 / (2.5e10 / 4) = 73,440 tokens per pod.
+    """
+    chip = get_chip(chip)
+    W = (chip.nic_bandwidth_per_chip if bandwidth is None
+         else positive(bandwidth, "bandwidth"))
+    if np.ndim(W):
+        raise ValueError("bandwidth must be a single number")
+    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W

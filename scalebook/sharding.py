@@ -29,7 +29,8 @@ from scalebook.units import format_bytes, format_seconds
 __all__ = [
     "DimSharding", "Sharding", "Mesh", "parse_sharding", "parse_shape",
     "local_shape", "bytes_per_device", "total_bytes",
-    "PlannedCollective", "MatmulPlan", "plan_matmul",
+    "PlannedCollective", "MatmulPlan", "plan_matmul", "axis_collective_cost",
+    "plan_reshard", "reshard_candidates",
 ]
 
 _AXIS_RE = re.compile(r"[A-Z]+")
@@ -683,22 +684,133 @@ class _Planner:
     def cost(self, kind: str, nbytes: float, axes: tuple[str, ...]) -> collectives.CollectiveCost:
         chip = self.chip
         assert chip is not None
-        if chip.is_gpu:
-            function = {"AllGather": collectives.gpu_all_gather,
-                        "ReduceScatter": collectives.gpu_reduce_scatter,
-                        "AllReduce": collectives.gpu_all_reduce}[kind]
-            return function(nbytes, self.mesh.size_of(axes), chip, hop_latency=self.hop_latency)
-        sizes = [self.mesh[axis] for axis in axes]
-        if self.wraparound == "auto":
-            flags = [collectives.has_wraparound(chip, size) for size in sizes]
-        elif isinstance(self.wraparound, Mapping):
-            missing = [axis for axis in axes if axis not in self.wraparound]
-            if missing:
-                raise ValueError(f"wraparound mapping has no entry for axis {missing[0]}")
-            flags = [bool(self.wraparound[axis]) for axis in axes]
-        else:
-            flags = [bool(self.wraparound)] * len(axes)
-        function = {"AllGather": collectives.all_gather_multi_axis,
-                    "ReduceScatter": collectives.reduce_scatter_multi_axis,
-                    "AllReduce": collectives.all_reduce_multi_axis}[kind]
-        return function(nbytes, sizes, chip, wraparound=flags, hop_latency=self.hop_latency)
+        return axis_collective_cost(kind, nbytes, axes, self.mesh, chip,
+                                    wraparound=self.wraparound, hop_latency=self.hop_latency)
+
+
+def axis_collective_cost(kind: str, nbytes: float, axes: Sequence[str], mesh: Mesh,
+                         chip: Chip | str, *,
+                         wraparound: Union[bool, str, Mapping[str, bool]] = "auto",
+                         hop_latency: float = collectives.DEFAULT_HOP_LATENCY
+                         ) -> collectives.CollectiveCost:
+    """:func:`scalebook.collectives.collective_cost` over named ``axes`` of ``mesh``.
+
+    The mesh's axis sizes are passed on. On an ICI torus ``wraparound`` says which axes are
+    rings: ``"auto"`` (default) as the chip's slices are built
+    (:func:`scalebook.collectives.has_wraparound`), True/False for every axis, or a mapping
+    axis → bool; on GPUs it is ignored (NVLink and NICs have no wraparound).
+    """
+    chip = get_chip(chip)
+    axes = tuple(axes)
+    sizes = [mesh[axis] for axis in axes] or [1]
+    if not chip.has_ici_torus:
+        return collectives.collective_cost(kind, nbytes, sizes, chip, hop_latency=hop_latency)
+    if wraparound == "auto":
+        flags = None
+    elif isinstance(wraparound, Mapping):
+        missing = [axis for axis in axes if axis not in wraparound]
+        if missing:
+            raise ValueError(f"wraparound mapping has no entry for axis {missing[0]}")
+        flags = [bool(wraparound[axis]) for axis in axes]
+    elif isinstance(wraparound, bool):
+        flags = [wraparound] * len(sizes)
+    else:
+        raise ValueError(f"wraparound must be True, False, 'auto' or a mapping axis -> bool, "
+                         f"got {wraparound!r}")
+    return collectives.collective_cost(kind, nbytes, sizes, chip, wraparound=flags,
+                                       hop_latency=hop_latency)
+
+
+# --------------------------------------------------------------------------- resharding
+
+def _axes_map(sharding: Sharding) -> dict[str, tuple[str, ...]]:
+    return {dim.name: dim.axes for dim in sharding.dims}
+
+
+def _with(sharding: Sharding, axes: Mapping[str, Sequence[str]]) -> Sharding:
+    """``sharding`` with each dim's axes replaced by ``axes[dim]`` (same dim order)."""
+    for name, value in axes.items():
+        sharding = sharding.with_axes(name, value)
+    return sharding
+
+
+def plan_reshard(result: Sharding, target: Sharding, mesh: Mesh, sizes: Mapping[str, int],
+                 dtype: str, chip: Chip | str,
+                 wraparound: Union[bool, str, Mapping[str, bool]] = "auto"
+                 ) -> tuple[tuple[PlannedCollective, ...], tuple[str, ...], str | None]:
+    """The steps that turn the plan's ``result`` into ``target``: free local slices, AllToAlls
+    (an axis moving between dims), AllGathers (an axis dropped). Returns ``(collectives,
+    slices, why_not)``; ``why_not`` is a reason when no such steps reach ``target``."""
+    if tuple(sorted(result.unreduced)) != tuple(sorted(target.unreduced)):
+        if target.unreduced and result.unreduced:
+            return (), (), (f"the partial sums are over {''.join(result.unreduced)}, not "
+                            f"{''.join(target.unreduced)}")
+        if target.unreduced:
+            return (), (), "nothing here leaves partial sums over those axes"
+        return (), (), "the result still holds partial sums"
+    have, want = _axes_map(result), _axes_map(target)
+    for dim in want:
+        kept = [a for a in have[dim] if a in want[dim]]
+        added = [a for a in want[dim] if a not in have[dim]]
+        if tuple(kept + added) != want[dim]:
+            return (), (), (f"{dim}_{''.join(want[dim])} puts the axes of {dim} in another "
+                            "order, a permutation of devices not modelled here")
+    in_result = {a for axes in have.values() for a in axes}
+    moved = {a: (src, dst) for src in have for dst in want if dst != src
+             for a in have[src] if a in want[dst]}
+    current = {dim: list(axes) for dim, axes in have.items()}
+    sharding = result
+    steps: list[PlannedCollective] = []
+    slices: list[str] = []
+
+    def order(dim: str) -> list[str]:  # the target's order, for axes the dim holds now
+        return [a for a in have[dim] if a in current[dim]] + [
+            a for a in want[dim] if a in current[dim] and a not in have[dim]]
+
+    def nbytes(s: Sharding) -> float:
+        return bytes_per_device([sizes[n] for n in s.dim_names], dtype, s, mesh)
+
+    def check(s: Sharding) -> Sharding:
+        local_shape([sizes[n] for n in s.dim_names], s, mesh)  # divisibility
+        return s
+
+    for dim in want:  # 1. free: split a dim further over an axis the result is copied over
+        for axis in want[dim]:
+            if axis not in in_result:
+                current[dim].append(axis)
+                before, sharding = sharding, check(_with(sharding, {dim: order(dim)}))
+                slices.append(f"slice {dim} locally over {axis} (free): {before} -> {sharding}")
+    for axis, (src, dst) in moved.items():  # 2. an axis moves from one dim to the other
+        current[src].remove(axis)
+        current[dst].append(axis)
+        before = sharding
+        sharding = check(_with(sharding, {src: order(src), dst: order(dst)}))
+        volume = nbytes(before) * mesh[axis]
+        cost = axis_collective_cost("AllToAll", volume, (axis,), mesh, chip,
+                                    wraparound=wraparound)
+        steps.append(PlannedCollective("AllToAll", before.name, dst, (axis,), str(before),
+                                       str(sharding), mesh[axis], volume, cost))
+    for dim in want:  # 3. drop the axes the output does not split this dim over
+        dropped = tuple(a for a in current[dim] if a not in want[dim])
+        if not dropped:
+            continue
+        current[dim] = [a for a in current[dim] if a not in dropped]
+        before, sharding = sharding, _with(sharding, {dim: order(dim)})
+        volume = nbytes(sharding)
+        cost = axis_collective_cost("AllGather", volume, dropped, mesh, chip,
+                                    wraparound=wraparound)
+        steps.append(PlannedCollective("AllGather", before.name, dim, dropped, str(before),
+                                       str(sharding), mesh.size_of(dropped), volume, cost))
+    return tuple(steps), tuple(slices), None
+
+
+def reshard_candidates(partial: tuple[str, ...], target: Sharding
+                       ) -> list[tuple[str | None, str, str | None]]:
+    """``(gather, reduce, scatter_dim)`` choices to try: which operand to AllGather when
+    one must be (the planner's pick first), and how to reduce partial sums."""
+    reductions = [("all_reduce", None)]
+    if partial:
+        reductions += [("reduce_scatter", "B"), ("reduce_scatter", "F")]
+        if target.unreduced:
+            reductions.insert(0, ("none", None))
+    return [(gather, *r) for gather in (None, "lhs", "rhs") for r in reductions]

@@ -164,7 +164,7 @@ def tpu_slice(chip: Chip | str, topology: Topology) -> TpuSlice:
     TPU v5p "8x16x16": 2048 chips, 512 hosts, 4096 TensorCores, 2048 x 4.59e14 bf16 FLOPs/s.
     """
     chip = get_chip(chip)
-    if chip.is_gpu:
+    if not chip.has_ici_torus:
         raise ValueError(f"{chip.name} is a GPU; use gpu_cluster() for GPU nodes and clusters")
     shape = parse_topology(topology)
     limit = chip.max_slice
@@ -275,7 +275,7 @@ def gpu_cluster(chip: Chip | str, n_gpus: int, *, gpus_per_node: int | None = No
     whole number of nodes.
     """
     chip = get_chip(chip)
-    if not chip.is_gpu:
+    if not chip.has_nvlink_domain:
         raise ValueError(f"{chip.name} is not a GPU; use tpu_slice() for TPU slices and pods")
     n = positive_int(n_gpus, "n_gpus")
     per_node = positive_int(chip.chips_per_host if gpus_per_node is None else gpus_per_node,
@@ -290,6 +290,6 @@ def gpu_cluster(chip: Chip | str, n_gpus: int, *, gpus_per_node: int | None = No
 def gpu_node(chip: Chip | str) -> GpuCluster:
     """One full node of ``chip``: ``chips_per_host`` GPUs (8 for every GPU in the catalog)."""
     chip = get_chip(chip)
-    if not chip.is_gpu:
+    if not chip.has_nvlink_domain:
         raise ValueError(f"{chip.name} is not a GPU; use tpu_slice() for TPU slices and pods")
     return gpu_cluster(chip, chip.chips_per_host)

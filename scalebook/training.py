@@ -27,28 +27,31 @@ embedding table; both tables when ``pp = 1``), divided by ``tp`` and by the shar
 kind: weights ``fsdp·(dp if stage 3)``, gradients ``fsdp·(dp if stage >= 2)``, optimizer
 ``fsdp·(dp if stage >= 1)``.
 
-**Activations** per layer, per microbatch in flight, on one chip, in bytes (Korthikanti et al.
-2022, "Reducing Activation Recomputation in Large Transformer Models", eqs. 2-6, with sequence
-parallelism so everything divides by ``tp``), ``b`` sequences of ``T`` tokens, width ``D``,
-``H`` heads:
+**Activations** per layer, per microbatch in flight, on one chip, in bytes: the tensors a
+LLaMA-style block (SwiGLU MLP, grouped-query attention, RMSNorm, no dropout) keeps for its
+backward pass, counted one by one (:func:`block_activation_tensors`), ``A`` bytes per token,
+divided by ``tp`` (tensor parallelism with sequence parallelism), for ``b`` sequences of ``T``
+tokens. Attention is flash-style by default (the ``T × T`` probabilities are recomputed in the
+backward pass, never stored); ``flash_attention=False`` stores them, ``2·H·T`` bytes per token.
 
-- ``remat="none"``: ``T·b·D·(34 + 5·H·T/D) / tp`` (the ``5·H·T/D`` term is the stored
-  ``T × T`` attention scores, softmax and dropout mask; a fused flash-attention kernel keeps
-  none of it, which is what ``"selective"`` models);
-- ``remat="selective"`` (recompute the attention core): ``T·b·D·34 / tp``;
-- ``remat="full"`` (keep only each layer's input): ``2·T·b·D / tp`` per layer, plus one
-  layer's full ``none`` activations while that layer is recomputed.
+- ``remat="none"``: ``b·T·A / tp``;
+- ``remat="selective"`` (recompute the attention core): ``A`` without any ``T × T`` term;
+- ``remat="full"`` (keep only each layer's bf16 input): ``2·b·T·D / tp`` per layer, plus the
+  rest of one layer's tensors while that layer is recomputed;
+- a :class:`CheckpointPolicy`: ``k`` saved tensors per layer of stated sizes.
 
-The 34 is for a GPT block with a ``4D`` MLP; for LLaMA's gated MLP it is an approximation.
-Add the fp32 logits of the last stage, ``4·T·b·V / tp`` bytes. A 1F1B pipeline keeps
-``min(M, pp)`` microbatches in flight on its first stage; without a pipeline one microbatch of
-``b = B_loc / M`` sequences is in flight.
+Korthikanti et al.'s GPT-3 formula ``T·b·D·(34 + 5·H·T/D)`` is kept for comparison
+(:func:`korthikanti_activation_bytes_per_layer`). Add the fp32 logits of the last stage,
+``4·T·b·V / tp`` bytes. A 1F1B pipeline keeps ``min(M, pp)`` microbatches in flight on its
+first stage; without a pipeline one microbatch of ``b = B_loc / M`` sequences is in flight.
 
 **FLOPs** per step: model FLOPs ``6·P·tokens + 12·L·T·H·d_h·tokens``
 (:func:`scalebook.transformer.training_flops` with ``include_attention=True``). The hardware
 does more with rematerialisation: ``"full"`` repeats the forward pass (one third of the model
 FLOPs: ``8·P`` instead of ``6·P`` per token), ``"selective"`` repeats the forward attention
-(``4·L·T·H·d_h`` per token). Compute time = hardware FLOPs per chip / ``chip.flops("bf16")``,
+(``4·L·T·H·d_h`` per token; with a flash-style kernel "selective" then saves no memory over
+"none", so a search never prefers it, and the kernel's own recompute of the attention scores
+in its backward pass is not counted in either). Compute time = hardware FLOPs per chip / ``chip.flops("bf16")``,
 with the per-chip share ``1/N`` scaled by the stage imbalance ``ceil(L/pp)·pp / L`` (and
 divided by ``compute_efficiency``, 1 by default: the step time is a lower bound).
 
@@ -128,6 +131,12 @@ __all__ = [
     "best_training_layout",
     "activation_bytes_per_layer",
     "activation_memory",
+    "SavedTensor",
+    "block_activation_tensors",
+    "block_activation_bytes_per_token",
+    "korthikanti_activation_bytes_per_layer",
+    "CheckpointPolicy",
+    "checkpoint_policy",
     "PrecisionPolicy",
     "MIXED_PRECISION_ADAM",
     "BF16_ADAM",
@@ -446,42 +455,223 @@ class TrainingPlan:
 # --------------------------------------------------------------------------- formulas
 
 
-def activation_bytes_per_layer(cfg: TransformerConfig, sequences: float, seq_len: int, *,
-                               tp: int = 1, remat: str = "none") -> float:
-    """Bytes one layer keeps for the backward pass on one chip (Korthikanti et al. 2022).
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor a Transformer block keeps for its backward pass.
 
-    ``sequences`` (b) sequences of ``seq_len`` (T) tokens, ``tp``-way tensor and sequence
-    parallel: ``none`` ``T·b·D·(34 + 5·H·T/D)/tp``; ``selective`` ``34·T·b·D/tp``;
-    ``full`` ``2·T·b·D/tp`` (the layer's bf16 input only).
+    Attributes:
+        name: what it is, e.g. "Q, K, V after RoPE".
+        bytes_per_token: bytes it takes per token of one sequence, on one chip without tensor
+            parallelism (for the attention probabilities, ``2·H·T``: a row of ``T`` per head).
+        read_by: the backward step that needs it.
+    """
+
+    name: str
+    bytes_per_token: float
+    read_by: str
+
+
+def block_activation_tensors(cfg: TransformerConfig, seq_len: int, *,
+                             flash_attention: bool = True, fused_mlp: bool = False,
+                             dtype: str = "bf16") -> tuple[SavedTensor, ...]:
+    """The tensors one pre-norm LLaMA-style block keeps for its backward pass, per token.
+
+    The block (no dropout, no biases): ``h1 = RMSNorm(x)``; ``Q, K, V = h1·W_q, h1·W_k,
+    h1·W_v`` with RoPE on Q and K; ``O = attention(Q, K, V)``; ``x2 = x + O·W_o``;
+    ``h2 = RMSNorm(x2)``; ``y = x2 + (SiLU(h2·W_gate) ⊙ h2·W_up)·W_down`` (SwiGLU; with
+    ``cfg.gated_mlp=False``, ``act(h2·W_in)·W_out``). With ``b = bytes_per_element(dtype)``
+    (2 for bf16), ``D`` = d_model, ``H``, ``K`` query and key/value heads of width ``d_h``,
+    ``F`` = d_ff, ``T`` = ``seq_len``, per token:
+
+    - each RMSNorm keeps its input (``b·D``) and one fp32 statistic (4 bytes), and each matmul
+      its input: ``x``, ``h1``, ``x2``, ``h2`` (``4·b·D`` together);
+    - attention: ``Q, K, V`` after RoPE, ``b·(H + 2K)·d_h`` (GQA: K and V are ``K`` heads
+      wide; RoPE's backward is the inverse rotation and needs no saved input); the output
+      ``O`` that ``W_o`` multiplies, ``b·H·d_h``; and either the softmax's log-sum-exp per
+      head, ``4·H`` bytes (``flash_attention=True``, the default: a fused kernel recomputes
+      the probabilities block by block in the backward pass and never stores them) or the
+      ``T × T`` probabilities, ``b·H·T`` (an unfused softmax's backward reads them);
+    - gated MLP: ``h2·W_gate``, ``h2·W_up``, ``SiLU(h2·W_gate)`` and their product (the input
+      of ``W_down``), ``4·b·F`` as autograd keeps them; ``fused_mlp=True`` keeps only the first
+      two (``2·b·F``) and recomputes the rest. Ungated: the pre-activation and its output,
+      ``2·b·F`` (``b·F`` fused).
+
+    LLaMA-3 70B (D 8192, H 64, K 8, d_h 128, F 28672), bf16, flash: ``8D + 2.5D + 2D + 28D``
+    = 40.5·D bytes, plus 264 bytes of statistics; Korthikanti et al.'s GPT-3 block keeps
+    ``34·D`` (:func:`korthikanti_activation_bytes_per_layer`).
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    seq_len = positive_int(seq_len, "seq_len")
+    for flag, what in ((flash_attention, "flash_attention"), (fused_mlp, "fused_mlp")):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{what} must be True or False, got {flag!r}")
+    b = bytes_per_element(canonical_dtype(dtype))
+    D, F, H, K, dh = cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+    tensors = [
+        SavedTensor("block input x (attention norm input)", b * D, "RMSNorm backward"),
+        SavedTensor("attention norm output h1", b * D, "W_q, W_k, W_v weight gradients"),
+        SavedTensor("Q, K, V after RoPE", b * (H + 2 * K) * dh, "attention backward"),
+        SavedTensor("attention output O", b * H * dh, "W_o weight gradient, attention backward"),
+    ]
+    if flash_attention:
+        tensors.append(SavedTensor("softmax log-sum-exp (fp32, per head)", 4.0 * H,
+                                   "flash attention backward"))
+    else:
+        tensors.append(SavedTensor("attention probabilities (T × T per head)", b * H * seq_len,
+                                   "softmax backward"))
+    tensors += [
+        SavedTensor("MLP norm input x2", b * D, "RMSNorm backward"),
+        SavedTensor("MLP norm output h2", b * D, "W_gate, W_up weight gradients"),
+        SavedTensor("RMSNorm statistics (fp32, two norms)", 8.0, "RMSNorm backward"),
+    ]
+    if cfg.gated_mlp:
+        tensors += [SavedTensor("gate pre-activation h2·W_gate", b * F, "SiLU backward"),
+                    SavedTensor("up projection h2·W_up", b * F, "product backward")]
+        if not fused_mlp:
+            tensors += [SavedTensor("SiLU(gate)", b * F, "product backward"),
+                        SavedTensor("SiLU(gate) ⊙ up (W_down input)", b * F,
+                                    "W_down weight gradient")]
+    else:
+        tensors.append(SavedTensor("MLP pre-activation", b * F, "activation backward"))
+        if not fused_mlp:
+            tensors.append(SavedTensor("MLP activation output (W_out input)", b * F,
+                                       "W_out weight gradient"))
+    return tuple(tensors)
+
+
+def block_activation_bytes_per_token(cfg: TransformerConfig, seq_len: int, *,
+                                     flash_attention: bool = True, fused_mlp: bool = False,
+                                     dtype: str = "bf16") -> float:
+    """Bytes one block keeps for its backward pass, per token, on one chip: the sum of
+    :func:`block_activation_tensors` (its docstring gives every term). LLaMA-3 70B, bf16,
+    flash-style attention: 40.5·D + 264 = 332,040 bytes per token; without a flash-style
+    kernel add ``2·H·T`` (1,048,576 bytes at T = 8192)."""
+    return float(sum(t.bytes_per_token for t in block_activation_tensors(
+        cfg, seq_len, flash_attention=flash_attention, fused_mlp=fused_mlp, dtype=dtype)))
+
+
+def korthikanti_activation_bytes_per_layer(cfg: TransformerConfig, sequences: float,
+                                           seq_len: int, *, tp: int = 1,
+                                           selective: bool = False) -> float:
+    """Korthikanti et al. (2022)'s activation bytes for a GPT-3 block, kept for comparison.
+
+    ``T·b·D·(34 + 5·H·T/D) / tp`` (``selective=True``: ``34·T·b·D / tp``), derived for a
+    GPT-3 block: a ``4D`` GeLU MLP, multi-head attention, dropout masks, and the ``T × T``
+    scores, softmax and dropout stored. A LLaMA block differs on each count
+    (:func:`block_activation_tensors`). This is what ``activation_bytes_per_layer`` computed
+    before it counted the block's own tensors.
+    """
+    tokens = float(positive(sequences, "sequences")) * positive_int(seq_len, "seq_len")
+    per_token = 34.0 * cfg.d_model + (0.0 if selective else 5.0 * cfg.n_heads * seq_len)
+    return tokens * per_token / positive_int(tp, "tp")
+
+
+def activation_bytes_per_layer(cfg: TransformerConfig, sequences: float, seq_len: int, *,
+                               tp: int = 1, remat: str = "none",
+                               flash_attention: bool = True) -> float:
+    """Bytes one layer keeps for the backward pass on one chip, under ``remat``.
+
+    ``sequences`` (b) sequences of ``seq_len`` (T) tokens, ``tp``-way tensor parallel with
+    sequence parallelism (every saved tensor is split ``tp`` ways), ``A`` =
+    :func:`block_activation_bytes_per_token` (the LLaMA block's own tensors):
+
+    - ``"none"``: ``b·T·A / tp``, attention as ``flash_attention`` says (flash-style by
+      default: no ``T × T`` probabilities kept);
+    - ``"selective"``: the attention core is recomputed, so never any ``T × T`` term:
+      ``b·T·A(flash) / tp`` (equal to ``"none"`` with a flash-style kernel);
+    - ``"full"``: the layer's bf16 input only, ``2·b·T·D / tp``.
     """
     remat = TrainingLayout(remat=remat).remat
     tokens = float(sequences) * seq_len
-    D = cfg.d_model
     if remat == "full":
-        return 2.0 * tokens * D / tp
-    per_token = 34.0 * D
-    if remat == "none":
-        per_token += 5.0 * cfg.n_heads * seq_len
-    return tokens * per_token / tp
+        return 2.0 * tokens * cfg.d_model / tp
+    flash = True if remat == "selective" else flash_attention
+    return tokens * block_activation_bytes_per_token(cfg, seq_len, flash_attention=flash) / tp
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """A custom activation-checkpoint policy: each layer saves ``k`` tensors of stated sizes
+    and recomputes everything else of the layer in its backward pass.
+
+    Attributes:
+        name: a label.
+        saved_bytes_per_token: the ``k`` saved tensors' sizes, bytes per token of one sequence
+            on one chip without tensor parallelism (e.g. ``2·D`` for a bf16 ``[T, D]`` tensor).
+
+    :func:`checkpoint_policy` builds one from the names of :func:`block_activation_tensors`.
+    """
+
+    name: str
+    saved_bytes_per_token: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        sizes = tuple(self.saved_bytes_per_token)
+        if not sizes:
+            raise ValueError("a checkpoint policy saves at least one tensor per layer (the "
+                             "layer input, to recompute from)")
+        for size in sizes:
+            if (isinstance(size, bool) or not isinstance(size, (int, float, np.integer,
+                                                                np.floating))
+                    or not math.isfinite(size) or size <= 0):
+                raise ValueError(f"saved tensor sizes must be positive bytes per token, got "
+                                 f"{size!r}")
+        object.__setattr__(self, "saved_bytes_per_token", tuple(float(x) for x in sizes))
+
+    @property
+    def bytes_per_token(self) -> float:
+        """``S = Σ`` saved sizes: bytes per token each layer keeps."""
+        return sum(self.saved_bytes_per_token)
+
+
+def checkpoint_policy(cfg: TransformerConfig, seq_len: int, names: tuple[str, ...] | list[str],
+                      *, name: str = "custom", flash_attention: bool = True) -> CheckpointPolicy:
+    """A :class:`CheckpointPolicy` saving the named tensors of :func:`block_activation_tensors`
+    (names as listed there; a unique prefix is enough, e.g. "block input", "Q, K, V")."""
+    tensors = block_activation_tensors(cfg, seq_len, flash_attention=flash_attention)
+    sizes = []
+    for wanted in names:
+        found = [t for t in tensors if t.name.startswith(wanted)]
+        if len(found) != 1:
+            known = "; ".join(t.name for t in tensors)
+            raise ValueError(f"{wanted!r} names {len(found)} of the block's tensors; "
+                             f"known: {known}")
+        sizes.append(found[0].bytes_per_token)
+    return CheckpointPolicy(name, tuple(sizes))
+
+
+def _remat_policy(cfg: TransformerConfig, seq_len: int, remat: str,
+                  flash_attention: bool) -> CheckpointPolicy:
+    remat = TrainingLayout(remat=remat).remat
+    if remat == "full":
+        return CheckpointPolicy("full", (2.0 * cfg.d_model,))
+    flash = True if remat == "selective" else flash_attention
+    return CheckpointPolicy(remat, (block_activation_bytes_per_token(cfg, seq_len,
+                                                                     flash_attention=flash),))
 
 
 def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *, tp: int = 1,
-                      remat: str = "none", layers: int | None = None,
-                      in_flight: int = 1) -> float:
-    """Activation bytes one chip holds at the start of the backward pass, under ``remat``.
+                      remat: str | CheckpointPolicy = "none", layers: int | None = None,
+                      in_flight: int = 1, flash_attention: bool = True) -> float:
+    """Activation bytes one chip holds at its peak in the backward pass, under ``remat``.
 
     ``sequences`` (b) sequences of ``seq_len`` (T) tokens per microbatch, ``layers`` layers
     (default all ``L``), ``in_flight`` microbatches held at once (a 1F1B pipeline stage holds
-    ``min(M, pp)``), ``tp``-way tensor and sequence parallel::
+    ``min(M, pp)``), ``tp``-way tensor and sequence parallel. With ``S`` the bytes per token
+    each layer saves and ``A`` = :func:`block_activation_bytes_per_token` (attention as
+    ``flash_attention`` says, flash-style by default)::
 
-        in_flight · layers · activation_bytes_per_layer(b, T, remat)     stored for backward
-        + activation_bytes_per_layer(b, T, "none")     remat="full" only: the layer being redone
-        + 4·b·T·V / tp                                  fp32 logits of the last layer
+        in_flight · layers · b·T·S / tp      saved for the backward pass
+        + b·T·(A − S) / tp                   one layer's recomputed tensors, while it is redone
+        + 4·b·T·V / tp                       fp32 logits of the last layer
 
-    The policies (Korthikanti et al. 2022): "none" keeps everything the backward pass reads;
-    "selective" recomputes only the attention core; "full" keeps one checkpoint per layer (its
-    bf16 input) and recomputes the layer from it — per-layer checkpointing. Every term is linear
-    in b, so splitting the batch over N chips splits these bytes N ways.
+    ``remat``: "none" (``S = A``, nothing recomputed), "selective" (``S = A`` of a flash-style
+    kernel: the attention core is recomputed), "full" (``S = 2·D``, the bf16 layer input;
+    the layer being redone holds ``A − 2D`` more) or a :class:`CheckpointPolicy` (``S`` = its
+    saved sizes). The same accounting for every policy: the recomputed layer is always
+    counted, once. Every term is linear in b, so splitting the batch over N chips splits
+    these bytes N ways.
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
@@ -492,11 +682,13 @@ def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *,
     tp = positive_int(tp, "tp")
     layers = cfg.n_layers if layers is None else positive_int(layers, "layers")
     in_flight = positive_int(in_flight, "in_flight")
-    remat = TrainingLayout(remat=remat).remat
-    act = in_flight * layers * activation_bytes_per_layer(cfg, b, seq_len, tp=tp, remat=remat)
-    if remat == "full":
-        act += activation_bytes_per_layer(cfg, b, seq_len, tp=tp, remat="none")
-    return act + 4.0 * b * seq_len * cfg.vocab_size / tp
+    policy = (remat if isinstance(remat, CheckpointPolicy)
+              else _remat_policy(cfg, seq_len, remat, flash_attention))
+    tokens = b * seq_len
+    block = block_activation_bytes_per_token(cfg, seq_len, flash_attention=flash_attention)
+    saved = policy.bytes_per_token
+    act = in_flight * layers * tokens * saved / tp + tokens * max(0.0, block - saved) / tp
+    return act + 4.0 * tokens * cfg.vocab_size / tp
 
 
 def _torus_axes(chip: Chip, n: int) -> list[int]:
@@ -522,48 +714,38 @@ def _wrap(chip: Chip, size: int) -> bool:
 
 
 class _Fabric:
-    """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart."""
+    """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart,
+    all priced by :func:`scalebook.collectives.collective_cost`."""
 
     def __init__(self, chip: Chip):
         self.chip = chip
 
-    def _gpn(self, n: int, stride: int) -> int:
-        host = self.chip.chips_per_host
-        return math.gcd(n, host // stride) if stride < host else 1
+    def _where(self, n: int, stride: int) -> tuple[list[int], dict]:
+        """The group's axis sizes and placement: GPUs ``gcd(n, host // stride)`` per node;
+        TPUs a sub-torus of ring axes of at most 16 chips."""
+        chip = self.chip
+        if chip.has_ici_torus:
+            axes = _torus_axes(chip, n)
+            return axes, {"wraparound": [_wrap(chip, a) for a in axes]}
+        host = chip.chips_per_host
+        return [n], {"gpus_per_node": math.gcd(n, host // stride) if stride < host else 1}
+
+    def _time(self, kind: str, nbytes: float, n: int, stride: int) -> float:
+        if n == 1 or nbytes == 0:
+            return 0.0
+        sizes, where = self._where(n, stride)
+        return float(coll.collective_time(kind, nbytes, sizes, self.chip, **where))
 
     def gather(self, nbytes: float, n: int, stride: int) -> float:
         """AllGather (= ReduceScatter) of a logical array of ``nbytes`` over the group."""
-        if n == 1 or nbytes == 0:
-            return 0.0
-        if self.chip.is_gpu:
-            return float(coll.gpu_all_gather(nbytes, n, self.chip,
-                                             gpus_per_node=self._gpn(n, stride)).time)
-        axes = _torus_axes(self.chip, n)
-        return float(coll.all_gather_multi_axis(
-            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+        return self._time("AllGather", nbytes, n, stride)
 
     def all_reduce(self, nbytes: float, n: int, stride: int) -> float:
-        if n == 1 or nbytes == 0:
-            return 0.0
-        if self.chip.is_gpu:
-            return float(coll.gpu_all_reduce(nbytes, n, self.chip,
-                                             gpus_per_node=self._gpn(n, stride)).time)
-        axes = _torus_axes(self.chip, n)
-        return float(coll.all_reduce_multi_axis(
-            nbytes, axes, self.chip, wraparound=[_wrap(self.chip, a) for a in axes]).time)
+        return self._time("AllReduce", nbytes, n, stride)
 
     def send(self, nbytes: float, stride: int) -> float:
-        """One point-to-point send to the next pipeline stage."""
-        if nbytes == 0:
-            return 0.0
-        chip = self.chip
-        if not chip.is_gpu:
-            return float(coll.ppermute(nbytes, chip).time)
-        if stride < chip.chips_per_host:
-            bandwidth = chip.interconnect_bandwidth_one_way
-        else:
-            bandwidth = chip.host_network_bandwidth / chip.chips_per_host
-        return nbytes / bandwidth + coll.DEFAULT_HOP_LATENCY
+        """One point-to-point send to the next pipeline stage, ``stride`` chips on."""
+        return self._time("ppermute", nbytes, 2, stride)
 
 
 def _ring_bytes(nbytes: float, n: int) -> float:
@@ -745,7 +927,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     if share >= COMMS_FLAG_FRACTION:
         flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
     useful = max_tensor_parallel(chip, cfg.d_ff)
-    if chip.is_gpu:
+    if chip.has_nvlink_domain:
         useful = min(useful, chip.chips_per_host)
     if lay.tp > useful:
         flags.append(f"TP past its useful degree (tp={lay.tp} > ~{useful})")

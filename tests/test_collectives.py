@@ -156,7 +156,7 @@ def test_has_wraparound(chip, size, expected):
 
 
 def test_has_wraparound_rejects_gpus_and_oversized_axes():
-    with pytest.raises(ValueError, match="GPU"):
+    with pytest.raises(ValueError, match="no ICI torus"):
         c.has_wraparound("H100", 8)
     with pytest.raises(ValueError, match="largest slice"):
         c.has_wraparound("v5e", 32)
@@ -190,20 +190,94 @@ def test_gpu_hierarchical_all_reduce():
     assert cost.bandwidth_time == pytest.approx(expected)
     assert cost.time == pytest.approx(sum(stage.time for stage in cost.stages))
     assert cost.link_bandwidth == H100_NIC  # the slowest stage
-    assert c.gpu_all_reduce(GB, 64, "H100").time == pytest.approx(cost.time)
+    assert c.gpu_all_reduce(GB, 64, "H100", scheme="hierarchical").time == pytest.approx(cost.time)
     # one node: the NIC stage costs nothing
     assert c.gpu_hierarchical_all_reduce(GB, 8, "H100").stages[1].time == 0
 
 
 def test_gpu_hierarchical_all_gather_and_overrides():
-    cost = c.gpu_all_gather(GB, 32, "H100")  # 4 nodes
+    cost = c.gpu_all_gather(GB, 32, "H100", scheme="hierarchical")  # 4 nodes
     expected = GB / 8 * 3 / 4 / H100_NIC + GB * 7 / 8 / H100_NVLINK
     assert cost.bandwidth_time == pytest.approx(expected)
-    assert c.gpu_reduce_scatter(GB, 32, "H100").time == pytest.approx(cost.time)
+    assert c.gpu_reduce_scatter(GB, 32, "H100", scheme="hierarchical").time == pytest.approx(
+        cost.time)
     fast = c.gpu_all_gather(GB, 8, "H100", nvlink_bandwidth=9e11)
     assert fast.bandwidth_time == pytest.approx(GB * 7 / 8 / 9e11)
     nvl72 = c.gpu_all_gather(GB, 72, "B200", gpus_per_node=72)
     assert nvl72.bandwidth_time == pytest.approx(GB * 71 / 72 / (18 * 5e10))
+
+
+def test_rail_aligned_all_reduce_of_1_gb_over_32_h100s_is_4_8_ms():
+    """NCCL runs one ring per NIC rail, each with 1/8 of the data: every NIC of a node carries
+    one ring's share at once. Hand-derived: 2·V·(N−1)/N / (8 NICs × 50 GB/s) = 4.84 ms, beside
+    the serial hierarchical model's 7.66 ms and one flat ring's 38.8 ms (old default: 7.66)."""
+    rail = c.gpu_all_reduce(GB, 32, "H100")
+    assert rail.bandwidth_time == pytest.approx(2 * GB * 31 / 32 / (8 * H100_NIC))
+    assert rail.bandwidth_time == pytest.approx(4.84375e-3)
+    assert rail.latency_time == pytest.approx(2 * 31e-6)
+    hier = c.gpu_all_reduce(GB, 32, "H100", scheme="hierarchical")
+    flat = c.gpu_all_reduce(GB, 32, "H100", scheme="flat")
+    assert hier.bandwidth_time == pytest.approx(2 * GB * 7 / 8 / H100_NVLINK
+                                                + 2 * GB / 8 * 3 / 4 / H100_NIC)  # 7.60 ms
+    assert flat.bandwidth_time == pytest.approx(2 * GB * 31 / 32 / H100_NIC)  # 38.75 ms
+    assert rail.time < hier.time < flat.time
+    # the NVLink share (7/8 of the bytes at 450 GB/s) wins when NICs are fast enough
+    fast = c.gpu_all_gather(GB, 16, "H100", nic_bandwidth=4e11)
+    assert fast.bandwidth_time == pytest.approx(GB * 15 / 16 * 7 / 8 / H100_NVLINK)
+    # one group member per node: the rings degenerate to one NIC each, a flat ring
+    spread = c.gpu_all_gather(GB, 4, "H100", gpus_per_node=1)
+    assert spread.bandwidth_time == pytest.approx(GB * 3 / 4 / H100_NIC)
+
+
+def test_collective_cost_is_the_one_entry_point():
+    # TPU: real slice axes, wraparound from the chip's rule. v5e 4x2: both axes are lines.
+    cost = c.collective_cost("AllReduce", GB, [4, 2], "v5e")
+    assert cost.bandwidth_time == pytest.approx(2 * GB * 7 / 8 / (4.5e10 + 4.5e10))
+    assert cost.time == pytest.approx(
+        c.all_reduce_multi_axis(GB, [4, 2], "v5e", wraparound=False).time)
+    # a v5e axis of 16 is a ring, of 4 a line; a v5p axis of 4 is a ring
+    assert c.collective_cost("AllGather", GB, 16, "v5e").formula == "V·(N−1)/N / (2·W)"
+    assert c.collective_cost("AllGather", GB, 4, "v5e").formula == "V·(N−1)/N / (W)"
+    assert c.collective_cost("AllGather", GB, 4, "v5p").formula == "V·(N−1)/N / (2·W)"
+    assert c.collective_cost("all_to_all", GB, [1, 8], "v5p").time == pytest.approx(
+        c.all_to_all(GB, 8, "v5p", wraparound=True).time)
+    assert c.collective_cost("ppermute", GB, 4, "v5e").time == pytest.approx(
+        c.ppermute(GB, "v5e", n_devices=4).time)
+    # GPU: in a node NVLink, across nodes rail rings
+    assert c.collective_time("AllReduce", GB, 8, "H100") == pytest.approx(
+        c.gpu_all_reduce(GB, 8, "H100").time)
+    assert c.collective_time("AllReduce", GB, [8, 4], "H100") == pytest.approx(
+        c.gpu_all_reduce(GB, 32, "H100").time)
+    assert c.collective_cost("ppermute", GB, 16, "H100").bandwidth_time == pytest.approx(
+        GB / H100_NIC)
+    # DCN: one device per host, each chip at host bandwidth / chips per host (v5p: 6.25 GB/s)
+    dcn = c.collective_cost("AllReduce", GB, 4, "v5p", network="dcn")
+    assert dcn.bandwidth_time == pytest.approx(2 * GB * 3 / 4 / 6.25e9)
+    assert c.collective_cost("AllReduce", GB, 1, "v5p", network="dcn").time == 0
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: c.collective_cost("Broadcast", GB, 4, "v5e"), "unknown collective"),
+    (lambda: c.collective_cost("AllGather", GB, 4, "v5e", network="pcie"), "network"),
+    (lambda: c.collective_cost("AllGather", GB, 4, "v5e", gpus_per_node=4), "GPU nodes"),
+    (lambda: c.collective_cost("AllGather", GB, 4, "H100", wraparound=True), "TPU axis"),
+    (lambda: c.collective_cost("AllGather", GB, 4, "H100", scheme="tree"), "scheme"),
+    (lambda: c.collective_cost("AllToAll", GB, [4, 4], "v5p"), "one torus axis"),
+    (lambda: c.collective_cost("AllGather", GB, 32, "v5e"), "largest slice"),
+    (lambda: c.collective_cost("AllGather", GB, 4, "v5e", network="dcn", wraparound=True),
+     "data-centre"),
+    (lambda: c.collective_cost("AllGather", GB, 12, "H100"), "multiple of 8"),
+])
+def test_collective_cost_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_collective_cost_refuses_a_chip_without_interconnect():
+    lone = get_chip("H100").replace(interconnect=None, name="lone", nics_per_host=None)
+    assert c.collective_time("AllReduce", GB, 1, lone) == 0
+    with pytest.raises(ValueError, match="no interconnect"):
+        c.collective_cost("AllReduce", GB, 2, lone)
 
 
 def test_gpu_all_to_all_across_nodes_is_nic_bound():

@@ -129,7 +129,7 @@ def test_hand_answers_agree_with_the_solver():
     assert transformer.attention_crossover_context(l8) == BY_HAND["crossover_context"]
     assert training.training_memory(l70).state == BY_HAND["state_bytes"]
     assert training.fewest_chips(16 * P70, "H100") == BY_HAND["min_h100s"]
-    assert training.activation_bytes_per_layer(l70, 1, 8192, remat="none") == \
+    assert training.korthikanti_activation_bytes_per_layer(l70, 1, 8192) == \
         BY_HAND["act_bytes_layer"]
     assert training.implied_mfu(RUN, "H100", chip_hours=30.84e6) == \
         pytest.approx(BY_HAND["implied_mfu"])

@@ -91,16 +91,17 @@ def test_the_page_shows_what_jupyter_shows_after_the_same_moves(case):
 
 
 def test_the_default_picture_holds_the_hand_numbers():
-    """The default step, as the page draws it: an AllReduce over Y of 4 ring-connected v5e,
-    latency 2·2 hops·1 µs = 4 µs, crossover 4 µs · 90 GB/s / (2 · 3/4) = 240 kB."""
+    """The default step, as the page draws it: an AllReduce over Y of 4 v5e as a v5e slice
+    is built, a line (no wraparound short of 16 chips): latency 2·3 hops·1 µs = 6 µs,
+    crossover 6 µs · 45 GB/s / (2 · 3/4) = 180 kB."""
     out = live.view({**sharded_matmul_explorer().values()})
     left, right = out["chart"]["panels"]
-    assert left["title"] == ("AllReduce over Y (4 chips, ring): latency 4 µs, crossover 240 kB")
+    assert left["title"] == ("AllReduce over Y (4 chips, line): latency 6 µs, crossover 180 kB")
     (curve,) = [s for s in left["series"] if s.get("label") == "AllReduce over Y"]
     assert len(curve["points"]) == 91 and curve["points"][0][0] == 100.0
     assert curve["points"][-1][0] == 1e11
     assert [x for x, _ in right["x"]["ticks"]] == [1e-7, 1e-5, 1e-3, 1e-1, 10.0]
-    assert right["title"] == "communication-bound: compute / comms = 0.62"
+    assert right["title"] == "communication-bound: compute / comms = 0.31"
     assert right["series"][0]["texts"][0].startswith("local matmul: ")
     assert [p["width"] for p in (left, right)] == [0.6, 0.4]
     json.dumps(out, allow_nan=False)  # valid JSON: nothing infinite

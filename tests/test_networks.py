@@ -93,7 +93,7 @@ def test_oversubscribed_fat_tree_halves_the_bisection_across_sus():
 # --------------------------------------------------------------------------- collectives
 
 def test_all_reduce_of_1_gb_over_256_h100s_hand_derived():
-    cost = net.cluster_all_reduce(GB, SU)  # all 256 GPUs: 32 nodes x 8
+    cost = net.cluster_all_reduce(GB, SU, scheme="hierarchical")  # all 256 GPUs: 32 nodes x 8
     rs, ar, ag = cost.stages
     assert rs.bandwidth_time == pytest.approx(1e9 * 7 / 8 / 4.5e11)       # 1.944 ms, NVLink
     assert ar.bandwidth_time == pytest.approx(2 * 1.25e8 * 31 / 32 / 5e10)  # 4.844 ms, NICs
@@ -104,22 +104,33 @@ def test_all_reduce_of_1_gb_over_256_h100s_hand_derived():
     # it is the collectives module's hierarchical AllReduce with the cluster's figures
     assert cost.time == pytest.approx(c.gpu_hierarchical_all_reduce(GB, 256, "H100").time)
     # pipelined: NVLink (3.89 ms) and NICs (4.84 ms) overlap, 2 V (M-1)/M / W_node
-    fast = net.cluster_all_reduce(GB, SU, pipelined=True)
+    fast = net.cluster_all_reduce(GB, SU, scheme="hierarchical", pipelined=True)
     assert fast.bandwidth_time == pytest.approx(2 * 1e9 * 31 / 32 / 4e11)   # 4.84375 ms
     assert fast.latency_time == pytest.approx(76e-6)
 
 
+def test_rail_rings_over_one_su_are_nic_bound_hand_derived():
+    # NCCL's default: 8 rings, one per rail; each node's 8 NICs carry 1/8 of the data each
+    rail = net.cluster_all_reduce(GB, SU)
+    assert rail.bandwidth_time == pytest.approx(2 * 1e9 * 255 / 256 / 4e11)  # 4.98 ms
+    assert rail.latency_time == pytest.approx(2 * 255e-6)
+    flat = net.cluster_all_reduce(GB, SU, scheme="flat")
+    assert flat.bandwidth_time == pytest.approx(2 * 1e9 * 255 / 256 / 5e10)  # 39.8 ms
+    with pytest.raises(ValueError, match="hierarchical"):
+        net.cluster_all_reduce(GB, SU, pipelined=True)
+
+
 def test_all_gather_over_the_superpod_hand_derived():
-    cost = net.cluster_all_gather(GB, POD)  # 1024 GPUs in 128 nodes
+    cost = net.cluster_all_gather(GB, POD, scheme="hierarchical")  # 1024 GPUs in 128 nodes
     nic = (1e9 / 8) * 127 / 128 / 5e10       # 2.480 ms
     nvlink = 1e9 * 7 / 8 / 4.5e11            # 1.944 ms
     assert cost.bandwidth_time == pytest.approx(nic + nvlink)
     # pipelined: bytes (M-1)/M / W_node, HSYM part 12's "bytes / W_node" with its factor
-    assert net.cluster_all_gather(GB, POD, pipelined=True).bandwidth_time \
+    assert net.cluster_all_gather(GB, POD, scheme="hierarchical", pipelined=True).bandwidth_time \
         == pytest.approx(1e9 * 127 / 128 / 4e11)
-    assert net.cluster_reduce_scatter(GB, POD).time == pytest.approx(cost.time)
+    assert net.cluster_reduce_scatter(GB, POD, scheme="hierarchical").time == pytest.approx(cost.time)
     # inside one node only NVLink counts, and pipelining changes nothing
-    node = net.cluster_all_gather(GB, POD, 8, pipelined=True)
+    node = net.cluster_all_gather(GB, POD, 8, scheme="hierarchical", pipelined=True)
     assert node.bandwidth_time == pytest.approx(1e9 * 7 / 8 / 4.5e11)
 
 
@@ -144,7 +155,7 @@ def test_all_to_all_across_sus_feels_the_oversubscription():
 
 def test_vectorised_and_other_chips():
     sizes = np.array([1e3, 1e9])
-    assert net.cluster_all_reduce(sizes, SU, pipelined=True).time.shape == (2,)
+    assert net.cluster_all_reduce(sizes, SU, scheme="hierarchical", pipelined=True).time.shape == (2,)
     assert net.cluster_all_to_all(sizes, POD.replace(oversubscription=2)).time.shape == (2,)
     b200 = SU.replace(name="B200 SU", chip="B200")
     assert b200.gpu_nvlink_bandwidth == pytest.approx(18 * 5e10)

@@ -407,18 +407,22 @@ def test_data_parallel_bandwidth_drops_to_the_nic_once_a_replica_fills_a_node():
     # the whole DP group inside one node: NVLink
     assert par.data_parallel_bandwidth("H100", 2, dp=4) == pytest.approx(4.5e11)
     assert par.data_parallel_bandwidth("H100", 1, dp=8) == pytest.approx(4.5e11)
-    # tp 4: r = 2 peers per node. 1 / (1/(2·4.5e11) + 1/(2·5e10)) = 1 / (1/9e11 + 1/1e11) = 9e10
-    assert par.data_parallel_bandwidth("H100", 4) == pytest.approx(9e10)
-    # pure DP, r = 8: 1 / (7/(8·4.5e11) + 1/(8·5e10)) = 3.6e12 / (7 + 9) = 2.25e11
-    assert par.data_parallel_bandwidth("H100", 1) == pytest.approx(2.25e11)
-    assert par.data_parallel_bandwidth("H100", 1, dp=4096) == pytest.approx(2.25e11)
+    # tp 4: r = 2 rail rings per node, NVLink and NICs at once:
+    # 1 / max(1/(2·4.5e11), 1/(2·5e10)) = 2 · 5e10 = 1e11 (was 9e10 with the stages in turn)
+    assert par.data_parallel_bandwidth("H100", 4) == pytest.approx(1e11)
+    # pure DP, r = 8: 1 / max(7/(8·4.5e11), 1/(8·5e10)) = 4e11, the node's NICs (was 2.25e11)
+    assert par.data_parallel_bandwidth("H100", 1) == pytest.approx(4e11)
+    assert par.data_parallel_bandwidth("H100", 1, dp=4096) == pytest.approx(4e11)
+    # with NICs fast enough, NVLink's 7/8 share binds: 8·4.5e11/7
+    assert par.data_parallel_bandwidth("H100", 1, nic_bandwidth=1e11) == pytest.approx(
+        8 * 4.5e11 / 7)
     # overrides: 4-GPU nodes with 25 GB/s NICs, replica of 4 -> the NIC
     assert par.data_parallel_bandwidth("H100", 4, chips_per_node=4,
                                        nic_bandwidth=2.5e10) == pytest.approx(2.5e10)
     assert par.data_parallel_bandwidth("H100", 1, dp=2, nvlink_bandwidth=1e11) == 1e11
 
 
-def test_data_parallel_bandwidth_matches_the_hierarchical_all_reduce():
+def test_data_parallel_bandwidth_matches_the_rail_all_reduce():
     V = 1e9
     # pure DP over 512 nodes: 2·V / W against the collectives module's bandwidth term
     ar = coll.gpu_all_reduce(V, 8 * 512, H100)
@@ -434,6 +438,30 @@ def test_data_parallel_bandwidth_matches_the_hierarchical_all_reduce():
                                               rel=2e-3)
 
 
+def test_dp_thresholds_are_per_gpu_and_tp8_does_not_need_more():
+    """Issue 25 item 1. Hand-derived: pure DP on H100s, rail rings NIC-bound at 8 × 50 GB/s:
+    9.89e14 / 4e11 = 2,472.5 tokens per GPU. TP 8 filling the node: 9.89e14 / 5e10 = 19,780
+    tokens per 8-GPU replica, 2,472.5 per GPU, not the 19,780 "per chip" the old chapter
+    quoted (nor more than pure DP's old 4,396 with the serial hierarchical model)."""
+    assert par.data_parallel_bandwidth(H100, 1) == pytest.approx(4e11)
+    assert par.data_parallel_critical_batch(H100, 1) == pytest.approx(2472.5)
+    assert par.data_parallel_critical_batch(H100, 8, per="replica") == pytest.approx(19780)
+    assert par.data_parallel_critical_batch(H100, 8) == pytest.approx(2472.5)
+    # one model copy across k = 2 nodes (tp 8 x pp 2): C / (k·g·W_nic) per GPU
+    assert par.data_parallel_critical_batch(H100, 16) == pytest.approx(9.89e14 / (16 * 5e10))
+    # tp 2: 4 peers per node, NIC-bound at 4 × 50 GB/s: 9.89e14 / 2e11 / 2 per GPU
+    assert par.data_parallel_bandwidth(H100, 2) == pytest.approx(2e11)
+    assert par.data_parallel_critical_batch(H100, 2) == pytest.approx(9.89e14 / 2e11 / 2)
+    with pytest.raises(ValueError, match="per"):
+        par.data_parallel_critical_batch(H100, 8, per="node")
+
+
+def test_dcn_critical_batch_per_pod_is_c_over_dcn_per_chip():
+    # TPU v5p: 25 GB/s of DCN per host of 4 chips, 6.25 GB/s per chip; 4.59e14 / 6.25e9
+    assert par.dcn_critical_batch_per_pod("v5p") == pytest.approx(73440)
+    assert par.dcn_critical_batch_per_pod("v5p", bandwidth=1.25e10) == pytest.approx(36720)
+
+
 def test_dp_critical_batch_over_the_nic():
     # C / W = 9.89e14 / 5e10 = 19,780 tokens per GPU once the replica spans a node
     w = par.data_parallel_bandwidth("H100", 8)
@@ -441,7 +469,7 @@ def test_dp_critical_batch_over_the_nic():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"chip": "TPU v5p"}, "TPU v5p is not a GPU; for TPU mesh axes use axis_bandwidth"),
+    ({"chip": "TPU v5p"}, "TPU v5p has no NVLink domain; for TPU mesh axes use axis_bandwidth"),
     ({"replica_chips": 3}, r"replica_chips=3 must divide the 8 GPUs of a node"),
     ({"replica_chips": 0}, "replica_chips must be a positive integer"),
     ({"dp": 1}, "dp=1 has no data-parallel collective"),

@@ -10,6 +10,7 @@ import pytest
 from scalebook import collectives as coll
 from scalebook.hardware import get_chip
 from scalebook.parallelism import pipeline_bubble_fraction
+from scalebook.transformer import llama3_70b
 from scalebook.training import (
     BF16_ADAM,
     BF16_WEIGHTS_FP32_ADAM,
@@ -19,8 +20,13 @@ from scalebook.training import (
     PRESETS,
     PrecisionPolicy,
     TrainingLayout,
+    CheckpointPolicy,
     activation_bytes_per_layer,
     activation_memory,
+    block_activation_bytes_per_token,
+    block_activation_tensors,
+    checkpoint_policy,
+    korthikanti_activation_bytes_per_layer,
     active_params,
     best_training_layout,
     cluster_flops_per_s,
@@ -66,10 +72,10 @@ def test_memory_per_chip_for_each_zero_stage(stage, weights, grads, optimizer):
     assert memory.weights == pytest.approx(weights)
     assert memory.gradients == pytest.approx(grads)
     assert memory.optimizer == pytest.approx(optimizer)
-    # 2 sequences of 16 tokens per chip, 4 layers of 16·2·64·(34 + 5·4·16/64) = 79,872 bytes,
-    # plus fp32 logits 4·2·16·1000 = 128,000.
-    assert memory.activations == pytest.approx(4 * 79_872 + 128_000)
-    assert memory.total == pytest.approx(weights + grads + optimizer + 447_488)
+    # 2 sequences of 16 tokens per chip, 4 layers of 32 · 3,096 = 99,072 bytes (the block's
+    # own tensors, test_activation_formulas_by_remat_mode), plus fp32 logits 4·2·16·1000.
+    assert memory.activations == pytest.approx(4 * 99_072 + 128_000)
+    assert memory.total == pytest.approx(weights + grads + optimizer + 4 * 99_072 + 128_000)
 
 
 def test_optimizer_options_change_bytes_per_parameter():
@@ -80,14 +86,22 @@ def test_optimizer_options_change_bytes_per_parameter():
 
 
 def test_activation_formulas_by_remat_mode():
-    # b = 2, T = 16, D = 64, H = 4, tp = 2
-    assert activation_bytes_per_layer(TINY, 2, 16, tp=2) == pytest.approx(2048 * 39 / 2)
+    # TINY: D 64, H = K = 4 heads of 16, F 256 (SwiGLU). Per token, bf16, flash-style:
+    # 4 · 2·64 (x, h1, x2, h2) + 2·(4 + 8)·16 (Q, K, V) + 2·64 (O) + 4·4 (log-sum-exp)
+    # + 8 (norm statistics) + 4 · 2·256 (gate, up, SiLU, product) = 3,096 bytes
+    assert block_activation_bytes_per_token(TINY, 16) == 3096
+    # b = 2, T = 16 (32 tokens), tp = 2
+    assert activation_bytes_per_layer(TINY, 2, 16, tp=2) == pytest.approx(32 * 3096 / 2)
     assert activation_bytes_per_layer(TINY, 2, 16, tp=2, remat="selective") == \
-        pytest.approx(2048 * 34 / 2)
+        pytest.approx(32 * 3096 / 2)
+    # without a flash-style kernel the T × T probabilities: 2·H·T = 128 bytes, not the 16 of LSE
+    assert activation_bytes_per_layer(TINY, 2, 16, tp=2, flash_attention=False) == \
+        pytest.approx(32 * (3096 - 16 + 128) / 2)
     assert activation_bytes_per_layer(TINY, 2, 16, tp=2, remat="full") == \
         pytest.approx(2 * 2048 / 2)
     full = tiny_plan(TrainingLayout(dp=4, remat="full")).memory.activations
-    assert full == pytest.approx(4 * 2 * 2048 + 2048 * 39 + 128_000)
+    # 4 checkpoints of 2·32·64, one layer redone (its other 3,096 − 128 bytes per token)
+    assert full == pytest.approx(4 * 2 * 2048 + 32 * (3096 - 128) + 128_000)
 
 
 def test_compute_time_and_mfu_by_hand():
@@ -147,9 +161,10 @@ def test_tp_within_a_node_uses_nvlink_and_across_nodes_is_slow_and_flagged():
     assert not any(f.startswith("TP past") for f in in_node.flags)
     assert "TP past its useful degree (tp=16 > ~8)" in across.flags
     tp_across = dict((c.name, c.time) for c in across.comms)["activation AllReduce (TP)"]
-    # 16 sequences per shard now, AllReduced hierarchically over 2 nodes (NVLink, NIC, NVLink)
+    # 16 sequences per shard now, AllReduced over 2 nodes by rail-aligned rings, NIC-bound:
+    # per byte 2·(15/16)/400e9 against 2·(7/8)/450e9 in a node (1.2x), on twice the bytes
     assert tp_across == pytest.approx(4 * 80 * coll.gpu_all_reduce(2 * act, 16, H100).time)
-    assert tp_across > 3 * tp_in
+    assert tp_across > 2.3 * tp_in
     small = plan_training(PRESETS["LLaMA-3 8B"], TrainingLayout(tp=8, fsdp=2), "H100", **kwargs)
     assert "TP past its useful degree (tp=8 > ~6)" in small.flags  # 14,336·4.5e11/9.89e14
 
@@ -177,8 +192,12 @@ def test_remat_trades_memory_for_time():
                            seq_len=8192) for r in ("none", "selective", "full")]
     memory = [p.memory.activations for p in plans]
     compute = [p.step_time.compute for p in plans]
-    assert memory[0] > memory[1] > memory[2]
+    # with a flash-style kernel (the default) "none" keeps no T × T either: selective saves
+    # nothing more; an unfused softmax keeps the probabilities, which selective drops
+    assert memory[0] == memory[1] > memory[2]
     assert compute[0] < compute[1] < compute[2]
+    unfused = activation_memory(cfg, 1, 8192, flash_attention=False)
+    assert unfused > activation_memory(cfg, 1, 8192, remat="selective", flash_attention=False)
 
 
 def test_llama3_405b_preset_and_8_h100s_with_dp_only():
@@ -339,18 +358,73 @@ def test_plan_training_under_a_precision_policy():
 
 
 def test_activation_memory_is_what_plan_training_holds():
-    # 2 sequences of 16 tokens, 4 layers of 79,872 bytes + fp32 logits 128,000 (as above).
-    assert activation_memory(TINY, 2, 16) == pytest.approx(4 * 79_872 + 128_000)
-    # full remat: 4 layers · 2·2048 bytes + one layer redone (2048·39) + logits.
+    # 2 sequences of 16 tokens, 4 layers of 32 · 3,096 bytes + fp32 logits 128,000 (as above).
+    assert activation_memory(TINY, 2, 16) == pytest.approx(4 * 32 * 3096 + 128_000)
+    # full remat: 4 layers · 2·2048 bytes + one layer's other tensors redone + logits.
     assert activation_memory(TINY, 2, 16, remat="full") == pytest.approx(
-        4 * 2 * 2048 + 2048 * 39 + 128_000)
+        4 * 2 * 2048 + 32 * (3096 - 128) + 128_000)
     # a pipeline stage of 1 layer with 4 microbatches in flight, tp = 2
     assert activation_memory(TINY, 2, 16, tp=2, remat="selective", layers=1,
-                             in_flight=4) == pytest.approx(4 * 2048 * 34 / 2 + 128_000 / 2)
+                             in_flight=4) == pytest.approx(4 * 32 * 3096 / 2 + 128_000 / 2)
     plan = tiny_plan(TrainingLayout(dp=2, tp=2, pp=2, microbatches=4, remat="selective"))
     # 4 sequences per replica, 1 per microbatch, 2 in flight on the 2-layer first stage
     assert plan.memory.activations == pytest.approx(activation_memory(
         TINY, 1, 16, tp=2, remat="selective", layers=2, in_flight=2))
+
+
+def test_llama_block_activations_from_its_own_tensors():
+    """Issue 25 item 4 / issue 26 item 4. LLaMA-3 70B (D 8192, H 64, K 8, d_h 128, F 28672),
+    bf16, per token: x, h1, x2, h2 4·2·8192 = 65,536; Q, K, V 2·(64 + 16)·128 = 20,480; O
+    16,384; gate, up, SiLU, product 4·2·28672 = 229,376; log-sum-exp 4·64 = 256; norm
+    statistics 8: 332,040 bytes = 40.5·D. Korthikanti's GPT-3 count, which the model used
+    before: 34·D = 278,528 (selective) and 34·D + 5·H·T = 2,899,968 at T = 8192 (none)."""
+    l70 = llama3_70b()
+    assert block_activation_bytes_per_token(l70, 8192) == 332_040
+    # without a flash-style kernel the probabilities 2·H·T = 1,048,576 replace the 256 of LSE
+    assert block_activation_bytes_per_token(l70, 8192, flash_attention=False) == \
+        332_040 - 256 + 1_048_576
+    # a fused SwiGLU keeps gate and up only: 2·2·28672 fewer
+    assert block_activation_bytes_per_token(l70, 8192, fused_mlp=True) == 332_040 - 114_688
+    assert activation_bytes_per_layer(l70, 1, 8192) == 8192 * 332_040
+    assert korthikanti_activation_bytes_per_layer(l70, 1, 8192) == 8192 * 8192 * (34 + 5 * 64)
+    assert korthikanti_activation_bytes_per_layer(l70, 1, 8192, selective=True) == \
+        8192 * 8192 * 34
+    # full remat, 2,048 sequences of 8K: 80 inputs of 2·D plus one layer's other tensors
+    # (no T × T with a flash-style recompute); logits 4·V per token
+    tokens = 2048 * 8192
+    assert activation_memory(l70, 2048, 8192, remat="full") == pytest.approx(
+        tokens * (80 * 2 * 8192 + (332_040 - 2 * 8192) + 4 * 128256))
+    names = [t.name for t in block_activation_tensors(l70, 8192)]
+    assert len(names) == len(set(names)) == 12
+
+
+def test_a_custom_checkpoint_policy_saves_k_tensors_of_stated_sizes():
+    l70 = llama3_70b()
+    # save each layer's input and its Q, K, V: 2·8192 + 20,480 = 36,864 bytes per token
+    policy = checkpoint_policy(l70, 8192, ["block input", "Q, K, V"])
+    assert policy.saved_bytes_per_token == (16_384.0, 20_480.0)
+    tokens = 4 * 8192
+    expected = 80 * tokens * 36_864 + tokens * (332_040 - 36_864) + 4 * tokens * 128256
+    assert activation_memory(l70, 4, 8192, remat=policy) == pytest.approx(expected)
+    # with tp = 8 (sequence parallel) and 2 microbatches in flight on a 10-layer stage
+    assert activation_memory(l70, 4, 8192, remat=policy, tp=8, layers=10, in_flight=2) == \
+        pytest.approx((2 * 10 * tokens * 36_864 + tokens * (332_040 - 36_864)
+                       + 4 * tokens * 128256) / 8)
+    # stated sizes directly: k = 3 tensors
+    three = CheckpointPolicy("three", (100, 200, 300))
+    assert three.bytes_per_token == 600
+    assert activation_memory(TINY, 1, 16, remat=three) == pytest.approx(
+        4 * 16 * 600 + 16 * (3096 - 600) + 4 * 16 * 1000)
+    # "full" is the policy that saves the layer input alone
+    full = CheckpointPolicy("input", (2 * 8192,))
+    assert activation_memory(l70, 4, 8192, remat=full) == pytest.approx(
+        activation_memory(l70, 4, 8192, remat="full"))
+    with pytest.raises(ValueError, match="names 0"):
+        checkpoint_policy(l70, 8192, ["logits"])
+    with pytest.raises(ValueError, match="positive"):
+        CheckpointPolicy("bad", (0,))
+    with pytest.raises(ValueError, match="at least one"):
+        CheckpointPolicy("none", ())
 
 
 def test_training_memory_of_the_tiny_model_by_hand():
@@ -361,11 +435,11 @@ def test_training_memory_of_the_tiny_model_by_hand():
     assert state.optimizer == 12 * P_TINY
     assert state.total == state.state == 16 * P_TINY == 6_251_520
     run = training_memory(TINY, global_batch=8, seq_len=16)  # per-layer checkpoints
-    # 128 tokens: 4 layers · 2·128·64 = 65,536; one layer redone 8,192·39 = 319,488;
+    # 128 tokens: 4 layers · 2·128·64 = 65,536; one layer redone 128·(3,096 − 128) = 379,904;
     # logits 4·128·1000 = 512,000.
-    assert run.activations == pytest.approx(65_536 + 319_488 + 512_000)
+    assert run.activations == pytest.approx(65_536 + 379_904 + 512_000)
     none = training_memory(TINY, global_batch=8, seq_len=16, remat="none", precision=BF16_ADAM)
-    assert none.activations == pytest.approx(4 * 8192 * 39 + 512_000)
+    assert none.activations == pytest.approx(4 * 128 * 3096 + 512_000)
     assert none.state == 8 * P_TINY
 
 

@@ -32,7 +32,8 @@ def _xy(artist):
 # --------------------------------------------------------------------------- state
 
 def test_fsdp_weight_gather_matches_hand_numbers():
-    """A[B_X, D] ·_D W[D_X, F] on 4 chips: case 2, AllGather W over X, a ring."""
+    """A[B_X, D] ·_D W[D_X, F] on 4 chips: case 2, AllGather W over X, a line (a v5e axis
+    of 4 has no wraparound: only the full 16 does)."""
     state = sharded_matmul_state("TPU v5e", mesh="X=4", B=4096, D=8192, F=16384,
                                  lhs="A[B_X, D]", rhs="W[D_X, F]", out="Out[B_X, F]")
     assert state.case == 2 and state.reachable and state.output == "Out[B_X, F]"
@@ -44,9 +45,10 @@ def test_fsdp_weight_gather_matches_hand_numbers():
     assert (gather.kind, gather.axes, gather.group_size) == ("AllGather", ("X",), 4)
     V = 8192 * 16384 * 2  # the whole W, gathered on every chip
     assert gather.nbytes == V
-    hand = V * (4 - 1) / 4 / (2 * LINK) + (4 // 2) * HOP  # both ways round the ring
+    hand = V * (4 - 1) / 4 / LINK + (4 - 1) * HOP  # along a line: one link in, N − 1 hops
     assert gather.time == pytest.approx(hand, rel=1e-12)
-    assert gather.time == pytest.approx(collectives.all_gather(V, 4, "TPU v5e").time)
+    assert gather.time == pytest.approx(
+        collectives.all_gather(V, 4, "TPU v5e", wraparound=False).time)
     assert gather.cost.regime == "bandwidth-bound"
     flops = 2 * 1024 * 8192 * 16384  # local B x full D x F
     assert state.flops_per_device == flops
@@ -62,12 +64,18 @@ def test_default_is_a_tensor_parallel_all_reduce_that_d_pushes_over_the_line():
     (reduce,) = state.steps
     V = 2048 * 16384 * 2  # this chip's unreduced B/2 x F block
     assert (reduce.kind, reduce.axes, reduce.nbytes) == ("AllReduce", ("Y",), V)
-    hand = 2 * (V * 3 / 4 / (2 * LINK) + 2 * HOP)  # twice an AllGather
+    # the chip's real topology by default: a v5e axis of 4 is a line, so 2.24 ms, where the
+    # old default (rings for every chip) gave 1.12 ms, against the chapter's v5e rule
+    hand = 2 * (V * 3 / 4 / LINK + 3 * HOP)  # twice an AllGather along a line
     assert reduce.time == pytest.approx(hand, rel=1e-12)
+    assert reduce.time == pytest.approx(2.2429621e-3, rel=1e-6)
+    ring = sharded_matmul_state(wraparound=True).steps[0]
+    assert ring.time == pytest.approx(2 * (V * 3 / 4 / (2 * LINK) + 2 * HOP))
     assert state.compute_time == pytest.approx(2 * 2048 * 2048 * 16384 / PEAK)
-    assert state.bound == "communication" and state.ratio == pytest.approx(0.6215, rel=1e-3)
-    # compute / comms = D · W / (C · (N − 1)) up to latency: doubling D crosses over
-    assert sharded_matmul_state(D=16384).bound == "compute"
+    assert state.bound == "communication" and state.ratio == pytest.approx(0.3111, rel=1e-3)
+    # compute / comms = D · W / (2·C · (N − 1)/N) up to latency: 4x D crosses over
+    assert sharded_matmul_state(D=16384).bound == "communication"
+    assert sharded_matmul_state(D=32768).bound == "compute"
 
 
 def test_collective_cost_prices_steps_as_the_planner_does():
@@ -106,7 +114,8 @@ def test_an_output_gathered_further_costs_an_extra_all_gather():
     (gather,) = state.reshard
     V = 4096 * 16384 * 2
     assert (gather.kind, gather.nbytes) == ("AllGather", V)
-    assert gather.time == pytest.approx(collectives.all_gather(V, 4, "TPU v5e").time)
+    assert gather.time == pytest.approx(
+        collectives.all_gather(V, 4, "TPU v5e", wraparound=False).time)
     assert "needs more" in state.output_note and state.comms_time == pytest.approx(gather.time)
     sliced = sharded_matmul_state(mesh="X=4, Y=2", lhs="A[B_X, D]", rhs="W[D, F]",
                                   out="Out[B_X, F_Y]")
@@ -141,27 +150,27 @@ def explorer():
 def test_plot_data_are_the_solvers_curves(explorer):
     state = explorer.state
     x, y = _xy(explorer.artists["curve/AllReduce"])
-    np.testing.assert_allclose(y, collectives.all_reduce(x, 4, "TPU v5e").time)
+    np.testing.assert_allclose(y, collectives.all_reduce(x, 4, "TPU v5e", wraparound=False).time)
     assert x.min() <= 1e3 and x.max() >= 1e10
     (step,) = state.steps
     mx, my = _xy(explorer.artists["marker/AllReduce"])
     assert mx.tolist() == [step.nbytes] and my[0] == pytest.approx(step.time)
-    assert _xy(explorer.artists["latency"])[1][0] == pytest.approx(4 * HOP)
+    assert _xy(explorer.artists["latency"])[1][0] == pytest.approx(6 * HOP)
     np.testing.assert_allclose(_xy(explorer.artists["bandwidth"])[1],
-                               2 * x * 3 / 4 / (2 * LINK))
-    # latency = bandwidth time at V* = 4 µs · 90 GB/s / (2 · 3/4) = 240 kB
-    assert _xy(explorer.artists["crossover"])[0][0] == pytest.approx(240e3)
+                               2 * x * 3 / 4 / LINK)
+    # latency = bandwidth time at V* = 6 µs · 45 GB/s / (2 · 3/4) = 180 kB (a line)
+    assert _xy(explorer.artists["crossover"])[0][0] == pytest.approx(180e3)
     assert _xy(explorer.artists["compute"])[1][0] == pytest.approx(state.compute_time)
     assert len(_xy(explorer.artists["curve/AllGather"])[0]) == 0
     title = explorer.artists["bars_title"].get_text()
-    assert title == "communication-bound: compute / comms = 0.62"
+    assert title == "communication-bound: compute / comms = 0.31"
     heights = [b.get_width() + b.get_x() for b in explorer.artists["bars"]]
     assert heights == pytest.approx([state.compute_time, step.time])
 
     explorer.controls["axis"].value = "X"  # no collective runs over X: an AllGather, unmarked
     assert explorer.state.plot_axes == ("X",) and explorer.state.plot_kinds == ("AllGather",)
     x, y = _xy(explorer.artists["curve/AllGather"])
-    np.testing.assert_allclose(y, collectives.all_gather(x, 2, "TPU v5e").time)
+    np.testing.assert_allclose(y, collectives.all_gather(x, 2, "TPU v5e", wraparound=False).time)
     assert len(_xy(explorer.artists["marker/AllGather"])[0]) == 0
     assert len(_xy(explorer.artists["curve/AllReduce"])[0]) == 0
     explorer.controls["axis"].value = "auto"
@@ -170,13 +179,14 @@ def test_plot_data_are_the_solvers_curves(explorer):
 @pytest.mark.parametrize("name, value, check", [
     ("chip", "TPU v5p", lambda s: s.chip == "TPU v5p"),
     ("dtype", "int8", lambda s: s.dtype == "int8"),
-    ("wraparound", False, lambda s: s.wraparound is False),
+    # rings where the default (as built) has a line: the AllReduce takes half as long
+    ("wraparound", True, lambda s: s.wraparound is True and s.comms_time < 0.6 * 2.243e-3),
     ("mesh", "X=2, Y=8", lambda s: s.mesh.n_devices == 16),
     ("lhs", "A[B_X, D]", lambda s: s.case == 2),
     ("rhs", "W[D, F_Y]", lambda s: s.case == 2),
     ("out", "Out[B_X, F_Y]", lambda s: s.steps[0].kind == "ReduceScatter"),
     ("B", 256, lambda s: s.B == 256 and s.steps[0].nbytes == 128 * 16384 * 2),
-    ("D", 16384, lambda s: s.D == 16384 and s.bound == "compute"),
+    ("D", 32768, lambda s: s.D == 32768 and s.bound == "compute"),
     ("F", 1024, lambda s: s.F == 1024),
     ("axis", "X", lambda s: s.plot_axes == ("X",)),
     ("layout", "FSDP: gather the weights (case 2)", lambda s: s.case == 2),
@@ -254,7 +264,7 @@ def test_bad_input_gives_one_line_and_keeps_the_picture(explorer, name, value, m
 def test_summary_lists_arrays_collectives_and_the_verdict(explorer):
     text = explorer.summary.value
     for piece in ("Case 3", "A[B_X, D_Y]", "[2,048, 16,384]", "64 MiB", "AllReduce",
-                  "bandwidth-bound", "communication-bound", "0.62"):
+                  "bandwidth-bound", "communication-bound", "0.31"):
         assert piece in text, piece
 
 
@@ -300,7 +310,7 @@ def test_a_long_plan_redraws_the_bar_chart_with_more_rows():
     assert labels[4] == "AllToAll_X Out" and w.state.reachable
     x, y = _xy(w.artists["curve/AllToAll"])  # auto: the axis of the longest step
     axis = w.state.plot_axes[0]
-    np.testing.assert_allclose(y, collectives.all_to_all(x, 2, "TPU v5e").time)
+    np.testing.assert_allclose(y, collectives.all_to_all(x, 2, "TPU v5e", wraparound=False).time)
     assert axis in "XYZ" and w.state.plot_kinds == ("AllGather", "AllToAll")
 
 

@@ -40,10 +40,13 @@ from ..sharding import (
     Mesh,
     PlannedCollective,
     Sharding,
+    axis_collective_cost,
     bytes_per_device,
     local_shape,
     parse_sharding,
     plan_matmul,
+    plan_reshard,
+    reshard_candidates,
 )
 from ..units import format_bytes, format_seconds
 from . import chart
@@ -186,43 +189,21 @@ def _size(name: str, value: object) -> int:
 
 # --------------------------------------------------------------------------- costs
 
-def _flags(chip: Chip, mesh: Mesh, axes: Sequence[str], wraparound: Wraparound) -> list[bool]:
-    if wraparound == "auto":
-        return [collectives.has_wraparound(chip, mesh[axis]) for axis in axes]
-    return [bool(wraparound)] * len(axes)
-
-
 def collective_cost(kind: str, nbytes: float | Sequence[float], axes: Sequence[str], mesh: Mesh,
-                    chip: str | Chip, *, wraparound: Wraparound = True
+                    chip: str | Chip, *, wraparound: Wraparound = "auto"
                     ) -> collectives.CollectiveCost:
     """The cost of one collective of ``nbytes`` (collectives convention: the array the group
     holds together) over mesh ``axes``, priced as :func:`~scalebook.sharding.plan_matmul`
-    prices it: TPU ICI rings (``all_gather_multi_axis``, ..., ``all_to_all`` on one axis),
-    GPU NVLink/NICs (``gpu_all_gather``, ...) over ``mesh.size_of(axes)`` GPUs.
+    prices it: :func:`scalebook.sharding.axis_collective_cost`, i.e. the solver's one entry
+    point :func:`scalebook.collectives.collective_cost` on the chip's real interconnect.
 
-    ``kind`` is one of :data:`KINDS`; ``wraparound`` True, False or "auto"
-    (:func:`scalebook.collectives.has_wraparound`). ``nbytes`` is one size in bytes; with
-    NumPy installed it may also be an array (a whole curve at once).
+    ``kind`` is one of :data:`KINDS`; ``wraparound`` True, False or "auto" (default: as the
+    chip's slices are built, :func:`scalebook.collectives.has_wraparound`). ``nbytes`` is one
+    size in bytes; with NumPy installed it may also be an array (a whole curve at once).
     """
-    chip = get_chip(chip)
-    axes = tuple(axes)
     if kind not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
-    if chip.is_gpu:
-        function = {"AllGather": collectives.gpu_all_gather,
-                    "ReduceScatter": collectives.gpu_reduce_scatter,
-                    "AllReduce": collectives.gpu_all_reduce,
-                    "AllToAll": collectives.gpu_all_to_all}[kind]
-        return function(nbytes, mesh.size_of(axes), chip)
-    flags = _flags(chip, mesh, axes, wraparound)
-    if kind == "AllToAll":
-        if len(axes) != 1:
-            raise ValueError("an AllToAll is priced over one mesh axis at a time")
-        return collectives.all_to_all(nbytes, mesh[axes[0]], chip, wraparound=flags[0])
-    function = {"AllGather": collectives.all_gather_multi_axis,
-                "ReduceScatter": collectives.reduce_scatter_multi_axis,
-                "AllReduce": collectives.all_reduce_multi_axis}[kind]
-    return function(nbytes, [mesh[axis] for axis in axes], chip, wraparound=flags)
+    return axis_collective_cost(kind, nbytes, axes, mesh, chip, wraparound=wraparound)
 
 
 # --------------------------------------------------------------------------- state
@@ -318,102 +299,12 @@ def collective_curve(state: ShardedMatmulState, kind: str,
                            wraparound=state.wraparound)
 
 
-def _axes_map(sharding: Sharding) -> dict[str, tuple[str, ...]]:
-    return {dim.name: dim.axes for dim in sharding.dims}
-
-
-def _with(sharding: Sharding, axes: Mapping[str, Sequence[str]]) -> Sharding:
-    """``sharding`` with each dim's axes replaced by ``axes[dim]`` (same dim order)."""
-    for name, value in axes.items():
-        sharding = sharding.with_axes(name, value)
-    return sharding
-
-
-def _reshard(result: Sharding, target: Sharding, mesh: Mesh, sizes: Mapping[str, int],
-             dtype: str, chip: Chip, wraparound: Wraparound
-             ) -> tuple[tuple[PlannedCollective, ...], tuple[str, ...], str | None]:
-    """The steps that turn the plan's ``result`` into ``target``: free local slices, AllToAlls
-    (an axis moving between dims), AllGathers (an axis dropped). Returns ``(collectives,
-    slices, why_not)``; ``why_not`` is a reason when no such steps reach ``target``."""
-    if tuple(sorted(result.unreduced)) != tuple(sorted(target.unreduced)):
-        if target.unreduced and result.unreduced:
-            return (), (), (f"the partial sums are over {''.join(result.unreduced)}, not "
-                            f"{''.join(target.unreduced)}")
-        if target.unreduced:
-            return (), (), "nothing here leaves partial sums over those axes"
-        return (), (), "the result still holds partial sums"
-    have, want = _axes_map(result), _axes_map(target)
-    for dim in want:
-        kept = [a for a in have[dim] if a in want[dim]]
-        added = [a for a in want[dim] if a not in have[dim]]
-        if tuple(kept + added) != want[dim]:
-            return (), (), (f"{dim}_{''.join(want[dim])} puts the axes of {dim} in another "
-                            "order, a permutation of devices not modelled here")
-    in_result = {a for axes in have.values() for a in axes}
-    moved = {a: (src, dst) for src in have for dst in want if dst != src
-             for a in have[src] if a in want[dst]}
-    current = {dim: list(axes) for dim, axes in have.items()}
-    sharding = result
-    steps: list[PlannedCollective] = []
-    slices: list[str] = []
-
-    def order(dim: str) -> list[str]:  # the target's order, for axes the dim holds now
-        return [a for a in have[dim] if a in current[dim]] + [
-            a for a in want[dim] if a in current[dim] and a not in have[dim]]
-
-    def nbytes(s: Sharding) -> float:
-        return bytes_per_device([sizes[n] for n in s.dim_names], dtype, s, mesh)
-
-    def check(s: Sharding) -> Sharding:
-        local_shape([sizes[n] for n in s.dim_names], s, mesh)  # divisibility
-        return s
-
-    for dim in want:  # 1. free: split a dim further over an axis the result is copied over
-        for axis in want[dim]:
-            if axis not in in_result:
-                current[dim].append(axis)
-                before, sharding = sharding, check(_with(sharding, {dim: order(dim)}))
-                slices.append(f"slice {dim} locally over {axis} (free): {before} -> {sharding}")
-    for axis, (src, dst) in moved.items():  # 2. an axis moves from one dim to the other
-        current[src].remove(axis)
-        current[dst].append(axis)
-        before = sharding
-        sharding = check(_with(sharding, {src: order(src), dst: order(dst)}))
-        volume = nbytes(before) * mesh[axis]
-        cost = collective_cost("AllToAll", volume, (axis,), mesh, chip, wraparound=wraparound)
-        steps.append(PlannedCollective("AllToAll", before.name, dst, (axis,), str(before),
-                                       str(sharding), mesh[axis], volume, cost))
-    for dim in want:  # 3. drop the axes the output does not split this dim over
-        dropped = tuple(a for a in current[dim] if a not in want[dim])
-        if not dropped:
-            continue
-        current[dim] = [a for a in current[dim] if a not in dropped]
-        before, sharding = sharding, _with(sharding, {dim: order(dim)})
-        volume = nbytes(sharding)
-        cost = collective_cost("AllGather", volume, dropped, mesh, chip, wraparound=wraparound)
-        steps.append(PlannedCollective("AllGather", before.name, dim, dropped, str(before),
-                                       str(sharding), mesh.size_of(dropped), volume, cost))
-    return tuple(steps), tuple(slices), None
-
-
-def _candidates(partial: tuple[str, ...], target: Sharding
-                ) -> list[tuple[str | None, str, str | None]]:
-    """``(gather, reduce, scatter_dim)`` choices to try: which operand to AllGather when
-    one must be (the planner's pick first), and how to reduce partial sums."""
-    reductions = [("all_reduce", None)]
-    if partial:
-        reductions += [("reduce_scatter", "B"), ("reduce_scatter", "F")]
-        if target.unreduced:
-            reductions.insert(0, ("none", None))
-    return [(gather, *r) for gather in (None, "lhs", "rhs") for r in reductions]
-
-
 def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
                          mesh: str | Mapping[str, int] | Mesh = "X=2, Y=4",
                          B: float = 4096, D: float = 8192, F: float = 16384,
                          lhs: str = "A[B_X, D_Y]", rhs: str = "W[D_Y, F]",
                          out: str = "Out[B_X, F]", dtype: str = "bf16",
-                         wraparound: Wraparound = True, axis: str = "auto",
+                         wraparound: Wraparound = "auto", axis: str = "auto",
                          layout: str | None = None) -> ShardedMatmulState:
     """Plan and price ``lhs ·_D rhs -> out`` with ``lhs`` over dims B, D, ``rhs`` over D, F and
     ``out`` over B, F (each in either order), sizes ``B``, ``D``, ``F`` in ``dtype``, on a
@@ -459,12 +350,12 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
     partial = parse_sharding(first.local_result).unreduced
     best = None
     why_not = failed = ""  # the first reason no route reaches the output; the first error
-    for gather, reduce, scatter_dim in _candidates(partial, target):
+    for gather, reduce, scatter_dim in reshard_candidates(partial, target):
         try:
             candidate = (first if (gather, reduce) == (None, "all_reduce")
                          else plan(gather, reduce, scatter_dim))
-            steps, slices, reason = _reshard(parse_sharding(candidate.output), target, mesh,
-                                             sizes, dtype, chip, wraparound)
+            steps, slices, reason = plan_reshard(parse_sharding(candidate.output), target,
+                                                 mesh, sizes, dtype, chip, wraparound)
         except ValueError as exc:  # a dim too small to split on the way: try another route
             failed = failed or str(exc)
             continue
@@ -504,7 +395,7 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
     plot_axes = _plot_axes(axis, steps, mesh)
     kinds = tuple(k for k in KINDS if any(s.kind == k and s.axes == plot_axes for s in steps))
     return ShardedMatmulState(
-        chip=chip.name, is_gpu=chip.is_gpu, mesh=mesh, B=sizes["B"], D=sizes["D"],
+        chip=chip.name, is_gpu=chip.has_nvlink_domain, mesh=mesh, B=sizes["B"], D=sizes["D"],
         F=sizes["F"], dtype=dtype, wraparound=wraparound, lhs=str(a), rhs=str(b),
         out=str(target), plan=chosen, reduce=reduce, scatter_dim=scatter_dim, reshard=reshard,
         slices=slices, reachable=reachable, output=output, output_note=output_note,
@@ -606,6 +497,19 @@ def _bar_rows(state: ShardedMatmulState) -> list[list]:
     return [[name, t, colour, f"{name}: {format_seconds(t)}"] for name, t, colour in rows]
 
 
+def _topology_text(state: ShardedMatmulState) -> str:
+    """What the plot axes are: "NVLink/NIC" on GPUs; on a torus "ring", "line" or "rings and
+    lines", reading "auto" as the chip's slices are built."""
+    chip = get_chip(state.chip)
+    if not chip.has_ici_torus:
+        return "NVLink/NIC"
+    if state.wraparound == "auto":
+        flags = {collectives.has_wraparound(chip, state.mesh[a]) for a in state.plot_axes}
+    else:
+        flags = {bool(state.wraparound)}
+    return "rings and lines" if len(flags) > 1 else ("ring" if flags.pop() else "line")
+
+
 def sharded_matmul_series(state: ShardedMatmulState) -> dict:
     """Every number the explorer's figure draws, as plain lists (bytes, seconds).
 
@@ -636,8 +540,7 @@ def sharded_matmul_series(state: ShardedMatmulState) -> dict:
         y = latency * 1.15
         labels = [[crossover / 2, y, "← latency-bound", "right"],
                   [crossover * 2, y, "bandwidth-bound →", "left"]]
-        wrap = ("NVLink/NIC" if state.is_gpu else
-                {True: "ring", False: "line", "auto": "as built"}[state.wraparound])
+        wrap = _topology_text(state)
         title = (f"{' / '.join(shown)} over {axes_text} ({state.plot_group} chips, {wrap}): "
                  f"latency {format_seconds(latency)}, crossover "
                  f"{format_bytes(crossover, binary=False)}")

@@ -215,16 +215,18 @@ def sharded_matmul_explorer(chip: str = "TPU v5e", *, layout: str = _DEFAULT_LAY
                             mesh: str | None = None, lhs: str | None = None,
                             rhs: str | None = None, out: str | None = None,
                             B: float = 4096, D: float = 8192, F: float = 16384,
-                            dtype: str = "bf16", wraparound: Wraparound = True,
+                            dtype: str = "bf16", wraparound: Wraparound = "auto",
                             axis: str = "auto", dpi: float = 100) -> ShardedMatmulExplorer:
     """An explorer of ``A[B, D] ·_D W[D, F]`` on a mesh.
 
     ``layout`` picks one of :data:`LAYOUTS` (mesh and shardings); ``mesh``, ``lhs``, ``rhs``,
     ``out`` override its fields. The default, data × tensor parallel on a 2 × 4 mesh of v5e,
-    is communication-bound at D = 8,192 and compute-bound at D = 16,384.
+    is communication-bound at D = 8,192 and compute-bound at D = 32,768 (its 4-chip axis is a
+    line, as a v5e slice that small is built).
 
     Controls (``w.controls``): ``layout`` (a :data:`LAYOUTS` name or "custom"), ``chip``,
-    ``dtype``, ``wraparound`` (True, "auto", False), ``mesh``, ``lhs``, ``rhs``, ``out``
+    ``dtype``, ``wraparound`` ("auto", the default: each axis as the chip's slices are built;
+    True, rings; False, lines), ``mesh``, ``lhs``, ``rhs``, ``out``
     (text fields, applied on Enter), ``B``, ``D``, ``F`` (log2 sliders: 8–1,048,576,
     128–65,536, 128–131,072) and ``axis`` ("auto", X, Y, Z: the plot's mesh axis).
     ``w.state`` is a :class:`ShardedMatmulState`; ``w.artists`` are
@@ -254,7 +256,7 @@ def sharded_matmul_explorer(chip: str = "TPU v5e", *, layout: str = _DEFAULT_LAY
         "dtype": widgets.Dropdown(options=DTYPES, value=dtype, description="dtype",
                                   layout=widgets.Layout(width="17%")),
         "wraparound": widgets.Dropdown(
-            options=[("rings (wraparound)", True), ("as built", "auto"),
+            options=[("as built (the chip's slices)", "auto"), ("rings (wraparound)", True),
                      ("lines (no wraparound)", False)],
             value=wraparound, description="ICI axes", layout=widgets.Layout(width="21%")),
         "mesh": _text("mesh", fields["mesh"], "22%"),
