@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from scalebook.collectives import all_reduce_multi_axis, gpu_all_reduce, has_wraparound
+from scalebook.collectives import collective_cost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
 from scalebook.transformer import TransformerConfig, attention_flops_per_token, param_count
 from scalebook.validation import positive, positive_int
@@ -264,11 +264,12 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     width; each ends with a partial sum of the ``[tokens, D]`` activations, so a layer does two
     AllReduces of ``V = tokens · D · bytes(dtype)`` bytes: ``2 · L`` per forward pass.
 
-    On a TPU the group is the slice of :func:`tp_slice_axes` (a v5e 8-chip slice is 4×2, not
-    an 8-chip ring) and each AllReduce runs over all its real axes at once
-    (:func:`~scalebook.collectives.all_reduce_multi_axis`: the axes' link bandwidths add, each
-    axis a ring only where :func:`~scalebook.collectives.has_wraparound` says so, else a line).
-    On GPUs the group sits in one NVLink node (:func:`~scalebook.collectives.gpu_all_reduce`).
+    Priced by the solver's one collective entry point,
+    :func:`~scalebook.collectives.collective_cost`. On a TPU the group is the slice of
+    :func:`tp_slice_axes` (a v5e 8-chip slice is 4×2, not an 8-chip ring) and each AllReduce
+    runs over all its real axes at once (the axes' link bandwidths add, each axis a ring only
+    where the chip's wraparound rule says so, else a line). On GPUs the group sits in one
+    NVLink node.
     Alpha-beta model, 1 µs per hop, which at decode's small messages is mostly latency: a
     v5e 4×2 pays 2·((4−1) + (2−1)) = 8 hops per AllReduce where an 8-chip line would pay 14.
     Not overlapped with compute. 0 on one chip.
@@ -279,16 +280,11 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     if n == 1:
         return 0.0
     nbytes = tokens * cfg.d_model * bytes_per_element(dtype)
-    if chip.is_gpu:
-        if n > chip.chips_per_host:
-            raise ValueError(f"tensor parallelism over {n} GPUs leaves the {chip.chips_per_host}-GPU "
-                             f"NVLink node; serve with at most {chip.chips_per_host} per copy")
-        one = gpu_all_reduce(nbytes, n, chip)
-    else:
-        axes = tp_slice_axes(chip, n)
-        one = all_reduce_multi_axis(nbytes, axes, chip,
-                                    wraparound=[has_wraparound(chip, a) for a in axes])
-    return 2.0 * cfg.n_layers * float(one.time)
+    if chip.is_gpu and n > chip.chips_per_host:
+        raise ValueError(f"tensor parallelism over {n} GPUs leaves the {chip.chips_per_host}-GPU "
+                         f"NVLink node; serve with at most {chip.chips_per_host} per copy")
+    axes = [n] if chip.is_gpu else list(tp_slice_axes(chip, n))
+    return 2.0 * cfg.n_layers * float(collective_cost("AllReduce", nbytes, axes, chip).time)
 
 
 def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
@@ -686,10 +682,7 @@ def _all_reduce_axis(nbytes: float, n: int, chip: Chip) -> float:
     TPU ICI axis (a ring where it wraps around)."""
     if n == 1 or nbytes == 0:
         return 0.0
-    if chip.is_gpu:
-        return float(gpu_all_reduce(nbytes, n, chip).time)
-    return float(all_reduce_multi_axis(nbytes, [n], chip,
-                                       wraparound=[has_wraparound(chip, n)]).time)
+    return float(collective_cost("AllReduce", nbytes, [n], chip).time)
 
 
 def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int, x: int, y: int,
