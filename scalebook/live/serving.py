@@ -311,7 +311,7 @@ def serving_summary(state: ServingState) -> str:
         f"{flag_html}<br>"
         f"{table}<tr><th>per chip</th><th></th></tr>{memory}"
         f"<tr><td>cache per token</td><td>{gb(state.kv_bytes_per_token)}</td></tr>"
-        f"<tr><td>largest batch</td><td>{state.max_batch:,}</td></tr></table>"
+        f"<tr><td>largest batch (no HBM reserve)</td><td>{state.max_batch:,}</td></tr></table>"
         f"{table}<tr><th>step</th><th>matmuls</th><th>attention</th><th>AllReduce</th>"
         f"<th>time</th><th>matmuls are</th><th>FLOPs/byte</th></tr>"
         f"{_step_row(f'decode, B = {state.batch:,}', d)}"
