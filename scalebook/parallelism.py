@@ -80,6 +80,12 @@ __all__ = [
     "max_chips_compute_bound",
     "pipeline_bubble_fraction",
     "min_microbatches",
+    "PIPELINE_SCHEDULES",
+    "PipelineScheduleCost",
+    "pipeline_schedule_cost",
+    "pipeline_timeline",
+    "accumulation_critical_batch",
+    "tensor_parallel_exposed_fraction",
     "STRATEGIES",
     "sequences_per_batch",
     "data_parallel_degree",
@@ -575,17 +581,47 @@ def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
 
 
 def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
-                        bandwidth: float | None = None, dtype: str = "bf16") -> int:
-    """Largest tensor-parallel degree Y that stays compute-bound: ``floor(n_axes · F · W / C)``.
+                        bandwidth: float | None = None, dtype: str = "bf16",
+                        overlap: bool = True, max_exposed_fraction: float = 0.2) -> int:
+    """Largest tensor-parallel degree Y whose activation traffic stays acceptable.
 
-    Derivation (HSYM part 5): the forward pass computes ``4·B·D·F / Y`` FLOPs per layer and
-    AllGathers plus ReduceScatters ``B × D`` bf16 activations (``4·B·D / W`` seconds); compute
-    wins when ``F / Y > C / W``, i.e. ``Y < F·W/C``, independent of the batch. TPU v5p with
-    F = 28672: 11. Returns at least 1 (no tensor parallelism); 1 means any Y >= 2 is comms-bound.
+    Per layer the forward pass computes ``4·B·D·F / Y`` FLOPs per chip (``T_math``) and
+    AllGathers plus ReduceScatters ``B × D`` bf16 activations, ``4·B·D / W`` seconds
+    (``T_comm``); their ratio ``T_comm / T_math = Y·C / (F·W)`` does not depend on the batch.
+
+    - ``overlap=True`` (HSYM part 5's bound; it assumes collective matmuls that hide the
+      traffic under the matmuls): compute-bound while ``T_math > T_comm``, so
+      ``Y < F·W/C``: ``floor(n_axes · F · W / C)``. TPU v5p, F = 28672: 11.
+    - ``overlap=False`` (each collective sits between two dependent matmuls and waits, as
+      :func:`scalebook.training.plan_training` prices it): the exposed share is
+      ``T_comm / (T_math + T_comm)``; keeping it at most ``f = max_exposed_fraction`` needs
+      ``Y ≤ f/(1 − f) · F·W/C``. TPU v5p, F = 28672, f = 0.2: 2.
+
+    Returns at least 1 (no tensor parallelism).
     """
     d_ff = positive_int(d_ff, "d_ff")
+    if not isinstance(overlap, bool):
+        raise ValueError(f"overlap must be True or False, got {overlap!r}")
     limit = d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    if not overlap:
+        f = positive(max_exposed_fraction, "max_exposed_fraction")
+        if np.ndim(f) or f >= 1:
+            raise ValueError(f"max_exposed_fraction must be a number in (0, 1), got "
+                             f"{max_exposed_fraction!r}")
+        limit *= f / (1.0 - f)
     return max(1, math.floor(limit * (1 + 1e-12)))
+
+
+def tensor_parallel_exposed_fraction(chip: Chip | str, d_ff: int, tp: ArrayLike, *,
+                                     n_axes: int = 1, bandwidth: float | None = None,
+                                     dtype: str = "bf16") -> ArrayLike:
+    """Share of a TP layer's time spent waiting on its collectives when they are not
+    overlapped: ``r / (1 + r)`` with ``r = T_comm / T_math = Y·C / (F·W)`` (see
+    :func:`max_tensor_parallel`). TPU v5p, F = 28672, Y = 8: r = 0.71, 42%."""
+    d_ff = positive_int(d_ff, "d_ff")
+    y = positive(tp, "tp")
+    r = y / (d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype))
+    return _scalar_or_array(r / (1.0 + r))
 
 
 def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 1,
@@ -689,6 +725,185 @@ def min_microbatches(stages: int, max_bubble_fraction: float) -> int:
         raise ValueError(f"max_bubble_fraction must be a number in (0, 1), "
                          f"got {max_bubble_fraction!r}")
     return max(1, math.ceil((stages - 1) * (1 - f) / f - 1e-9))
+
+
+PIPELINE_SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2",
+                                       "dualpipe")
+"""Schedules :func:`pipeline_schedule_cost` knows."""
+
+
+@dataclass(frozen=True)
+class PipelineScheduleCost:
+    """Bubble and memory of one pipeline schedule (see :func:`pipeline_schedule_cost`).
+
+    Attributes:
+        schedule, stages, microbatches: the inputs (``K``, ``M``).
+        busy: seconds one stage computes per step, ``M·(t_F + t_B + t_W)``.
+        bubble: seconds one stage idles per step.
+        bubble_fraction: ``bubble / (busy + bubble)``.
+        weight_copies: copies of the stage's weights each device holds (2 for DualPipe).
+        in_flight: microbatches' worth of activations the busiest stage holds at once.
+    """
+
+    schedule: str
+    stages: int
+    microbatches: int
+    busy: float
+    bubble: float
+    weight_copies: int
+    in_flight: float
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.bubble / (self.busy + self.bubble)
+
+
+def pipeline_schedule_cost(schedule: str, stages: int, microbatches: int, *,
+                           t_forward: float = 1.0, t_backward_input: float = 1.0,
+                           t_backward_weight: float = 1.0, chunks: int = 2,
+                           t_overlapped: float | None = None) -> PipelineScheduleCost:
+    """Idle time and memory of a pipeline schedule over ``K = stages`` stages and
+    ``M = microbatches`` microbatches, per stage per step.
+
+    A microbatch's work on one stage is its forward ``F = t_forward``, its input-gradient
+    backward ``B = t_backward_input`` and its weight-gradient backward ``W =
+    t_backward_weight`` (seconds, or any unit; by default 1 each, the usual ``B + W ≈ 2F``).
+    Busy time per stage: ``M·(F + B + W)``. Bubbles:
+
+    - ``"gpipe"`` (all forwards, then all backwards; Huang et al. 2019) and ``"1f1b"``
+      (PipeDream-Flush; Narayanan et al. 2021): ``(K−1)·(F + B + W)``, so the familiar
+      fraction ``(K−1)/(M+K−1)``. GPipe holds all ``M`` microbatches' activations, 1F1B ``K``.
+    - ``"interleaved"`` (Narayanan et al. 2021): ``v = chunks`` non-adjacent layer chunks per
+      device shrink every tick ``v`` times: ``(K−1)·(F+B+W)/v``, for ``v`` times more
+      stage-to-stage sends and activations of ``K·(1 + (K−1)/(v·K)) = K + (K−1)/v``
+      microbatches (Korthikanti et al. 2022, section 4.2.3).
+    - ``"zb-h1"`` (zero bubble, Qi et al. 2024): ``B`` and ``W`` are split and the ``W``
+      passes fill the cool-down: ``(K−1)·(F + B − W)``; memory as 1F1B.
+    - ``"zb-h2"``: more warm-up forwards fill the start too; the bubble is ``max(0,
+      (K−1)·(F + B − 2W))`` (0 when ``W`` takes as long as ``F``), for ``2K − 1`` microbatches
+      in flight.
+    - ``"dualpipe"`` (DeepSeek-AI 2024): microbatches enter from both ends, each device holds
+      two stages' weights, and a forward chunk of one runs overlapped with a backward chunk of
+      another, taking ``t_overlapped`` (``F&B``, default ``F + B + W``: no gain from the
+      overlap): ``(K/2 − 1)·(F&B + B − 2W)``; ``K + 1`` microbatches in flight. Needs even K.
+
+    The zero-bubble and DualPipe formulas are the papers' (Qi et al. 2024; DeepSeek-V3
+    technical report, table 2, whose ``B`` is the whole backward, ``B + W`` here); they assume
+    ``M ≥ K`` (``2K`` for zb-h2) so the steady state is reached.
+    """
+    key = schedule.strip().lower() if isinstance(schedule, str) else None
+    if key not in PIPELINE_SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; known: {', '.join(PIPELINE_SCHEDULES)}")
+    K = positive_int(stages, "stages")
+    M = positive_int(microbatches, "microbatches")
+    F = float(positive(t_forward, "t_forward"))
+    B = float(positive(t_backward_input, "t_backward_input"))
+    W = float(positive(t_backward_weight, "t_backward_weight"))
+    v = positive_int(chunks, "chunks")
+    FB = F + B + W if t_overlapped is None else float(positive(t_overlapped, "t_overlapped"))
+    busy = M * (F + B + W)
+    if key == "gpipe":
+        return PipelineScheduleCost(key, K, M, busy, (K - 1) * (F + B + W), 1, M)
+    if key == "1f1b":
+        return PipelineScheduleCost(key, K, M, busy, (K - 1) * (F + B + W), 1, min(M, K))
+    if key == "interleaved":
+        return PipelineScheduleCost(key, K, M, busy, (K - 1) * (F + B + W) / v, 1,
+                                    min(M, K + (K - 1) / v))
+    if key == "zb-h1":
+        return PipelineScheduleCost(key, K, M, busy, (K - 1) * max(0.0, F + B - W), 1,
+                                    min(M, K))
+    if key == "zb-h2":
+        return PipelineScheduleCost(key, K, M, busy, (K - 1) * max(0.0, F + B - 2 * W), 1,
+                                    min(M, 2 * K - 1))
+    if K % 2:
+        raise ValueError(f"DualPipe needs an even number of stages, got {K}")
+    return PipelineScheduleCost(key, K, M, busy, max(0.0, (K // 2 - 1) * (FB + B - 2 * W)), 2,
+                                min(M, K + 1))
+
+
+def pipeline_timeline(schedule: str, stages: int, microbatches: int, *,
+                      t_forward: float = 1.0, t_backward: float = 2.0
+                      ) -> tuple[tuple[tuple[str, int, float, float], ...], ...]:
+    """When each stage runs each pass, for drawing a schedule: GPipe or 1F1B.
+
+    Returns, per stage, ``(kind, microbatch, start, end)`` tuples, ``kind`` "F" or "B", in the
+    stage's order. Each stage runs one pass at a time; ``F`` of microbatch ``m`` on stage
+    ``s`` waits for ``F(s−1, m)``, ``B(s, m)`` for ``B(s+1, m)`` (the last stage's for its own
+    ``F``). Orders: GPipe runs ``F0 … F(M−1)`` then ``B0 … B(M−1)``; 1F1B runs ``K−1−s``
+    warm-up forwards, then alternates one forward and one backward, then the remaining
+    backwards. Each op starts as soon as its stage is free and its input has arrived (sends
+    take no time). The idle share of the resulting step is
+    :func:`pipeline_bubble_fraction` for both.
+    """
+    key = schedule.strip().lower() if isinstance(schedule, str) else None
+    if key not in ("gpipe", "1f1b"):
+        raise ValueError(f"pipeline_timeline draws 'gpipe' or '1f1b', got {schedule!r}")
+    K = positive_int(stages, "stages")
+    M = positive_int(microbatches, "microbatches")
+    tf, tb = float(positive(t_forward, "t_forward")), float(positive(t_backward, "t_backward"))
+    orders = []
+    for s in range(K):
+        if key == "gpipe":
+            order = [("F", m) for m in range(M)] + [("B", m) for m in range(M)]
+        else:
+            warm = min(M, K - 1 - s)
+            order = [("F", m) for m in range(warm)]
+            for i in range(M - warm):
+                order += [("F", warm + i), ("B", i)]
+            order += [("B", m) for m in range(M - warm, M)]
+        orders.append(order)
+    done: dict[tuple[str, int, int], float] = {}
+    free = [0.0] * K
+    position = [0] * K
+    timeline: list[list[tuple[str, int, float, float]]] = [[] for _ in range(K)]
+    while any(position[s] < len(orders[s]) for s in range(K)):
+        progressed = False
+        for s in range(K):
+            if position[s] == len(orders[s]):
+                continue
+            kind, m = orders[s][position[s]]
+            if kind == "F":
+                needs = [("F", s - 1, m)] if s > 0 else []
+            else:
+                needs = [("B", s + 1, m)] if s < K - 1 else [("F", s, m)]
+            if any(n not in done for n in needs):
+                continue
+            start = max([free[s]] + [done[n] for n in needs])
+            end = start + (tf if kind == "F" else tb)
+            done[(kind, s, m)] = end
+            free[s] = end
+            timeline[s].append((kind, m, start, end))
+            position[s] += 1
+            progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock
+            raise RuntimeError("pipeline schedule deadlocked")
+    return tuple(tuple(ops) for ops in timeline)
+
+
+def accumulation_critical_batch(chip: Chip | str, microbatches: int, *, shard_params: bool,
+                                n_axes: int = 1, bandwidth: float | None = None,
+                                dtype: str = "bf16") -> float:
+    """Tokens per chip per step above which data parallelism with gradient accumulation over
+    ``M = microbatches`` microbatches is compute-bound.
+
+    Accumulation runs ``M`` forward and backward passes over ``B/(X·M)`` tokens each before
+    one optimizer step, so activations are those of one microbatch. What it does to the
+    communication depends on where the weights live:
+
+    - replicated weights (DP, ZeRO-0 to 2; ``shard_params=False``): gradients accumulate
+      locally and are reduced once per step, so the condition is on the step's tokens,
+      ``B/X > C/W``, whatever ``M``;
+    - sharded weights (FSDP / ZeRO-3; ``shard_params=True``): every microbatch gathers the
+      weights again and ReduceScatters its gradients (they stay sharded), so each
+      microbatch must be compute-bound on its own: ``B/(X·M) > C/W``, i.e. ``B/X > M·C/W``.
+
+    ``C/W`` is :func:`critical_batch_per_chip_fsdp` (TPU v5p, one axis: 2550).
+    """
+    M = positive_int(microbatches, "microbatches")
+    if not isinstance(shard_params, bool):
+        raise ValueError(f"shard_params must be True or False, got {shard_params!r}")
+    one = critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
+    return one * M if shard_params else one
 
 
 # --------------------------------------------------------------------------- layout arithmetic

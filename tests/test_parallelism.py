@@ -487,3 +487,64 @@ def test_data_parallel_bandwidth_rejects_bad_input(kwargs, message):
     chip, replica = args.pop("chip"), args.pop("replica_chips")
     with pytest.raises(ValueError, match=message):
         par.data_parallel_bandwidth(chip, replica, **args)
+
+
+# --------------------------------------------------------------------------- issue 25 pieces
+
+def test_tensor_parallel_bounds_with_and_without_overlap():
+    # v5p: C/W = 4.59e14 / 1.8e11 = 2550; F = 28672: F·W/C = 11.24
+    assert par.max_tensor_parallel("v5p", 28672) == 11
+    # not overlapped, at most 20% exposed: 0.25 · 11.24 = 2.81
+    assert par.max_tensor_parallel("v5p", 28672, overlap=False) == 2
+    assert par.max_tensor_parallel("v5p", 28672, overlap=False, max_exposed_fraction=0.5) == 11
+    # Y = 8: r = 8 / 11.24 = 0.711, exposed share r / (1 + r) = 0.416
+    r = 8 * 2550 / 28672
+    assert par.tensor_parallel_exposed_fraction("v5p", 28672, 8) == pytest.approx(r / (1 + r))
+    with pytest.raises(ValueError, match="max_exposed_fraction"):
+        par.max_tensor_parallel("v5p", 28672, overlap=False, max_exposed_fraction=1)
+
+
+def test_pipeline_schedules_bubble_and_memory_by_hand():
+    K, M = 8, 32
+    one = par.pipeline_schedule_cost("1f1b", K, M)  # F = B = W = 1
+    assert one.busy == 96 and one.bubble == 21
+    assert one.bubble_fraction == pytest.approx(par.pipeline_bubble_fraction(K, M))
+    assert (one.in_flight, par.pipeline_schedule_cost("gpipe", K, M).in_flight) == (8, 32)
+    inter = par.pipeline_schedule_cost("interleaved", K, M, chunks=2)
+    assert inter.bubble == 10.5 and inter.in_flight == pytest.approx(8 + 7 / 2)
+    assert par.pipeline_schedule_cost("zb-h1", K, M).bubble == 7  # (K−1)(F + B − W)
+    zb2 = par.pipeline_schedule_cost("zb-h2", K, M)
+    assert zb2.bubble == 0 and zb2.in_flight == 15
+    dual = par.pipeline_schedule_cost("dualpipe", K, M)  # (K/2 − 1)(F&B + B − 2W), F&B = 3
+    assert dual.bubble == 3 * (3 + 1 - 2) and dual.weight_copies == 2 and dual.in_flight == 9
+    faster = par.pipeline_schedule_cost("dualpipe", K, M, t_overlapped=2.0)
+    assert faster.bubble == 3 * (2 + 1 - 2)
+    with pytest.raises(ValueError, match="even"):
+        par.pipeline_schedule_cost("dualpipe", 7, M)
+    with pytest.raises(ValueError, match="unknown schedule"):
+        par.pipeline_schedule_cost("chimera", K, M)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_pipeline_timeline_idles_exactly_the_bubble(schedule):
+    K, M = 4, 8
+    timeline = par.pipeline_timeline(schedule, K, M, t_forward=1, t_backward=2)
+    end = max(op[3] for ops in timeline for op in ops)
+    assert end == (M + K - 1) * 3
+    busy = sum(op[3] - op[2] for ops in timeline for op in ops)
+    assert 1 - busy / (K * end) == pytest.approx(par.pipeline_bubble_fraction(K, M))
+    for s, ops in enumerate(timeline):
+        assert sorted((k, m) for k, m, *_ in ops) == sorted(
+            [("F", m) for m in range(M)] + [("B", m) for m in range(M)])
+        assert all(a[3] <= b[2] for a, b in zip(ops, ops[1:]))  # one pass at a time
+    # 1F1B's first stage holds at most K microbatches between their F and B, GPipe all M
+    first = {m: (start, end) for kind, m, start, end in timeline[0] if kind == "F"}
+    back = {m: start for kind, m, start, _ in timeline[0] if kind == "B"}
+    most = max(sum(1 for m in range(M) if first[m][0] <= t < back[m]) for t in range(int(end)))
+    assert most == (K if schedule == "1f1b" else M)
+
+
+def test_gradient_accumulation_thresholds():
+    # DP reduces once per step: C/W whatever M; FSDP re-gathers per microbatch: M·C/W
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(2550)
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=True) == pytest.approx(10200)

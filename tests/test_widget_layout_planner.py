@@ -376,3 +376,10 @@ def test_axis_ticks_take_the_smallest_nice_step(top, step):
     assert values[1] == pytest.approx(step)
     assert values[-1] <= top < values[-1] + step
     assert [text for _, text in ticks] == [f"{v:g}" for v in values]
+
+
+def test_the_summary_states_the_models_assumptions(planner):
+    """Issue 25 item 3: the planner never hides TP traffic; it says so beside its numbers."""
+    text = planner.summary.value
+    assert "tensor-parallel collectives are never hidden" in text
+    assert "flash-style attention" in text

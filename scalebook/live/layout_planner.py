@@ -233,6 +233,14 @@ def planner_series(state: PlannerState) -> dict:
     }
 
 
+#: The planner's stated assumptions, shown under its tables (scalebook.training's model).
+MODEL_NOTE = ("Model: data-parallel and pipeline traffic overlaps compute within each pass; "
+              "tensor-parallel collectives are never hidden (no collective matmuls), so TP "
+              "shows exposed communication even below F·W/C. Activations: the LLaMA block's own "
+              "tensors, flash-style attention (no T×T kept). Step time is a lower bound at peak "
+              "FLOPs/s.")
+
+
 def planner_summary(state: PlannerState) -> str:
     """HTML: the layout, flags, memory and time tables and the collectives of the step."""
     plan = state.plan
@@ -259,7 +267,8 @@ def planner_summary(state: PlannerState) -> str:
         f"{format_bytes(plan.hbm_capacity)}</td></tr></table>"
         "<table style='border-collapse:collapse;display:inline-block;vertical-align:top'>"
         "<tr><th>collective</th><th>sent per chip</th><th>time</th></tr>"
-        f"{comms or '<tr><td>none</td><td></td><td></td></tr>'}</table></div>")
+        f"{comms or '<tr><td>none</td><td></td><td></td></tr>'}</table>"
+        f"<p>{html.escape(MODEL_NOTE)}</p></div>")
 
 
 #: The bar's slot on the x axis: the bar spans -0.3..0.3, its reference line -0.5..0.5, and
