@@ -225,3 +225,36 @@ def test_worked_problems_homework_and_widget(page, text):
                     "Explore it", "Run it"):
         assert section in text, section
     assert "serving_explorer" in text
+
+
+def test_h100_decode_run_against_both_models(text):
+    """The recorded H100 run: the page computes both predictions with today's solver from the
+    run's own C and W, and names the setting where they part most with the largest cache."""
+    import json
+    from pathlib import Path
+
+    from scalebook import decoding
+
+    run = json.loads((Path(__file__).resolve().parent.parent / "book" / "data"
+                      / "h100-2026-11-26.json").read_text())
+    spec = run["decoder"]
+    cfg = decoding.DecoderConfig(**{k: spec[k] for k in ("vocab", "d_model", "n_layers",
+                                                       "n_heads", "n_kv_heads", "d_ff")})
+    chip = decoding.measured_chip(run["peak_flops"], run["bandwidth"], dtype="bf16")
+    dtypes = dict(weight_dtype="bf16", cache_dtype="bf16", compute_dtype="bf16")
+    assert "The same decode on an H100" in text
+    header = text.index("meas/phased")
+    table = text[header:header + 4000]
+    for sweep in run["decode"]:
+        for b, seconds in zip(sweep["batches"], sweep["seconds"]):
+            p = inf.decode_step(cfg.shape(), chip, batch=b, context_len=sweep["context_len"],
+                                **dtypes)
+            row = (rf"{sweep['context_len']} {b} {seconds * 1e3:.2f} ms {p.time * 1e3:.2f} ms "
+                   rf"{p.time_overlapped * 1e3:.2f} ms")
+            assert re.search(re.escape(row), table), f"row {row!r} not on the page"
+    # the prose's example: 1,024 cached tokens at B = 1,024, measured nearer the phased model
+    p = inf.decode_step(cfg.shape(), chip, batch=1024, context_len=1024, **dtypes)
+    assert p.time > 1.1 * p.time_overlapped
+    assert re.search(r"With the largest cache among them, 1,024 tokens at \S* ?B = ?\S* 1,024", text)
+    assert f"the phased model said {p.time * 1e3:.1f} ms" in text
+
