@@ -46,6 +46,8 @@ from scalebook.transformer import TransformerConfig
 from scalebook.validation import positive, positive_int
 
 __all__ = [
+    "KneeFit",
+    "knee_fit",
     "DecoderConfig",
     "init_params",
     "matmul_weight_count",
@@ -445,3 +447,56 @@ def knee_batch(batches: Sequence[int], times: Sequence[float]) -> float:
     residual -= residual.mean(axis=1, keepdims=True)                      # the best t_0 per knee
     best = int(np.argmin((residual ** 2).sum(axis=1)))
     return math.inf if best == knees.size - 1 else float(knees[best])
+
+
+#: A knee is claimed only when the knee model's RMS residual in log time is at most this
+#: (about 15% in time) ...
+KNEE_MAX_RMS = 0.15
+#: ... and at most this fraction of a straight power law's residual: the bend must explain
+#: the data better than no bend at all.
+KNEE_VS_POWER_LAW = 0.5
+
+
+@dataclass(frozen=True)
+class KneeFit:
+    """How well a measured time-per-step curve fits the roofline shape.
+
+    Attributes:
+        knee: the best knee ``k`` of ``t = t_0 · max(1, B / k)`` (sequences; ``inf`` when the
+            best fit has none inside the sweep), as :func:`knee_batch` returns.
+        rms: the RMS residual of that fit in natural-log time (0.1 is about 10% per point).
+        slope: the exponent ``p`` of the least-squares power law ``t = a · B^p`` (dimensionless):
+            0 for a flat curve, 1 for a proportional one.
+        power_law_rms: that power law's RMS residual in log time.
+        supported: whether the data support a knee: finite, ``rms ≤ KNEE_MAX_RMS`` and
+            ``rms ≤ KNEE_VS_POWER_LAW · power_law_rms``.
+    """
+
+    knee: float
+    rms: float
+    slope: float
+    power_law_rms: float
+    supported: bool
+
+
+def knee_fit(batches: Sequence[int], times: Sequence[float]) -> KneeFit:
+    """Fit the roofline shape of :func:`knee_batch` and, beside it, a straight power law in
+    log-log, and say whether the knee is supported (:class:`KneeFit`).
+
+    A curve with a real knee is flat, then proportional: the knee model fits it closely and a
+    single power law does not. A curve that bends smoothly (a CPU's kernels slowing gradually as
+    the batch grows) fits a power law about as well as any knee, and then no knee is claimed.
+    """
+    knee = knee_batch(batches, times)
+    b, t = np.log(np.asarray(batches, dtype=float)), np.log(np.asarray(times, dtype=float))
+    k = float(np.asarray(batches, dtype=float)[-1]) if math.isinf(knee) else knee
+    shape = np.log(np.maximum(1.0, np.exp(b) / k))
+    residual = t - shape
+    residual -= residual.mean()
+    rms = float(np.sqrt(np.mean(residual ** 2)))
+    slope, intercept = np.polyfit(b, t, 1)
+    power_rms = float(np.sqrt(np.mean((t - (slope * b + intercept)) ** 2)))
+    supported = (math.isfinite(knee) and rms <= KNEE_MAX_RMS
+                 and rms <= KNEE_VS_POWER_LAW * power_rms)
+    return KneeFit(knee=knee, rms=rms, slope=float(slope), power_law_rms=power_rms,
+                   supported=bool(supported))

@@ -425,12 +425,15 @@ CATALOG: tuple[Chip, ...] = (
         link_bandwidth_one_way=5.0e10, links_per_chip=18,
         topology="NVSwitch (all-to-all in a node)", max_slice=(8,), chips_per_host=8,
         pcie_bandwidth=6.4e10, host_network_bandwidth=8 * _IB_PER_GPU, cores=148,
-        fp32_cores_per_sm=128,
-        sources=("NVIDIA B200 / DGX B200 datasheet", f"{_HSYM}, part 12"),
+        fp32_cores_per_sm=128, boost_clock_hz=1.98e9,
+        sources=("NVIDIA B200 / DGX B200 datasheet", f"{_HSYM}, part 12",
+                 "NVIDIA HGX B200 datasheet: FP32 75 TFLOPS (dense), from which the clock"),
         notes=("Spec sheet prints tensor-core figures 'with sparsity' (2x dense).",
                "NVLink 5: 18 links x 50 GB/s each way = 900 GB/s per GPU each way.",
                "A GB200 NVL72 rack forms one 72-GPU NVLink domain; the catalog models 8-GPU nodes.",
-               "Boost clock not in the vetted facts, so CUDA-core FLOPs/s is not derived.",
+               "Boost clock 1.98 GHz is derived, not printed: the HGX B200 datasheet's 75 TFLOPS "
+               "of FP32 = 148 SMs x 128 FP32 cores x 2 FLOPs per FMA x clock gives 1.979e9 Hz "
+               "(a GB200 runs faster, 80 TFLOPS, at a higher power limit).",
                "Per SM 256 kB SMEM and 256 kB registers, L2 126 MB (HSYM part 12 table, not in "
                "the vetted facts); Blackwell's 256 kB of TMEM per SM is not modelled."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=126 * MiB,

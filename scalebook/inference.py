@@ -21,12 +21,22 @@ chooses them apart:
 The ``n_chips`` chips of a slice serve one copy of the model with tensor parallelism: each holds
 ``1/n_chips`` of every weight and does ``1/n_chips`` of the FLOPs; each layer then ends its
 attention and its MLP with an AllReduce of the activations (Megatron-style, see
-:func:`tp_comm_time`). The cache splits by KV head, so only over ``min(n_chips, K)`` chips:
-past ``K`` chips each KV head, and its cache, is copied on ``n_chips / K`` of them
-(:func:`kv_replication`). The model:
+:func:`tp_comm_time`, priced over the slice's real ICI axes). The cache is split one of two
+ways (``kv_sharding``): by KV head (``"heads"``, the default), which reaches only
+``min(n_chips, K)`` chips, so that past ``K`` chips each head's cache is copied on
+``n_chips / K`` of them (:func:`kv_replication`); or by sequence (``"batch"``): the
+``n_chips / K`` groups of ``K`` chips each hold the caches of their own share of the batch and
+run attention data-parallel, so no cache is copied.
 
-    t_compute = FLOPs / (n_chips · peak)           t_memory = bytes read / (n_chips · W_hbm)
-    t_step    = max(t_compute, t_memory) + t_comm  (the collectives are not overlapped)
+A step runs its kernels one after another, so its time is a **sum of phases**:
+
+    t_weights   = max(weight FLOPs / (n·peak), weight bytes / (n·W_hbm))   the matmuls
+    t_attention = max(attention FLOPs / (n·peak), cache bytes / (n·W_hbm)) attention vs the cache
+    t_step      = t_weights + t_attention + t_comm    (collectives not overlapped either)
+
+The roofline of the whole step, ``max(all FLOPs / (n·peak), all bytes / (n·W_hbm)) + t_comm``,
+would hold only if attention's cache reads overlapped the weight matmuls' compute; it is a
+lower bound on ``t_step`` (``StepCost.time_overlapped``), never above it.
 
 Units: counts, FLOPs, bytes, seconds, tokens per second; prices in currency per chip-hour.
 """
@@ -37,7 +47,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from scalebook.collectives import all_reduce, gpu_all_reduce, has_wraparound
+from scalebook.collectives import collective_cost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
 from scalebook.transformer import TransformerConfig, attention_flops_per_token, param_count
 from scalebook.validation import positive, positive_int
@@ -46,6 +56,9 @@ __all__ = [
     "weight_bytes",
     "kv_bytes_per_token",
     "kv_replication",
+    "KV_SHARDINGS",
+    "kv_groups",
+    "tp_slice_axes",
     "StepCost",
     "prefill",
     "decode_step",
@@ -56,6 +69,15 @@ __all__ = [
     "latency_throughput",
     "best_batch",
     "cost_per_million_tokens",
+    "RequestRate",
+    "requests_per_second",
+    "ContinuousBatching",
+    "continuous_batching",
+    "prefill_decode_ratio",
+    "decode_step_from_counts",
+    "WeightStationary2D",
+    "weight_stationary_2d",
+    "model_parallel_limit",
 ]
 
 
@@ -83,15 +105,49 @@ def kv_bytes_per_token(cfg: TransformerConfig, dtype: str = "bf16") -> float:
     return 2.0 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * bytes_per_element(dtype)
 
 
-def kv_replication(cfg: TransformerConfig, n_chips: int) -> float:
-    """How many copies of the cache a tensor-parallel slice keeps: ``n_chips / min(n_chips, K)``.
+#: How a slice splits the KV cache: by KV head (copies past K chips), or by sequence.
+KV_SHARDINGS = ("heads", "batch")
 
-    The cache splits by KV head, so ``K`` heads spread over at most ``K`` chips; on more, each
-    head's keys and values sit on ``n_chips / K`` chips (LLaMA-3 70B, ``K = 8``, on 16 chips:
-    2 copies). 1 up to ``K`` chips.
+
+def _kv_sharding(kv_sharding: str) -> str:
+    if kv_sharding not in KV_SHARDINGS:
+        raise ValueError(f"kv_sharding must be one of {KV_SHARDINGS}, got {kv_sharding!r}")
+    return kv_sharding
+
+
+def kv_groups(cfg: TransformerConfig, n_chips: int, kv_sharding: str = "heads") -> int:
+    """Into how many groups a ``"batch"``-sharded cache splits the sequences:
+    ``n_chips / min(n_chips, K)`` (each group of ``K`` chips holds its own sequences' caches,
+    split by head inside the group); 1 for ``"heads"``."""
+    n = positive_int(n_chips, "n_chips")
+    if _kv_sharding(kv_sharding) == "heads":
+        return 1
+    return max(1, n // min(n, _cfg(cfg).n_kv_heads))
+
+
+def kv_replication(cfg: TransformerConfig, n_chips: int, kv_sharding: str = "heads") -> float:
+    """How many copies of the cache a tensor-parallel slice keeps.
+
+    ``"heads"``: ``n_chips / min(n_chips, K)``. The cache splits by KV head, so ``K`` heads
+    spread over at most ``K`` chips; on more, each head's keys and values sit on ``n_chips / K``
+    chips (LLaMA-3 70B, ``K = 8``, on 16 chips: 2 copies). 1 up to ``K`` chips.
+    ``"batch"``: 1 on any slice (each sequence's cache lives in one group of ``K`` chips).
     """
     n = positive_int(n_chips, "n_chips")
+    if _kv_sharding(kv_sharding) == "batch":
+        return 1.0
     return n / min(n, _cfg(cfg).n_kv_heads)
+
+
+def _kv_batch_bytes(cfg: TransformerConfig, batch: int, per_seq: float, n_chips: int,
+                    kv_sharding: str) -> float:
+    """Cache bytes the slice reads for ``batch`` sequences of ``per_seq`` bytes each, counted
+    as if every chip were as loaded as the busiest one (the step waits for it): copies under
+    ``"heads"``; ``groups · ceil(B / groups)`` sequences under ``"batch"``."""
+    groups = kv_groups(cfg, n_chips, kv_sharding)
+    if groups > 1:
+        return groups * math.ceil(batch / groups) * per_seq
+    return batch * per_seq * kv_replication(cfg, n_chips, kv_sharding)
 
 
 @dataclass(frozen=True)
@@ -109,10 +165,16 @@ class StepCost:
             embedding lookup's few rows left out).
         kv_bytes: bytes of cache read (decode) or written (prefill), summed over the chips
             (copies included: :func:`kv_replication`).
-        t_compute: ``flops / (n_chips · peak)`` (s).
-        t_memory: ``(weight_bytes + kv_bytes) / (n_chips · W_hbm)`` (s).
+        t_compute: ``flops / (n_chips · peak)`` (s), all kernels together.
+        t_memory: ``(weight_bytes + kv_bytes) / (n_chips · W_hbm)`` (s), all kernels together.
         t_comm: tensor-parallel AllReduces of the step (s), 0 on one chip.
-        time: ``max(t_compute, t_memory) + t_comm`` (s).
+        t_weights_compute, t_weights_memory: the weight matmuls' FLOPs over ``n·peak`` and
+            ``weight_bytes / (n·W_hbm)`` (s); their phase takes the larger (``t_weights``).
+        t_attention_compute, t_attention_memory: attention's FLOPs against the cache over
+            ``n·peak`` and ``kv_bytes / (n·W_hbm)`` (s); the larger is ``t_attention``.
+        time: ``t_weights + t_attention + t_comm`` (s): the phases run one after another.
+        time_overlapped: ``max(t_compute, t_memory) + t_comm`` (s): the bound if attention's
+            cache reads overlapped the matmuls' compute; never above ``time``.
     """
 
     phase: str
@@ -127,11 +189,35 @@ class StepCost:
     t_memory: float
     t_comm: float
     time: float
+    t_weights_compute: float = 0.0
+    t_weights_memory: float = 0.0
+    t_attention_compute: float = 0.0
+    t_attention_memory: float = 0.0
+    time_overlapped: float = 0.0
+
+    @property
+    def t_weights(self) -> float:
+        """The weight matmuls' phase (s): ``max(t_weights_compute, t_weights_memory)``."""
+        return max(self.t_weights_compute, self.t_weights_memory)
+
+    @property
+    def t_attention(self) -> float:
+        """Attention against the cache (s): ``max(t_attention_compute, t_attention_memory)``."""
+        return max(self.t_attention_compute, self.t_attention_memory)
 
     @property
     def bound(self) -> str:
-        """"compute" or "memory": which of the two the step waits on (ties count as compute)."""
+        """"compute" or "memory" for the step's totals, ``t_compute`` against ``t_memory`` (ties
+        count as compute): the overlapped view. :attr:`weights_bound` is the matmuls alone."""
         return "compute" if self.t_compute >= self.t_memory else "memory"
+
+    @property
+    def weights_bound(self) -> str:
+        """"compute" or "memory" for the weight matmuls alone (ties count as compute). At
+        decode they turn compute-bound at ``B ≥ peak · bytes(weight) / (2 · W_hbm)`` whatever
+        the context; attention against the cache stays memory-bound (its intensity is about
+        ``2H / (K · bytes(cache))`` FLOPs per byte, 8 for LLaMA-3 in bf16)."""
+        return "compute" if self.t_weights_compute >= self.t_weights_memory else "memory"
 
     @property
     def tokens_per_s(self) -> float:
@@ -149,17 +235,44 @@ class StepCost:
         return self.flops / (self.weight_bytes + self.kv_bytes)
 
 
+def tp_slice_axes(chip: Chip | str, n_chips: int) -> tuple[int, ...]:
+    """The ICI axes of the ``n_chips``-chip TPU slice a tensor-parallel group runs on.
+
+    The most nearly square slice of the chip's torus rank, built by doubling the shortest axis:
+    on a 2-D chip (v5e, v6e, v3) 8 chips are 4×2 (one host), 16 are 4×4, 32 are 8×4; on a
+    3-D chip (v4p, v5p) 8 are 2×2×2 and 16 are 4×2×2. Sizes are largest first. ``n_chips`` must
+    be a power of two no larger than the chip's largest slice; GPUs raise ``ValueError``.
+    """
+    chip = get_chip(chip)
+    n = positive_int(n_chips, "n_chips")
+    if chip.is_gpu:
+        raise ValueError(f"{chip.name} is a GPU; its tensor-parallel group is one NVLink node")
+    if n & (n - 1) or n > math.prod(chip.max_slice):
+        raise ValueError(f"a {chip.name} slice for tensor parallelism needs a power-of-two chip "
+                         f"count up to {math.prod(chip.max_slice)}, got {n}")
+    axes = [1] * len(chip.max_slice)
+    while math.prod(axes) < n:
+        axes[axes.index(min(axes))] *= 2
+    return tuple(sorted(axes, reverse=True))
+
+
 def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, tokens: int,
                  dtype: str = "bf16") -> float:
     """Seconds of tensor-parallel AllReduces in one forward pass over ``tokens`` tokens.
 
     Megatron-style tensor parallelism splits attention by head and the MLP by its hidden
     width; each ends with a partial sum of the ``[tokens, D]`` activations, so a layer does two
-    AllReduces of ``tokens · D · bytes(dtype)`` bytes: ``2 · L`` per forward pass. On a TPU the
-    ``n_chips`` form one ICI axis (a ring where :func:`~scalebook.collectives.has_wraparound`
-    says so, else a line); on GPUs they sit in one NVLink node. Each AllReduce is costed with
-    the alpha-beta model of :mod:`scalebook.collectives` (1 µs per hop), which at decode's small
-    messages is mostly latency. 0 on one chip.
+    AllReduces of ``V = tokens · D · bytes(dtype)`` bytes: ``2 · L`` per forward pass.
+
+    Priced by the solver's one collective entry point,
+    :func:`~scalebook.collectives.collective_cost`. On a TPU the group is the slice of
+    :func:`tp_slice_axes` (a v5e 8-chip slice is 4×2, not an 8-chip ring) and each AllReduce
+    runs over all its real axes at once (the axes' link bandwidths add, each axis a ring only
+    where the chip's wraparound rule says so, else a line). On GPUs the group sits in one
+    NVLink node.
+    Alpha-beta model, 1 µs per hop, which at decode's small messages is mostly latency: a
+    v5e 4×2 pays 2·((4−1) + (2−1)) = 8 hops per AllReduce where an 8-chip line would pay 14.
+    Not overlapped with compute. 0 on one chip.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     n = positive_int(n_chips, "n_chips")
@@ -167,14 +280,11 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     if n == 1:
         return 0.0
     nbytes = tokens * cfg.d_model * bytes_per_element(dtype)
-    if chip.is_gpu:
-        if n > chip.chips_per_host:
-            raise ValueError(f"tensor parallelism over {n} GPUs leaves the {chip.chips_per_host}-GPU "
-                             f"NVLink node; serve with at most {chip.chips_per_host} per copy")
-        one = gpu_all_reduce(nbytes, n, chip)
-    else:
-        one = all_reduce(nbytes, n, chip, wraparound=has_wraparound(chip, n))
-    return 2.0 * cfg.n_layers * float(one.time)
+    if chip.is_gpu and n > chip.chips_per_host:
+        raise ValueError(f"tensor parallelism over {n} GPUs leaves the {chip.chips_per_host}-GPU "
+                         f"NVLink node; serve with at most {chip.chips_per_host} per copy")
+    axes = [n] if chip.is_gpu else list(tp_slice_axes(chip, n))
+    return 2.0 * cfg.n_layers * float(collective_cost("AllReduce", nbytes, axes, chip).time)
 
 
 def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
@@ -184,99 +294,123 @@ def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
 
 
 def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens: int,
-          context_len: int, n_chips: int, flops: float, kv_bytes: float, weight_dtype: str,
-          compute_dtype: str) -> StepCost:
+          context_len: int, n_chips: int, weight_flops: float, attention_flops: float,
+          kv_bytes: float, weight_dtype: str, compute_dtype: str) -> StepCost:
     w_bytes = _read_weight_bytes(cfg, weight_dtype)
-    t_compute = flops / (n_chips * chip.flops(compute_dtype))
-    t_memory = (w_bytes + kv_bytes) / (n_chips * chip.hbm_bandwidth)
+    peak, bw = n_chips * chip.flops(compute_dtype), n_chips * chip.hbm_bandwidth
+    flops = weight_flops + attention_flops
+    t_compute, t_memory = flops / peak, (w_bytes + kv_bytes) / bw
+    w_c, w_m = weight_flops / peak, w_bytes / bw
+    a_c, a_m = attention_flops / peak, kv_bytes / bw
     t_comm = tp_comm_time(cfg, chip, n_chips=n_chips, tokens=tokens)
     return StepCost(phase=phase, batch=batch, tokens=tokens, context_len=context_len,
                     n_chips=n_chips, flops=flops, weight_bytes=w_bytes, kv_bytes=kv_bytes,
                     t_compute=t_compute, t_memory=t_memory, t_comm=t_comm,
-                    time=max(t_compute, t_memory) + t_comm)
+                    time=max(w_c, w_m) + max(a_c, a_m) + t_comm,
+                    t_weights_compute=w_c, t_weights_memory=w_m,
+                    t_attention_compute=a_c, t_attention_memory=a_m,
+                    time_overlapped=max(t_compute, t_memory) + t_comm)
 
 
 def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch: int = 1,
             n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-            compute_dtype: str = "bf16") -> StepCost:
+            compute_dtype: str = "bf16", kv_sharding: str = "heads") -> StepCost:
     """Prefill of ``batch`` prompts of ``prompt_len`` tokens each, in one forward pass.
 
     FLOPs ``= B·T · (2·P_matmul + 4·L·T·H·d_h)``: every weight twice per token, plus attention
     against the whole prompt (no causal discount, as in
     :func:`~scalebook.transformer.attention_flops_per_token`). Bytes: every weight once, and
-    the cache written, ``B·T · kv_bytes_per_token``. LLaMA-3 70B, one 2,048-token prompt on
-    8 H100s in bf16: 3.0e14 FLOPs, 37 ms of compute against 5.3 ms of memory (and 23 ms of
-    AllReduces, which a real server overlaps in part).
+    the cache written, ``B·T · kv_bytes_per_token``. Time: the phases in turn (weight
+    matmuls, attention, AllReduces; see the module). LLaMA-3 70B, one 2,048-token prompt on
+    8 H100s in bf16: 3.0e14 FLOPs, 37 ms of compute against 5.3 ms of memory, and 23 ms of
+    AllReduces that this model does not overlap (a real server hides part of them).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     t, b, n = positive_int(prompt_len, "prompt_len"), positive_int(batch, "batch"), positive_int(n_chips, "n_chips")
     tokens = b * t
-    flops = tokens * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, t))
-    kv = tokens * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
+    kv = _kv_batch_bytes(cfg, b, t * kv_bytes_per_token(cfg, cache_dtype), n, kv_sharding)
     return _step("prefill", cfg, chip, batch=b, tokens=tokens, context_len=t, n_chips=n,
-                 flops=float(flops), kv_bytes=kv,
+                 weight_flops=tokens * 2.0 * param_count(cfg).matmul,
+                 attention_flops=tokens * float(attention_flops_per_token(cfg, t)), kv_bytes=kv,
                  weight_dtype=weight_dtype, compute_dtype=compute_dtype)
 
 
 def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context_len: int,
                 n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                compute_dtype: str = "bf16") -> StepCost:
+                compute_dtype: str = "bf16", kv_sharding: str = "heads") -> StepCost:
     """One decode step: ``batch`` sequences, each with ``context_len`` cached tokens, get one
     new token each.
 
-    FLOPs ``= B · (2·P_matmul + 4·L·S·H·d_h)`` with ``S = context_len``; bytes read
-    ``= P_matmul · bytes(weight_dtype) + B·S · kv_bytes_per_token`` (times the cache's copies
-    past ``K`` chips, :func:`kv_replication`). At small ``B`` the weights dominate and the
-    step takes about ``weight_bytes / (n_chips · W_hbm)`` whatever ``B`` is, so throughput grows
-    with ``B`` for free; the step's ``time`` is the time per output token each sequence sees.
-    LLaMA-3 70B on 8 H100s, B = 1, S = 4,096 in bf16: 5.2 ms of memory time (the compute
-    takes 19 µs) plus 2.3 ms of AllReduces, 7.5 ms per token.
+    FLOPs: ``B · 2·P_matmul`` in the weight matmuls and ``B · 4·L·S·H·d_h`` in attention
+    (``S = context_len``); bytes read: ``P_matmul · bytes(weight_dtype)`` by the matmuls and
+    ``B·S · kv_bytes_per_token`` by attention (copied past ``K`` chips under ``"heads"``,
+    :func:`kv_replication`). The kernels run in turn, so
+
+        time = max(2·B·P / (n·C), P·b_w / (n·W)) + max(4·B·L·S·H·d_h / (n·C), B·S·c / (n·W)) + t_comm
+
+    (s); ``time_overlapped`` is the roofline of the totals, a lower bound. The weight matmuls
+    turn compute-bound near ``C·b_w / (2·W)`` sequences whatever ``S``; attention never does.
+    At small ``B`` the weights dominate, so throughput grows with ``B`` almost for free; the
+    step's ``time`` is the time per output token each sequence sees. LLaMA-3 70B on 8 H100s,
+    B = 1, S = 4,096 in bf16: 5.2 ms of memory time (the compute takes 19 µs) plus 2.3 ms of
+    AllReduces, 7.5 ms per token.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     b, s, n = positive_int(batch, "batch"), positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
-    flops = b * (2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s))
-    kv = b * s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)
+    kv = _kv_batch_bytes(cfg, b, s * kv_bytes_per_token(cfg, cache_dtype), n, kv_sharding)
     return _step("decode", cfg, chip, batch=b, tokens=b, context_len=s, n_chips=n,
-                 flops=float(flops), kv_bytes=kv,
+                 weight_flops=b * 2.0 * param_count(cfg).matmul,
+                 attention_flops=b * float(attention_flops_per_token(cfg, s)), kv_bytes=kv,
                  weight_dtype=weight_dtype, compute_dtype=compute_dtype)
 
 
 def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int = 0,
                           n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                          compute_dtype: str = "bf16") -> float:
-    """The batch at which a decode step turns compute-bound (sequences); ``inf`` if it never does.
+                          compute_dtype: str = "bf16", overlap: bool = True,
+                          kv_sharding: str = "heads") -> float:
+    """The batch at which decode turns compute-bound (sequences); ``inf`` if it never does.
 
-    Setting ``t_compute = t_memory`` (the chip count cancels, since both divide by it):
+    ``overlap=False``, the phased model of :func:`decode_step`: the weight matmuls balance when
+    ``2·B·P / C = P·b_w / W_hbm``, so ``B* = C · b_w / (2 · W_hbm)`` whatever the context
+    (295 for bf16 on an H100, 243 on a TPU v5e); attention against the cache stays
+    memory-bound at every batch.
+
+    ``overlap=True`` (the default, kept for hw6 P4): the balance of the step's *totals*, as if
+    attention's cache reads overlapped the matmuls' compute. Setting ``t_compute = t_memory``
+    (the chip count cancels):
 
         B · f / peak = (W + B · c) / W_hbm
         B* = W / (W_hbm · f / peak − c)
 
     with ``f = 2·P_matmul + 4·L·S·H·d_h`` FLOPs and ``c = S · kv_bytes_per_token`` bytes per
-    sequence (times :func:`kv_replication` past ``K`` chips), ``W = P_matmul · bytes(weight_dtype)``. Without a cache (``S = 0``) this is
-    ``B* = peak · bytes(weight_dtype) / (2 · W_hbm)`` for any model: 295 for bf16 on an H100,
-    243 on a TPU v5e. When a sequence's cache costs more time to read than its FLOPs take to
-    compute (``c / W_hbm ≥ f / peak``; LLaMA-3 70B on an H100 from about 1,500 cached tokens),
-    adding sequences never makes the step compute-bound: ``inf``.
+    sequence (times :func:`kv_replication`), ``W = P_matmul · bytes(weight_dtype)``. At
+    ``S = 0`` it equals the phased value; it grows with ``S`` and is ``inf`` once
+    ``c / W_hbm ≥ f / peak`` (LLaMA-3 70B on an H100 from about 1,500 cached tokens), an
+    artefact of the overlap assumption, not a property of the kernels.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     s = positive(context_len, "context_len", allow_zero=True)
-    f = 2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s)
-    c = s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n_chips)
     w = _read_weight_bytes(cfg, weight_dtype)
+    if not overlap:
+        return w / (chip.hbm_bandwidth * 2.0 * param_count(cfg).matmul / chip.flops(compute_dtype))
+    f = 2.0 * param_count(cfg).matmul + attention_flops_per_token(cfg, s)
+    c = s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n_chips, kv_sharding)
     margin = chip.hbm_bandwidth * f / chip.flops(compute_dtype) - c
     return math.inf if margin <= 0 else w / margin
 
 
 def max_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, n_chips: int = 1,
               weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-              reserve: float = 0.0) -> int:
+              reserve: float = 0.0, kv_sharding: str = "heads") -> int:
     """The most sequences of ``context_len`` tokens whose cache fits beside the weights.
 
-    ``floor((n_chips · HBM · (1 − reserve) − weight_bytes) / (context_len · kv_bytes_per_token · r))``
-    with ``r`` = :func:`kv_replication` (the cache's copies past ``K`` chips); 0 when the
-    weights alone do not fit. ``reserve`` is the fraction of HBM kept for
-    activations, the runtime and fragmentation (0 to below 1). LLaMA-3 70B in bf16 on 8 H100s
-    at 8,192 tokens: (640 − 141.1) GB / 2.68 GB = 185 sequences.
+    ``"heads"``: ``floor((n · HBM · (1 − reserve) − weight_bytes) / (S · kv_bytes_per_token · r))``
+    with ``r`` = :func:`kv_replication` (the cache's copies past ``K`` chips). ``"batch"``:
+    each of the ``g`` = :func:`kv_groups` groups holds ``floor(free / g / (S · kv_bytes_per_token))``
+    sequences, ``g`` times that in all (no copies). 0 when the weights alone do not fit.
+    ``reserve`` is the fraction of HBM kept for activations, the runtime and fragmentation
+    (0 to below 1). LLaMA-3 70B in bf16 on 8 H100s at 8,192 tokens: (640 − 141.1) GB /
+    2.68 GB = 185 sequences.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     s, n = positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
@@ -286,12 +420,16 @@ def max_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, n_c
     free = n * chip.hbm_bytes * (1.0 - reserve) - weight_bytes(cfg, weight_dtype)
     if free <= 0:
         return 0
-    return int(free // (s * kv_bytes_per_token(cfg, cache_dtype) * kv_replication(cfg, n)))
+    per_seq = s * kv_bytes_per_token(cfg, cache_dtype)
+    groups = kv_groups(cfg, n, kv_sharding)
+    if groups > 1:
+        return groups * int(free / groups // per_seq)
+    return int(free // (per_seq * kv_replication(cfg, n, kv_sharding)))
 
 
 def smallest_slice(cfg: TransformerConfig, chip: Chip | str, *, context_len: int, batch: int = 1,
                    weight_dtype: str = "bf16", cache_dtype: str = "bf16", reserve: float = 0.0,
-                   sizes: Sequence[int] | None = None) -> int:
+                   sizes: Sequence[int] | None = None, kv_sharding: str = "heads") -> int:
     """The fewest chips, among ``sizes``, that hold the weights and ``batch`` caches of
     ``context_len`` tokens.
 
@@ -307,7 +445,7 @@ def smallest_slice(cfg: TransformerConfig, chip: Chip | str, *, context_len: int
         sizes = [2 ** k for k in range(int(math.log2(largest)) + 1)]
     for n in sorted(positive_int(v, "slice size") for v in sizes):
         if max_batch(cfg, chip, context_len=context_len, n_chips=n, weight_dtype=weight_dtype,
-                     cache_dtype=cache_dtype, reserve=reserve) >= b:
+                     cache_dtype=cache_dtype, reserve=reserve, kv_sharding=kv_sharding) >= b:
             return n
     raise ValueError(f"{cfg.name or 'the model'} with {b} sequence(s) of {context_len} tokens does "
                      f"not fit on any of {list(sizes)} {chip.name} chips")
@@ -315,32 +453,35 @@ def smallest_slice(cfg: TransformerConfig, chip: Chip | str, *, context_len: int
 
 def latency_throughput(cfg: TransformerConfig, chip: Chip | str, *, batches: Sequence[int],
                        context_len: int, n_chips: int = 1, weight_dtype: str = "bf16",
-                       cache_dtype: str = "bf16", compute_dtype: str = "bf16") -> list[StepCost]:
+                       cache_dtype: str = "bf16", compute_dtype: str = "bf16",
+                       kv_sharding: str = "heads") -> list[StepCost]:
     """Decode steps for each batch size in ``batches``: the latency–throughput curve.
 
     Each point's ``time`` is the time per output token a user sees; its
     ``tokens_per_s_per_chip`` is what the operator pays for. Along the memory-bound stretch the
-    time barely moves while throughput grows with ``B``; past :func:`decode_critical_batch`
-    the time grows with ``B`` and throughput levels off. Batches whose cache does not fit are
-    kept (check them against :func:`max_batch`).
+    time barely moves while throughput grows with ``B``; once the weight matmuls turn
+    compute-bound (``decode_critical_batch(..., overlap=False)``) the time grows in proportion
+    to ``B`` and throughput levels off. Batches whose cache does not fit are kept (check them
+    against :func:`max_batch`).
     """
     return [decode_step(cfg, chip, batch=b, context_len=context_len, n_chips=n_chips,
                         weight_dtype=weight_dtype, cache_dtype=cache_dtype,
-                        compute_dtype=compute_dtype) for b in batches]
+                        compute_dtype=compute_dtype, kv_sharding=kv_sharding) for b in batches]
 
 
 def best_batch(cfg: TransformerConfig, chip: Chip | str, *, latency_target: float,
                context_len: int, n_chips: int = 1, weight_dtype: str = "bf16",
                cache_dtype: str = "bf16", compute_dtype: str = "bf16",
-               reserve: float = 0.0) -> int:
-    """The largest batch whose decode step meets ``latency_target`` (s per output token) and
-    whose cache fits; 0 when not even one sequence does.
+               reserve: float = 0.0, kv_sharding: str = "heads") -> int:
+    """The largest batch whose decode step (:func:`decode_step`'s ``time``, the phased model)
+    meets ``latency_target`` (s per output token) and whose cache fits; 0 when not even one
+    sequence does.
 
     The step time grows with ``B``, so this is a bisection over ``1 ≤ B ≤ max_batch``.
     """
     target = positive(latency_target, "latency_target")
     kw = dict(context_len=context_len, n_chips=n_chips, weight_dtype=weight_dtype,
-              cache_dtype=cache_dtype)
+              cache_dtype=cache_dtype, kv_sharding=kv_sharding)
     fits = max_batch(cfg, chip, reserve=reserve, **kw)
 
     def meets(b: int) -> bool:
@@ -368,3 +509,250 @@ def cost_per_million_tokens(tokens_per_s: float, *, n_chips: int,
     rate = positive(tokens_per_s, "tokens_per_s")
     price = positive(price_per_chip_hour, "price_per_chip_hour")
     return positive_int(n_chips, "n_chips") * price / 3600.0 / rate * 1e6
+
+
+
+# --------------------------------------------------------------------------- serving pieces
+
+
+@dataclass(frozen=True)
+class RequestRate:
+    """Requests a slice finishes per second when decode is the bottleneck.
+
+    Attributes:
+        per_slice: ``tokens_per_s / reply_len`` (requests/s) for the whole slice.
+        per_chip: ``per_slice / n_chips`` (requests/s per chip).
+    """
+
+    per_slice: float
+    per_chip: float
+
+
+def requests_per_second(tokens_per_s: float, *, reply_len: int, n_chips: int = 1) -> RequestRate:
+    """Requests per second from a slice's decode rate: ``tokens_per_s / reply_len``.
+
+    Each request needs ``reply_len`` decode steps' worth of its own tokens, so a slice that
+    produces ``tokens_per_s`` output tokens finishes that many over ``reply_len`` requests per
+    second (and ``/ n_chips`` per chip). Decode only: the prompts' prefill runs elsewhere (a
+    disaggregated pool) or is counted separately. 8 chips at 1,000 tokens/s with 250-token
+    replies: 4 requests/s, 0.5 per chip.
+    """
+    rate = positive(tokens_per_s, "tokens_per_s")
+    r = positive_int(reply_len, "reply_len")
+    n = positive_int(n_chips, "n_chips")
+    return RequestRate(per_slice=rate / r, per_chip=rate / r / n)
+
+
+@dataclass(frozen=True)
+class ContinuousBatching:
+    """The steady state of a decode server under continuous batching.
+
+    ``batch`` sequences are in flight; each step gives each one token; a sequence that has its
+    ``reply_len`` tokens leaves and a new one (its ``prompt_len``-token prompt prefilled
+    elsewhere) takes its place at once. In steady state the sequences' progress is spread
+    evenly over ``0 … reply_len − 1`` tokens.
+
+    Attributes:
+        finished_per_step: sequences that finish each step, ``B / R`` (sequences per step).
+        kv_tokens_freed_per_step: cache tokens released each step, ``(B / R) · (T + R)``.
+        mean_context: cache tokens per sequence on average, ``T + (R − 1) / 2``.
+        mean_kv_bytes: the batch's cache on average, ``B · mean_context · kv_bytes_per_token``
+            (bytes), the figure to size HBM by (the peak is ``B · (T + R)`` if all start at
+            once).
+        requests_per_s: requests finished per second, ``B / (R · t_step)``.
+        prefill_tokens_per_s: prompt tokens the prefill side must supply,
+            ``requests_per_s · T`` (tokens/s).
+    """
+
+    finished_per_step: float
+    kv_tokens_freed_per_step: float
+    mean_context: float
+    mean_kv_bytes: float
+    requests_per_s: float
+    prefill_tokens_per_s: float
+
+
+def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_time: float,
+                        kv_bytes_per_token: float) -> ContinuousBatching:
+    """The serving queue in steady state (:class:`ContinuousBatching`): with ``B`` sequences in
+    flight, replies of ``R`` tokens and prompts of ``T``, each step finishes ``B / R``
+    sequences and frees ``(B / R)(T + R)`` cache tokens, and the batch holds on average
+    ``B (T + (R − 1)/2)`` cache tokens. ``step_time`` is the decode step (s), taken the same at
+    every step (a first cut: it grows a little with the context).
+
+    B = 64, T = 2,048, R = 2,048, 20 ms per step: 1/32 sequence per step, 128 cache tokens
+    freed per step, 3,071.5 tokens per sequence on average, 1.56 requests/s.
+    """
+    b = positive_int(batch, "batch")
+    t = positive_int(prompt_len, "prompt_len")
+    r = positive_int(reply_len, "reply_len")
+    dt = positive(step_time, "step_time")
+    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
+    finished = b / r
+    mean_context = t + (r - 1) / 2
+    requests = finished / dt
+    return ContinuousBatching(finished_per_step=finished,
+                              kv_tokens_freed_per_step=finished * (t + r),
+                              mean_context=mean_context, mean_kv_bytes=b * mean_context * c,
+                              requests_per_s=requests, prefill_tokens_per_s=requests * t)
+
+
+def prefill_decode_ratio(mix: Sequence[tuple[float, int, int]], *,
+                         prefill_tokens_per_s_per_chip: float,
+                         decode_tokens_per_s_per_chip: float) -> float:
+    """How many decode chips a disaggregated service needs per prefill chip for a traffic mix.
+
+    ``mix`` is ``[(share, prompt_len, reply_len), ...]``: the fraction of requests of each
+    kind (shares are normalised). Per request, prefill takes ``T / r_prefill`` chip-seconds and
+    decode ``R / r_decode``, so
+
+        decode chips / prefill chips = (Σ share·R / r_decode) / (Σ share·T / r_prefill)
+
+    (dimensionless). The rates are per chip at the pools' own batch and context (a first cut:
+    one rate per pool for the whole mix). Chat, 2,048 in and 2,048 out, with prefill at
+    8,000 and decode at 400 tokens/s per chip: 20 decode chips per prefill chip.
+    """
+    if isinstance(mix, (str, bytes)) or not isinstance(mix, Sequence) or not mix:
+        raise ValueError("mix must be a non-empty list of (share, prompt_len, reply_len)")
+    r_pf = positive(prefill_tokens_per_s_per_chip, "prefill_tokens_per_s_per_chip")
+    r_dec = positive(decode_tokens_per_s_per_chip, "decode_tokens_per_s_per_chip")
+    prefill_s = decode_s = 0.0
+    for entry in mix:
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            raise ValueError(f"each mix entry is (share, prompt_len, reply_len), got {entry!r}")
+        share = positive(entry[0], "share")
+        prefill_s += share * positive_int(entry[1], "prompt_len") / r_pf
+        decode_s += share * positive_int(entry[2], "reply_len") / r_dec
+    return decode_s / prefill_s
+
+
+def decode_step_from_counts(n_params: float, kv_bytes_per_token: float, chip: Chip | str, *,
+                            batch: int, context_len: int, n_chips: int = 1,
+                            weight_dtype: str = "bf16",
+                            compute_dtype: str = "bf16") -> StepCost:
+    """A decode step from a parameter count and the cache bytes per token alone.
+
+    The weight matmuls do ``2 · B · P`` FLOPs on ``P · bytes(weight_dtype)`` bytes; attention
+    reads ``B · S · kv_bytes_per_token`` bytes and its FLOPs are left out (it is memory-bound:
+    :attr:`StepCost.weights_bound`'s docstring), so
+
+        time = max(2·B·P / (n·C), P·b_w / (n·W_hbm)) + B·S·c / (n·W_hbm)      (s)
+
+    Without the model's width there are no tensor-parallel AllReduces to price: ``t_comm = 0``
+    (add :func:`tp_comm_time` when the shape is known). The embedding is counted as matmul
+    weights (a first cut: a few percent of a large model). 70e9 parameters, 327,680 bytes per
+    token, B = 1, S = 4,096 on 8 H100s: 5.3 ms.
+    """
+    chip = get_chip(chip)
+    p = positive(n_params, "n_params")
+    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
+    b, s, n = positive_int(batch, "batch"), positive_int(context_len, "context_len"), positive_int(n_chips, "n_chips")
+    peak, bw = n * chip.flops(compute_dtype), n * chip.hbm_bandwidth
+    w_bytes, kv = p * bytes_per_element(weight_dtype), b * s * c
+    flops = 2.0 * b * p
+    w_c, w_m, a_m = flops / peak, w_bytes / bw, kv / bw
+    return StepCost(phase="decode", batch=b, tokens=b, context_len=s, n_chips=n, flops=flops,
+                    weight_bytes=w_bytes, kv_bytes=kv, t_compute=w_c,
+                    t_memory=(w_bytes + kv) / bw, t_comm=0.0, time=max(w_c, w_m) + a_m,
+                    t_weights_compute=w_c, t_weights_memory=w_m, t_attention_compute=0.0,
+                    t_attention_memory=a_m, time_overlapped=max(w_c, (w_bytes + kv) / bw))
+
+
+@dataclass(frozen=True)
+class WeightStationary2D:
+    """Communication of one decode step with the weights sharded over a 2-D ``x × y`` mesh.
+
+    Attributes:
+        x, y: the mesh (``x · y = n_chips``): the model dimension D is split over ``x``, the
+            hidden dimensions (MLP width F, attention heads) over ``y``.
+        bytes_x, bytes_y: bytes of each AllReduce over ``x`` and over ``y`` in one layer, summed
+            over its attention and MLP blocks.
+        t_comm: the step's AllReduces (s), ``L`` layers, not overlapped.
+    """
+
+    x: int
+    y: int
+    bytes_x: float
+    bytes_y: float
+    t_comm: float
+
+
+def _all_reduce_axis(nbytes: float, n: int, chip: Chip) -> float:
+    """One AllReduce of ``nbytes`` over an ``n``-chip axis: NVLink inside a GPU node, or a
+    TPU ICI axis (a ring where it wraps around)."""
+    if n == 1 or nbytes == 0:
+        return 0.0
+    return float(collective_cost("AllReduce", nbytes, [n], chip).time)
+
+
+def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int, x: int, y: int,
+                         dtype: str = "bf16") -> WeightStationary2D:
+    """Decode with every weight sharded over a 2-D mesh, ``W_in[D_x, F_y]`` and
+    ``W_out[F_y, D_x]`` (2-D weight-stationary; Pope et al. 2023), and its communication.
+
+    Activations enter a block as ``[B, D_x]`` (replicated over ``y``). The first matmul
+    contracts over D, split over ``x``, so its ``[B, F_y]`` result is AllReduced over ``x``;
+    the second contracts over F, split over ``y``, so its ``[B, D_x]`` result is AllReduced over
+    ``y``. Per layer, with ``F`` the MLP width and ``A = (H + 2K)·d_h`` the attention
+    projections' width (queries, keys, values; the attention itself runs on each chip's heads):
+
+        bytes_x = B · (F + A) / y · b          bytes_y = 2 · B · D / x · b
+
+    With ``x = 1`` this is 1-D tensor parallelism (two AllReduces of ``B·D`` per layer,
+    :func:`tp_comm_time`); with ``x · y = n`` the volume per chip falls as about ``1/√n`` at
+    the best ``x``, where 1-D's stays ``2·B·D`` whatever ``n``. Each axis is an NVLink group
+    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced. A first cut: the gated
+    MLP's gate and up projections both shard F over ``y``; the cache, split by KV head over
+    ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
+    (:func:`tp_slice_axes`: 4 and 2 for 8 chips).
+    """
+    cfg, chip = _cfg(cfg), get_chip(chip)
+    b = positive_int(batch, "batch")
+    x, y = positive_int(x, "x"), positive_int(y, "y")
+    if chip.is_gpu and x * y > chip.chips_per_host:
+        raise ValueError(f"a {x}x{y} mesh leaves the {chip.chips_per_host}-GPU NVLink node")
+    if not chip.is_gpu and len(chip.max_slice) == 2 and x * y > 1 and \
+            sorted((x, y)) != sorted(tp_slice_axes(chip, x * y)):
+        raise ValueError(f"a {chip.name} slice of {x * y} chips has axes "
+                         f"{'x'.join(map(str, tp_slice_axes(chip, x * y)))}; map x and y onto them")
+    size = bytes_per_element(dtype)
+    width_attn = (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.d_head
+    bytes_x = b * (cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
+    bytes_y = 2 * b * cfg.d_model / x * size if y > 1 else 0.0
+    # each block's two AllReduces, attention and MLP, priced separately (two per axis per layer)
+    t_layer = 0.0
+    if x > 1:
+        t_layer += (_all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
+                    + _all_reduce_axis(b * width_attn / y * size, x, chip))
+    if y > 1:
+        t_layer += 2 * _all_reduce_axis(b * cfg.d_model / x * size, y, chip)
+    return WeightStationary2D(x=x, y=y, bytes_x=bytes_x, bytes_y=bytes_y,
+                              t_comm=cfg.n_layers * t_layer)
+
+
+def model_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, batch: int,
+                         context_len: int, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None) -> float:
+    """The fewest chips per model copy at which a decode step's tensor-parallel communication
+    takes longer than its HBM reads: the smallest ``n`` in ``sizes`` with
+    ``t_comm(n) > t_memory(n)``, ``inf`` if none.
+
+    ``t_memory = (P·b_w + B·S·c·r) / (n·W_hbm)`` falls as ``1/n`` (until the cache stops
+    splitting past ``K`` chips, ``r``), while ``t_comm`` (``2·L`` AllReduces of ``B·D`` bytes,
+    :func:`tp_comm_time`) grows with ``n``, mostly as per-hop latency at decode's small
+    messages. Past this limit more chips buy capacity, not latency. A first-cut bandwidth-only
+    form, with the AllReduce moving about ``2·V`` over the one-way link bandwidth ``W_ici``:
+    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up
+    to the chip's NVLink node or largest slice. LLaMA-3 8B on H100s, B = 1, S = 4,096: 8.
+    """
+    cfg, chip = _cfg(cfg), get_chip(chip)
+    if sizes is None:
+        largest = chip.chips_per_host if chip.is_gpu else math.prod(chip.max_slice)
+        sizes = [2 ** k for k in range(1, int(math.log2(largest)) + 1)]
+    for n in sorted(positive_int(v, "slice size") for v in sizes):
+        st = decode_step(cfg, chip, batch=batch, context_len=context_len, n_chips=n,
+                         weight_dtype=weight_dtype, cache_dtype=cache_dtype,
+                         kv_sharding=kv_sharding)
+        if st.t_comm > st.t_memory:
+            return float(n)
+    return math.inf

@@ -77,10 +77,38 @@ def test_critical_batches_are_the_solvers(text, models):
         assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', context_len=s):,.0f}"), s
     assert math.isinf(inf.decode_critical_batch(l70, "H100", context_len=CTX))
     assert "never" in text
+    # the phased model: the matmuls' B* does not move with the context, attention never turns
+    assert inf.decode_critical_batch(l70, "H100", context_len=CTX, overlap=False) == \
+        inf.decode_critical_batch(l70, "H100")
+    assert "Attention never turns compute-bound" in text
+    assert "artefact of the assumption" in text
     s_inf = _no_critical_batch_from(l70, "H100")
     assert s_inf == 1477 and has_number(text, f"{s_inf:,}")
     assert has_number(text, f"{_no_critical_batch_from(l8, 'H100'):,}")
     assert has_number(text, f"{_no_critical_batch_from(l70, 'TPU v5e'):,}")
+
+
+def test_decode_as_phases_beside_the_overlapped_bound(text, models):
+    _, l70, _ = models
+    top = inf.max_batch(l70, "H100", context_len=SHORT, n_chips=NODE)
+    st = inf.decode_step(l70, "H100", batch=top, context_len=SHORT, n_chips=NODE)
+    assert st.time > 1.2 * st.time_overlapped
+    assert format_seconds(st.time) in text and format_seconds(st.time_overlapped) in text  # 62 / 44 ms
+    assert "lower bound" in text
+
+
+def test_tp_on_real_slices_and_the_two_cache_splits(text, models):
+    l8, l70, _ = models
+    assert "4×2 slice" in text and "4×4" in text
+    assert format_seconds(inf.tp_comm_time(l8, "TPU v5e", n_chips=8, tokens=1)) in text
+    for how in inf.KV_SHARDINGS:
+        b = inf.max_batch(l70, "TPU v5e", context_len=LONG, n_chips=16, weight_dtype="int8",
+                          kv_sharding=how)
+        st = inf.decode_step(l70, "TPU v5e", batch=b, context_len=LONG, n_chips=16,
+                             weight_dtype="int8", kv_sharding=how)
+        assert has_number(text, f"{b:,}") and format_seconds(st.time) in text, how
+    # the N = 1 row has no AllReduces to show
+    assert "0 ns" not in text
 
 
 def test_kv_cache_and_max_batch_are_the_solvers(text, models):
@@ -166,9 +194,15 @@ def test_case_study_table(page, text, models):
 
 
 def test_kv_cache_experiment_ran(text):
-    match = re.search(r"predicted crossover B\* = (\d+\.\d); measured knee = (\S+)", text)
-    assert match, "the experiment did not print its crossover"
+    match = re.search(r"predicted crossover B\* = (\d+\.\d); knee fit: B = (\S+), RMS log "
+                      r"residual ([\d.]+) \(power law B\^(-?[\d.]+): ([\d.]+)\) -> "
+                      r"(a knee|no knee the data support)", text)
+    assert match, "the experiment did not print its crossover and knee fit"
     b_star = match.group(1)
+    # the prose quotes the fit's quality and claims a knee only when the cell said so
+    rms, slope, power, verdict = match.group(3), match.group(4), match.group(5), match.group(6)
+    assert f"residual of {rms}" in text and f"{slope} and a residual of {power}" in text
+    assert ("supports a knee there" in text) == (verdict == "a knee")
     assert float(b_star) > 1
     # the prose quotes the same prediction the cell printed
     assert re.search(r"put the crossover at \S* ?B\^\* = ?\S* " + re.escape(b_star) + r" sequences",
@@ -191,3 +225,36 @@ def test_worked_problems_homework_and_widget(page, text):
                     "Explore it", "Run it"):
         assert section in text, section
     assert "serving_explorer" in text
+
+
+def test_h100_decode_run_against_both_models(text):
+    """The recorded H100 run: the page computes both predictions with today's solver from the
+    run's own C and W, and names the setting where they part most with the largest cache."""
+    import json
+    from pathlib import Path
+
+    from scalebook import decoding
+
+    run = json.loads((Path(__file__).resolve().parent.parent / "book" / "data"
+                      / "h100-2026-11-26.json").read_text())
+    spec = run["decoder"]
+    cfg = decoding.DecoderConfig(**{k: spec[k] for k in ("vocab", "d_model", "n_layers",
+                                                       "n_heads", "n_kv_heads", "d_ff")})
+    chip = decoding.measured_chip(run["peak_flops"], run["bandwidth"], dtype="bf16")
+    dtypes = dict(weight_dtype="bf16", cache_dtype="bf16", compute_dtype="bf16")
+    assert "The same decode on an H100" in text
+    header = text.index("meas/phased")
+    table = text[header:header + 4000]
+    for sweep in run["decode"]:
+        for b, seconds in zip(sweep["batches"], sweep["seconds"]):
+            p = inf.decode_step(cfg.shape(), chip, batch=b, context_len=sweep["context_len"],
+                                **dtypes)
+            row = (rf"{sweep['context_len']} {b} {seconds * 1e3:.2f} ms {p.time * 1e3:.2f} ms "
+                   rf"{p.time_overlapped * 1e3:.2f} ms")
+            assert re.search(re.escape(row), table), f"row {row!r} not on the page"
+    # the prose's example: 1,024 cached tokens at B = 1,024, measured nearer the phased model
+    p = inf.decode_step(cfg.shape(), chip, batch=1024, context_len=1024, **dtypes)
+    assert p.time > 1.1 * p.time_overlapped
+    assert re.search(r"With the largest cache among them, 1,024 tokens at \S* ?B = ?\S* 1,024", text)
+    assert f"the phased model said {p.time * 1e3:.1f} ms" in text
+

@@ -13,6 +13,7 @@ import pytest
 
 from bookpage import built_page, has_number, visible_text
 from scalebook import scaling_laws, training, transformer
+from scalebook.units import format_bytes
 
 DAY = 86400.0
 
@@ -68,14 +69,42 @@ def test_case_study_table(text):
     flops = training.training_flops_from_params(transformer.param_count(l405).total, 15.6e12)
     implied = training.implied_mfu(flops, "H100", chip_hours=30.84e6)
     assert f"{100 * implied:.0f}% MFU" in text or f"{100 * implied:.0f}%" in text
-    for published in ("38%–43%", "3.8 × 10^25", "(the paper’s)"):
+    for published in ("38%–41%", "3.8 × 10^25", "(the paper’s)"):
         assert published in text, published
+    # the 6ND days and the with-attention days are both on the page, each named
+    six_nd = training.run_time(flops, 16384, "H100", mfu=0.4) / DAY
+    with_attn = training.run_time(plan.flops_per_step * 15.6e12 / plan.tokens_per_step, 16384,
+                                  "H100", mfu=0.4) / DAY
+    assert round(six_nd) != round(with_attn)
+    assert f"{six_nd:.0f} at 40% (6·N·D)" in text
+    assert has_number(text, f"{with_attn:.0f}")
+
+
+def test_layout_by_hand_agrees_with_the_planner(text):
+    l70 = transformer.llama3_70b()
+    plan = training.best_training_layout(l70, "TPU v5p", 8192, global_batch=2048, seq_len=8192)
+    assert (plan.layout.fsdp, plan.layout.tp) == (2048, 4)
+    assert "FSDP 2,048 × TP 4" in text and plan.layout.describe() in text
+    assert "Across pods" in text and "73,440" in text
+
+
+def test_activations_are_the_llama_blocks(text):
+    l70 = transformer.llama3_70b()
+    per_tok = training.block_activation_bytes_per_token(l70, 8192)
+    assert re.search(re.escape(f"{per_tok / l70.d_model:.1f}") + r"\s*·D bytes per token", text)
+    none = training.activation_bytes_per_layer(l70, 1, 8192, remat="none") * 80
+    assert format_bytes(none, binary=False) in text
+    assert "flash-style" in text and "Korthikanti" in text
 
 
 def test_scaling_law_numbers(text):
     opt = scaling_laws.compute_optimal(1e24)
     assert f"{opt.params / 1e9:.0f} billion" in text
     assert f"{opt.tokens / 1e12:.1f} trillion" in text
+    # the published fit's own optimum (98 per parameter) and the re-fit's, both shown
+    for fit in (scaling_laws.CHINCHILLA_FIT, scaling_laws.BESIROGLU_FIT):
+        o = scaling_laws.loss_optimal(1e24, fit=fit)
+        assert f"{o.params / 1e9:.0f} billion" in text and has_number(text, f"{o.tokens_per_param:,.0f}")
 
 
 def test_cost_analysis_experiment_ran(text):

@@ -191,6 +191,22 @@ def test_measurements_are_positive_and_finite():
         dec.time_decode_step(dec.init_params(SMALL), SMALL, batch=0, context_len=8)
 
 
+def test_knee_fit_claims_a_knee_only_when_the_data_bend():
+    batches = [1, 2, 4, 8, 16, 32, 64]
+    # flat to 8, then proportional: the knee model fits exactly, a power law does not
+    roofline = [max(1.0, b / 8) for b in batches]
+    fit = dec.knee_fit(batches, roofline)
+    assert fit.knee == pytest.approx(8.0, rel=0.01) and fit.rms == pytest.approx(0.0, abs=1e-3)
+    assert fit.power_law_rms > 0.2 and fit.supported
+    # a smooth power law t ∝ B^0.47 (what the CPU measured): no bend to claim
+    smooth = [b ** 0.47 for b in batches]
+    fit = dec.knee_fit(batches, smooth)
+    assert fit.slope == pytest.approx(0.47) and fit.power_law_rms == pytest.approx(0.0, abs=1e-9)
+    assert not fit.supported
+    # flat throughout: no knee inside the sweep
+    assert not dec.knee_fit(batches, [2.0] * 7).supported
+
+
 def test_knee_of_a_roofline_shaped_curve():
     batches = [1, 2, 4, 8, 16, 32, 64]
     times = [max(10.0, 0.5 * b) for b in batches]          # flat at 10, then 0.5 per sequence

@@ -124,8 +124,12 @@ def test_cuda_core_flops_h100():
     assert get_chip("H100").flops("bf16") / cuda_core_flops("H100") == pytest.approx(14.8, rel=0.01)
     with pytest.raises(ValueError, match="no vetted"):
         cuda_core_flops("v5e")
-    with pytest.raises(ValueError, match="no vetted"):
-        cuda_core_flops("B200")
+
+
+def test_cuda_core_flops_b200_matches_its_datasheet_fp32():
+    # the clock is derived from the HGX B200 datasheet's 75 TFLOPS of FP32 over 148 x 128 cores
+    assert cuda_core_flops("B200") == pytest.approx(148 * 128 * 2 * 1.98e9)
+    assert cuda_core_flops("B200") == pytest.approx(75e12, rel=0.005)
 
 
 def test_chip_validates_its_figures():
@@ -189,8 +193,9 @@ def test_vector_flops_dispatches_by_vendor():
     assert vector_flops("v5p", fma_flops=1) == vpu_flops("v5p")  # no FMA convention on a VPU
     with pytest.raises(ValueError, match="fma_flops"):
         vector_flops("v5p", fma_flops=4)
-    with pytest.raises(ValueError, match="no vetted"):
-        vector_flops("B200")
+    assert vector_flops("B200") == cuda_core_flops("B200")
+    with pytest.raises(ValueError, match="no sourced"):
+        vector_flops("TPU v3")
 
 
 def test_every_tpu_has_the_8x128_vreg_layout():

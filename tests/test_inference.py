@@ -68,10 +68,40 @@ def test_critical_batch_without_cache_is_the_chips_ratio():
     assert lo.bound == "memory" and hi.bound == "compute"
 
 
-def test_a_long_cache_keeps_decode_memory_bound_for_ever():
+def test_a_long_cache_keeps_attention_memory_bound_but_not_the_weight_matmuls():
+    # Under the overlapped bound the totals never balance at 4,096 cached tokens ...
     assert inf.decode_critical_batch(L70, H100, context_len=4096) == math.inf
     step = inf.decode_step(L70, H100, batch=100_000, context_len=4096)
     assert step.bound == "memory"
+    # ... but the kernels run in turn: the weight matmuls turn compute-bound near C·b/(2W)
+    # whatever the context, and only attention stays memory-bound.
+    phased = inf.decode_critical_batch(L70, H100, context_len=4096, overlap=False)
+    assert phased == pytest.approx(9.89e14 * 2 / (2 * 3.35e12))
+    assert step.weights_bound == "compute"
+    assert step.t_attention_memory > step.t_attention_compute
+
+
+def test_decode_time_at_a_long_context_is_the_sum_of_its_phases():
+    # LLaMA-3 70B, 8 H100s, B = 1,486, S = 4,096; every term by hand.
+    b, s, n = 1486, 4096, 8
+    weight_flops = b * 2 * P70.matmul
+    attn_flops = b * 4 * 80 * s * 64 * 128
+    w_bytes, kv = 2 * P70.matmul, b * s * 327_680
+    t_w = max(weight_flops / (n * 9.89e14), w_bytes / (n * 3.35e12))
+    t_a = max(attn_flops / (n * 9.89e14), kv / (n * 3.35e12))
+    comm = 2 * 80 * gpu_all_reduce(b * 8192 * 2, n, H100).time
+    step = inf.decode_step(L70, H100, batch=b, context_len=s, n_chips=n)
+    assert step.time == pytest.approx(t_w + t_a + comm)
+    # The old roofline of the totals is kept as a stated lower bound, and it is strictly lower
+    # here: the weight matmuls are compute-bound while attention waits on HBM.
+    overlapped = max((weight_flops + attn_flops) / (n * 9.89e14), (w_bytes + kv) / (n * 3.35e12)) + comm
+    assert step.time_overlapped == pytest.approx(overlapped)
+    assert step.time > 1.15 * step.time_overlapped
+
+
+def test_phased_and_overlapped_agree_when_both_phases_are_memory_bound():
+    step = inf.decode_step(L70, H100, batch=16, context_len=2048, n_chips=8)
+    assert step.time == pytest.approx(step.time_overlapped)
 
 
 def test_past_k_chips_the_cache_is_copied_not_split():
@@ -85,6 +115,126 @@ def test_past_k_chips_the_cache_is_copied_not_split():
         (on8.weight_bytes / 16 + 64 * 256 * 327_680 / 8) / 8.1e11)
     free16 = 16 * 16e9 - inf.weight_bytes(L70)
     assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16) == int(free16 // (2 * 4096 * 327_680))
+
+
+def test_tp_on_a_v5e_4x2_runs_over_its_two_real_axes():
+    # 8 v5e chips are a 4x2 slice without wraparound: each AllReduce is 2 AllGathers whose
+    # link bandwidths add over the two axes (W + W, lines) and whose hops add (3 + 1).
+    assert inf.tp_slice_axes(V5E, 8) == (4, 2) and inf.tp_slice_axes(V5E, 16) == (4, 4)
+    assert inf.tp_slice_axes("TPU v5p", 16) == (4, 2, 2)
+    cfg, tokens = llama3_8b(), 1
+    v = tokens * 4096 * 2
+    one = 2 * (v * 7 / 8 / (4.5e10 + 4.5e10) + (3 + 1) * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=8, tokens=tokens) == pytest.approx(2 * 32 * one)
+    # the single 8-chip line priced before was 7 hops and one link: about twice as long
+    line = 2 * (v * 7 / 8 / 4.5e10 + 7 * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=8, tokens=tokens) < 0.6 * 2 * 32 * line
+    # 16 chips: a 4x4 with no wraparound on either axis, 3 + 3 hops, not a 16-ring
+    one16 = 2 * (v * 15 / 16 / (4.5e10 + 4.5e10) + (3 + 3) * 1e-6)
+    assert inf.tp_comm_time(cfg, V5E, n_chips=16, tokens=tokens) == pytest.approx(2 * 32 * one16)
+    with pytest.raises(ValueError, match="power-of-two"):
+        inf.tp_slice_axes(V5E, 12)
+
+
+def test_a_batch_sharded_cache_is_not_copied():
+    # LLaMA-3 70B (K = 8) on 16 v5e chips: by head, every cache sits on 2 chips; by sequence,
+    # the two groups of 8 chips each hold half the batch's caches.
+    assert inf.kv_replication(L70, 16, "batch") == 1 and inf.kv_groups(L70, 16, "batch") == 2
+    heads = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=16)
+    batch = inf.decode_step(L70, V5E, batch=64, context_len=256, n_chips=16, kv_sharding="batch")
+    assert batch.kv_bytes / 16 == 64 * 256 * 327_680 / 16 == heads.kv_bytes / 16 / 2
+    # an odd batch: the busier group holds ceil(65 / 2) = 33 sequences
+    odd = inf.decode_step(L70, V5E, batch=65, context_len=256, n_chips=16, kv_sharding="batch")
+    assert odd.kv_bytes == 2 * 33 * 256 * 327_680
+    free16 = 16 * 16e9 - inf.weight_bytes(L70)
+    per_seq = 4096 * 327_680
+    assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16, kv_sharding="batch") == \
+        2 * int(free16 / 2 // per_seq)
+    # up to K chips the two layouts are the same
+    assert inf.max_batch(L70, H100, context_len=8192, n_chips=8, kv_sharding="batch") == 185
+    with pytest.raises(ValueError, match="kv_sharding"):
+        inf.kv_replication(L70, 16, "sequence")
+
+
+def test_requests_per_second_by_hand():
+    rate = inf.requests_per_second(1000.0, reply_len=250, n_chips=8)
+    assert rate.per_slice == pytest.approx(4.0) and rate.per_chip == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="reply_len"):
+        inf.requests_per_second(1000.0, reply_len=0)
+
+
+def test_continuous_batching_steady_state_by_hand():
+    q = inf.continuous_batching(batch=64, prompt_len=2048, reply_len=2048, step_time=0.02,
+                                kv_bytes_per_token=327_680)
+    assert q.finished_per_step == pytest.approx(64 / 2048)              # 1/32 per step
+    assert q.kv_tokens_freed_per_step == pytest.approx(64 / 2048 * 4096)  # 128 tokens
+    # progress is spread over 0..R-1: the average cache is T + (R-1)/2, not T + R
+    assert q.mean_context == pytest.approx(2048 + 2047 / 2)
+    assert q.mean_kv_bytes == pytest.approx(64 * (2048 + 1023.5) * 327_680)
+    assert q.requests_per_s == pytest.approx(64 / (2048 * 0.02))
+    assert q.prefill_tokens_per_s == pytest.approx(q.requests_per_s * 2048)
+
+
+def test_prefill_decode_ratio_for_a_traffic_mix():
+    chat = inf.prefill_decode_ratio([(1.0, 2048, 2048)], prefill_tokens_per_s_per_chip=8000,
+                                    decode_tokens_per_s_per_chip=400)
+    assert chat == pytest.approx((2048 / 400) / (2048 / 8000)) == pytest.approx(20.0)
+    # a mix: 3 chats to 1 summarisation (8,192 in, 256 out)
+    mix = inf.prefill_decode_ratio([(3, 2048, 2048), (1, 8192, 256)],
+                                   prefill_tokens_per_s_per_chip=8000,
+                                   decode_tokens_per_s_per_chip=400)
+    assert mix == pytest.approx((3 * 2048 + 256) / 400 / ((3 * 2048 + 8192) / 8000))
+    with pytest.raises(ValueError, match="mix"):
+        inf.prefill_decode_ratio([], prefill_tokens_per_s_per_chip=1, decode_tokens_per_s_per_chip=1)
+
+
+def test_decode_step_from_counts_alone():
+    st = inf.decode_step_from_counts(70e9, 327_680, H100, batch=1, context_len=4096, n_chips=8)
+    assert st.time == pytest.approx((70e9 * 2 + 4096 * 327_680) / (8 * 3.35e12))
+    assert st.t_comm == 0
+    # past C·b/(2W) the weight phase is compute-bound: 2·B·P/(n·C)
+    big = inf.decode_step_from_counts(70e9, 327_680, H100, batch=1000, context_len=100, n_chips=8)
+    assert big.weights_bound == "compute"
+    assert big.time == pytest.approx(2 * 1000 * 70e9 / (8 * 9.89e14) + 1000 * 100 * 327_680 / (8 * 3.35e12))
+    # it agrees with the full model's memory phases when given the full model's counts
+    full = inf.decode_step(L70, H100, batch=4, context_len=1000)
+    counts = inf.decode_step_from_counts(P70.matmul, 327_680, H100, batch=4, context_len=1000)
+    assert counts.t_memory == pytest.approx(full.t_memory)
+
+
+def test_2d_weight_stationary_communication_by_hand():
+    b = 256
+    one_d = inf.weight_stationary_2d(L70, H100, batch=b, x=1, y=8)
+    # x = 1 is 1-D tensor parallelism: two AllReduces of B·D per layer
+    assert one_d.bytes_y == 2 * b * 8192 * 2 and one_d.bytes_x == 0
+    assert one_d.t_comm == pytest.approx(inf.tp_comm_time(L70, H100, n_chips=8, tokens=b))
+    two_d = inf.weight_stationary_2d(L70, H100, batch=b, x=2, y=4)
+    assert two_d.bytes_y == 2 * b * 8192 / 2 * 2
+    assert two_d.bytes_x == b * (28672 + (64 + 16) * 128) / 4 * 2
+    per = lambda v, n: gpu_all_reduce(v, n, H100).time  # noqa: E731
+    layer = (per(b * 28672 / 4 * 2, 2) + per(b * 80 * 128 / 4 * 2, 2) + 2 * per(b * 8192 / 2 * 2, 4))
+    assert two_d.t_comm == pytest.approx(80 * layer)
+    # on one node the 2x4 mesh already wins on time (smaller groups, fewer hops) ...
+    assert two_d.t_comm < one_d.t_comm
+    # ... and on a 16x16 v5e pod the bytes per chip fall too, where 1-D's stay 2·B·D
+    pod = inf.weight_stationary_2d(L70, V5E, batch=b, x=16, y=16)
+    assert pod.bytes_x + pod.bytes_y == pytest.approx(
+        b * (28672 + 80 * 128) / 16 * 2 + 2 * b * 8192 / 16 * 2)
+    assert pod.bytes_x + pod.bytes_y < 0.5 * one_d.bytes_y
+    # on a v5e, x and y must be the slice's own axes (4x2 for 8 chips)
+    assert inf.weight_stationary_2d(L70, V5E, batch=b, x=4, y=2).t_comm > 0
+    with pytest.raises(ValueError, match="axes 4x2"):
+        inf.weight_stationary_2d(L70, V5E, batch=b, x=8, y=1)
+
+
+def test_model_parallel_limit_is_where_ici_overtakes_hbm():
+    cfg = llama3_8b()
+    n = inf.model_parallel_limit(cfg, H100, batch=1, context_len=4096)
+    assert n == 8
+    at, before = (inf.decode_step(cfg, H100, batch=1, context_len=4096, n_chips=k) for k in (8, 4))
+    assert at.t_comm > at.t_memory and before.t_comm <= before.t_memory
+    # a big batch moves more bytes per AllReduce but also reads more cache: none within a node
+    assert math.isinf(inf.model_parallel_limit(L70, H100, batch=1, context_len=4096, sizes=[2, 4]))
 
 
 def test_max_batch_and_smallest_slice():

@@ -60,3 +60,21 @@ def test_bad_ratio():
         sl.compute_optimal(1e24, tokens_per_param=0)
     with pytest.raises(ValueError):
         sl.chinchilla_loss(1e9, 1e12, fit="chinchilla")
+
+
+def test_the_published_fit_contradicts_the_20_to_1_rule_and_the_refit_does_not():
+    # Hoffmann et al.'s approach-3 constants: 1e24 FLOPs -> 41e9 parameters on 4.0e12 tokens
+    opt = sl.loss_optimal(1e24)
+    assert opt.params == pytest.approx(41.3e9, rel=0.01)
+    assert opt.tokens == pytest.approx(4.04e12, rel=0.01)
+    assert opt.tokens_per_param == pytest.approx(98, rel=0.01)
+    assert 6 * opt.params * opt.tokens == pytest.approx(1e24)
+    # it is the minimum: a step either way along 6ND = C raises the loss
+    for k in (0.9, 1.1):
+        n = opt.params * k
+        assert sl.chinchilla_loss(n, 1e24 / (6 * n)) > sl.chinchilla_loss(opt.params, opt.tokens)
+    # Besiroglu et al.'s re-fit: about 18 per parameter, near the paper's 20
+    refit = sl.loss_optimal(1e24, fit=sl.BESIROGLU_FIT)
+    assert refit.tokens_per_param == pytest.approx(18.1, rel=0.02)
+    with pytest.raises(ValueError, match="ChinchillaFit"):
+        sl.loss_optimal(1e24, fit=(1, 2, 3))

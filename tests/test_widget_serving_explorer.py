@@ -32,7 +32,7 @@ from scalebook.widgets.serving_explorer import (
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 L70 = llama3_70b()
 P70 = param_count(L70)
-H100_HBM, H100_BW = 80e9, 3.35e12
+H100_HBM, H100_BW, H100_FLOPS = 80e9, 3.35e12, 9.89e14
 
 
 @pytest.fixture()
@@ -46,7 +46,8 @@ def _xy(artist) -> tuple[np.ndarray, np.ndarray]:
 
 def _solver_kwargs(state) -> dict:
     return dict(context_len=state.context_len, n_chips=state.n_chips,
-                weight_dtype=state.weight_dtype, cache_dtype=state.cache_dtype)
+                weight_dtype=state.weight_dtype, cache_dtype=state.cache_dtype,
+                kv_sharding=state.kv_sharding)
 
 
 def _assert_matches_solver(state) -> None:
@@ -60,7 +61,7 @@ def _assert_matches_solver(state) -> None:
     assert state.max_batch == inf.max_batch(cfg, chip, **kw)
     assert state.critical_batch == inf.decode_critical_batch(
         cfg, chip, context_len=state.context_len, weight_dtype=state.weight_dtype,
-        cache_dtype=state.cache_dtype, compute_dtype=state.compute_dtype)
+        cache_dtype=state.cache_dtype, compute_dtype=state.compute_dtype, overlap=False)
     assert state.prefill == inf.prefill(cfg, chip, prompt_len=state.prompt_len,
                                         n_chips=state.n_chips, weight_dtype=state.weight_dtype,
                                         cache_dtype=state.cache_dtype,
@@ -108,7 +109,7 @@ def _assert_drawn(w) -> None:
     else:
         assert len(critical) == 0
     assert (a["flag"].get_text() != "") == (s.max_batch < s.batch)
-    assert f"{d.bound}-bound" in a["time_title"].get_text()
+    assert f"matmuls {d.weights_bound}-bound" in a["time_title"].get_text()
     assert w.image.value == w.png and w.png.startswith(PNG_SIGNATURE)
 
 
@@ -132,12 +133,15 @@ def test_default_is_the_case_study_and_matches_the_solver(explorer):
     # the step reads every matmul weight and the 32 caches over 8 chips' HBM, then AllReduces
     t_memory = (2 * P70.matmul + 32 * 4096 * 327_680) / (8 * H100_BW)
     assert s.decode.t_memory == pytest.approx(t_memory)
+    # both phases are memory-bound at B = 32, so their sum is the overlapped bound
     assert s.decode.time == pytest.approx(t_memory + s.decode.t_comm)
-    assert s.decode.bound == "memory"
+    assert s.decode.time == pytest.approx(s.decode.time_overlapped)
+    assert s.decode.bound == s.decode.weights_bound == "memory"
     assert s.decode.tokens_per_s_per_chip == pytest.approx(32 / s.decode.time / 8)
     assert s.comm_share == pytest.approx(s.decode.t_comm / s.decode.time)
     assert 0.2 < s.comm_share < 0.35  # 2.6 ms of AllReduces in a 9.4 ms step
-    assert math.isinf(s.critical_batch)  # a 4,096-token cache keeps decode memory-bound
+    # the weight matmuls turn compute-bound at C / W_hbm sequences whatever the cache
+    assert s.critical_batch == pytest.approx(H100_FLOPS / H100_BW)
 
 
 def test_default_figure_and_summary(explorer):
@@ -145,14 +149,15 @@ def test_default_figure_and_summary(explorer):
     s, a = explorer.state, explorer.artists
     assert a["flag"].get_text() == ""
     assert list(_xy(a["hbm"])[1]) == [1.0, 1.0]
-    assert "never compute-bound" in a["time_title"].get_text()
+    assert f"matmuls compute-bound from B* = {s.critical_batch:,.0f}" in a["time_title"].get_text()
     assert "LLaMA-3 70B" in a["heading"].get_text() and "8 × H100" in a["heading"].get_text()
     summary = explorer.summary.value
     assert "memory-bound" in summary
     assert format_seconds(s.decode.time) in summary
     assert f"{s.decode.tokens_per_s_per_chip:,.0f} tokens/s per chip" in summary
     assert f"{s.comm_share:.0%}" in summary
-    assert "stays memory-bound at any batch" in summary
+    assert "attention against the cache stays memory-bound at any batch" in summary
+    assert format_seconds(s.decode.time_overlapped) in summary
     assert "371" in summary
 
 
@@ -224,16 +229,33 @@ def test_a_short_context_marks_the_critical_batch(explorer):
     explorer.controls["prompt_len"].value = 128
     explorer.controls["gen_len"].value = 128
     s = explorer.state
-    b_star = inf.decode_critical_batch(L70, "H100", context_len=256)
+    b_star = inf.decode_critical_batch(L70, "H100", context_len=256, overlap=False)
     assert math.isfinite(b_star) and s.critical_batch == pytest.approx(b_star)
     assert list(_xy(explorer.artists["critical"])[0]) == [pytest.approx(b_star)] * 2
     assert f"B* = {b_star:,.0f}" in explorer.artists["time_title"].get_text()
     below, above = (inf.decode_step(L70, "H100", batch=b, context_len=256, n_chips=8)
                     for b in (math.floor(b_star), math.ceil(b_star)))
-    assert below.bound == "memory" and above.bound == "compute"
+    assert below.weights_bound == "memory" and above.weights_bound == "compute"
     explorer.controls["batch"].value = 512
-    assert explorer.state.decode.bound == "compute"
+    assert explorer.state.decode.weights_bound == "compute"
     assert "compute-bound" in explorer.summary.value
+
+
+def test_a_batch_sharded_cache_halves_the_cache_per_chip_on_16_v5e(explorer):
+    # LLaMA-3 70B has K = 8 KV heads: split by head, each of the 16 chips holds a copy of its
+    # heads' share; split by sequence, each group of 8 chips holds half the batch.
+    for name, value in (("chip", "TPU v5e"), ("n_chips", 16), ("batch", 8),
+                        ("prompt_len", 1024), ("gen_len", 1024)):
+        explorer.controls[name].value = value
+    heads = explorer.state
+    explorer.controls["kv_sharding"].value = "batch"
+    batch = explorer.state
+    assert explorer.error == ""
+    assert heads.kv_per_chip == pytest.approx(8 * 2048 * 327_680 / 8)
+    assert batch.kv_per_chip == pytest.approx(heads.kv_per_chip / 2)
+    assert batch.max_batch > heads.max_batch
+    _assert_matches_solver(batch)
+    assert "split by batch" in explorer.artists["heading"].get_text()
 
 
 # --------------------------------------------------------------------------- the not-fit flag

@@ -45,6 +45,11 @@ def test_default_state_matches_the_solver(calc):
     # days at 40% MFU on 16,384 H100s (dense bf16 9.89e14 FLOPs/s)
     assert s.days == pytest.approx(by_hand / (16384 * 9.89e14 * 0.4) / DAY)
     assert s.seconds_at_peak == pytest.approx(s.seconds * 0.4)
+    # the 6·N·D days most estimates quote, told apart from the days with attention
+    six_nd = 6 * 70_553_706_496 * 15e12 / (16384 * 9.89e14 * 0.4)
+    assert s.seconds_6nd == pytest.approx(six_nd) and s.seconds_6nd < s.seconds
+    assert f"{six_nd / DAY:,.1f} days by 6·N·D alone" in calc.summary.value
+    assert "6·P plus the attention core" in calc.summary.value
     mem = training.training_memory(cfg, global_batch=2048, seq_len=8192, remat="full")
     assert s.memory == mem
     assert s.memory_per_chip == pytest.approx(mem.total / 16384)

@@ -127,7 +127,9 @@ class CalculatorState:
         chip_name, n_chips, hbm_bytes: the cluster; ``mfu`` the utilisation assumed.
         memory_per_chip: ``memory.total / n_chips`` (perfect sharding, bytes);
             ``min_chips``: the fewest chips whose HBM holds ``memory.total``.
-        seconds: time to train at ``mfu``; ``seconds_at_peak``: at 100% (s).
+        seconds: time to train at ``mfu``; ``seconds_at_peak``: at 100% (s), both with the
+            attention core in the FLOPs; ``seconds_6nd``: at ``mfu`` by ``6·P·tokens`` alone (s),
+            the figure most published estimates quote.
     """
 
     preset: str
@@ -149,6 +151,7 @@ class CalculatorState:
     min_chips: int
     seconds: float
     seconds_at_peak: float
+    seconds_6nd: float = 0.0
 
     @property
     def days(self) -> float:
@@ -202,7 +205,9 @@ def calculator_state(*, preset: str = DEFAULT_PRESET, n_layers: int, d_model: in
         chip_name=chip_obj.name, n_chips=n_chips, hbm_bytes=chip_obj.hbm_bytes,
         mfu=float(mfu), memory_per_chip=memory.total / n_chips,
         min_chips=fewest_chips(memory.total, chip_obj), seconds=seconds,
-        seconds_at_peak=float(run_time(total, n_chips, chip_obj, mfu=1.0)))
+        seconds_at_peak=float(run_time(total, n_chips, chip_obj, mfu=1.0)),
+        seconds_6nd=float(run_time(6.0 * param_count(cfg).total * tokens, n_chips, chip_obj,
+                                   mfu=mfu)))
 
 
 def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[str, object]:
@@ -303,9 +308,11 @@ def calculator_summary(state: CalculatorState) -> str:
     return (
         "<div style='font-size:90%'>"
         f"<b>{html.escape(state.config.name)}</b>: {state.training_flops:.3e} training FLOPs "
+        f"(6·P plus the attention core per token) "
         f"for {state.tokens:.3g} tokens → <b>{state.days:,.1f} days</b> on {state.n_chips:,} "
         f"{html.escape(state.chip_name)} at {state.mfu:.0%} MFU "
-        f"({format_seconds(state.seconds_at_peak)} at peak)<br>"
+        f"({format_seconds(state.seconds_at_peak)} at peak; "
+        f"{state.seconds_6nd / _DAY:,.1f} days by 6·N·D alone)<br>"
         f"{table}<tr><th>parameters</th><th>count</th></tr>{rows}</table>"
         f"{table}<tr><th>FLOPs per token at T = {state.seq_len:,}</th><th>forward</th>"
         f"<th>backward</th></tr>{flops}</table>"

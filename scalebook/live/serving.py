@@ -21,10 +21,10 @@ from typing import Mapping, Sequence
 
 from ..hardware import canonical_dtype, chip_names, get_chip
 from ..inference import (
+    KV_SHARDINGS,
     StepCost,
     decode_critical_batch,
     kv_bytes_per_token,
-    kv_replication,
     latency_throughput,
     max_batch,
     prefill,
@@ -39,7 +39,7 @@ from . import chart
 __all__ = [
     "ServingState", "serving_state", "serving_summary", "serving_series", "serving_chart",
     "linked_controls", "view", "SERVING_CHIPS", "WEIGHT_DTYPES", "CACHE_DTYPES",
-    "COMPUTE_DTYPES", "MEMORY_KINDS", "BATCH_RANGE", "MEMORY_AXIS_HBM", "FIGURE_PX",
+    "COMPUTE_DTYPES", "KV_SHARDINGS", "MEMORY_KINDS", "BATCH_RANGE", "MEMORY_AXIS_HBM", "FIGURE_PX",
     "PANEL_WIDTHS", "curve_batches", "memory_fractions", "not_fit_message", "choose_dtype",
     "plot_limits",
 ]
@@ -109,8 +109,11 @@ class ServingState:
         decode: the decode step at ``context_len`` (:class:`~scalebook.inference.StepCost`):
             ``decode.time`` is the time per output token each sequence sees.
         prefill: one prompt of ``prompt_len`` tokens prefilled alone: the time to first token.
-        critical_batch: the batch where decode turns compute-bound; ``inf`` when the cache
-            keeps it memory-bound at any batch (sequences).
+        kv_sharding: how the slice splits the cache, ``"heads"`` (copied past K chips) or
+            ``"batch"`` (each group of K chips holds its own sequences' caches).
+        critical_batch: the batch where decode's weight matmuls turn compute-bound,
+            ``C·b_w / (2·W_hbm)`` whatever the context (attention against the cache never
+            does; :func:`decode_critical_batch` with ``overlap=False``) (sequences).
         batches, curve: :func:`curve_batches` and the decode step at each of them.
     """
 
@@ -126,6 +129,7 @@ class ServingState:
     weight_dtype: str
     cache_dtype: str
     compute_dtype: str
+    kv_sharding: str
     weight_bytes: float
     kv_bytes_per_token: float
     kv_bytes: float
@@ -143,9 +147,10 @@ class ServingState:
 
     @property
     def kv_per_chip(self) -> float:
-        """``kv_bytes / min(n_chips, K)`` (bytes): the cache splits by KV head, so past ``K``
-        chips each chip holds a copy of its heads' share (:func:`kv_replication`)."""
-        return self.kv_bytes * kv_replication(self.config, self.n_chips) / self.n_chips
+        """The busiest chip's cache (bytes), ``decode.kv_bytes / n_chips``: split by KV head,
+        past ``K`` chips each chip holds a copy of its heads' share
+        (:func:`~scalebook.inference.kv_replication`); split by sequence, no copies."""
+        return self.decode.kv_bytes / self.n_chips
 
     @property
     def free_per_chip(self) -> float:
@@ -177,7 +182,7 @@ def choose_dtype(value: object, allowed: tuple[str, ...], what: str) -> str:
 def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: int = 8,
                   prompt_len: int = 2048, gen_len: int = 2048, batch: int = 32,
                   weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                  compute_dtype: str = "bf16") -> ServingState:
+                  compute_dtype: str = "bf16", kv_sharding: str = "heads") -> ServingState:
     """Compute what the serving explorer shows for ``batch`` sequences of ``prompt_len`` +
     ``gen_len`` tokens of ``preset`` on ``n_chips`` chips.
 
@@ -213,8 +218,11 @@ def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
                          f"quantised); with {w_dtype} weights compute in bf16"
                          + ("" if w_dtype == "bf16" else f" or {w_dtype}"))
     chip_obj.flops(m_dtype)  # a clear error for a chip without that dtype's units
+    if kv_sharding not in KV_SHARDINGS:
+        raise ValueError(f"cache sharding must be one of {', '.join(KV_SHARDINGS)}, "
+                         f"got {kv_sharding!r}")
     context = prompt + gen
-    dtypes = dict(weight_dtype=w_dtype, cache_dtype=c_dtype)
+    dtypes = dict(weight_dtype=w_dtype, cache_dtype=c_dtype, kv_sharding=kv_sharding)
     batches = curve_batches(b)
     curve = tuple(latency_throughput(cfg, chip_obj, batches=batches, context_len=context,
                                      n_chips=n, compute_dtype=m_dtype, **dtypes))
@@ -223,14 +231,15 @@ def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
         preset=preset, config=cfg, chip_name=chip_obj.name, n_chips=n,
         hbm_bytes=chip_obj.hbm_bytes, prompt_len=prompt, gen_len=gen, context_len=context,
         batch=b, weight_dtype=w_dtype, cache_dtype=c_dtype, compute_dtype=m_dtype,
-        weight_bytes=weight_bytes(cfg, w_dtype), kv_bytes_per_token=per_token,
+        kv_sharding=kv_sharding, weight_bytes=weight_bytes(cfg, w_dtype), kv_bytes_per_token=per_token,
         kv_bytes=b * context * per_token,
         max_batch=max_batch(cfg, chip_obj, context_len=context, n_chips=n, **dtypes),
         decode=curve[batches.index(b)],
         prefill=prefill(cfg, chip_obj, prompt_len=prompt, batch=1, n_chips=n,
                         compute_dtype=m_dtype, **dtypes),
         critical_batch=float(decode_critical_batch(cfg, chip_obj, context_len=context, n_chips=n,
-                                                   compute_dtype=m_dtype, **dtypes)),
+                                                   compute_dtype=m_dtype, overlap=False,
+                                                   **dtypes)),
         batches=batches, curve=curve)
 
 
@@ -267,9 +276,9 @@ def linked_controls(controls: Mapping[str, object], changed: str | None) -> dict
 
 
 def _step_row(label: str, step: StepCost) -> str:
-    cells = (label, format_seconds(step.t_compute), format_seconds(step.t_memory),
+    cells = (label, format_seconds(step.t_weights), format_seconds(step.t_attention),
              format_seconds(step.t_comm), f"<b>{format_seconds(step.time)}</b>",
-             f"{step.bound}-bound", f"{step.intensity:,.0f}")
+             f"{step.weights_bound}-bound", f"{step.intensity:,.0f}")
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
@@ -281,9 +290,8 @@ def serving_summary(state: ServingState) -> str:
     flag = not_fit_message(state)
     flag_html = f"<br><b style='color:{RED}'>⚠ {html.escape(flag)}</b>" if flag else ""
     b_star = state.critical_batch
-    critical = (f"turns compute-bound at B* = {b_star:,.0f}" if math.isfinite(b_star) else
-                "stays memory-bound at any batch: each sequence's cache takes longer to read "
-                "than its FLOPs take to run")
+    critical = (f"The weight matmuls turn compute-bound at B* = {b_star:,.0f}; attention "
+                "against the cache stays memory-bound at any batch")
     table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
              "margin-right:2em'>")
     memory = "".join(f"<tr><td>{k}</td><td>{gb(v)}</td></tr>" for k, v in (
@@ -293,16 +301,19 @@ def serving_summary(state: ServingState) -> str:
         "<div style='font-size:90%'>"
         f"<b>{html.escape(state.config.name)}</b> on {state.n_chips} × "
         f"{html.escape(state.chip_name)}, B = {state.batch:,} at {state.context_len:,} tokens: "
-        f"decode is <b>{d.bound}-bound</b>, <b>{format_seconds(d.time)} per output token</b>, "
+        f"the weight matmuls are <b>{d.weights_bound}-bound</b>, "
+        f"<b>{format_seconds(d.time)} per output token</b>, "
         f"<b>{d.tokens_per_s_per_chip:,.0f} tokens/s per chip</b> "
         f"({d.tokens_per_s:,.0f} for the slice); AllReduces take "
-        f"<b>{state.comm_share:.0%}</b> of each step. Decode {critical}."
+        f"<b>{state.comm_share:.0%}</b> of each step. {critical}. "
+        f"Phases run in turn (matmuls, attention, AllReduces); overlapping them all would give "
+        f"at best {format_seconds(d.time_overlapped)}."
         f"{flag_html}<br>"
         f"{table}<tr><th>per chip</th><th></th></tr>{memory}"
         f"<tr><td>cache per token</td><td>{gb(state.kv_bytes_per_token)}</td></tr>"
-        f"<tr><td>largest batch</td><td>{state.max_batch:,}</td></tr></table>"
-        f"{table}<tr><th>step</th><th>compute</th><th>memory</th><th>AllReduce</th>"
-        f"<th>time</th><th>bound</th><th>FLOPs/byte</th></tr>"
+        f"<tr><td>largest batch (no HBM reserve)</td><td>{state.max_batch:,}</td></tr></table>"
+        f"{table}<tr><th>step</th><th>matmuls</th><th>attention</th><th>AllReduce</th>"
+        f"<th>time</th><th>matmuls are</th><th>FLOPs/byte</th></tr>"
         f"{_step_row(f'decode, B = {state.batch:,}', d)}"
         f"{_step_row(f'prefill, 1 × {state.prompt_len:,}', p)}</table><br>"
         f"A reply of {state.gen_len:,} tokens takes at most "
@@ -357,7 +368,8 @@ def serving_series(state: ServingState) -> dict:
     left = max(float(state.max_batch), BATCH_RANGE[0])
     per_chip = state.weights_per_chip + state.kv_per_chip
     off = " (off the scale)" if per_chip > MEMORY_AXIS_HBM * state.hbm_bytes else ""
-    critical = f"B* = {b_star:,.0f}" if math.isfinite(b_star) else "never compute-bound"
+    critical = (f"matmuls compute-bound from B* = {b_star:,.0f}" if math.isfinite(b_star)
+                else "matmuls never compute-bound")
     time_lim, rate_lim = plot_limits(state)
     return {
         "memory": memory,
@@ -375,15 +387,16 @@ def serving_series(state: ServingState) -> dict:
         "memory_title": (f"{format_bytes(per_chip, binary=False)} of "
                          f"{format_bytes(state.hbm_bytes, binary=False)}{off}\n"
                          f"room for ≤ {state.max_batch:,} sequences"),
-        "time_title": (f"decode at {state.context_len:,} cached tokens: {d.bound}-bound\n"
+        "time_title": (f"decode at {state.context_len:,} cached tokens: matmuls "
+                       f"{d.weights_bound}-bound\n"
                        f"{format_seconds(d.time)} per token at B = {state.batch:,}; {critical}"),
         "curve_title": (f"B = {state.batch:,}: {d.tokens_per_s_per_chip:,.0f} tokens/s per "
                         f"chip\nat {format_seconds(d.time)} per token, "
                         f"{state.comm_share:.0%} in AllReduces"),
         "heading": (f"{state.config.name} on {state.n_chips} × {state.chip_name}: "
                     f"{state.batch:,} sequences of {state.prompt_len:,} + {state.gen_len:,} "
-                    f"tokens; weights {state.weight_dtype}, cache {state.cache_dtype}, "
-                    f"matmuls {state.compute_dtype}"),
+                    f"tokens; weights {state.weight_dtype}, cache {state.cache_dtype} "
+                    f"(split by {state.kv_sharding}), matmuls {state.compute_dtype}"),
         "flag": not_fit_message(state),
     }
 
@@ -446,7 +459,7 @@ def serving_chart(series: dict) -> dict:
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its controls (the Jupyter names: ``preset``, ``chip``,
     ``n_chips``, ``prompt_len``, ``gen_len``, ``batch``, ``weight_dtype``, ``cache_dtype``,
-    ``compute_dtype``): summary, chart, and the controls :func:`linked_controls` moves."""
+    ``compute_dtype``, ``kv_sharding``): summary, chart, and the controls :func:`linked_controls` moves."""
     linked = linked_controls(controls, changed)
     state = serving_state(**{**controls, **linked})
     out = {"summary_html": serving_summary(state),

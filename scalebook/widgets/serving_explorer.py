@@ -8,11 +8,13 @@ and how the weights, the KV cache and the matmuls are stored or run (bf16, int8,
   what is left, against the HBM line; a red flag when the cache does not fit, with the largest
   batch that does (:func:`scalebook.inference.max_batch`);
 - time per output token and tokens/s per chip against the batch, with the critical batch where
-  decode turns compute-bound (:func:`scalebook.inference.decode_critical_batch`, when finite)
+  the weight matmuls turn compute-bound (:func:`scalebook.inference.decode_critical_batch`,
+  ``overlap=False``)
   and the batches whose cache does not fit shaded;
 - the latency–throughput curve those two make, with the chosen batch on it;
-- a summary naming the regime (memory- or compute-bound), the time per token, the tokens/s per
-  chip and the share of each step spent in tensor-parallel AllReduces.
+- a summary naming the weight matmuls' regime (memory- or compute-bound; attention against the
+  cache is always memory-bound), the time per token (the phases in turn, and the overlapped
+  bound), the tokens/s per chip and the share of each step spent in tensor-parallel AllReduces.
 
 Every number comes from :mod:`scalebook.inference` (:func:`decode_step`, :func:`prefill`,
 :func:`latency_throughput`, :func:`max_batch`, :func:`decode_critical_batch`,
@@ -50,6 +52,7 @@ from ..live.serving import (
     CACHE_DTYPES,
     COMPUTE_DTYPES,
     CRITICAL_COLOUR,
+    KV_SHARDINGS,
     MEMORY_AXIS_HBM,
     MEMORY_KINDS,
     OVER_COLOUR,
@@ -257,13 +260,15 @@ def _slider(description: str, lo: int, hi: int, value: int) -> widgets.Selection
 def serving_explorer(preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: int = 8, *,
                      prompt_len: int = 2048, gen_len: int = 2048, batch: int = 32,
                      weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                     compute_dtype: str = "bf16", dpi: float = 100) -> ServingExplorer:
+                     compute_dtype: str = "bf16", kv_sharding: str = "heads",
+                     dpi: float = 100) -> ServingExplorer:
     """A serving explorer; the default is the case study, LLaMA-3 70B on 8 H100s, 32 sequences
     of 4,096 tokens (2,048 in, 2,048 out), everything in bf16.
 
     Controls (``w.controls``): ``preset``, ``chip`` (:data:`SERVING_CHIPS`), ``n_chips`` (a
     box: any count, checked), ``prompt_len``, ``gen_len`` and ``batch`` (sliders over 1, 2, 3,
-    4, 6, 8, … stops), ``weight_dtype``, ``cache_dtype`` and ``compute_dtype``. ``w.state`` is a
+    4, 6, 8, … stops), ``weight_dtype``, ``cache_dtype``, ``compute_dtype`` and
+    ``kv_sharding`` (split the cache by KV head, copied past K chips, or by sequence). ``w.state`` is a
     :class:`ServingState`. Raises ``ValueError`` for bad initial inputs.
     """
     if preset not in PRESETS:
@@ -293,9 +298,13 @@ def serving_explorer(preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
                                  ("cache_dtype", CACHE_DTYPES),
                                  ("compute_dtype", COMPUTE_DTYPES))},
     }
+    if kv_sharding not in KV_SHARDINGS:
+        raise ValueError(f"kv_sharding must be one of {', '.join(KV_SHARDINGS)}, got {kv_sharding!r}")
+    controls["kv_sharding"] = widgets.Dropdown(options=KV_SHARDINGS, value=kv_sharding,
+                                               description="cache split by")
     figure = serving_figure(dpi)
     rows = [("preset", "chip", "n_chips"), ("prompt_len", "gen_len", "batch"),
-            ("weight_dtype", "cache_dtype", "compute_dtype")]
+            ("weight_dtype", "cache_dtype", "compute_dtype", "kv_sharding")]
     return ServingExplorer(
         controls, figure, serving_state, lambda fig, state: draw_serving(fig.axes, state),
         serving_summary, layout_rows=rows,
