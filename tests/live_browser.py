@@ -131,7 +131,8 @@ def widget_state(driver, index: int) -> dict:
     """The widget's ``sbLive`` record (web/src/widgets.js) without its Chart objects."""
     return driver.execute_script(
         "const s = document.querySelectorAll('.sb-live')[arguments[0]].sbLive;"
-        "return {state: s.state, last: s.last, timings: s.timings, redraws: s.redraws};", index)
+        "return {state: s.state, busy: s.busy, done: s.done, last: s.last, timings: s.timings,"
+        " redraws: s.redraws};", index)
 
 
 def wait_live(driver, index: int, timeout: float = 60.0) -> dict:
@@ -141,7 +142,7 @@ def wait_live(driver, index: int, timeout: float = 60.0) -> dict:
         state = widget_state(driver, index)
         if state["state"] == "failed":
             raise RuntimeError(f"widget {index} failed to start: {console_errors(driver)}")
-        if state["state"] == "live" and state["last"] is not None:
+        if state["state"] == "live" and state["last"] is not None and not state["busy"]:
             return state
         if time.monotonic() > deadline:
             raise TimeoutError(f"widget {index} not live after {timeout} s: {state['state']}")
@@ -159,55 +160,65 @@ def touch(driver, index: int, control: str) -> None:
 
 
 #: Set a control's input as a reader would leave it, then fire the event a reader's action
-#: fires (input for sliders, lists and boxes; change for typed fields); returns the redraw's
-#: milliseconds as the widget measured them, or null when no redraw happened.
+#: fires (input for sliders, lists and boxes; change for typed fields). Returns the widget's
+#: count of finished requests before the move.
 _MOVE = """
 const [index, name, how, value] = arguments;
 const root = document.querySelectorAll('.sb-live')[index];
 const field = root.querySelector(`[name='${name}']`);
-const before = root.sbLive.redraws.length;
+const before = root.sbLive.done;
 if (how === 'checked') field.checked = value;
 else if (how === 'options') for (const o of field.options) o.selected = value.includes(o.textContent);
 else if (how === 'label') field.value = [...field.options].find(o => o.textContent === value).value;
 else field.value = String(value);
 const typed = field.type === 'number' || field.type === 'text';
 field.dispatchEvent(new Event(typed ? 'change' : 'input', {bubbles: true}));
-const after = root.sbLive.redraws;
-return after.length > before ? after[after.length - 1] : null;
+return before;
 """
 
 
+def settle(driver, index: int, done_before: int, timeout: float = 60.0) -> dict:
+    """Wait until widget ``index`` has finished a request after ``done_before`` and has
+    nothing queued or running (Python answers in a worker, asynchronously); its state."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = widget_state(driver, index)
+        if state["done"] > done_before and not state["busy"]:
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"widget {index} did not settle in {timeout} s: {state['state']}")
+        time.sleep(0.02)
+
+
 def move(driver, index: int, control: str, how: str, value: object) -> float | None:
-    """Move a control of widget ``index``: ``how`` is "value" (a slider position or a typed
-    number/text), "label" (choose the option shown as ``value``), "options" (select exactly
-    the options shown in the list ``value``), "checked" (tick or untick) or "click" (press
-    the button ``control``; ``value`` is unused: see :func:`press`)."""
+    """Move a control of widget ``index`` and wait for the widget to settle: ``how`` is
+    "value" (a slider position or a typed number/text), "label" (choose the option shown as
+    ``value``), "options" (select exactly the options shown in the list ``value``),
+    "checked" (tick or untick) or "click" (press the button ``control``; ``value`` is
+    unused). Returns the milliseconds from the move to its picture, or None when the move
+    drew nothing (a refused input)."""
     if how == "click":
         return press(driver, index, control)
-    return driver.execute_script(_MOVE, index, control, how, value)
+    drawn = len(widget_state(driver, index)["redraws"])
+    state = settle(driver, index, driver.execute_script(_MOVE, index, control, how, value))
+    return state["redraws"][-1] if len(state["redraws"]) > drawn else None
 
 
 _PRESS = """
 const [index, name] = arguments;
 const root = document.querySelectorAll('.sb-live')[index];
-const before = root.sbLive.redraws.length;
+const before = root.sbLive.done;
 root.querySelector(`[name='${name}']`).click();
 return before;
 """
 
 
-def press(driver, index: int, button: str, timeout: float = 30.0) -> float | None:
-    """Click button ``button`` of widget ``index`` and wait for the redraw its action makes
-    (the page first paints a busy message, so the redraw comes after the click returns);
-    returns the redraw's milliseconds, or None when none came within ``timeout`` seconds."""
-    before = driver.execute_script(_PRESS, index, button)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        redraws = widget_state(driver, index)["redraws"]
-        if len(redraws) > before:
-            return redraws[-1]
-        time.sleep(0.02)
-    return None
+def press(driver, index: int, button: str, timeout: float = 60.0) -> float | None:
+    """Click button ``button`` of widget ``index`` and wait for its action's picture;
+    returns its milliseconds, or None when it drew nothing."""
+    drawn = len(widget_state(driver, index)["redraws"])
+    state = settle(driver, index, driver.execute_script(_PRESS, index, button), timeout)
+    return state["redraws"][-1] if len(state["redraws"]) > drawn else None
 
 
 def control_value(driver, index: int, name: str) -> object:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import live_browser as lb
-from scalebook.live import render
+from scalebook.live import MESSAGE_LIMIT, render, render_json
 from scalebook.widgets import chip_comparison, roofline_explorer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,6 +114,67 @@ def test_comparison_view_is_the_jupyter_widget(changes):
     assert panel["y"]["scale"] == ("log" if values["log"] else "linear")
 
 
+#: The issue's hostile inputs (and a few more): each must come back as a message, never as an
+#: exception, a silent stale picture, or a raw echo of the input.
+HOSTILE = [
+    ("scalebook.live.calculator", {"d_model": 1e200}, "d_model: 1e+200 is out of range"),
+    ("scalebook.live.calculator", {"n_layers": 1e300}, "n_layers: 1e+300 is out of range"),
+    ("scalebook.live.layout_planner", {"d_model": 1e200}, "d_model: 1e+200 is out of range"),
+    ("scalebook.live.layout_planner", {"d_ff": 1e300}, "d_ff: 1e+300 is out of range"),
+    ("scalebook.live.layout_planner", {"dp": 1e200}, "dp: 1e+200 is out of range"),
+    ("scalebook.live.calculator", {"n_chips": 8e30}, "n_chips: 8e+30 is out of range"),
+    ("scalebook.live.serving", {"n_chips": -4}, "n_chips: -4 is out of range"),
+    ("scalebook.live.calculator", {"mfu": float("nan")}, "mfu: nan is out of range"),
+    ("scalebook.live.sharded_matmul", {"mesh": "X" * 100_000},
+     "mesh: 100,000 characters is too long (at most 200)"),
+]
+
+
+@pytest.mark.parametrize("module, controls, message", HOSTILE)
+def test_hostile_input_is_a_short_message(module, controls, message):
+    out = render(module, controls)
+    assert set(out) == {"error"} and out["error"].startswith(message), out
+    assert len(out["error"]) <= MESSAGE_LIMIT
+
+
+@pytest.mark.parametrize("failure", [ZeroDivisionError("float division by zero"),
+                                     OverflowError("(34, 'Numerical result out of range')"),
+                                     KeyError("chip")])
+def test_any_exception_in_a_view_is_a_message(monkeypatch, failure):
+    import scalebook.live.roofline as roofline
+
+    def view(controls, changed=None):
+        raise failure
+
+    monkeypatch.setattr(roofline, "view", view)
+    out = render("scalebook.live.roofline", {})
+    assert out == {"error": "cannot compute with these inputs: " + (
+        str(failure) if isinstance(failure, ArithmeticError) else repr(failure))}
+
+
+def test_a_non_finite_number_in_a_view_is_a_message_not_invalid_json(monkeypatch):
+    import scalebook.live.roofline as roofline
+
+    real = roofline.view
+    monkeypatch.setattr(roofline, "view", lambda controls, changed=None: {
+        **real(controls, changed), "summary_html": float("inf")})
+    out = render("scalebook.live.roofline", {})
+    assert out["error"].startswith("cannot compute with these inputs: these inputs give a "
+                                   "number too large to compute (summary_html is not finite)")
+    assert json.loads(render_json("scalebook.live.roofline", "{}")) == render(
+        "scalebook.live.roofline", {})
+
+
+def test_a_long_message_from_a_view_is_cut(monkeypatch):
+    import scalebook.live.roofline as roofline
+
+    monkeypatch.setattr(roofline, "view", lambda controls, changed=None: {
+        "error": "bad: " + "y" * 10_000, "controls": {"B": 2.0}})
+    out = render("scalebook.live.roofline", {})
+    assert len(out["error"]) == MESSAGE_LIMIT and out["error"].endswith("…")
+    assert out["controls"] == {"B": 2.0}
+
+
 def test_rejected_input_is_an_error_not_an_exception():
     assert render("scalebook.live.roofline", {"chip": "V100"}) == {
         "error": "V100 has no bf16 FLOPs/s figure; it has: fp16"}
@@ -143,7 +204,7 @@ def test_static_html_carries_controls_figure_and_numbers(module):
             assert [o[1] for o in spec["options"]] == list(control._options_values)
         assert f"name='{spec['name']}'" in page
     # without JavaScript: the controls stay hidden, the figure and the numbers show
-    assert "<form class='sb-live-controls' hidden>" in page
+    assert "<form class='sb-live-controls' autocomplete='off' hidden>" in page
     png = base64.b64decode(re.search(r"src='data:image/png;base64,([^']+)'", page).group(1))
     assert png == widget.png
     assert widget.summary.value in page
@@ -170,8 +231,10 @@ def test_free_text_controls_become_inputs_at_their_values():
     assert [s["kind"] for s in specs.values()] == ["int", "float", "text"]
     assert [s["value"] for s in specs.values()] == [256, 0.4, "data=4, model=2"]
     html = controls_html(specs, [("n_chips", "mfu", "mesh")])
-    assert "<input type='number' name='n_chips' step='1' value='256'>" in html
-    assert "<input type='number' name='mfu' step='any' value='0.4'>" in html
+    assert ("<input type='number' name='n_chips' step='1' min='0' max='1000000000' "
+            "inputmode='numeric' value='256'>") in html
+    assert ("<input type='number' name='mfu' step='any' min='0' max='1000000000' "
+            "inputmode='decimal' value='0.4'>") in html
     assert "<input type='text' name='mesh' value='data=4, model=2'>" in html
 
 
@@ -185,7 +248,8 @@ def test_a_button_becomes_an_html_button_without_a_value():
     assert spec == {"name": "best", "label": "best layout", "kind": "button", "value": None,
                     "tooltip": "search <all> layouts"}
     assert controls_html({"best": spec}, [("best",)]) == (
-        "<form class='sb-live-controls' hidden><div class='sb-live-row'><button type='button' "
+        "<form class='sb-live-controls' autocomplete='off' hidden><div class='sb-live-row'>"
+        "<button type='button' "
         "class='sb-live-control' name='best' title='search &lt;all&gt; layouts'>best layout"
         "</button></div></form>")
 
@@ -234,7 +298,7 @@ def test_the_site_ships_one_runtime_and_only_widget_pages_load_its_script():
     manifest = json.loads((LIVE / "manifest.json").read_text())
     for name, size in manifest["bytes"].items():
         assert (LIVE / name).stat().st_size == size, name
-    for name in ("widgets.js", "loader.js", "pyodide.asm.wasm.js", "stdlib.zip.js",
+    for name in ("widgets.js", "loader.js", "worker.js.js", "pyodide.asm.wasm.js", "stdlib.zip.js",
                  "scalebook.zip.js", "chart.umd.min.js"):
         assert name in manifest["bytes"]
     for page in ("rooflines", "hardware", "sharded-matmuls", "parallelism", "transformers",
