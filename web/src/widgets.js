@@ -89,8 +89,12 @@
     const field = form.elements[spec.name];
     switch (spec.kind) {
       case "select": case "selectslider": return spec.options[+field.value][1];
-      case "multiselect":
-        return [...field.selectedOptions].map(option => spec.options[+option.value][1]);
+      case "multiselect": {  // in the order chosen: those kept first, new ones after them
+        const chosen = [...field.selectedOptions].map(option => spec.options[+option.value][1]);
+        const key = v => JSON.stringify(v);
+        const kept = (field.sbOrder || []).filter(v => chosen.some(c => key(c) === key(v)));
+        return [...kept, ...chosen.filter(c => !kept.some(v => key(v) === key(c)))];
+      }
       case "checkbox": return field.checked;
       case "logslider": return Math.pow(spec.base, +field.value);
       case "slider": return +field.value;
@@ -116,6 +120,7 @@
       case "multiselect": {
         const chosen = (Array.isArray(value) ? value : []).map(v => String(index(v)));
         for (const option of field.options) option.selected = chosen.includes(option.value);
+        field.sbOrder = Array.isArray(value) ? value : [];
         break;
       }
       case "checkbox": field.checked = !!value; break;
@@ -445,8 +450,11 @@
     const queue = [];  // [{changed, at}]: the moves not yet sent to Python, oldest first
 
     function values() {
-      return Object.fromEntries(specs.filter(spec => spec.kind !== "button")
+      const out = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
         .map(spec => [spec.name, readControl(form, spec)]));
+      for (const spec of specs)  // a multiple choice keeps its order from move to move
+        if (spec.kind === "multiselect") form.elements[spec.name].sbOrder = out[spec.name];
+      return out;
     }
 
     // Show a render's result; resolves when drawn.
