@@ -262,13 +262,79 @@ def drawn_texts(driver, index: int) -> dict[str, list[str]]:
         "return {texts: text('.sb-live-texts > div'), titles: text('.sb-live-title')};", index)
 
 
-#: Console errors that are not the widgets', each for a stated reason: Sphinx 7.4 writes
-#: sphinx-thebe's inline configuration twice, so its second `const` declaration throws
-#: (harmless upstream bug, thebe is off; also allowed in tests/test_book.py).
-KNOWN_NOISE = (re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),)
+#: Console errors that are not the widgets', each for a stated reason. None today: the
+#: THEBE_JS_URL error Sphinx 7.4 caused on every page is gone (_ext/theme_fixes.py).
+KNOWN_NOISE: tuple = ()
 
 
 def console_errors(driver, allowed: tuple = KNOWN_NOISE) -> list[str]:
     """SEVERE console entries since the last call, less those matching ``allowed``."""
     return [e["message"] for e in driver.get_log("browser")
             if e.get("level") == "SEVERE" and not any(p.search(e["message"]) for p in allowed)]
+
+
+def viewport(driver, width: int, height: int, *, mobile: bool = False) -> None:
+    """Make the page's viewport ``width`` x ``height`` CSS pixels (a phone with ``mobile``:
+    its meta viewport applies and touch events exist), for the pages loaded next."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 3 if mobile else 1,
+        "mobile": mobile})
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": mobile})
+
+
+#: Records every long task (a main-thread task over 50 ms, the browser's own definition)
+#: from now on in window.sbLongTasks as [start ms, duration ms].
+_WATCH_LONG_TASKS = """
+window.sbLongTasks = [];
+new PerformanceObserver(list => {
+  for (const e of list.getEntries()) window.sbLongTasks.push([e.startTime, e.duration]);
+}).observe({type: 'longtask'});
+return performance.now();
+"""
+
+
+def watch_long_tasks(driver) -> float:
+    """Start recording the page's long tasks; returns the page's clock (ms) now."""
+    return driver.execute_script(_WATCH_LONG_TASKS)
+
+
+def long_tasks(driver, since: float = 0.0) -> list[list[float]]:
+    """The long tasks recorded since ``since`` (the page's clock, ms): [[start, ms], ...]."""
+    return [t for t in driver.execute_script("return window.sbLongTasks || []") if t[0] >= since]
+
+
+AXE = REPO / "web" / "node_modules" / "axe-core" / "axe.min.js"
+#: WCAG 2.1 levels A and AA, the ADA Title II rule's standard.
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(driver) -> list[dict]:
+    """axe-core (pinned in web/package-lock.json, injected here, never shipped) over the whole
+    page for WCAG 2.1 A and AA: [{id, impact, nodes: [target :: summary, ...]}, ...]. Without
+    preloading style sheets: from file:// its XMLHttpRequests for them fail (console errors
+    that are axe's, not the page's), and the one rule that reads them (orientation lock)
+    then reports "incomplete", never a violation, either way."""
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}, preload: false})"
+        ".then(r => done("
+        "  r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n =>"
+        "    n.target.join(' ') + ' :: ' + n.failureSummary.slice(0, 300))}))),"
+        "  e => done([{id: 'axe failed', impact: 'critical', nodes: [String(e)]}]));", WCAG_AA)
+
+
+def overflow_x(driver) -> int:
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scrolling)."""
+    return driver.execute_script(
+        "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+
+
+def wide_elements(driver) -> list[str]:
+    """The elements that reach past the viewport's right edge (for a failure message)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('body *')].filter(e => {"
+        "  const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && r.width > 0"
+        "    && getComputedStyle(e).position !== 'fixed';"
+        "}).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 60))")

@@ -19,7 +19,6 @@ import gzip
 import json
 import re
 import shutil
-import statistics
 import time
 from pathlib import Path
 
@@ -388,8 +387,6 @@ WIDGET_BYTES_BEFORE_TOUCH = 100_000
 #: The whole page before a touch: the bytes read from disk, the issue's measure (a static
 #: host's gzip sends about a third of that; the failure message gives both).
 PAGE_BYTES_BEFORE_TOUCH = 3_000_000
-READY_SECONDS = 5.0
-REDRAW_MEDIAN_MS = 50.0
 
 
 def _gzip_size(path: Path) -> int:
@@ -434,7 +431,8 @@ def _check_state(driver, module: str, index: int, previous_summary: str | None,
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("module", SCENARIOS)
-def test_widget_is_live_from_disk(browser, module):
+def test_widget_is_live_from_disk(desktop, module):
+    browser = desktop
     page, first, moves = SCENARIOS[module]
     _built(page)
     index = lb.LIVE_PAGES[page].index(module)
@@ -461,9 +459,7 @@ def test_widget_is_live_from_disk(browser, module):
         "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
         "return [root.sbLive.state, root.querySelector('.sb-live-message').textContent];", index)
     assert loading == ["loading", "loading Python…"], loading  # the reader sees it is coming
-    state = lb.wait_live(browser, index, timeout=60)
-    ready_s = (state["timings"]["ready"] - state["timings"]["touch"]) / 1e3
-    assert ready_s < READY_SECONDS, f"Python took {ready_s:.2f} s to start"
+    lb.wait_live(browser, index, timeout=120)  # how fast: bench/live_widgets.py
     summary = _check_state(browser, module, index, None)["summary_html"]
     for control, how, value in moves:
         assert lb.move(browser, index, control, how, value) is not None, control
@@ -473,6 +469,246 @@ def test_widget_is_live_from_disk(browser, module):
     after = lb.requests(browser)
     assert not lb.outside(after), f"{page} loads from outside the site: {lb.outside(after)}"
     assert not lb.console_errors(browser)
+
+
+@pytest.fixture
+def desktop(browser):
+    """The module's Chromium at 1280 x 900, as a reader's laptop."""
+    lb.viewport(browser, 1280, 900)
+    lb.console_errors(browser)
+    yield browser
+
+
+@pytest.fixture
+def phone(browser):
+    """The module's Chromium as a 390 x 844 phone (touch, its meta viewport honoured)."""
+    lb.viewport(browser, 390, 844, mobile=True)
+    lb.console_errors(browser)
+    yield browser
+    lb.viewport(browser, 1280, 900)
+
+
+def _first(page: str) -> tuple[str, str, int]:
+    """A page's first widget: its module, the control a first touch clicks, its index."""
+    module = lb.LIVE_PAGES[page][0]
+    return module, SCENARIOS[module][1], 0
+
+
+_FIGURE = """
+const root = document.querySelectorAll('.sb-live')[arguments[0]];
+const box = root.querySelector('.sb-live-chart');
+return {stacked: !!box && box.classList.contains('sb-live-stacked'),
+  canvases: [...root.querySelectorAll('.sb-live-chart canvas')].map(c =>
+    [c.clientWidth, c.clientHeight, c.getAttribute('role'), c.getAttribute('aria-label') || '']),
+  tickFonts: root.sbLive.charts.flatMap(c => Object.values(c.options.scales).map(s => s.ticks.font.size)),
+  controls: [...root.querySelectorAll('.sb-live-controls input:not([type=checkbox]), '
+    + '.sb-live-controls select, .sb-live-controls button')].map(e =>
+    [e.name || e.textContent, e.getBoundingClientRect().height]),
+  summaryTop: root.querySelector('.sb-live-summary').getBoundingClientRect().top + window.scrollY};
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(lb.LIVE_PAGES))
+def test_phone_stacks_readable_charts_and_nothing_scrolls_sideways(phone, page):
+    """At 390 x 844 the page is no wider than the screen before and after the touch, the
+    live panels stack, each at least 300 px wide and 250 px tall with 11 px tick labels,
+    every control is at least 44 px tall (a finger), and axe finds nothing to fault."""
+    module, first, index = _first(page)
+    lb.open_page(phone, page)
+    assert lb.overflow_x(phone) == 0, lb.wide_elements(phone)
+    # a tap focuses the control (a tap on a <select> opens the phone's own picker instead of
+    # clicking, which an emulated phone does not pass on): the focus is the first touch
+    phone.execute_script("document.querySelectorAll('.sb-live')[arguments[0]]"
+                         ".querySelector(`[name='${arguments[1]}']`).focus()", index, first)
+    lb.wait_live(phone, index, timeout=120)
+    figure = phone.execute_script(_FIGURE, index)
+    assert figure["stacked"], figure
+    for width, height, role, label in figure["canvases"]:
+        assert width >= 300 and height >= 250, figure["canvases"]
+        assert role == "img" and label.startswith("chart: ")
+    assert min(figure["tickFonts"]) >= 11
+    small = [(name, h) for name, h in figure["controls"] if h < 44]
+    assert not small, f"controls too small to touch: {small}"
+    assert lb.overflow_x(phone) == 0, lb.wide_elements(phone)
+    assert lb.axe_violations(phone) == []
+    assert not lb.console_errors(phone)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(lb.LIVE_PAGES))
+def test_desktop_side_by_side_without_layout_shift_and_no_long_task(desktop, page):
+    """At 1280 x 900 the panels stand side by side; going live does not move what follows
+    the figure; while Python starts (touch to ready) no main-thread task takes over 50 ms
+    (it starts in a worker; drawing the first picture is measured by the bench); axe finds
+    nothing to fault before or after the touch."""
+    module, first, index = _first(page)
+    lb.open_page(desktop, page)
+    assert lb.axe_violations(desktop) == []
+    before = desktop.execute_script(_FIGURE, index)["summaryTop"]
+    lb.watch_long_tasks(desktop)
+    lb.touch(desktop, index, first)
+    state = lb.wait_live(desktop, index, timeout=120)
+    starting = [t for t in lb.long_tasks(desktop, state["timings"]["touch"])
+                if t[0] < state["timings"]["ready"]]
+    assert starting == [], starting
+    figure = desktop.execute_script(_FIGURE, index)
+    assert not figure["stacked"]
+    assert abs(figure["summaryTop"] - before) <= 1, (before, figure["summaryTop"])
+    assert lb.axe_violations(desktop) == []
+    assert not lb.console_errors(desktop)
+
+
+#: The issue's hostile inputs, typed into the page: (page, control, value, message start).
+HOSTILE_ON_PAGE = [
+    ("transformers", "d_model", "1e200", "d_model: 1e+200 is out of range"),
+    ("transformers", "n_layers", "1e300", "n_layers: 1e+300 is out of range"),
+    ("parallelism", "d_model", "1e200", "d_model: 1e+200 is out of range"),
+    ("parallelism", "d_ff", "1e300", "d_ff: 1e+300 is out of range"),
+    ("parallelism", "dp", "1e200", "dp: 1e+200 is out of range"),
+    ("sharded-matmuls", "mesh", "X" * 100_000, "mesh: 100,000 characters is too long"),
+    ("transformers", "n_chips", "abc", "chips: enter a whole number"),
+]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_hostile_inputs_show_messages_keep_the_picture_and_lock_nothing(desktop):
+    """Each hostile input shows its message (as CPython's render gives it), the last good
+    picture and numbers stay, marked stale, every control stays enabled, and putting the
+    field back brings the picture back."""
+    opened = None
+    for page, control, value, message in HOSTILE_ON_PAGE:
+        module, first, index = _first(page)
+        if page != opened:
+            lb.open_page(desktop, page)
+            lb.touch(desktop, index, first)
+            lb.wait_live(desktop, index, timeout=120)
+            opened = page
+        good = lb.widget_state(desktop, index)["last"]
+        old = lb.control_value(desktop, index, control)
+        lb.move(desktop, index, control, "value", value)
+        shown = desktop.execute_script(
+            "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+            "return [root.querySelector('.sb-live-message').textContent,"
+            "  root.classList.contains('sb-live-stale'),"
+            "  [...root.querySelectorAll('input, select, button')].filter(e => e.disabled).length];",
+            index)
+        assert shown[0].startswith("⚠ " + message), shown[0][:200]
+        assert len(shown[0]) < 500 and shown[1] and shown[2] == 0, shown
+        assert lb.summary_matches(desktop, index, good["result"]["summary_html"])
+        state = lb.widget_state(desktop, index)
+        if state["last"] is not good and state["last"]["values"] != good["values"]:
+            expected = render(module, state["last"]["values"], control)
+            assert state["last"]["result"] == json.loads(json.dumps(expected))
+        lb.move(desktop, index, control, "value", old)
+        state = lb.widget_state(desktop, index)
+        assert "error" not in state["last"]["result"], state["last"]["result"]
+        assert not desktop.execute_script(
+            "return document.querySelectorAll('.sb-live')[arguments[0]]"
+            ".classList.contains('sb-live-stale')", index)
+    assert not lb.console_errors(desktop)
+
+
+_DRAG = """
+const [index, name, positions] = arguments;
+const root = document.querySelectorAll('.sb-live')[index];
+const field = root.querySelector(`[name='${name}']`);
+const before = root.sbLive.done;
+for (const p of positions) {
+  field.value = String(p);
+  field.dispatchEvent(new Event('input', {bubbles: true}));
+}
+return before;
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_drag_of_60_moves_settles_on_its_final_value(desktop):
+    """60 input events in one go (a fast drag): the widget renders far fewer times than
+    that (moves of one control replace each other while Python works) and ends showing
+    exactly CPython's picture for the final value."""
+    module, first, index = _first("rooflines")
+    lb.open_page(desktop, "rooflines")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    drawn = len(lb.widget_state(desktop, index)["redraws"])
+    positions = [2 + k / 8 for k in range(60)]
+    state = lb.settle(desktop, index, desktop.execute_script(_DRAG, index, "B", positions))
+    assert len(state["redraws"]) - drawn <= 3, len(state["redraws"]) - drawn
+    assert state["last"]["values"]["B"] == 2 ** positions[-1]
+    _check_state(desktop, module, index, None, "B")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
+    """The widget's settings go into the page's address; after leaving the page and coming
+    Back (or a reload) the controls show them and the picture is CPython's for them; reset
+    returns to the book's settings and clears the address."""
+    module, first, index = _first("rooflines")
+    lb.open_page(desktop, "rooflines")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    lb.move(desktop, index, "chip", "label", "H100")
+    lb.move(desktop, index, "B", "value", 11.0)
+    values = lb.widget_state(desktop, index)["last"]["values"]
+    assert "sb-roofline=" in desktop.current_url
+    lb.open_page(desktop, "hardware")
+    desktop.back()
+    for _ in range(2):  # Back, then a reload
+        state = lb.wait_live(desktop, index, timeout=120)
+        assert state["last"]["values"] == values
+        assert lb.control_value(desktop, index, "chip") == "H100"
+        _check_state(desktop, module, index, None, None)
+        desktop.refresh()
+    lb.wait_live(desktop, index, timeout=120)
+    done = lb.widget_state(desktop, index)["done"]
+    desktop.execute_script(
+        "document.querySelectorAll('.sb-live')[arguments[0]].querySelector('.sb-live-reset').click()",
+        index)
+    state = lb.settle(desktop, index, done)
+    assert state["last"]["values"]["chip"] == "TPU v5e"
+    assert "sb-roofline=" not in desktop.current_url
+    assert not lb.console_errors(desktop)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_best_layout_shows_progress_blocks_nothing_and_cancels(desktop):
+    """"best layout" (a search over thousands of layouts) counts its seconds with a cancel
+    button, and no main-thread task over 50 ms happens while it searches; cancelling keeps the old
+    picture and the widget (with Python restarted) answers the next move."""
+    module, first, index = _first("parallelism")
+    lb.open_page(desktop, "parallelism")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    since = lb.watch_long_tasks(desktop)
+    lb.press(desktop, index, "best")
+    state = lb.widget_state(desktop, index)
+    searching = [t for t in lb.long_tasks(desktop, since) if t[0] < state["timings"]["answered"]]
+    assert searching == [], searching
+    assert state["last"]["changed"] == "best"
+    assert state["last"]["result"] == json.loads(json.dumps(
+        render(module, state["last"]["values"], "best")))
+
+    picture = state["last"]
+    done = state["done"]
+    desktop.execute_script(_CLICK, index, "best")
+    message = desktop.execute_script(
+        "return document.querySelectorAll('.sb-live')[arguments[0]]"
+        ".querySelector('.sb-live-message')", index)
+    assert message.text.startswith("best layout…")
+    desktop.execute_script("arguments[0].querySelector('.sb-live-cancel').click()", message)
+    state = lb.settle(desktop, index, done)
+    assert "cancelled" in message.text
+    assert lb.widget_state(desktop, index)["last"] == picture
+    assert lb.move(desktop, index, "tp", "value", 4) is not None
+    _check_state(desktop, module, index, None, "tp")
+    assert not lb.console_errors(desktop)
 
 
 _CLICK = """
@@ -485,43 +721,55 @@ return [root.sbLive.state, root.sbLive.redraws.length,
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_a_button_says_it_is_busy_and_waits_for_python(browser):
-    """The planner's "best layout" pressed before Python is ready runs once it is; pressed
-    when live, it first shows that it is searching (the search takes a while), then sets the
-    layout fields to what CPython's search finds."""
-    module, page = "scalebook.live.layout_planner", "parallelism"
-    index = lb.LIVE_PAGES[page].index(module)
-    lb.open_page(browser, page)
-    assert browser.execute_script(_CLICK, index, "best") == ["loading", 0, "loading Python…"]
-    state = lb.wait_live(browser, index)
-    deadline = time.monotonic() + 30
-    while len(state["redraws"]) < 2 and time.monotonic() < deadline:  # the picture, the search
-        time.sleep(0.05)
-        state = lb.widget_state(browser, index)
-    assert state["last"]["changed"] == "best"
-    expected = render(module, state["last"]["values"], "best")
-    assert state["last"]["result"] == json.loads(json.dumps(expected))
-    assert lb.move(browser, index, "tp", "value", 2) is not None  # another layout
-    assert lb.control_value(browser, index, "tp") == 2
-    assert browser.execute_script(_CLICK, index, "best") == ["live", 3, "best layout…"]
-    deadline = time.monotonic() + 30
-    while len(lb.widget_state(browser, index)["redraws"]) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    state = lb.widget_state(browser, index)
-    for name, value in state["last"]["result"]["controls"].items():
-        assert lb.control_value(browser, index, name) == value, name
-    assert state["last"]["result"]["controls"] == expected["controls"]
-    assert not lb.console_errors(browser)
+def test_every_page_is_axe_clean(desktop):
+    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book."""
+    pages = sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
+                   for p in lb.HTML.glob("**/*.html") if "_static" not in p.parts
+                   and "_sources" not in p.parts)
+    found = {}
+    for page in pages:
+        desktop.get((lb.HTML / f"{page}.html").as_uri())
+        violations = lb.axe_violations(desktop)
+        if violations:
+            found[page] = violations
+    assert found == {}
+
+
+@pytest.mark.slow
+def test_downloaded_notebooks_render_their_glue_and_say_what_to_install():
+    notebooks = sorted((lb.HTML / "_sources" / "book").glob("*.ipynb"))
+    assert len(notebooks) >= 6, notebooks
+    for path in notebooks:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "{glue" not in prose, path.name
+        assert "pip install -r requirements.txt" in "".join(nb["cells"][0]["source"])
+        assert "find_spec(\"scalebook\")" in "".join(nb["cells"][1]["source"])
+
+
+_CLICK = """
+const root = document.querySelectorAll('.sb-live')[arguments[0]];
+root.querySelector(`[name='${arguments[1]}']`).click();
+return [root.sbLive.state, root.sbLive.redraws.length,
+        root.querySelector('.sb-live-message').textContent];
+"""
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_redraw_is_fast(browser):
-    """Median redraw (read the controls, Python, Chart.js) for 40 moves of B's slider."""
-    lb.open_page(browser, "rooflines")
-    lb.touch(browser, 0, "x_dtype")
-    lb.wait_live(browser, 0)
-    times = [lb.move(browser, 0, "B", "value", 2 + (i % 80) / 8) for i in range(40)]
-    assert all(t is not None for t in times)
-    assert statistics.median(times) < REDRAW_MEDIAN_MS, times
-    assert not lb.console_errors(browser)
+def test_a_button_says_it_is_busy_and_waits_for_python(desktop):
+    """The planner's "best layout" pressed before Python is ready runs once it is (after the
+    first picture), and sets the layout fields to what CPython's search finds."""
+    module, page = "scalebook.live.layout_planner", "parallelism"
+    index = lb.LIVE_PAGES[page].index(module)
+    lb.open_page(desktop, page)
+    state, drawn, message = desktop.execute_script(_CLICK, index, "best")
+    assert (state, drawn) == ("loading", 0) and message.startswith("best layout…"), message
+    lb.wait_live(desktop, index, timeout=120)
+    state = lb.widget_state(desktop, index)
+    assert len(state["redraws"]) == 2 and state["last"]["changed"] == "best"
+    expected = render(module, state["last"]["values"], "best")
+    assert state["last"]["result"] == json.loads(json.dumps(expected))
+    for name, value in expected["controls"].items():
+        assert lb.control_value(desktop, index, name) == value, name
+    assert not lb.console_errors(desktop)

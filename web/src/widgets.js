@@ -17,7 +17,8 @@
 // For tests and the benchmark each widget element gets `sbLive`: {state: "static" |
 // "loading" | "live" | "failed", busy (a render queued or running), done (requests
 // finished, drawn or refused), last: {values, changed, result} of the last render,
-// timings: {touch, ready}, redraws: [ms from the move to its picture], charts: [Chart]};
+// timings: {touch, ready, answered (the last answer from Python)}, redraws: [ms from the
+// move to its picture], charts: [Chart]};
 // window.sbLiveMarks holds the loader's marks.
 (function () {
   "use strict";
@@ -51,16 +52,23 @@
   function warmCharts() {
     if (warmed === null) {
       warmed = (async () => {
-        for (const type of ["scatter", "bar"]) {
+        const kinds = [
+          ["scatter", {x: {type: "logarithmic"}, y: {type: "logarithmic"}}, false],
+          ["scatter", {x: {type: "linear"}, y: {type: "linear"}, y2: {type: "linear", position: "right"}}, false],
+          ["bar", {x: {type: "category"}, y: {type: "linear"}}, "x"],
+          ["bar", {y: {type: "category"}, x: {type: "linear"}}, "y"],
+        ];
+        for (const [type, scales, bars] of kinds) {
           await new Promise(resolve => setTimeout(resolve, 0));
           const canvas = document.createElement("canvas");
-          canvas.width = canvas.height = 64;
-          const bars = type === "bar";
+          canvas.width = 320;
+          canvas.height = 200;
           new window.Chart(canvas, {type, data: {labels: bars ? ["a", "b"] : undefined,
-            datasets: [{data: bars ? [1, 2] : [{x: 1, y: 1}, {x: 10, y: 100}], showLine: !bars}]},
-            options: {animation: false, responsive: false, events: [], parsing: bars ? undefined : false,
-              scales: bars ? {} : {x: {type: "logarithmic"}, y: {type: "logarithmic"}},
-              plugins: {legend: {display: false}, tooltip: {enabled: false}}}}).destroy();
+            datasets: [{data: bars ? [1, 2] : [{x: 1, y: 1}, {x: 10, y: 100}], showLine: !bars,
+              label: "w"}]},
+            options: {animation: false, responsive: false, indexAxis: bars || "x",
+              parsing: bars ? undefined : false, scales, plugins: {legend: {display: false}}},
+            plugins: [barTexts, insideLegend]}).destroy();
         }
       })();
     }
@@ -340,26 +348,35 @@
     charts.forEach(chart => chart.destroy());
     box.replaceChildren(...cells);
     sizeFrames(figure, reserved);
+    // A new chart is made empty, then given its data, each step in a task of its own: the
+    // first picture of a page costs the most (Chart.js's code, the canvas), and this keeps
+    // each task short.
     const made = [];
     for (let i = 0; i < cells.length; i++) {
-      if (i > 0) await nextTask();
-      made.push(new window.Chart(cells[i].querySelector("canvas"), configs[i]));
+      await nextTask();
+      const config = configs[i];
+      const chart = new window.Chart(cells[i].querySelector("canvas"),
+        {...config, data: {labels: config.data.labels, datasets: []}});
+      made.push(chart);
+      await nextTask();
+      chart.data = config.data;
+      chart.update("none");
     }
     return made;
   }
 
-  // Size the panels: stacked where the figure is under 700 px wide (each panel the full
-  // width, at least 300 px on a phone, 260-340 px tall); side by side otherwise, in the
+  // Size the panels: stacked where the window is under 700 px wide (a phone: each panel the
+  // full width, 260-340 px tall); side by side otherwise, in the
   // height reserved before the first live picture (the static image's), so going live does
   // not move the page. Returns whether a frame changed size.
   function sizeFrames(figure, reserved) {
     const box = figure.querySelector(".sb-live-chart");
-    const stacked = figure.clientWidth < 700;
+    const stacked = window.innerWidth < 700;
     box.classList.toggle("sb-live-stacked", stacked);
     const texts = figure.querySelector(".sb-live-texts");
     const titles = Math.max(0, ...[...box.querySelectorAll(".sb-live-title")].map(t => t.offsetHeight));
     const height = (stacked ? Math.round(Math.min(340, Math.max(260, figure.clientWidth * 0.72)))
-      : Math.max(220, Math.round(reserved - (texts ? texts.offsetHeight : 0) - titles))) + "px";
+      : Math.max(160, Math.round(reserved - (texts ? texts.offsetHeight : 0) - titles))) + "px";
     let changed = false;
     for (const frame of box.querySelectorAll(".sb-live-canvas")) {
       if (frame.style.height !== height) {
@@ -439,6 +456,10 @@
     const state = {state: "static", busy: false, done: 0, last: null, timings: {}, redraws: [],
       charts: []};
     root.sbLive = state;
+    // the numbers may scroll sideways on a phone: a keyboard must reach them too
+    summary.tabIndex = 0;
+    summary.setAttribute("role", "region");
+    summary.setAttribute("aria-label", "the widget's numbers");
     const initial = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
       .map(spec => [spec.name, spec.value]));
     const key = urlKey(root);
@@ -513,6 +534,7 @@
       }
       inFlight = true;
       rt.render(widget, current, move.changed).then(async result => {
+        state.timings.answered = performance.now();  // Python's answer is in; now draw it
         await show(result);
         if (!result.error) saveToUrl(key, values(), initial);
         state.last = {values: current, changed: move.changed, result};
