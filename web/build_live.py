@@ -21,9 +21,10 @@ Files written (paths relative to ``_static/live/``, all loaded by ``<script>`` t
 - ``widgets.js``, ``widgets.css``: on every page with a widget (a few KB);
 - ``loader.js``, ``worker.js.js`` (the worker's code as a string), ``chart.umd.min.js``,
   ``lock.js`` (Pyodide's lock data and the runtime's key): on first use;
-- ``pyodide.js.js``, ``pyodide.asm.js.js``, ``pyodide.asm.wasm.js``, ``stdlib.zip.js``,
-  ``scalebook.zip.js``: embedded gzip+base64, on first use of a page whose worker does not
-  find them in its IndexedDB cache already;
+- ``pyodide.js.N.js``, ``pyodide.asm.js.N.js``, ``pyodide.asm.wasm.N.js``,
+  ``stdlib.zip.N.js``, ``scalebook.zip.N.js``: embedded gzip+base64 in chunks of at most
+  :data:`CHUNK` characters (N = 0, 1, ...; their counts in lock.js), on first use of a page
+  whose worker does not find the runtime in its IndexedDB cache already;
 - ``manifest.json``: the bytes of each file and the key (for tests and the benchmark).
 """
 
@@ -89,10 +90,18 @@ def cache_key(repo: Path = REPO) -> str:
     return digest.hexdigest()[:16]
 
 
-def embed_script(name: str, data: bytes) -> str:
-    """``data`` gzipped and base64-encoded in a classic script (loadable from file://)."""
+#: Base64 characters per embedded script: the page runs each script in a task of its own,
+#: and a script holding a few MB of text blocks the page for 50-100 ms on a slow machine.
+CHUNK = 512 * 1024
+
+
+def embed_scripts(name: str, data: bytes) -> list[str]:
+    """``data`` gzipped and base64-encoded in classic scripts (loadable from file://) of at
+    most :data:`CHUNK` characters each; script i sets ``window.sbLiveEmbed["name/i"]``."""
     b64 = base64.b64encode(gzip.compress(data, 9, mtime=0)).decode("ascii")
-    return f'(window.sbLiveEmbed = window.sbLiveEmbed || {{}})["{name}"] = "{b64}";\n'
+    return [f'(window.sbLiveEmbed = window.sbLiveEmbed || {{}})["{name}/{i}"] = '
+            f'"{b64[start:start + CHUNK]}";\n'
+            for i, start in enumerate(range(0, len(b64), CHUNK))]
 
 
 def node_binary() -> str:
@@ -129,14 +138,19 @@ def _build_into(out: Path, repo: Path, key: str) -> None:
     built["pyodide.js"] = (pyodide / "pyodide.js").read_bytes()
     built["pyodide.asm.js"] = (pyodide / "pyodide.asm.js").read_bytes()
     built["pyodide.asm.wasm"] = (pyodide / "pyodide.asm.wasm").read_bytes()
+    chunks = {}
     for name in EMBEDDED:
-        (out / f"{name}.js").write_text(embed_script(name, built[name]))
+        scripts = embed_scripts(name, built[name])
+        chunks[name] = len(scripts)
+        for i, script in enumerate(scripts):
+            (out / f"{name}.{i}.js").write_text(script)
     lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     # No packages: scalebook comes in its own zip, and nothing is ever fetched.
     # The key names the runtime in the worker's IndexedDB cache: a new build, a new entry.
     (out / "lock.js").write_text(
         "window.sbLiveLock = " + json.dumps({"info": lock["info"], "packages": {}}) + ";\n"
-        + f"window.sbLiveKey = {json.dumps(key)};\n")
+        + f"window.sbLiveKey = {json.dumps(key)};\n"
+        + f"window.sbLiveChunks = {json.dumps(chunks)};\n")
     shutil.copy(chartjs, out / "chart.umd.min.js")
     for path in (repo / "web" / "src").glob("*"):
         if path.name == "worker.js":  # a blob: worker's code must come as a string

@@ -30,12 +30,18 @@
   }
 
   // The embedded files as base64 strings, taken out of the page (the worker decodes them).
+  // Each file comes in chunks (window.sbLiveChunks counts them), one script each, so that no
+  // script keeps the page busy for long; they load one after another.
   async function embeddedFiles(base) {
-    await Promise.all(EMBEDDED.map(name => addScript(base + name + ".js")));
     const files = {};
     for (const name of EMBEDDED) {
-      files[name] = window.sbLiveEmbed[name];
-      delete window.sbLiveEmbed[name];
+      const parts = [];
+      for (let i = 0; i < window.sbLiveChunks[name]; i++) {
+        await addScript(`${base}${name}.${i}.js`);
+        parts.push(window.sbLiveEmbed[`${name}/${i}`]);
+        delete window.sbLiveEmbed[`${name}/${i}`];
+      }
+      files[name] = parts.join("");
     }
     return files;
   }

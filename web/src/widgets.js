@@ -41,38 +41,8 @@
       loaderScript = addScript(base + "loader.js");
       chartJs = addScript(base + "chart.umd.min.js");
     }
-    return Promise.all([loaderScript.then(() => window.sbLiveLoader.load(base)),
-      chartJs.then(warmCharts)])
+    return Promise.all([loaderScript.then(() => window.sbLiveLoader.load(base)), chartJs])
       .then(([rt]) => { window.sbLiveMarks = rt.marks; return rt; });
-  }
-
-  // Draw a tiny off-page chart of each kind, one per task, while Python starts: the first
-  // chart compiles much of Chart.js's code, which would otherwise block the first picture.
-  let warmed = null;
-  function warmCharts() {
-    if (warmed === null) {
-      warmed = (async () => {
-        const kinds = [
-          ["scatter", {x: {type: "logarithmic"}, y: {type: "logarithmic"}}, false],
-          ["scatter", {x: {type: "linear"}, y: {type: "linear"}, y2: {type: "linear", position: "right"}}, false],
-          ["bar", {x: {type: "category"}, y: {type: "linear"}}, "x"],
-          ["bar", {y: {type: "category"}, x: {type: "linear"}}, "y"],
-        ];
-        for (const [type, scales, bars] of kinds) {
-          await new Promise(resolve => setTimeout(resolve, 0));
-          const canvas = document.createElement("canvas");
-          canvas.width = 320;
-          canvas.height = 200;
-          new window.Chart(canvas, {type, data: {labels: bars ? ["a", "b"] : undefined,
-            datasets: [{data: bars ? [1, 2] : [{x: 1, y: 1}, {x: 10, y: 100}], showLine: !bars,
-              label: "w"}]},
-            options: {animation: false, responsive: false, indexAxis: bars || "x",
-              parsing: bars ? undefined : false, scales, plugins: {legend: {display: false}}},
-            plugins: [barTexts, insideLegend]}).destroy();
-        }
-      })();
-    }
-    return warmed;
   }
 
   // ---------------------------------------------------------------- control values
@@ -376,7 +346,7 @@
     const texts = figure.querySelector(".sb-live-texts");
     const titles = Math.max(0, ...[...box.querySelectorAll(".sb-live-title")].map(t => t.offsetHeight));
     const height = (stacked ? Math.round(Math.min(340, Math.max(260, figure.clientWidth * 0.72)))
-      : Math.max(160, Math.round(reserved - (texts ? texts.offsetHeight : 0) - titles))) + "px";
+      : Math.max(140, Math.round(reserved - (texts ? texts.offsetHeight : 0) - titles))) + "px";
     let changed = false;
     for (const frame of box.querySelectorAll(".sb-live-canvas")) {
       if (frame.style.height !== height) {
