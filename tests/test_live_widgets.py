@@ -747,26 +747,6 @@ def test_every_page_is_axe_clean(desktop):
     assert found == {}
 
 
-@pytest.mark.slow
-def test_downloaded_notebooks_render_their_glue_and_say_what_to_install():
-    notebooks = sorted((lb.HTML / "_sources" / "book").glob("*.ipynb"))
-    assert len(notebooks) >= 6, notebooks
-    for path in notebooks:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-        assert "{glue" not in prose, path.name
-        assert "pip install -r requirements.txt" in "".join(nb["cells"][0]["source"])
-        assert "find_spec(\"scalebook\")" in "".join(nb["cells"][1]["source"])
-
-
-_CLICK = """
-const root = document.querySelectorAll('.sb-live')[arguments[0]];
-root.querySelector(`[name='${arguments[1]}']`).click();
-return [root.sbLive.state, root.sbLive.redraws.length,
-        root.querySelector('.sb-live-message').textContent];
-"""
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_button_says_it_is_busy_and_waits_for_python(desktop):
