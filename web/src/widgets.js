@@ -306,13 +306,12 @@
         (panel.x.label ? ` against ${panel.x.label}` : "") +
         ". The numbers are in the summary below the figure.");
     });
-    if (reusable) {
+    if (reusable) {  // sizes stay (the ResizeObserver follows the page): no layout read
       charts.forEach((chart, i) => {
         chart.data = configs[i].data;
         chart.options = configs[i].options;
+        chart.update("none");
       });
-      sizeFrames(figure, reserved);
-      charts.forEach(chart => chart.update("none"));
       return charts;
     }
     charts.forEach(chart => chart.destroy());
