@@ -731,15 +731,31 @@ return [root.sbLive.state, root.sbLive.redraws.length,
 """
 
 
+def _all_pages() -> list[str]:
+    """Every page of the built site, as paths under _build/html without ".html"."""
+    return sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
+                  for p in lb.HTML.glob("**/*.html")
+                  if "_static" not in p.parts and "_sources" not in p.parts)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_no_page_is_wider_than_a_phone(phone):
+    """At 390 x 844 no page of the book scrolls sideways (long inline code did on two)."""
+    wide = {}
+    for page in _all_pages():
+        phone.get((lb.HTML / f"{page}.html").as_uri())
+        if lb.overflow_x(phone):
+            wide[page] = lb.wide_elements(phone)
+    assert wide == {}
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_every_page_is_axe_clean(desktop):
     """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book."""
-    pages = sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
-                   for p in lb.HTML.glob("**/*.html") if "_static" not in p.parts
-                   and "_sources" not in p.parts)
     found = {}
-    for page in pages:
+    for page in _all_pages():
         desktop.get((lb.HTML / f"{page}.html").as_uri())
         violations = lb.axe_violations(desktop)
         if violations:
