@@ -122,7 +122,7 @@ HOSTILE = [
     ("scalebook.live.layout_planner", {"d_ff": 1e300}, "d_ff: 1e+300 is out of range"),
     ("scalebook.live.layout_planner", {"dp": 1e200}, "dp: 1e+200 is out of range"),
     ("scalebook.live.calculator", {"n_chips": 8e30}, "n_chips: 8e+30 is out of range"),
-    ("scalebook.live.serving", {"n_chips": -4}, "n_chips: -4 is out of range"),
+    ("scalebook.live.serving", {"n_chips": -4e30}, "n_chips: -4e+30 is out of range"),
     ("scalebook.live.calculator", {"mfu": float("nan")}, "mfu: nan is out of range"),
     ("scalebook.live.sharded_matmul", {"mesh": "X" * 100_000},
      "mesh: 100,000 characters is too long (at most 200)"),

@@ -19,7 +19,7 @@ that set controls before the rejection (a preset filled fields that do not fit) 
 ``changed`` may also name a button (its action, a search say, sets controls).
 
 :func:`render` is the one door every redraw goes through, so it holds what every widget needs
-and no view should repeat: a typed number outside ``[0, NUMBER_LIMIT]`` or a text longer than
+and no view should repeat: a typed number larger than ``NUMBER_LIMIT`` or a text longer than
 ``TEXT_LIMIT`` characters is refused before the view runs; *any* exception a view raises
 (``OverflowError``, ``ZeroDivisionError``, a bug) and any non-finite number in what it returns
 becomes ``{"error": message}``, never a silent stale picture; a message is cut to
@@ -67,16 +67,17 @@ def _clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def check_controls(controls: Mapping[str, object]) -> None:
-    """Refuse, with a message for the reader, a number that is not finite or outside
-    ``[0, NUMBER_LIMIT]`` (no control of the book takes a negative number: the views say so
-    for their own lower bounds) and a text longer than ``TEXT_LIMIT``. Raises ``ValueError``."""
+    """Refuse, with a message for the reader, a number that is not finite or larger than
+    ``NUMBER_LIMIT`` in size, and a text longer than ``TEXT_LIMIT``. Raises ``ValueError``.
+    Lower bounds (a positive count, say) are each view's, with its own message, the same the
+    Jupyter widget gives."""
     for name, value in controls.items():
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
-            if not math.isfinite(value) or not 0 <= value <= NUMBER_LIMIT:
+            if not math.isfinite(value) or abs(value) > NUMBER_LIMIT:
                 raise ValueError(f"{name}: {_clip(repr(value), 40)} is out of range; enter a "
-                                 f"number from 0 to {NUMBER_LIMIT:,.0f}")
+                                 f"number of at most {NUMBER_LIMIT:,.0f}")
         elif isinstance(value, str) and len(value) > TEXT_LIMIT:
             raise ValueError(f"{name}: {len(value):,} characters is too long (at most "
                              f"{TEXT_LIMIT}): {_clip(value, 40)}")
