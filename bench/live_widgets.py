@@ -1,26 +1,29 @@
 """The live widgets on the static site, measured in headless Chromium from disk (file://).
 
-Prints, in one run:
+Prints, per built site (the current one, and with ``--before DIR`` an older build measured in
+the same run, side by side):
 
-1. each chapter's weight before any touch: the bytes of every site file the page loaded
-   (raw, as read from disk, and gzip-compressed, as a static host would send them), and how
-   much of it the live widgets add (their script, style sheet and static figure);
-2. the runtime a first touch loads (bytes, from _static/live/manifest.json);
-3. the time from the first touch to the first live picture, per widget page (fresh page
-   load each run), with the loader's stages;
-4. the redraw time per control (read the inputs, Python, Chart.js): median and 95th
-   percentile over many moves.
+1. each widget page's weight before any touch (site files read from disk, and gzip);
+2. first-touch bytes: the site files a page loads after the first touch (the runtime);
+3. time to live: from the first touch to the first live picture, on a first page (a fresh
+   browser profile) and on a second page (the same profile: the runtime's decoded files in
+   its IndexedDB cache, where the site has one);
+4. the longest main-thread block (longest "long task", PerformanceObserver) from the touch to
+   the first live picture, and while "best layout" searches (touch to picture);
+5. redraw time per control move (from the move to its picture): median and 95th percentile.
 
-    make book && .venv/bin/python bench/live_widgets.py [--runs 5] [--moves 40] [--page P]
+    make book && .venv/bin/python bench/live_widgets.py [--before DIR] [--runs 3] [--moves 30]
+
+Timings are wall-clock on whatever machine runs this: compare the columns of one run only.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import statistics
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,146 +31,72 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import live_browser as lb  # noqa: E402
 
-CHAPTERS = ("index", "rooflines", "hardware", "sharded-matmuls", "parallelism",
-            "transformers", "inference")
-
-#: Per widget page: the control the first touch clicks, and the moves per control
-#: (see live_browser.move), cycled through during the redraw measurement.
-MOVES = {
-    "rooflines": ("x_dtype", {
-        "B": [("value", 2 + k / 8) for k in range(0, 100, 3)],
-        "D": [("value", 7 + k / 2) for k in range(19)],
-        "F": [("value", 7 + k / 2) for k in range(19)],
-        "chip": [("label", c) for c in ("TPU v4p", "TPU v5p", "TPU v6e", "H100", "B200")],
-        "compare": [("label", c) for c in ("none", "A100", "H200", "TPU v6e", "H100")],
-        "x_dtype": [("label", d) for d in ("fp8", "bf16", "int8", "fp16")],
-        "w_dtype": [("label", d) for d in ("int8", "int4", "fp8", "bf16")],
-        "per_example": [("checked", True), ("checked", False)],
-    }),
-    "hardware": ("metric", {
-        "chips": [("options", c) for c in (["TPU v5e", "H100"], ["A100", "H100", "B200"],
-                                           ["TPU v3", "TPU v4p", "TPU v5p", "TPU v6e"])],
-        "metric": [("label", m) for m in ("HBM bandwidth", "bf16 FLOP/s", "HBM capacity",
-                                          "critical intensity, bf16")],
-        "log": [("checked", True), ("checked", False)],
-    }),
-    "inference": ("cache_dtype", {  # sliders move by their stops (indices)
-        "batch": [("value", k) for k in range(0, 24, 2)],
-        "prompt_len": [("value", k) for k in range(0, 22, 3)],
-        "gen_len": [("value", k) for k in range(0, 26, 3)],
-        "n_chips": [("value", n) for n in (8, 4, 2, 1, 8)],
-        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B")],
-        "chip": [("label", c) for c in ("H200", "B200", "H100")],
-        "weight_dtype": [("label", d) for d in ("int8", "fp8", "bf16")],
-        "cache_dtype": [("label", d) for d in ("int8", "fp8", "bf16")],
-        # weight_dtype's 40th move left int8 weights: int8 and bf16 matmuls both run
-        "compute_dtype": [("label", d) for d in ("int8", "bf16")],
-    }),
-    "transformers": ("remat", {
-        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B")],
-        "n_layers": [("value", n) for n in (32, 80, 126, 48)],
-        "d_model": [("value", d) for d in (4096, 8192, 16384)],
-        "n_kv_heads": [("value", k) for k in (8, 16, 32)],
-        "seq_len": [("value", t) for t in (2048, 8192, 32768, 131072)],
-        "tokens_trillions": [("value", t) for t in (1, 2.5, 15, 15.6)],
-        "global_batch": [("value", b) for b in (256, 1024, 2048)],
-        "remat": [("label", r) for r in ("none", "selective", "full")],
-        "chip": [("label", c) for c in ("TPU v5p", "B200", "H100")],
-        "n_chips": [("value", n) for n in (1024, 4096, 16384)],
-        "mfu": [("value", m) for m in (0.3, 0.4, 0.5, 0.6)],
-    }),
-    "parallelism": ("remat", {
-        "preset": [("label", p) for p in ("LLaMA-3 8B", "LLaMA-3 405B", "LLaMA-3 70B")],
-        "n_layers": [("value", n) for n in (40, 80, 126)],
-        "d_model": [("value", d) for d in (4096, 8192, 16384)],
-        "d_ff": [("value", f) for f in (14336, 28672, 53248)],
-        "n_heads": [("value", h) for h in (32, 64, 128)],
-        "n_kv_heads": [("value", k) for k in (4, 8, 16)],
-        "vocab_size": [("value", v) for v in (32000, 128256)],
-        "seq_len": [("value", t) for t in (2048, 8192, 32768)],
-        "global_batch": [("value", b) for b in (512, 2048, 4096)],
-        "chip": [("label", c) for c in ("H100", "TPU v5e", "B200", "TPU v5p")],
-        "n_chips": [("value", n) for n in (1024, 2048, 4096)],
-        "dp": [("value", d) for d in (2, 1)],
-        "fsdp": [("value", f) for f in (128, 256, 512)],
-        "tp": [("value", t) for t in (4, 8, 16)],
-        "pp": [("value", p) for p in (1, 2, 4)],
-        "zero_stage": [("label", z) for z in ("ZeRO-1 (optimizer)", "ZeRO-3 (+ weights)")],
-        "microbatches": [("value", m) for m in (1, 4, 8)],
-        "remat": [("label", r) for r in ("none", "selective", "full")],
-        "overlap": [("checked", False), ("checked", True)],
-        # a search over ~3,000 layouts, not a redraw: outside the 50 ms budget
-        "best": [("click", None)],
-    }),
-    "sharded-matmuls": ("dtype", {
-        "B": [("value", k) for k in range(3, 21)],
-        "D": [("value", k) for k in range(7, 17)],
-        "F": [("value", k) for k in range(7, 18)],
-        "layout": [("label", name) for name in (
-            "data parallel (case 1)", "FSDP: gather the weights (case 2)",
-            "tensor parallel, AllReduce (case 3)", "tensor parallel, ReduceScatter (case 3)",
-            "B and F on one axis (case 4)", "data × tensor parallel (case 3)")],
-        "chip": [("label", c) for c in ("TPU v5p", "H100", "TPU v6e", "TPU v5e")],
-        "dtype": [("label", d) for d in ("int8", "fp16", "bf16")],
-        "wraparound": [("label", w) for w in ("as built", "lines (no wraparound)",
-                                              "rings (wraparound)")],
-        "mesh": [("value", m) for m in ("X=4, Y=2", "X=2, Y=2, Z=2", "X=1, Y=8", "X=2, Y=4")],
-        "lhs": [("value", t) for t in ("A[B_X, D]", "A[B, D_Y]", "A[B_XY, D]", "A[B_X, D_Y]")],
-        "rhs": [("value", t) for t in ("W[D_Y, F_X]", "W[D, F_Y]", "W[D_Y, F]")],
-        "out": [("value", t) for t in ("Out[B_X, F_Y]", "Out[B, F]", "Out[B_X, F]")],
-        "axis": [("label", a) for a in ("plot axis: X", "plot axis: Y", "plot axis: auto")],
-    }),
+#: Widget pages, the control a first touch clicks, and a slider moved for the redraw figure.
+PAGES = {
+    "rooflines": ("x_dtype", "B", [2 + k / 8 for k in range(0, 100, 3)]),
+    "hardware": ("metric", None, []),
+    "sharded-matmuls": ("dtype", "B", list(range(3, 21))),
+    "inference": ("cache_dtype", "batch", list(range(0, 24, 2))),
+    "transformers": ("remat", "mfu", [0.3, 0.4, 0.5, 0.6, 0.45]),
+    "parallelism": ("remat", None, []),
 }
 
-#: A button runs an action (a search) rather than a redraw: this many presses, not --moves.
-PRESSES = 10
+#: Move a control and return when its picture is drawn: works on today's widgets (which
+#: answer asynchronously, from a worker) and on older builds (which redrew synchronously).
+_MOVE = """
+const [name, value, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+const root = document.querySelector('.sb-live');
+const field = root.querySelector(`[name='${name}']`);
+const before = root.sbLive.redraws.length;
+field.value = String(value);
+field.dispatchEvent(new Event(field.type === 'number' ? 'change' : 'input', {bubbles: true}));
+const wait = () => (root.sbLive.redraws.length > before && !root.sbLive.busy)
+  ? done(root.sbLive.redraws[root.sbLive.redraws.length - 1]) : setTimeout(wait, 5);
+wait();
+"""
 
 
-#: The issue's budget for a chapter before any touch: bytes read from disk (raw).
-PAGE_BUDGET = 3_000_000
-
-
-def _weights(driver, page: str) -> dict:
-    urls = lb.open_page(driver, page)
-    files = {lb._site_file(u) for u in urls} - {None}
-    raw = sum(f.stat().st_size for f in files)
-    packed = sum(len(gzip.compress(f.read_bytes(), 6)) for f in files)
-    live = sum(f.stat().st_size for f in files if "_static/live" in str(f))
-    figures = driver.execute_script(
-        "return [...document.querySelectorAll('.sb-live-figure img')]"
-        ".reduce((n, img) => n + img.getAttribute('src').length, 0)")
-    return {"raw": raw, "gzip": packed, "widget": live + figures, "outside": lb.outside(urls)}
-
-
-def _ready(driver, page: str, touch: str, runs: int) -> list[dict]:
-    out = []
-    for _ in range(runs):
-        lb.open_page(driver, page)
-        lb.touch(driver, 0, touch)
-        state = lb.wait_live(driver, 0)
-        marks = driver.execute_script("return window.sbLiveMarks")
-        out.append({"ready": state["timings"]["ready"] - state["timings"]["touch"],
-                    **{k: marks[k] - marks["start"] for k in ("scripts", "decoded", "python",
-                                                               "ready")}})
-    return out
-
-
-def _redraws(driver, page: str, touch: str, moves: dict, n: int) -> dict[str, list[float]]:
+def _live(driver, page: str, touch: str) -> dict:
+    """Open ``page``, touch its first widget, wait for the live picture: ms to live, the
+    longest long task meanwhile, and the bytes loaded after the touch."""
     lb.open_page(driver, page)
+    lb.watch_long_tasks(driver)
     lb.touch(driver, 0, touch)
-    lb.wait_live(driver, 0)
-    out = {}
-    for control, sequence in moves.items():
-        times = []
-        count = min(n, PRESSES) if sequence[0][0] == "click" else n
-        for i in range(count):
-            how, value = sequence[i % len(sequence)]
-            times.append(lb.move(driver, 0, control, how, value))
-        out[control] = [t for t in times if t is not None]
-        if len(out[control]) < count:
-            raise RuntimeError(f"{page}: {control} did not redraw every time")
-    errors = lb.console_errors(driver)
-    return out if not errors else {"console errors": errors}
+    deadline = time.monotonic() + 180
+    while True:
+        state = driver.execute_script(
+            "const s = document.querySelector('.sb-live').sbLive;"
+            "return {state: s.state, n: s.redraws.length, busy: !!s.busy, t: s.timings};")
+        if state["state"] == "live" and state["n"] > 0 and not state["busy"]:
+            break
+        if state["state"] == "failed" or time.monotonic() > deadline:
+            raise RuntimeError(f"{page}: not live ({state['state']})")
+        time.sleep(0.01)
+    drawn = driver.execute_script("return performance.now()")
+    touched = state["t"]["touch"]
+    blocks = [d for s, d in lb.long_tasks(driver, touched) if s <= drawn]
+    return {"ms": drawn - touched, "block": max(blocks, default=0.0),
+            "bytes": lb.page_weight(lb.requests(driver))}
+
+
+def _best(driver) -> dict:
+    """On the planner page (live already): press "best layout", wait for its picture."""
+    since = lb.watch_long_tasks(driver)
+    start = time.monotonic()
+    before = driver.execute_script("return document.querySelector('.sb-live').sbLive.redraws.length")
+    driver.execute_script("document.querySelector('.sb-live [name=best]').click()")
+    while driver.execute_script(
+            "const s = document.querySelector('.sb-live').sbLive;"
+            "return s.redraws.length <= arguments[0] || !!s.busy;", before):
+        time.sleep(0.01)
+    blocks = [d for s, d in lb.long_tasks(driver, since)]
+    return {"ms": (time.monotonic() - start) * 1e3, "block": max(blocks, default=0.0)}
+
+
+def _redraws(driver, control: str, positions: list, moves: int) -> list[float]:
+    driver.set_script_timeout(60)
+    return [driver.execute_async_script(_MOVE, control, positions[i % len(positions)])
+            for i in range(moves)]
 
 
 def _p95(values: list[float]) -> float:
@@ -175,49 +104,69 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def measure(html: Path, runs: int, moves: int) -> dict:
+    """Every figure of the module docstring for the site built in ``html``."""
+    lb.HTML = html
+    out = {"weight": {}, "first": {}, "second": {}, "best": [], "redraw": {}}
+    names = list(PAGES)
+    for page, (touch, control, positions) in PAGES.items():
+        # the second page: the next widget page, in the same browser (its cache, if any)
+        other = names[(names.index(page) + 1) % len(names)]
+        for _ in range(runs):
+            with lb.chromium() as driver:  # a fresh profile: nothing cached
+                lb.viewport(driver, 1280, 900)
+                files = {lb._site_file(u) for u in lb.open_page(driver, page)} - {None}
+                out["weight"][page] = (sum(f.stat().st_size for f in files),
+                                       sum(len(gzip.compress(f.read_bytes(), 6)) for f in files))
+                out["first"].setdefault(page, []).append(_live(driver, page, touch))
+                if control and page not in out["redraw"]:
+                    out["redraw"][page] = _redraws(driver, control, positions, moves)
+                if page == "parallelism":
+                    out["best"].append(_best(driver))
+                out["second"].setdefault(page, []).append(_live(driver, other, PAGES[other][0]))
+    return out
+
+
+def _row(values: list[dict], key: str) -> str:
+    xs = [v[key] for v in values]
+    return f"{statistics.median(xs):8.0f} (max {max(xs):6.0f})"
+
+
+def report(name: str, m: dict) -> None:
+    print(f"\n=== {name}")
+    print("page weight before a touch, bytes (raw from disk / gzip):")
+    for page, (raw, packed) in m["weight"].items():
+        print(f"   {page:<16}{raw:>12,}{packed:>12,}")
+    print("first touch loads, bytes (site files after the touch: first page, then the next "
+          "page in the same browser):")
+    for page in m["first"]:
+        print(f"   {page:<16}{m['first'][page][0]['bytes']:>12,}{m['second'][page][0]['bytes']:>12,}")
+    print("time to live, ms: this page first, then the next page in the same browser "
+          "(median of runs, max);\nlongest main-thread block from touch to picture, ms")
+    for page in m["first"]:
+        print(f"   {page:<16}first {_row(m['first'][page], 'ms')}  second "
+              f"{_row(m['second'][page], 'ms')}  block first {_row(m['first'][page], 'block')}"
+              f"  second {_row(m['second'][page], 'block')}")
+    if m["best"]:
+        print(f"best layout: press to picture {_row(m['best'], 'ms')} ms, longest main-thread "
+              f"block {_row(m['best'], 'block')} ms")
+    print("redraw per move, ms: median, p95, max")
+    for page, times in m["redraw"].items():
+        print(f"   {page:<16}{statistics.median(times):8.1f}{_p95(times):8.1f}{max(times):8.1f}"
+              f"   ({len(times)} moves)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="page loads per ready-time figure")
-    parser.add_argument("--moves", type=int, default=40, help="moves per control")
-    parser.add_argument("--page", action="append", choices=list(MOVES),
-                        help="only this widget page (repeatable; default: all of them)")
+    parser.add_argument("--before", type=Path, help="an older build's _build/html, measured too")
+    parser.add_argument("--runs", type=int, default=3, help="fresh browsers per page")
+    parser.add_argument("--moves", type=int, default=30, help="slider moves per page")
     args = parser.parse_args()
-    pages = args.page or list(MOVES)
-    manifest = json.loads((lb.HTML / "_static" / "live" / "manifest.json").read_text())
-    with lb.chromium() as driver:
-        weights = {page: _weights(driver, page) for page in CHAPTERS}
-        ready = {page: _ready(driver, page, MOVES[page][0], args.runs) for page in pages}
-        redraws = {page: _redraws(driver, page, MOVES[page][0], MOVES[page][1], args.moves)
-                   for page in pages}
-
-    print(f"1. Page weight before any touch (site files the page loaded; budget "
-          f"{PAGE_BUDGET:,} bytes raw, from disk)")
-    print(f"   {'chapter':<16}{'raw (disk)':>14}{'gzip':>12}{'of it widgets':>16}  outside")
-    for page, w in weights.items():
-        print(f"   {page:<16}{w['raw']:>14,}{w['gzip']:>12,}{w['widget']:>16,}  "
-              f"{len(w['outside'])}" + ("  OVER BUDGET" if w["raw"] >= PAGE_BUDGET else ""))
-    first_use = {k: v for k, v in manifest["bytes"].items()
-                 if k not in ("widgets.js", "widgets.css", "stdlib-modules.txt")}
-    print(f"\n2. First touch loads {sum(first_use.values()):,} bytes (runtime {manifest['key']}):")
-    for name, size in sorted(first_use.items(), key=lambda kv: -kv[1]):
-        print(f"   {name:<24}{size:>12,}")
-    print(f"\n3. Touch to first live picture, ms, {args.runs} page loads each"
-          " (loader stages from its start: scripts, decoded, python, ready)")
-    for page, runs in ready.items():
-        times = [r["ready"] for r in runs]
-        stages = {k: statistics.median(r[k] for r in runs)
-                  for k in ("scripts", "decoded", "python", "ready")}
-        print(f"   {page:<12} median {statistics.median(times):7.0f}  max {max(times):7.0f}   "
-              + "  ".join(f"{k} {v:.0f}" for k, v in stages.items()))
-    print(f"\n4. Redraw per control move, ms ({args.moves} moves each; budget 50 ms median)")
-    print(f"   {'widget page':<17}{'control':<14}{'median':>8}{'p95':>8}{'max':>8}")
-    for page, controls in redraws.items():
-        for control, times in controls.items():
-            if control == "console errors":
-                print(f"   {page:<12}CONSOLE ERRORS: {times}")
-                continue
-            print(f"   {page:<17}{control:<14}{statistics.median(times):8.1f}"
-                  f"{_p95(times):8.1f}{max(times):8.1f}")
+    sites = ([("before: " + str(args.before), args.before)] if args.before else []) + [
+        ("now: " + str(lb.HTML), lb.HTML)]
+    results = [(name, measure(html, args.runs, args.moves)) for name, html in sites]
+    for name, m in results:
+        report(name, m)
 
 
 if __name__ == "__main__":

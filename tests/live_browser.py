@@ -131,7 +131,8 @@ def widget_state(driver, index: int) -> dict:
     """The widget's ``sbLive`` record (web/src/widgets.js) without its Chart objects."""
     return driver.execute_script(
         "const s = document.querySelectorAll('.sb-live')[arguments[0]].sbLive;"
-        "return {state: s.state, last: s.last, timings: s.timings, redraws: s.redraws};", index)
+        "return {state: s.state, busy: s.busy, done: s.done, last: s.last, timings: s.timings,"
+        " redraws: s.redraws};", index)
 
 
 def wait_live(driver, index: int, timeout: float = 60.0) -> dict:
@@ -141,7 +142,7 @@ def wait_live(driver, index: int, timeout: float = 60.0) -> dict:
         state = widget_state(driver, index)
         if state["state"] == "failed":
             raise RuntimeError(f"widget {index} failed to start: {console_errors(driver)}")
-        if state["state"] == "live" and state["last"] is not None:
+        if state["state"] == "live" and state["last"] is not None and not state["busy"]:
             return state
         if time.monotonic() > deadline:
             raise TimeoutError(f"widget {index} not live after {timeout} s: {state['state']}")
@@ -159,55 +160,65 @@ def touch(driver, index: int, control: str) -> None:
 
 
 #: Set a control's input as a reader would leave it, then fire the event a reader's action
-#: fires (input for sliders, lists and boxes; change for typed fields); returns the redraw's
-#: milliseconds as the widget measured them, or null when no redraw happened.
+#: fires (input for sliders, lists and boxes; change for typed fields). Returns the widget's
+#: count of finished requests before the move.
 _MOVE = """
 const [index, name, how, value] = arguments;
 const root = document.querySelectorAll('.sb-live')[index];
 const field = root.querySelector(`[name='${name}']`);
-const before = root.sbLive.redraws.length;
+const before = root.sbLive.done;
 if (how === 'checked') field.checked = value;
 else if (how === 'options') for (const o of field.options) o.selected = value.includes(o.textContent);
 else if (how === 'label') field.value = [...field.options].find(o => o.textContent === value).value;
 else field.value = String(value);
 const typed = field.type === 'number' || field.type === 'text';
 field.dispatchEvent(new Event(typed ? 'change' : 'input', {bubbles: true}));
-const after = root.sbLive.redraws;
-return after.length > before ? after[after.length - 1] : null;
+return before;
 """
 
 
+def settle(driver, index: int, done_before: int, timeout: float = 60.0) -> dict:
+    """Wait until widget ``index`` has finished a request after ``done_before`` and has
+    nothing queued or running (Python answers in a worker, asynchronously); its state."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = widget_state(driver, index)
+        if state["done"] > done_before and not state["busy"]:
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"widget {index} did not settle in {timeout} s: {state['state']}")
+        time.sleep(0.02)
+
+
 def move(driver, index: int, control: str, how: str, value: object) -> float | None:
-    """Move a control of widget ``index``: ``how`` is "value" (a slider position or a typed
-    number/text), "label" (choose the option shown as ``value``), "options" (select exactly
-    the options shown in the list ``value``), "checked" (tick or untick) or "click" (press
-    the button ``control``; ``value`` is unused: see :func:`press`)."""
+    """Move a control of widget ``index`` and wait for the widget to settle: ``how`` is
+    "value" (a slider position or a typed number/text), "label" (choose the option shown as
+    ``value``), "options" (select exactly the options shown in the list ``value``),
+    "checked" (tick or untick) or "click" (press the button ``control``; ``value`` is
+    unused). Returns the milliseconds from the move to its picture, or None when the move
+    drew nothing (a refused input)."""
     if how == "click":
         return press(driver, index, control)
-    return driver.execute_script(_MOVE, index, control, how, value)
+    drawn = len(widget_state(driver, index)["redraws"])
+    state = settle(driver, index, driver.execute_script(_MOVE, index, control, how, value))
+    return state["redraws"][-1] if len(state["redraws"]) > drawn else None
 
 
 _PRESS = """
 const [index, name] = arguments;
 const root = document.querySelectorAll('.sb-live')[index];
-const before = root.sbLive.redraws.length;
+const before = root.sbLive.done;
 root.querySelector(`[name='${name}']`).click();
 return before;
 """
 
 
-def press(driver, index: int, button: str, timeout: float = 30.0) -> float | None:
-    """Click button ``button`` of widget ``index`` and wait for the redraw its action makes
-    (the page first paints a busy message, so the redraw comes after the click returns);
-    returns the redraw's milliseconds, or None when none came within ``timeout`` seconds."""
-    before = driver.execute_script(_PRESS, index, button)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        redraws = widget_state(driver, index)["redraws"]
-        if len(redraws) > before:
-            return redraws[-1]
-        time.sleep(0.02)
-    return None
+def press(driver, index: int, button: str, timeout: float = 60.0) -> float | None:
+    """Click button ``button`` of widget ``index`` and wait for its action's picture;
+    returns its milliseconds, or None when it drew nothing."""
+    drawn = len(widget_state(driver, index)["redraws"])
+    state = settle(driver, index, driver.execute_script(_PRESS, index, button), timeout)
+    return state["redraws"][-1] if len(state["redraws"]) > drawn else None
 
 
 def control_value(driver, index: int, name: str) -> object:
@@ -251,13 +262,79 @@ def drawn_texts(driver, index: int) -> dict[str, list[str]]:
         "return {texts: text('.sb-live-texts > div'), titles: text('.sb-live-title')};", index)
 
 
-#: Console errors that are not the widgets', each for a stated reason: Sphinx 7.4 writes
-#: sphinx-thebe's inline configuration twice, so its second `const` declaration throws
-#: (harmless upstream bug, thebe is off; also allowed in tests/test_book.py).
-KNOWN_NOISE = (re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),)
+#: Console errors that are not the widgets', each for a stated reason. None today: the
+#: THEBE_JS_URL error Sphinx 7.4 caused on every page is gone (_ext/theme_fixes.py).
+KNOWN_NOISE: tuple = ()
 
 
 def console_errors(driver, allowed: tuple = KNOWN_NOISE) -> list[str]:
     """SEVERE console entries since the last call, less those matching ``allowed``."""
     return [e["message"] for e in driver.get_log("browser")
             if e.get("level") == "SEVERE" and not any(p.search(e["message"]) for p in allowed)]
+
+
+def viewport(driver, width: int, height: int, *, mobile: bool = False) -> None:
+    """Make the page's viewport ``width`` x ``height`` CSS pixels (a phone with ``mobile``:
+    its meta viewport applies and touch events exist), for the pages loaded next."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 3 if mobile else 1,
+        "mobile": mobile})
+    driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": mobile})
+
+
+#: Records every long task (a main-thread task over 50 ms, the browser's own definition)
+#: from now on in window.sbLongTasks as [start ms, duration ms].
+_WATCH_LONG_TASKS = """
+window.sbLongTasks = [];
+new PerformanceObserver(list => {
+  for (const e of list.getEntries()) window.sbLongTasks.push([e.startTime, e.duration]);
+}).observe({type: 'longtask'});
+return performance.now();
+"""
+
+
+def watch_long_tasks(driver) -> float:
+    """Start recording the page's long tasks; returns the page's clock (ms) now."""
+    return driver.execute_script(_WATCH_LONG_TASKS)
+
+
+def long_tasks(driver, since: float = 0.0) -> list[list[float]]:
+    """The long tasks recorded since ``since`` (the page's clock, ms): [[start, ms], ...]."""
+    return [t for t in driver.execute_script("return window.sbLongTasks || []") if t[0] >= since]
+
+
+AXE = REPO / "web" / "node_modules" / "axe-core" / "axe.min.js"
+#: WCAG 2.1 levels A and AA, the ADA Title II rule's standard.
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(driver) -> list[dict]:
+    """axe-core (pinned in web/package-lock.json, injected here, never shipped) over the whole
+    page for WCAG 2.1 A and AA: [{id, impact, nodes: [target :: summary, ...]}, ...]. Without
+    preloading style sheets: from file:// its XMLHttpRequests for them fail (console errors
+    that are axe's, not the page's), and the one rule that reads them (orientation lock)
+    then reports "incomplete", never a violation, either way."""
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}, preload: false})"
+        ".then(r => done("
+        "  r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n =>"
+        "    n.target.join(' ') + ' :: ' + n.failureSummary.slice(0, 300))}))),"
+        "  e => done([{id: 'axe failed', impact: 'critical', nodes: [String(e)]}]));", WCAG_AA)
+
+
+def overflow_x(driver) -> int:
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scrolling)."""
+    return driver.execute_script(
+        "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+
+
+def wide_elements(driver) -> list[str]:
+    """The elements that reach past the viewport's right edge (for a failure message)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('body *')].filter(e => {"
+        "  const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && r.width > 0"
+        "    && getComputedStyle(e).position !== 'fixed';"
+        "}).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 60))")

@@ -59,11 +59,42 @@ def test_blank_notebook_keeps_inputs_and_drops_outputs():
             "```{code-cell} ipython3\nprint(x)\n```\n")
     nb = blank_notebook(text)
     nbformat.validate(nb)
-    assert _code_sources(nb) == ["x = 1", "print(x)"]
-    assert nb.cells[1].metadata["tags"] == ["remove-input"]
+    install, check = nb.cells[:2]  # what to install, and a check that stops saying so
+    assert install.cell_type == "markdown" and "pip install -r requirements.txt" in install.source
+    assert _code_sources(nb) == [check.source, "x = 1", "print(x)"]
+    with pytest.raises(ModuleNotFoundError, match="pip install -r requirements.txt"):
+        exec(check.source.replace('"scalebook"', '"no_such_package_here"'), {})
+    exec(check.source, {})  # here scalebook is installed: the check passes
+    assert nb.cells[3].metadata["tags"] == ["remove-input"]
     assert all(c.outputs == [] and c.execution_count is None
                for c in nb.cells if c.cell_type == "code")
     assert "jupytext" not in nb.metadata and nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_blank_notebook_writes_the_glued_values_into_the_prose():
+    sys.path.insert(0, str(REPO / "_ext"))
+    try:
+        from notebook_download import blank_notebook, fill_glue
+    finally:
+        sys.path.remove(str(REPO / "_ext"))
+
+    def out(text, markdown=None):
+        data = {"text/plain": repr(text) if isinstance(text, str) else str(text)}
+        if markdown:
+            data["text/markdown"] = markdown
+        return {"output_type": "display_data", "data": data, "metadata": {}}
+
+    glued = {"node": out("8"), "flops": out(7.9123), "table": out(None, "| a |\n|---|\n| 1 |")}
+    prose = ("A node of {glue:text}`node` GPUs, {glue:text}`flops:.2f` PFLOP/s, {glue}`node`.\n\n"
+             "```{glue:md} table\n:format: myst\n```\n\nAfter.")
+    assert fill_glue(prose, glued) == ("A node of 8 GPUs, 7.91 PFLOP/s, 8.\n\n| a |\n|---|\n"
+                                       "| 1 |\n\nAfter.")
+    with pytest.raises(KeyError):
+        fill_glue("{glue:text}`missing`", glued)
+    text = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+            "---\n\nA node of {glue:text}`node` GPUs.\n")
+    nb = blank_notebook(text, glued)
+    assert nb.cells[-1].source == "A node of 8 GPUs."
 
 
 # --------------------------------------------------------------------------- the built site
@@ -91,7 +122,12 @@ def test_chapter_page_offers_its_notebook_without_outputs(chapter):
     assert nb.metadata["kernelspec"]["name"] == "python3"
     # the chapter's code cells, as myst-nb (the book build's own reader) reads the source
     source = (REPO / f"{chapter}.md").read_text(encoding="utf-8")
-    assert _code_sources(nb) == _code_sources(read_myst_markdown_notebook(source))
+    assert _code_sources(nb)[1:] == _code_sources(read_myst_markdown_notebook(source))
+    # whole: the prose shows the build's numbers (no MyST-NB glue roles Jupyter cannot
+    # render), and the notebook starts by saying what to install
+    prose = "".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    assert "{glue" not in prose, f"{chapter}: glue placeholders in the downloaded notebook"
+    assert "pip install -r requirements.txt" in nb.cells[0].source
 
 
 # --------------------------------------------------------------------------- make lab

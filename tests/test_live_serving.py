@@ -187,7 +187,8 @@ def test_static_html_offers_every_control(explorer):
     index = [v for _, v in ladder].index(32)
     assert (f"<input type='range' name='batch' min='0' max='{len(ladder) - 1}' step='1' "
             f"value='{index}'><output>32</output>") in page
-    assert "<input type='number' name='n_chips' step='1' value='8'>" in page
+    assert ("<input type='number' name='n_chips' step='1' min='0' max='1000000000' "
+            "inputmode='numeric' value='8'>") in page
 
 
 # --------------------------------------------------------------------------- chart features

@@ -107,6 +107,17 @@ def test_the_default_picture_holds_the_hand_numbers():
     json.dumps(out, allow_nan=False)  # valid JSON: nothing infinite
 
 
+def test_a_plot_axis_the_new_mesh_lacks_goes_back_to_auto():
+    """Plot axis Y, then a layout on a one-axis mesh: the axis resets, so the next moves are
+    not all refused (they were, until the reader found the axis control)."""
+    values = {**sharded_matmul_explorer().values(), "axis": "Y"}
+    fsdp = "FSDP: gather the weights (case 2)"
+    assert live.linked_controls({**values, "layout": fsdp}, "layout")["axis"] == "auto"
+    assert "axis" not in live.linked_controls({**values, "mesh": "X=2, Y=4"}, "mesh")
+    out = live.view({**values, "layout": fsdp}, "layout")
+    assert "error" not in out and out["controls"]["axis"] == "auto"
+
+
 def test_layout_and_fields_stay_linked():
     values = sharded_matmul_explorer().values()
     fsdp = "FSDP: gather the weights (case 2)"

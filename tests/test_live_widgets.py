@@ -19,14 +19,13 @@ import gzip
 import json
 import re
 import shutil
-import statistics
 import time
 from pathlib import Path
 
 import pytest
 
 import live_browser as lb
-from scalebook.live import render
+from scalebook.live import MESSAGE_LIMIT, render, render_json
 from scalebook.widgets import chip_comparison, roofline_explorer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,6 +113,67 @@ def test_comparison_view_is_the_jupyter_widget(changes):
     assert panel["y"]["scale"] == ("log" if values["log"] else "linear")
 
 
+#: The issue's hostile inputs (and a few more): each must come back as a message, never as an
+#: exception, a silent stale picture, or a raw echo of the input.
+HOSTILE = [
+    ("scalebook.live.calculator", {"d_model": 1e200}, "d_model: 1e+200 is out of range"),
+    ("scalebook.live.calculator", {"n_layers": 1e300}, "n_layers: 1e+300 is out of range"),
+    ("scalebook.live.layout_planner", {"d_model": 1e200}, "d_model: 1e+200 is out of range"),
+    ("scalebook.live.layout_planner", {"d_ff": 1e300}, "d_ff: 1e+300 is out of range"),
+    ("scalebook.live.layout_planner", {"dp": 1e200}, "dp: 1e+200 is out of range"),
+    ("scalebook.live.calculator", {"n_chips": 8e30}, "n_chips: 8e+30 is out of range"),
+    ("scalebook.live.serving", {"n_chips": -4e30}, "n_chips: -4e+30 is out of range"),
+    ("scalebook.live.calculator", {"mfu": float("nan")}, "mfu: nan is out of range"),
+    ("scalebook.live.sharded_matmul", {"mesh": "X" * 100_000},
+     "mesh: 100,000 characters is too long (at most 200)"),
+]
+
+
+@pytest.mark.parametrize("module, controls, message", HOSTILE)
+def test_hostile_input_is_a_short_message(module, controls, message):
+    out = render(module, controls)
+    assert set(out) == {"error"} and out["error"].startswith(message), out
+    assert len(out["error"]) <= MESSAGE_LIMIT
+
+
+@pytest.mark.parametrize("failure", [ZeroDivisionError("float division by zero"),
+                                     OverflowError("(34, 'Numerical result out of range')"),
+                                     KeyError("chip")])
+def test_any_exception_in_a_view_is_a_message(monkeypatch, failure):
+    import scalebook.live.roofline as roofline
+
+    def view(controls, changed=None):
+        raise failure
+
+    monkeypatch.setattr(roofline, "view", view)
+    out = render("scalebook.live.roofline", {})
+    assert out == {"error": "cannot compute with these inputs: " + (
+        str(failure) if isinstance(failure, ArithmeticError) else repr(failure))}
+
+
+def test_a_non_finite_number_in_a_view_is_a_message_not_invalid_json(monkeypatch):
+    import scalebook.live.roofline as roofline
+
+    real = roofline.view
+    monkeypatch.setattr(roofline, "view", lambda controls, changed=None: {
+        **real(controls, changed), "summary_html": float("inf")})
+    out = render("scalebook.live.roofline", {})
+    assert out["error"].startswith("cannot compute with these inputs: these inputs give a "
+                                   "number too large to compute (summary_html is not finite)")
+    assert json.loads(render_json("scalebook.live.roofline", "{}")) == render(
+        "scalebook.live.roofline", {})
+
+
+def test_a_long_message_from_a_view_is_cut(monkeypatch):
+    import scalebook.live.roofline as roofline
+
+    monkeypatch.setattr(roofline, "view", lambda controls, changed=None: {
+        "error": "bad: " + "y" * 10_000, "controls": {"B": 2.0}})
+    out = render("scalebook.live.roofline", {})
+    assert len(out["error"]) == MESSAGE_LIMIT and out["error"].endswith("…")
+    assert out["controls"] == {"B": 2.0}
+
+
 def test_rejected_input_is_an_error_not_an_exception():
     assert render("scalebook.live.roofline", {"chip": "V100"}) == {
         "error": "V100 has no bf16 FLOPs/s figure; it has: fp16"}
@@ -143,7 +203,7 @@ def test_static_html_carries_controls_figure_and_numbers(module):
             assert [o[1] for o in spec["options"]] == list(control._options_values)
         assert f"name='{spec['name']}'" in page
     # without JavaScript: the controls stay hidden, the figure and the numbers show
-    assert "<form class='sb-live-controls' hidden>" in page
+    assert "<form class='sb-live-controls' autocomplete='off' hidden>" in page
     png = base64.b64decode(re.search(r"src='data:image/png;base64,([^']+)'", page).group(1))
     assert png == widget.png
     assert widget.summary.value in page
@@ -170,8 +230,10 @@ def test_free_text_controls_become_inputs_at_their_values():
     assert [s["kind"] for s in specs.values()] == ["int", "float", "text"]
     assert [s["value"] for s in specs.values()] == [256, 0.4, "data=4, model=2"]
     html = controls_html(specs, [("n_chips", "mfu", "mesh")])
-    assert "<input type='number' name='n_chips' step='1' value='256'>" in html
-    assert "<input type='number' name='mfu' step='any' value='0.4'>" in html
+    assert ("<input type='number' name='n_chips' step='1' min='0' max='1000000000' "
+            "inputmode='numeric' value='256'>") in html
+    assert ("<input type='number' name='mfu' step='any' min='0' max='1000000000' "
+            "inputmode='decimal' value='0.4'>") in html
     assert "<input type='text' name='mesh' value='data=4, model=2'>" in html
 
 
@@ -185,7 +247,8 @@ def test_a_button_becomes_an_html_button_without_a_value():
     assert spec == {"name": "best", "label": "best layout", "kind": "button", "value": None,
                     "tooltip": "search <all> layouts"}
     assert controls_html({"best": spec}, [("best",)]) == (
-        "<form class='sb-live-controls' hidden><div class='sb-live-row'><button type='button' "
+        "<form class='sb-live-controls' autocomplete='off' hidden><div class='sb-live-row'>"
+        "<button type='button' "
         "class='sb-live-control' name='best' title='search &lt;all&gt; layouts'>best layout"
         "</button></div></form>")
 
@@ -234,8 +297,8 @@ def test_the_site_ships_one_runtime_and_only_widget_pages_load_its_script():
     manifest = json.loads((LIVE / "manifest.json").read_text())
     for name, size in manifest["bytes"].items():
         assert (LIVE / name).stat().st_size == size, name
-    for name in ("widgets.js", "loader.js", "pyodide.asm.wasm.js", "stdlib.zip.js",
-                 "scalebook.zip.js", "chart.umd.min.js"):
+    for name in ("widgets.js", "loader.js", "worker.js.js", "pyodide.asm.wasm.0.js", "stdlib.zip.0.js",
+                 "scalebook.zip.0.js", "chart.umd.min.js"):
         assert name in manifest["bytes"]
     for page in ("rooflines", "hardware", "sharded-matmuls", "parallelism", "transformers",
                  "inference"):
@@ -324,8 +387,6 @@ WIDGET_BYTES_BEFORE_TOUCH = 100_000
 #: The whole page before a touch: the bytes read from disk, the issue's measure (a static
 #: host's gzip sends about a third of that; the failure message gives both).
 PAGE_BYTES_BEFORE_TOUCH = 3_000_000
-READY_SECONDS = 5.0
-REDRAW_MEDIAN_MS = 50.0
 
 
 def _gzip_size(path: Path) -> int:
@@ -370,7 +431,8 @@ def _check_state(driver, module: str, index: int, previous_summary: str | None,
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("module", SCENARIOS)
-def test_widget_is_live_from_disk(browser, module):
+def test_widget_is_live_from_disk(desktop, module):
+    browser = desktop
     page, first, moves = SCENARIOS[module]
     _built(page)
     index = lb.LIVE_PAGES[page].index(module)
@@ -397,9 +459,7 @@ def test_widget_is_live_from_disk(browser, module):
         "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
         "return [root.sbLive.state, root.querySelector('.sb-live-message').textContent];", index)
     assert loading == ["loading", "loading Python…"], loading  # the reader sees it is coming
-    state = lb.wait_live(browser, index, timeout=60)
-    ready_s = (state["timings"]["ready"] - state["timings"]["touch"]) / 1e3
-    assert ready_s < READY_SECONDS, f"Python took {ready_s:.2f} s to start"
+    lb.wait_live(browser, index, timeout=120)  # how fast: bench/live_widgets.py
     summary = _check_state(browser, module, index, None)["summary_html"]
     for control, how, value in moves:
         assert lb.move(browser, index, control, how, value) is not None, control
@@ -411,6 +471,258 @@ def test_widget_is_live_from_disk(browser, module):
     assert not lb.console_errors(browser)
 
 
+@pytest.fixture
+def desktop(browser):
+    """The module's Chromium at 1280 x 900, as a reader's laptop."""
+    lb.viewport(browser, 1280, 900)
+    lb.console_errors(browser)
+    yield browser
+
+
+@pytest.fixture
+def phone(browser):
+    """The module's Chromium as a 390 x 844 phone (touch, its meta viewport honoured)."""
+    lb.viewport(browser, 390, 844, mobile=True)
+    lb.console_errors(browser)
+    yield browser
+    lb.viewport(browser, 1280, 900)
+
+
+def _first(page: str) -> tuple[str, str, int]:
+    """A page's first widget: its module, the control a first touch clicks, its index."""
+    module = lb.LIVE_PAGES[page][0]
+    return module, SCENARIOS[module][1], 0
+
+
+_FIGURE = """
+const root = document.querySelectorAll('.sb-live')[arguments[0]];
+const box = root.querySelector('.sb-live-chart');
+return {stacked: !!box && box.classList.contains('sb-live-stacked'),
+  canvases: [...root.querySelectorAll('.sb-live-chart canvas')].map(c =>
+    [c.clientWidth, c.clientHeight, c.getAttribute('role'), c.getAttribute('aria-label') || '']),
+  tickFonts: root.sbLive.charts.flatMap(c => Object.values(c.options.scales).map(s => s.ticks.font.size)),
+  controls: [...root.querySelectorAll('.sb-live-controls input:not([type=checkbox]), '
+    + '.sb-live-controls select, .sb-live-controls button')].map(e =>
+    [e.name || e.textContent, e.getBoundingClientRect().height]),
+  height: root.getBoundingClientRect().height};
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(lb.LIVE_PAGES))
+def test_phone_stacks_readable_charts_and_nothing_scrolls_sideways(phone, page):
+    """At 390 x 844 the page is no wider than the screen before and after the touch, the
+    live panels stack, each at least 300 px wide and 250 px tall with 11 px tick labels,
+    every control is at least 44 px tall (a finger), and axe finds nothing to fault."""
+    module, first, index = _first(page)
+    lb.open_page(phone, page)
+    assert lb.overflow_x(phone) == 0, lb.wide_elements(phone)
+    # a tap focuses the control (a tap on a <select> opens the phone's own picker instead of
+    # clicking, which an emulated phone does not pass on): the focus is the first touch
+    phone.execute_script("document.querySelectorAll('.sb-live')[arguments[0]]"
+                         ".querySelector(`[name='${arguments[1]}']`).focus()", index, first)
+    lb.wait_live(phone, index, timeout=120)
+    figure = phone.execute_script(_FIGURE, index)
+    assert figure["stacked"], figure
+    for width, height, role, label in figure["canvases"]:
+        assert width >= 300 and height >= 250, figure["canvases"]
+        assert role == "img" and label.startswith("chart: ")
+    assert min(figure["tickFonts"]) >= 11
+    small = [(name, h) for name, h in figure["controls"] if h < 44]
+    assert not small, f"controls too small to touch: {small}"
+    assert lb.overflow_x(phone) == 0, lb.wide_elements(phone)
+    assert lb.axe_violations(phone) == []
+    assert not lb.console_errors(phone)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(lb.LIVE_PAGES))
+def test_desktop_side_by_side_without_layout_shift_and_no_long_task(desktop, page):
+    """At 1280 x 900 the panels stand side by side; going live does not move what follows
+    the figure; while Python starts (touch to ready) no main-thread task takes over 50 ms
+    (it starts in a worker; drawing the first picture is measured by the bench); axe finds
+    nothing to fault before or after the touch."""
+    module, first, index = _first(page)
+    lb.open_page(desktop, page)
+    assert lb.axe_violations(desktop) == []
+    before = desktop.execute_script(_FIGURE, index)["height"]
+    lb.watch_long_tasks(desktop)
+    lb.touch(desktop, index, first)
+    state = lb.wait_live(desktop, index, timeout=120)
+    starting = [t for t in lb.long_tasks(desktop, state["timings"]["touch"])
+                if t[0] < state["timings"]["ready"]]
+    assert starting == [], starting
+    figure = desktop.execute_script(_FIGURE, index)
+    assert not figure["stacked"]
+    assert not lb.console_errors(desktop)
+    assert lb.axe_violations(desktop) == []
+    shift = figure["height"] - before  # the widget's own height: what follows it moves by this
+    if page in _TALLER_LIVE:  # known: see _TALLER_LIVE
+        assert 0 < shift < 80, shift
+    else:
+        assert abs(shift) <= 1, shift
+
+
+#: Pages whose live figure is still taller than their static picture: the transformer
+#: calculator's, the serving explorer's and the layout planner's panel titles and figure texts take several lines of
+#: text above the canvases, which the static PNG holds inside its height; going live moves
+#: what follows by about 25-50 px there (the issue measured 33-215 px before the live picture
+#: took the static picture's height).
+_TALLER_LIVE = {"transformers", "inference", "parallelism"}
+
+
+#: The issue's hostile inputs, typed into the page: (page, control, value, message start).
+HOSTILE_ON_PAGE = [
+    ("transformers", "d_model", "1e200", "d_model: 1e+200 is out of range"),
+    ("transformers", "n_layers", "1e300", "n_layers: 1e+300 is out of range"),
+    ("parallelism", "d_model", "1e200", "d_model: 1e+200 is out of range"),
+    ("parallelism", "d_ff", "1e300", "d_ff: 1e+300 is out of range"),
+    ("parallelism", "dp", "1e200", "dp: 1e+200 is out of range"),
+    ("sharded-matmuls", "mesh", "X" * 100_000, "mesh: 100,000 characters is too long"),
+    ("transformers", "n_chips", "abc", "chips: enter a whole number"),
+]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_hostile_inputs_show_messages_keep_the_picture_and_lock_nothing(desktop):
+    """Each hostile input shows its message (as CPython's render gives it), the last good
+    picture and numbers stay, marked stale, every control stays enabled, and putting the
+    field back brings the picture back."""
+    opened = None
+    for page, control, value, message in HOSTILE_ON_PAGE:
+        module, first, index = _first(page)
+        if page != opened:
+            lb.open_page(desktop, page)
+            lb.touch(desktop, index, first)
+            lb.wait_live(desktop, index, timeout=120)
+            opened = page
+        good = lb.widget_state(desktop, index)["last"]
+        old = lb.control_value(desktop, index, control)
+        lb.move(desktop, index, control, "value", value)
+        shown = desktop.execute_script(
+            "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+            "return [root.querySelector('.sb-live-message').textContent,"
+            "  root.classList.contains('sb-live-stale'),"
+            "  [...root.querySelectorAll('input, select, button')].filter(e => e.disabled).length];",
+            index)
+        assert shown[0].startswith("⚠ " + message), shown[0][:200]
+        assert len(shown[0]) < 500 and shown[1] and shown[2] == 0, shown
+        assert lb.summary_matches(desktop, index, good["result"]["summary_html"])
+        state = lb.widget_state(desktop, index)
+        if state["last"] is not good and state["last"]["values"] != good["values"]:
+            expected = render(module, state["last"]["values"], control)
+            assert state["last"]["result"] == json.loads(json.dumps(expected))
+        lb.move(desktop, index, control, "value", old)
+        state = lb.widget_state(desktop, index)
+        assert "error" not in state["last"]["result"], state["last"]["result"]
+        assert not desktop.execute_script(
+            "return document.querySelectorAll('.sb-live')[arguments[0]]"
+            ".classList.contains('sb-live-stale')", index)
+    assert not lb.console_errors(desktop)
+
+
+_DRAG = """
+const [index, name, positions] = arguments;
+const root = document.querySelectorAll('.sb-live')[index];
+const field = root.querySelector(`[name='${name}']`);
+const before = root.sbLive.done;
+for (const p of positions) {
+  field.value = String(p);
+  field.dispatchEvent(new Event('input', {bubbles: true}));
+}
+return before;
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_drag_of_60_moves_settles_on_its_final_value(desktop):
+    """60 input events in one go (a fast drag): the widget renders far fewer times than
+    that (moves of one control replace each other while Python works) and ends showing
+    exactly CPython's picture for the final value."""
+    module, first, index = _first("rooflines")
+    lb.open_page(desktop, "rooflines")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    drawn = len(lb.widget_state(desktop, index)["redraws"])
+    positions = [2 + k / 8 for k in range(60)]
+    state = lb.settle(desktop, index, desktop.execute_script(_DRAG, index, "B", positions))
+    assert len(state["redraws"]) - drawn <= 3, len(state["redraws"]) - drawn
+    assert state["last"]["values"]["B"] == 2 ** positions[-1]
+    _check_state(desktop, module, index, None, "B")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
+    """The widget's settings go into the page's address; after leaving the page and coming
+    Back (or a reload) the controls show them and the picture is CPython's for them; reset
+    returns to the book's settings and clears the address."""
+    module, first, index = _first("rooflines")
+    lb.open_page(desktop, "rooflines")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    lb.move(desktop, index, "chip", "label", "H100")
+    lb.move(desktop, index, "B", "value", 11.0)
+    values = lb.widget_state(desktop, index)["last"]["values"]
+    assert "sb-roofline=" in desktop.current_url
+    lb.open_page(desktop, "hardware")
+    desktop.back()
+    for _ in range(2):  # Back, then a reload
+        state = lb.wait_live(desktop, index, timeout=120)
+        assert state["last"]["values"] == values
+        assert lb.control_value(desktop, index, "chip") == "H100"
+        _check_state(desktop, module, index, None, None)
+        desktop.refresh()
+    lb.wait_live(desktop, index, timeout=120)
+    done = lb.widget_state(desktop, index)["done"]
+    desktop.execute_script(
+        "document.querySelectorAll('.sb-live')[arguments[0]].querySelector('.sb-live-reset').click()",
+        index)
+    state = lb.settle(desktop, index, done)
+    assert state["last"]["values"]["chip"] == "TPU v5e"
+    assert "sb-roofline=" not in desktop.current_url
+    assert not lb.console_errors(desktop)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_best_layout_shows_progress_blocks_nothing_and_cancels(desktop):
+    """"best layout" (a search over thousands of layouts) counts its seconds with a cancel
+    button, and no main-thread task over 50 ms happens while it searches; cancelling keeps the old
+    picture and the widget (with Python restarted) answers the next move."""
+    module, first, index = _first("parallelism")
+    lb.open_page(desktop, "parallelism")
+    lb.touch(desktop, index, first)
+    lb.wait_live(desktop, index, timeout=120)
+    since = lb.watch_long_tasks(desktop)
+    lb.press(desktop, index, "best")
+    state = lb.widget_state(desktop, index)
+    searching = [t for t in lb.long_tasks(desktop, since) if t[0] < state["timings"]["answered"]]
+    assert searching == [], searching
+    assert state["last"]["changed"] == "best"
+    assert state["last"]["result"] == json.loads(json.dumps(
+        render(module, state["last"]["values"], "best")))
+
+    picture = state["last"]
+    done = state["done"]
+    desktop.execute_script(_CLICK, index, "best")
+    message = desktop.execute_script(
+        "return document.querySelectorAll('.sb-live')[arguments[0]]"
+        ".querySelector('.sb-live-message')", index)
+    assert message.text.startswith("best layout…")
+    desktop.execute_script("arguments[0].querySelector('.sb-live-cancel').click()", message)
+    state = lb.settle(desktop, index, done)
+    assert "cancelled" in message.text
+    assert lb.widget_state(desktop, index)["last"] == picture
+    assert lb.move(desktop, index, "tp", "value", 4) is not None
+    _check_state(desktop, module, index, None, "tp")
+    assert not lb.console_errors(desktop)
+
+
 _CLICK = """
 const root = document.querySelectorAll('.sb-live')[arguments[0]];
 root.querySelector(`[name='${arguments[1]}']`).click();
@@ -419,45 +731,53 @@ return [root.sbLive.state, root.sbLive.redraws.length,
 """
 
 
+def _all_pages() -> list[str]:
+    """Every page of the built site, as paths under _build/html without ".html"."""
+    return sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
+                  for p in lb.HTML.glob("**/*.html")
+                  if "_static" not in p.parts and "_sources" not in p.parts)
+
+
 @pytest.mark.browser
 @pytest.mark.slow
-def test_a_button_says_it_is_busy_and_waits_for_python(browser):
-    """The planner's "best layout" pressed before Python is ready runs once it is; pressed
-    when live, it first shows that it is searching (the search takes a while), then sets the
-    layout fields to what CPython's search finds."""
+def test_no_page_is_wider_than_a_phone(phone):
+    """At 390 x 844 no page of the book scrolls sideways (long inline code did on two)."""
+    wide = {}
+    for page in _all_pages():
+        phone.get((lb.HTML / f"{page}.html").as_uri())
+        if lb.overflow_x(phone):
+            wide[page] = lb.wide_elements(phone)
+    assert wide == {}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_is_axe_clean(desktop):
+    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book."""
+    found = {}
+    for page in _all_pages():
+        desktop.get((lb.HTML / f"{page}.html").as_uri())
+        violations = lb.axe_violations(desktop)
+        if violations:
+            found[page] = violations
+    assert found == {}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_button_says_it_is_busy_and_waits_for_python(desktop):
+    """The planner's "best layout" pressed before Python is ready runs once it is (after the
+    first picture), and sets the layout fields to what CPython's search finds."""
     module, page = "scalebook.live.layout_planner", "parallelism"
     index = lb.LIVE_PAGES[page].index(module)
-    lb.open_page(browser, page)
-    assert browser.execute_script(_CLICK, index, "best") == ["loading", 0, "loading Python…"]
-    state = lb.wait_live(browser, index)
-    deadline = time.monotonic() + 30
-    while len(state["redraws"]) < 2 and time.monotonic() < deadline:  # the picture, the search
-        time.sleep(0.05)
-        state = lb.widget_state(browser, index)
-    assert state["last"]["changed"] == "best"
+    lb.open_page(desktop, page)
+    state, drawn, message = desktop.execute_script(_CLICK, index, "best")
+    assert (state, drawn) == ("loading", 0) and message.startswith("best layout…"), message
+    lb.wait_live(desktop, index, timeout=120)
+    state = lb.widget_state(desktop, index)
+    assert len(state["redraws"]) == 2 and state["last"]["changed"] == "best"
     expected = render(module, state["last"]["values"], "best")
     assert state["last"]["result"] == json.loads(json.dumps(expected))
-    assert lb.move(browser, index, "tp", "value", 2) is not None  # another layout
-    assert lb.control_value(browser, index, "tp") == 2
-    assert browser.execute_script(_CLICK, index, "best") == ["live", 3, "best layout…"]
-    deadline = time.monotonic() + 30
-    while len(lb.widget_state(browser, index)["redraws"]) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    state = lb.widget_state(browser, index)
-    for name, value in state["last"]["result"]["controls"].items():
-        assert lb.control_value(browser, index, name) == value, name
-    assert state["last"]["result"]["controls"] == expected["controls"]
-    assert not lb.console_errors(browser)
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_redraw_is_fast(browser):
-    """Median redraw (read the controls, Python, Chart.js) for 40 moves of B's slider."""
-    lb.open_page(browser, "rooflines")
-    lb.touch(browser, 0, "x_dtype")
-    lb.wait_live(browser, 0)
-    times = [lb.move(browser, 0, "B", "value", 2 + (i % 80) / 8) for i in range(40)]
-    assert all(t is not None for t in times)
-    assert statistics.median(times) < REDRAW_MEDIAN_MS, times
-    assert not lb.console_errors(browser)
+    for name, value in expected["controls"].items():
+        assert lb.control_value(desktop, index, name) == value, name
+    assert not lb.console_errors(desktop)

@@ -5,9 +5,11 @@
 The book's widgets run scalebook itself in the reader's browser: CPython compiled to
 WebAssembly (Pyodide, pinned in web/package-lock.json) with scalebook's solver as .pyc, and
 Chart.js drawing what Python computed. Pages must work opened from disk (file://), where a
-browser refuses fetch() and ES module imports, so every binary file is embedded in a classic
-``<script>`` (gzip, then base64) that sets ``window.sbLiveEmbed[name]``; ``src/loader.js``
-decodes them and answers Pyodide's own fetches from memory.
+browser refuses fetch() and ES module imports, and a worker started from a blob: URL may not
+load file:// scripts, so every runtime file is embedded in a classic ``<script>`` (gzip, then
+base64) that sets ``window.sbLiveEmbed[name]``; ``src/loader.js`` hands them to the Web
+Worker (``src/worker.js``, itself shipped as a string) that decodes them, caches them in
+IndexedDB and runs Python.
 
 The output directory is ``CACHE_DIR/<key>/`` where ``key`` hashes every input (the lock file,
 web/src, the build scripts and the scalebook sources bundled): an unchanged rebuild costs a
@@ -17,9 +19,12 @@ hash of the inputs and nothing else. The Sphinx extension ``_ext/live_widgets.py
 Files written (paths relative to ``_static/live/``, all loaded by ``<script>`` tags):
 
 - ``widgets.js``, ``widgets.css``: on every page with a widget (a few KB);
-- ``loader.js``, ``pyodide.js``, ``chart.umd.min.js``, ``lock.js``: on first use;
-- ``pyodide.asm.js.js``, ``pyodide.asm.wasm.js``, ``stdlib.zip.js``, ``scalebook.zip.js``:
-  embedded gzip+base64, on first use;
+- ``loader.js``, ``worker.js.js`` (the worker's code as a string), ``chart.umd.min.js``,
+  ``lock.js`` (Pyodide's lock data and the runtime's key): on first use;
+- ``pyodide.js.N.js``, ``pyodide.asm.js.N.js``, ``pyodide.asm.wasm.N.js``,
+  ``stdlib.zip.N.js``, ``scalebook.zip.N.js``: embedded gzip+base64 in chunks of at most
+  :data:`CHUNK` characters (N = 0, 1, ...; their counts in lock.js), on first use of a page
+  whose worker does not find the runtime in its IndexedDB cache already;
 - ``manifest.json``: the bytes of each file and the key (for tests and the benchmark).
 """
 
@@ -44,7 +49,7 @@ WEB = REPO / "web"
 NODE_MODULES = WEB / "node_modules"
 
 #: Embedded as gzip+base64 scripts; names as pyodide.js asks for them (or our own zips).
-EMBEDDED = ("pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "scalebook.zip")
+EMBEDDED = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "scalebook.zip")
 
 #: A scalebook module whose source imports one of these at top level never runs in the
 #: browser (it needs real arrays or JAX), so it is left out of the bundle.
@@ -85,10 +90,18 @@ def cache_key(repo: Path = REPO) -> str:
     return digest.hexdigest()[:16]
 
 
-def embed_script(name: str, data: bytes) -> str:
-    """``data`` gzipped and base64-encoded in a classic script (loadable from file://)."""
+#: Base64 characters per embedded script: the page runs each script in a task of its own,
+#: and a script holding a few MB of text blocks the page for 50-100 ms on a slow machine.
+CHUNK = 512 * 1024
+
+
+def embed_scripts(name: str, data: bytes) -> list[str]:
+    """``data`` gzipped and base64-encoded in classic scripts (loadable from file://) of at
+    most :data:`CHUNK` characters each; script i sets ``window.sbLiveEmbed["name/i"]``."""
     b64 = base64.b64encode(gzip.compress(data, 9, mtime=0)).decode("ascii")
-    return f'(window.sbLiveEmbed = window.sbLiveEmbed || {{}})["{name}"] = "{b64}";\n'
+    return [f'(window.sbLiveEmbed = window.sbLiveEmbed || {{}})["{name}/{i}"] = '
+            f'"{b64[start:start + CHUNK]}";\n'
+            for i, start in enumerate(range(0, len(b64), CHUNK))]
 
 
 def node_binary() -> str:
@@ -110,7 +123,7 @@ def _source_zip(sources: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def _build_into(out: Path, repo: Path) -> None:
+def _build_into(out: Path, repo: Path, key: str) -> None:
     pyodide = repo / "web" / "node_modules" / "pyodide"
     chartjs = repo / "web" / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js"
     if not (pyodide / "pyodide.asm.wasm").is_file() or not chartjs.is_file():
@@ -122,18 +135,29 @@ def _build_into(out: Path, repo: Path) -> None:
                         tmp], check=True, cwd=repo / "web", stdout=subprocess.DEVNULL)
         built = {name: (Path(tmp) / name).read_bytes() for name in ("stdlib.zip", "scalebook.zip")}
         (out / "stdlib-modules.txt").write_bytes((Path(tmp) / "modules.txt").read_bytes())
+    built["pyodide.js"] = (pyodide / "pyodide.js").read_bytes()
     built["pyodide.asm.js"] = (pyodide / "pyodide.asm.js").read_bytes()
     built["pyodide.asm.wasm"] = (pyodide / "pyodide.asm.wasm").read_bytes()
+    chunks = {}
     for name in EMBEDDED:
-        (out / f"{name}.js").write_text(embed_script(name, built[name]))
+        scripts = embed_scripts(name, built[name])
+        chunks[name] = len(scripts)
+        for i, script in enumerate(scripts):
+            (out / f"{name}.{i}.js").write_text(script)
     lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     # No packages: scalebook comes in its own zip, and nothing is ever fetched.
+    # The key names the runtime in the worker's IndexedDB cache: a new build, a new entry.
     (out / "lock.js").write_text(
-        "window.sbLiveLock = " + json.dumps({"info": lock["info"], "packages": {}}) + ";\n")
-    shutil.copy(pyodide / "pyodide.js", out / "pyodide.js")
+        "window.sbLiveLock = " + json.dumps({"info": lock["info"], "packages": {}}) + ";\n"
+        + f"window.sbLiveKey = {json.dumps(key)};\n"
+        + f"window.sbLiveChunks = {json.dumps(chunks)};\n")
     shutil.copy(chartjs, out / "chart.umd.min.js")
     for path in (repo / "web" / "src").glob("*"):
-        shutil.copy(path, out / path.name)
+        if path.name == "worker.js":  # a blob: worker's code must come as a string
+            (out / "worker.js.js").write_text(
+                "window.sbLiveWorkerSource = " + json.dumps(path.read_text()) + ";\n")
+        else:
+            shutil.copy(path, out / path.name)
 
 
 def build(cache_dir: Path, repo: Path = REPO) -> Path:
@@ -149,7 +173,7 @@ def build(cache_dir: Path, repo: Path = REPO) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache_dir))
     try:
-        _build_into(work, repo)
+        _build_into(work, repo, key)
         sizes = {p.name: p.stat().st_size for p in sorted(work.iterdir())}
         (work / "manifest.json").write_text(json.dumps({"key": key, "bytes": sizes}, indent=1))
         for old in cache_dir.iterdir():

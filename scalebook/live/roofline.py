@@ -285,10 +285,43 @@ def roofline_chart(series: dict) -> dict:
     ], width=FIGURE_PX[0], height=FIGURE_PX[1])
 
 
+def _lacks(chip: Chip, compute: str) -> str | None:
+    """Why ``chip`` cannot multiply in ``compute`` ("no fp8 FLOP/s figure"), or None."""
+    try:
+        chip.flops(compute)
+    except ValueError:
+        return f"{chip.name} has no {compute} FLOP/s figure"
+    return None
+
+
+def disabled_options(state: RooflineState) -> dict:
+    """The options that cannot combine with ``state``'s other choices, with the reason:
+    ``{"chip": [[name, reason], ...], "compare": ..., "x_dtype": ..., "w_dtype": ...}``
+    (the page disables them, so a reader never picks a V100 for a bf16 matmul)."""
+    from ..hardware import chip_names
+
+    compute = _compute_dtype(state.x_dtype, state.w_dtype)
+    chips = [get_chip(p.chip) for p in state.points]
+    out = {"chip": [], "compare": [], "x_dtype": [], "w_dtype": []}
+    for name in chip_names():
+        reason = _lacks(get_chip(name), compute)
+        if reason is not None:
+            out["chip"].append([name, reason])
+            out["compare"].append([name, reason])
+    for control, dtypes, pair in (("x_dtype", X_DTYPES, lambda d: (d, state.w_dtype)),
+                                  ("w_dtype", W_DTYPES, lambda d: (state.x_dtype, d))):
+        for dtype in dtypes:
+            reasons = [r for c in chips if (r := _lacks(c, _compute_dtype(*pair(dtype))))]
+            if reasons:
+                out[control].append([dtype, reasons[0]])
+    return out
+
+
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its control values (the Jupyter control names: ``chip``,
     ``compare``, ``x_dtype``, ``w_dtype``, ``per_example``, ``B``, ``D``, ``F``):
-    ``{"error": ""|message, "summary_html": ..., "chart": ...}`` (see :mod:`scalebook.live`)."""
+    ``{"summary_html": ..., "chart": ..., "disabled": ...}`` (see :mod:`scalebook.live`;
+    ``disabled``: :func:`disabled_options`)."""
     state = roofline_state(**controls)
     return {"summary_html": roofline_summary(state),
-            "chart": roofline_chart(roofline_series(state))}
+            "chart": roofline_chart(roofline_series(state)), "disabled": disabled_options(state)}

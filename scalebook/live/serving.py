@@ -38,8 +38,9 @@ from . import chart
 
 __all__ = [
     "ServingState", "serving_state", "serving_summary", "serving_series", "serving_chart",
-    "linked_controls", "view", "SERVING_CHIPS", "WEIGHT_DTYPES", "CACHE_DTYPES",
-    "COMPUTE_DTYPES", "KV_SHARDINGS", "MEMORY_KINDS", "BATCH_RANGE", "MEMORY_AXIS_HBM", "FIGURE_PX",
+    "linked_controls", "view", "disabled_options", "SERVING_CHIPS", "WEIGHT_DTYPES",
+    "CACHE_DTYPES", "COMPUTE_DTYPES", "KV_SHARDINGS", "MEMORY_KINDS", "BATCH_RANGE",
+    "MEMORY_AXIS_HBM", "FIGURE_PX",
     "PANEL_WIDTHS", "curve_batches", "memory_fractions", "not_fit_message", "choose_dtype",
     "plot_limits",
 ]
@@ -456,14 +457,30 @@ def serving_chart(series: dict) -> dict:
         texts=[chart.text(series["heading"]), chart.text(series["flag"], colour=RED, bold=True)])
 
 
+def disabled_options(state: ServingState) -> dict:
+    """The chip and dtype choices that cannot combine with ``state``'s others, with the
+    reason (the page disables them): chips without units for its weight or matmul dtype,
+    weight and matmul dtypes its chip lacks."""
+    chip = get_chip(state.chip_name)
+    needs = {state.weight_dtype, state.compute_dtype}
+    out = {"chip": [[name, f"{name} has no {d} units"] for name in SERVING_CHIPS
+                    for d in sorted(needs - set(get_chip(name).dtypes))[:1]],
+           "weight_dtype": [[d, f"{chip.name} has no {d} units"] for d in WEIGHT_DTYPES
+                            if d not in chip.dtypes],
+           "compute_dtype": [[d, f"{chip.name} has no {d} units"] for d in COMPUTE_DTYPES
+                             if d not in chip.dtypes]}
+    return out
+
+
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its controls (the Jupyter names: ``preset``, ``chip``,
     ``n_chips``, ``prompt_len``, ``gen_len``, ``batch``, ``weight_dtype``, ``cache_dtype``,
-    ``compute_dtype``, ``kv_sharding``): summary, chart, and the controls :func:`linked_controls` moves."""
+    ``compute_dtype``, ``kv_sharding``): summary, chart, the controls :func:`linked_controls`
+    moves, and the options that cannot combine (:func:`disabled_options`)."""
     linked = linked_controls(controls, changed)
     state = serving_state(**{**controls, **linked})
     out = {"summary_html": serving_summary(state),
-           "chart": serving_chart(serving_series(state))}
+           "chart": serving_chart(serving_series(state)), "disabled": disabled_options(state)}
     if linked:
         out["controls"] = linked
     return out

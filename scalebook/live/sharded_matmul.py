@@ -608,7 +608,9 @@ def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[s
     """The controls a move of control ``changed`` sets as well, with their new values (only
     those that change): choosing a named ``layout`` fills the mesh and sharding fields
     (:data:`FIELDS`); editing one of those picks the layout with exactly those four values,
-    or :data:`CUSTOM`. ``values`` are all the controls' values after the move."""
+    or :data:`CUSTOM`. ``values`` are all the controls' values after the move. A plot
+    ``axis`` the new mesh lacks goes back to "auto" (else every later move would be refused
+    until the reader found the axis control)."""
     if changed == "layout":
         chosen = LAYOUTS.get(str(values["layout"]))
         updates: dict[str, object] = dict(zip(FIELDS, chosen)) if chosen else {}
@@ -618,6 +620,14 @@ def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[s
                                    if fields == current), CUSTOM)}
     else:
         updates = {}
+    axis = values.get("axis", "auto")
+    if "mesh" in updates and axis != "auto":
+        try:
+            lacks = axis not in parse_mesh(updates["mesh"]).axis_names
+        except ValueError:
+            lacks = False
+        if lacks:
+            updates["axis"] = "auto"
     return {name: value for name, value in updates.items() if values.get(name) != value}
 
 

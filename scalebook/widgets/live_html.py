@@ -38,6 +38,8 @@ from typing import Iterable, Mapping, Sequence
 
 import ipywidgets as widgets
 
+from ..live import NUMBER_LIMIT
+
 __all__ = ["control_spec", "controls_html", "placeholder"]
 
 
@@ -117,8 +119,11 @@ def _control_html(spec: Mapping) -> str:
         return (f"<button type='button' class='sb-live-control' name='{name}' "
                 f"title='{html.escape(spec['tooltip'])}'>{html.escape(spec['label'])}</button>")
     elif kind in ("int", "float"):
-        step = "1" if kind == "int" else "any"
-        field = f"<input type='number' name='{name}' step='{step}' value='{value}'>"
+        # the bounds every typed number must keep (scalebook.live.check_controls refuses the
+        # rest with a message); the browser's spinner and validity follow them
+        step, mode = ("1", "numeric") if kind == "int" else ("any", "decimal")
+        field = (f"<input type='number' name='{name}' step='{step}' min='0' "
+                 f"max='{NUMBER_LIMIT:.0f}' inputmode='{mode}' value='{value}'>")
     else:
         field = f"<input type='text' name='{name}' value='{html.escape(str(value))}'>"
     return f"<label class='sb-live-control'>{label} {field}</label>"
@@ -128,7 +133,9 @@ def controls_html(specs: Mapping[str, Mapping], layout_rows: Iterable[Sequence[s
     """The controls as a (hidden until JavaScript shows it) form, in the widget's rows."""
     rows = "".join("<div class='sb-live-row'>" + "".join(_control_html(specs[n]) for n in row)
                    + "</div>" for row in layout_rows)
-    return f"<form class='sb-live-controls' hidden>{rows}</form>"
+    # autocomplete off: a browser must not restore old inputs under the book's picture (Back);
+    # the page's URL holds the reader's settings instead (web/src/widgets.js)
+    return f"<form class='sb-live-controls' autocomplete='off' hidden>{rows}</form>"
 
 
 def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
@@ -140,10 +147,12 @@ def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
     data = html.escape(json.dumps(list(specs.values()), allow_nan=False), quote=True)
     image = base64.b64encode(png).decode("ascii")
     message = (f"<span style='color:#b00020'>⚠ {html.escape(error)}</span>" if error else "")
+    alt = ("the figure at the book's settings of the controls above; its numbers are in the "
+           "summary below")
     return (f"<div class='sb-live' data-widget='{html.escape(widget, quote=True)}' "
             f"data-controls=\"{data}\">"
             f"{controls_html(specs, layout_rows)}"
             f"<div class='sb-live-message' role='status'>{message}</div>"
-            f"<div class='sb-live-figure'><img alt='the widget at its current settings' "
+            f"<div class='sb-live-figure'><img alt='{html.escape(alt, quote=True)}' "
             f"src='data:image/png;base64,{image}'></div>"
             f"<div class='sb-live-summary'>{summary_html}</div></div>")

@@ -1,96 +1,111 @@
-// Loads Python (Pyodide) and scalebook into the page, from the book's own files only.
+// Starts the live widgets' Python in a Web Worker (web/src/worker.js), once per page, and
+// passes the widgets' redraws to it. Nothing Python does runs on the page's main thread.
 //
-// Opened from disk (file://) a page may not fetch() nor import() anything, but it may run
-// classic <script> tags. So every file comes as a script: the binaries are embedded, gzip then
-// base64, in scripts that set window.sbLiveEmbed[name] (web/build_live.py writes them).
-// Pyodide itself still calls fetch() twice (the .wasm and the stdlib zip); while it starts, a
-// wrapper answers exactly those two URLs from memory and passes anything else through.
+// From disk (file://) a page may run classic <script> tags but may not fetch(), and the
+// worker (started from a blob: URL) may not load file:// scripts either. So the worker's own
+// code comes as a string (worker.js.js) and, unless the worker finds the runtime in its
+// IndexedDB cache (a second page), the page loads the embedded runtime scripts (gzip then
+// base64, web/build_live.py) and hands their strings to the worker, which decodes them.
 // Over http the same code path runs, so a static host behaves as the disk does.
 //
-// window.sbLiveLoader.load(base) -> Promise<{render, marks}>, once per page:
-//   render(widget, values, changed) -> the parsed JSON of scalebook.live.render_json
-//   marks: performance.now() at each stage (start, scripts, decoded, python, ready)
+// window.sbLiveLoader.load(base) -> Promise<runtime>, once per page (again after cancel):
+//   runtime.render(widget, values, changed) -> Promise<the parsed JSON of render_json>
+//   runtime.cancel() -> stop what Python is doing (the worker is ended and started again;
+//     pending renders reject with an Error whose `cancelled` is true)
+//   runtime.marks: performance.now() at start, files (scripts loaded, on a cache miss) and
+//     ready; runtime.cache: "hit" | "miss"; runtime.stages: the worker's own stages (ms)
 (function () {
   "use strict";
+
+  const EMBEDDED = ["pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "scalebook.zip"];
 
   function addScript(src) {
     return new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = src;
-      script.async = false;
-      script.onload = () => resolve();
+      script.onload = () => { script.remove(); resolve(); };
       script.onerror = () => reject(new Error("could not load " + src));
       document.head.appendChild(script);
     });
   }
 
-  function base64Bytes(text) {
-    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
-    const binary = atob(text);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    return bytes;
-  }
-
-  // The embedded file `name`, un-base64ed and gunzipped; the base64 string is released.
-  async function embedded(name) {
-    const text = window.sbLiveEmbed[name];
-    delete window.sbLiveEmbed[name];
-    const gz = new Blob([base64Bytes(text)]).stream();
-    return new Uint8Array(await new Response(gz.pipeThrough(new DecompressionStream("gzip")))
-      .arrayBuffer());
-  }
-
-  // Run pyodide.asm.js (a classic script defining globalThis._createPyodideModule) from
-  // memory: loadPyodide then skips the dynamic import() a file:// page may not make.
-  async function runScript(bytes) {
-    const url = URL.createObjectURL(new Blob([bytes], {type: "text/javascript"}));
-    try { await addScript(url); } finally { URL.revokeObjectURL(url); }
-  }
-
-  // Answer fetch(url) for the URLs in `files` ({url: [bytes, content type]}) while `body` runs.
-  async function withFiles(files, body) {
-    const original = window.fetch;
-    window.fetch = function (input, init) {
-      const url = String((input && input.url) || input);
-      if (Object.prototype.hasOwnProperty.call(files, url)) {
-        const [bytes, type] = files[url];
-        return Promise.resolve(new Response(bytes, {headers: {"Content-Type": type}}));
-      }
-      return original.call(this, input, init);
-    };
-    try { return await body(); } finally { window.fetch = original; }
-  }
-
-  async function load(base) {
-    const marks = {start: performance.now()};
-    await Promise.all(["pyodide.js", "lock.js", "chart.umd.min.js", "pyodide.asm.js.js",
-      "pyodide.asm.wasm.js", "stdlib.zip.js", "scalebook.zip.js"].map(f => addScript(base + f)));
-    marks.scripts = performance.now();
-    const [asmJs, wasm, stdlib, scalebook] = await Promise.all(
-      ["pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "scalebook.zip"].map(embedded));
-    await runScript(asmJs);
-    marks.decoded = performance.now();
+  // The embedded files as base64 strings, taken out of the page (the worker decodes them).
+  // Each file comes in chunks (window.sbLiveChunks counts them), one script each, so that no
+  // script keeps the page busy for long; they load one after another.
+  async function embeddedFiles(base) {
     const files = {};
-    files[base + "pyodide.asm.wasm"] = [wasm, "application/wasm"];
-    files[base + "python_stdlib.zip"] = [stdlib, "application/zip"];
-    const py = await withFiles(files, () => window.loadPyodide({
-      indexURL: base, lockFileContents: window.sbLiveLock, packageBaseUrl: base,
-      stdout: line => console.log(line), stderr: line => console.error(line)}));
-    marks.python = performance.now();
-    py.FS.writeFile("/lib/scalebook.zip", scalebook);
-    py.runPython("import sys; sys.path.insert(0, '/lib/scalebook.zip')");
-    const renderJson = py.pyimport("scalebook.live").render_json;
-    marks.ready = performance.now();
-    const render = (widget, values, changed) =>
-      JSON.parse(renderJson(widget, JSON.stringify(values), changed === undefined ? null : changed));
-    return {render, marks, version: py.version};
+    for (const name of EMBEDDED) {
+      const parts = [];
+      for (let i = 0; i < window.sbLiveChunks[name]; i++) {
+        await addScript(`${base}${name}.${i}.js`);
+        parts.push(window.sbLiveEmbed[`${name}/${i}`]);
+        delete window.sbLiveEmbed[`${name}/${i}`];
+      }
+      files[name] = parts.join("");
+    }
+    return files;
+  }
+
+  async function start(base) {
+    const marks = {start: performance.now()};
+    await Promise.all([addScript(base + "worker.js.js"), addScript(base + "lock.js")]);
+    const url = URL.createObjectURL(new Blob([window.sbLiveWorkerSource], {type: "text/javascript"}));
+    const worker = new Worker(url);
+    URL.revokeObjectURL(url);
+    const pending = new Map();
+    let nextId = 1;
+    let dead = false;
+    const runtime = {
+      marks,
+      render(widget, values, changed) {
+        if (dead) return Promise.reject(Object.assign(new Error("cancelled"), {cancelled: true}));
+        const id = nextId++;
+        return new Promise((resolve, reject) => {
+          pending.set(id, {resolve, reject});
+          worker.postMessage({type: "render", id, widget, values: JSON.stringify(values),
+            changed: changed === undefined ? null : changed});
+        });
+      },
+      cancel() {
+        if (dead) return;
+        dead = true;
+        worker.terminate();
+        loading = null;  // the next load() starts a fresh worker (the runtime is cached)
+        for (const {reject} of pending.values())
+          reject(Object.assign(new Error("cancelled"), {cancelled: true}));
+        pending.clear();
+      },
+    };
+    return new Promise((resolve, reject) => {
+      worker.onerror = event => reject(new Error(event.message || "the Python worker failed"));
+      worker.onmessage = event => {
+        const message = event.data;
+        if (message.type === "result") {
+          const entry = pending.get(message.id);
+          pending.delete(message.id);
+          if (entry) entry.resolve(JSON.parse(message.json));
+        } else if (message.type === "need-files") {
+          embeddedFiles(base).then(files => {
+            marks.files = performance.now();
+            worker.postMessage({type: "files", files});
+          }, reject);
+        } else if (message.type === "ready") {
+          marks.ready = performance.now();
+          Object.assign(runtime, {version: message.version, cache: message.cache,
+            stages: message.stages});
+          resolve(runtime);
+        } else if (message.type === "failed") {
+          reject(new Error(message.message));
+        }
+      };
+      worker.postMessage({type: "start", key: window.sbLiveKey, lock: window.sbLiveLock});
+    });
   }
 
   let loading = null;
   window.sbLiveLoader = {
     load(base) {
-      if (loading === null) loading = load(base);
+      if (loading === null) loading = start(base);
       return loading;
     },
   };

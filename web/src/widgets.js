@@ -1,14 +1,25 @@
 // The book's live widgets: each <div class="sb-live"> that scalebook/widgets/live_html.py
 // wrote holds the widget's static figure, its numbers and its controls (hidden). This script
-// shows the controls; on the first touch it loads Python (loader.js, once per page), and on
-// every change it asks the widget's scalebook.live module for what to show and draws it.
-// No number is computed here: values go to Python as they are read from the inputs, and the
-// chart draws exactly the points, ticks and texts Python returned (scalebook/live/chart.py).
+// shows the controls; on the first touch it starts Python in a Web Worker (loader.js, one
+// worker per page, shared by its widgets), and on every change it asks the widget's
+// scalebook.live module for what to show and draws it. No number is computed here: values go
+// to Python as they are read from the inputs, and the chart draws exactly the points, ticks
+// and texts Python returned (scalebook/live/chart.py).
+//
+// The main thread only reads inputs and draws. Moves are coalesced: one render at a time per
+// widget, and while one runs, further moves of the same control replace each other, so a
+// drag redraws at most once per render and always ends on its final value. Any error (a
+// rejected input, an exception, a non-finite number: scalebook.live.render) shows as the
+// widget's ⚠ message, and the last good picture stays, marked stale; no control is ever
+// locked. The widget's values live in the page's URL (?sb-<name>=...), so a shared link, a
+// reload and Back show the same settings and the picture that goes with them.
 //
 // For tests and the benchmark each widget element gets `sbLive`: {state: "static" |
-// "loading" | "live" | "failed", last: {values, changed, result} of the last redraw,
-// timings: {touch, ready}, redraws: [ms per redraw], charts: [Chart]}; window.sbLiveMarks
-// holds the loader's marks.
+// "loading" | "live" | "failed", busy (a render queued or running), done (requests
+// finished, drawn or refused), last: {values, changed, result} of the last render,
+// timings: {touch, ready, answered (the last answer from Python)}, redraws: [ms from the
+// move to its picture], charts: [Chart]};
+// window.sbLiveMarks holds the loader's marks.
 (function () {
   "use strict";
   const base = document.currentScript.src.replace(/[^/]*$/, "");
@@ -23,13 +34,15 @@
     });
   }
 
-  let runtime = null;
+  let loaderScript = null;
+  let chartJs = null;
   function loadRuntime() {
-    if (runtime === null) {
-      runtime = addScript(base + "loader.js").then(() => window.sbLiveLoader.load(base))
-        .then(rt => { window.sbLiveMarks = rt.marks; return rt; });
+    if (loaderScript === null) {
+      loaderScript = addScript(base + "loader.js");
+      chartJs = addScript(base + "chart.umd.min.js");
     }
-    return runtime;
+    return Promise.all([loaderScript.then(() => window.sbLiveLoader.load(base)), chartJs])
+      .then(([rt]) => { window.sbLiveMarks = rt.marks; return rt; });
   }
 
   // ---------------------------------------------------------------- control values
@@ -54,8 +67,12 @@
     const field = form.elements[spec.name];
     switch (spec.kind) {
       case "select": case "selectslider": return spec.options[+field.value][1];
-      case "multiselect":
-        return [...field.selectedOptions].map(option => spec.options[+option.value][1]);
+      case "multiselect": {  // in the order chosen: those kept first, new ones after them
+        const chosen = [...field.selectedOptions].map(option => spec.options[+option.value][1]);
+        const key = v => JSON.stringify(v);
+        const kept = (field.sbOrder || []).filter(v => chosen.some(c => key(c) === key(v)));
+        return [...kept, ...chosen.filter(c => !kept.some(v => key(v) === key(c)))];
+      }
       case "checkbox": return field.checked;
       case "logslider": return Math.pow(spec.base, +field.value);
       case "slider": return +field.value;
@@ -75,10 +92,13 @@
     const field = form.elements[spec.name];
     const index = v => spec.options.findIndex(option => JSON.stringify(option[1]) === JSON.stringify(v));
     switch (spec.kind) {
-      case "select": case "selectslider": field.value = String(index(value)); break;
+      case "select": case "selectslider":
+        if (index(value) >= 0) field.value = String(index(value));
+        break;
       case "multiselect": {
-        const chosen = value.map(v => String(index(v)));
+        const chosen = (Array.isArray(value) ? value : []).map(v => String(index(v)));
         for (const option of field.options) option.selected = chosen.includes(option.value);
+        field.sbOrder = Array.isArray(value) ? value : [];
         break;
       }
       case "checkbox": field.checked = !!value; break;
@@ -103,8 +123,9 @@
     const options = {type, position, title: {display: !!axis.label, text: axis.label},
       grid: {display: axis.scale !== "category" && position !== "right",
         color: "rgba(0, 0, 0, 0.12)"},
-      // category labels turn (as far as upright) only where they would overlap
-      ticks: {autoSkip: false, maxRotation: axis.scale === "category" ? 90 : 0}};
+      // category labels turn (as far as upright) only where they would overlap; numeric labels are thinned where a narrow (phone) panel has no room for them all
+      ticks: {autoSkip: axis.scale !== "category", autoSkipPadding: 6,
+        maxRotation: axis.scale === "category" ? 90 : 0, font: {size: 11}}};
     if (axis.scale !== "category") Object.assign(options, {min: axis.min, max: axis.max});
     if (axis.ticks) {
       const labels = new Map(axis.ticks.map(([value, text]) => [value, text]));
@@ -176,7 +197,7 @@
       const {ctx, chartArea: area} = chart;
       const row = 13, swatch = 18, gap = 4, pad = 5;
       ctx.save();
-      ctx.font = "10px sans-serif";
+      ctx.font = "11px sans-serif";
       ctx.textBaseline = "middle";
       const width = swatch + gap + Math.max(...items.map(set => ctx.measureText(set.label).width));
       const height = row * items.length;
@@ -207,7 +228,18 @@
     },
   };
 
-  function chartConfig(panel, aspect) {
+  // A tooltip names the series' label (if any) and the value under the pointer: a bar's or
+  // point's own text where it has one, else the value to 3 significant figures.
+  function tooltipLabel(item) {
+    const set = item.dataset;
+    const raw = item.raw;
+    const value = typeof raw === "number" ? raw : raw.y;
+    const x = typeof raw === "number" ? item.label : Number(raw.x).toPrecision(3);
+    const text = set.sbTexts ? set.sbTexts[item.dataIndex] : Number(value).toPrecision(3);
+    return `${set.label ? set.label + ": " : ""}${x} → ${text}`;
+  }
+
+  function chartConfig(panel) {
     const bars = panel.series.some(s => s.kind === "bars");
     const horizontal = panel.series.some(s => s.kind === "bars" && s.horizontal);
     // Chart.js paints the first dataset last (on top); `order` makes later series paint over
@@ -217,56 +249,111 @@
       type: bars ? "bar" : "scatter",
       data: {labels: (horizontal ? panel.y : panel.x).categories || undefined, datasets},
       options: {
-        animation: false, responsive: true, maintainAspectRatio: true, aspectRatio: aspect,
-        events: [], parsing: bars ? undefined : false, indexAxis: horizontal ? "y" : "x",
+        // the cell's height is set by sizeFrames: reserved on a wide page, readable on a phone
+        animation: false, responsive: true, maintainAspectRatio: false,
+        events: ["mousemove", "mouseout", "click", "touchstart", "touchmove"],
+        interaction: {mode: "nearest", intersect: false},
+        parsing: bars ? undefined : false, indexAxis: horizontal ? "y" : "x",
         scales: {x: scaleOptions(panel.x, "bottom"), y: scaleOptions(panel.y, "left"),
           ...(panel.y2 ? {y2: scaleOptions(panel.y2, "right")} : {})},
         plugins: {
           title: {display: false},
           legend: {display: false},
           sbLegend: {loc: panel.legend},
-          tooltip: {enabled: false},
+          tooltip: {enabled: true, filter: item => item.dataset.pointRadius !== 0 || !!item.dataset.label,
+            callbacks: {label: tooltipLabel, title: () => panel.title.split("\n")[0]}},
         },
       },
       plugins: [barTexts, insideLegend],
     };
   }
 
-  // Draw `spec` (scalebook/live/chart.py) into `box`: one cell per panel, its title as text
-  // (it wraps where the page is narrow) over a canvas. The charts already there are reused
-  // when the panels keep their kind; returns the charts.
-  function drawChart(box, spec, charts) {
-    const shares = spec.panels.map(panel => panel.width || 1);
-    const total = shares.reduce((a, b) => a + b, 0);
-    const configs = spec.panels.map((panel, i) =>
-      chartConfig(panel, spec.width * shares[i] / total / spec.height));
+  // A promise that resolves in a task of its own, after the browser had a chance to paint
+  // and to handle input: long drawing work is split at these points.
+  function nextTask() {
+    return new Promise(resolve => setTimeout(resolve, 0));
+  }
+
+  // Draw `spec` (scalebook/live/chart.py) into the figure's chart box: one cell per panel,
+  // its title as text over a canvas; sizeFrames puts them side by side or stacks them. The
+  // charts already there are reused when the panels keep their kind; a new chart is made
+  // in a task of its own (the first one compiles Chart.js's code). Resolves to the charts.
+  async function drawChart(figure, spec, charts, reserved) {
+    const box = figure.querySelector(".sb-live-chart");
+    const configs = spec.panels.map(panel => chartConfig(panel));
     const reusable = charts.length === configs.length &&
       charts.every((chart, i) => chart.config.type === configs[i].type);
-    if (!reusable) {
-      charts.forEach(chart => chart.destroy());
-      box.replaceChildren();
-      charts = configs.map(config => {
+    const cells = reusable ? charts.map(chart => chart.canvas.closest(".sb-live-panel"))
+      : spec.panels.map(() => {
         const cell = document.createElement("div");
         cell.className = "sb-live-panel";
         const title = document.createElement("div");
         title.className = "sb-live-title";
+        const frame = document.createElement("div");
+        frame.className = "sb-live-canvas";
         const canvas = document.createElement("canvas");
-        cell.append(title, canvas);
-        box.appendChild(cell);
-        return new window.Chart(canvas, config);
+        canvas.setAttribute("role", "img");
+        frame.append(canvas);
+        cell.append(title, frame);
+        return cell;
       });
-    } else {
+    spec.panels.forEach((panel, i) => {
+      cells[i].querySelector(".sb-live-title").textContent = panel.title;
+      cells[i].style.flexGrow = String(panel.width || 1);
+      // the text alternative: what the panel shows; its numbers are in the summary below
+      cells[i].querySelector("canvas").setAttribute("aria-label",
+        `chart: ${panel.title.replace(/\n/g, " ")}` + (panel.y.label ? `; ${panel.y.label}` : "") +
+        (panel.x.label ? ` against ${panel.x.label}` : "") +
+        ". The numbers are in the summary below the figure.");
+    });
+    if (reusable) {  // sizes stay (the ResizeObserver follows the page): no layout read
       charts.forEach((chart, i) => {
         chart.data = configs[i].data;
         chart.options = configs[i].options;
         chart.update("none");
       });
+      return charts;
     }
-    charts.forEach((chart, i) => {
-      chart.canvas.parentElement.querySelector(".sb-live-title").textContent = spec.panels[i].title;
-      chart.canvas.parentElement.style.flexGrow = String(shares[i]);
-    });
-    return charts;
+    charts.forEach(chart => chart.destroy());
+    box.replaceChildren(...cells);
+    sizeFrames(figure, reserved);
+    // A new chart is made empty, then given its data, each step in a task of its own: the
+    // first picture of a page costs the most (Chart.js's code, the canvas), and this keeps
+    // each task short.
+    const made = [];
+    for (let i = 0; i < cells.length; i++) {
+      await nextTask();
+      const config = configs[i];
+      const chart = new window.Chart(cells[i].querySelector("canvas"),
+        {...config, data: {labels: config.data.labels, datasets: []}});
+      made.push(chart);
+      await nextTask();
+      chart.data = config.data;
+      chart.update("none");
+    }
+    return made;
+  }
+
+  // Size the panels: stacked where the window is under 700 px wide (a phone: each panel the
+  // full width, 260-340 px tall); side by side otherwise, in the
+  // height reserved before the first live picture (the static image's), so going live does
+  // not move the page. Returns whether a frame changed size.
+  function sizeFrames(figure, reserved) {
+    const box = figure.querySelector(".sb-live-chart");
+    const stacked = window.innerWidth < 700;
+    box.classList.toggle("sb-live-stacked", stacked);
+    const texts = figure.querySelector(".sb-live-texts");
+    const titles = Math.max(0, ...[...box.querySelectorAll(".sb-live-title")].map(t => t.offsetHeight));
+    const height = (stacked ? Math.round(Math.min(340, Math.max(260, figure.clientWidth * 0.72)))
+      : Math.max(140, Math.round(reserved - (texts ? texts.offsetHeight : 0) - titles))) + "px";
+    let changed = false;
+    for (const frame of box.querySelectorAll(".sb-live-canvas")) {
+      if (frame.style.height !== height) {
+        frame.style.height = height;
+        changed = true;
+      }
+    }
+    return changed;
   }
 
   // The figure's own lines of text (scalebook/live/chart.py `text`), one div each.
@@ -282,14 +369,51 @@
 
   // ---------------------------------------------------------------- one widget
 
-  function setMessage(root, text, error) {
+  // The message line: "" clears it; an error gets "⚠", and says the picture is stale.
+  function setMessage(root, text, kind) {
     const box = root.querySelector(".sb-live-message");
     box.replaceChildren();
+    box.className = "sb-live-message" + (kind ? " sb-live-" + kind : "");
     if (!text) return;
     const span = document.createElement("span");
-    if (error) span.style.color = "#b00020";
-    span.textContent = (error ? "⚠ " : "") + text;
+    span.textContent = (kind === "error" ? "⚠ " : "") + text;
     box.appendChild(span);
+    return box;
+  }
+
+  // Options the view says cannot combine with the other choices: disabled, with the reason
+  // as their tooltip and in their accessible description ({control: [[value, reason], ...]}).
+  function markDisabled(form, specs, disabled) {
+    for (const spec of specs) {
+      if (!["select", "multiselect"].includes(spec.kind)) continue;
+      const reasons = new Map(((disabled || {})[spec.name] || [])
+        .map(([value, reason]) => [JSON.stringify(value), reason]));
+      for (const option of form.elements[spec.name].options) {
+        const reason = reasons.get(JSON.stringify(spec.options[+option.value][1]));
+        option.disabled = reason !== undefined && !option.selected;
+        if (option.disabled) option.title = reason; else option.removeAttribute("title");
+      }
+    }
+  }
+
+  // The URL parameter holding this widget's values: "sb-" and its module's last name, with
+  // the page's index of the widget when a page has two of the same.
+  function urlKey(root) {
+    const same = [...document.querySelectorAll(".sb-live")]
+      .filter(other => other.dataset.widget === root.dataset.widget);
+    const name = "sb-" + root.dataset.widget.split(".").pop();
+    return same.length > 1 ? name + "-" + same.indexOf(root) : name;
+  }
+
+  function saveToUrl(key, values, initial) {
+    const changed = Object.fromEntries(Object.entries(values)
+      .filter(([name, value]) => JSON.stringify(value) !== JSON.stringify(initial[name])));
+    const url = new URL(location.href);
+    if (Object.keys(changed).length) url.searchParams.set(key, JSON.stringify(changed));
+    else url.searchParams.delete(key);
+    if (url.href !== location.href) {
+      try { history.replaceState(history.state, "", url.href); } catch (error) { /* file:// */ }
+    }
   }
 
   function liven(root) {
@@ -297,45 +421,145 @@
     const specs = JSON.parse(root.dataset.controls);
     const form = root.querySelector(".sb-live-controls");
     const figure = root.querySelector(".sb-live-figure");
-    const state = {state: "static", last: null, timings: {}, redraws: [], charts: []};
+    const summary = root.querySelector(".sb-live-summary");
+    const state = {state: "static", busy: false, done: 0, last: null, timings: {}, redraws: [],
+      charts: []};
     root.sbLive = state;
+    // the numbers may scroll sideways on a phone: a keyboard must reach them too
+    summary.tabIndex = 0;
+    summary.setAttribute("role", "region");
+    summary.setAttribute("aria-label", "the widget's numbers");
+    const initial = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
+      .map(spec => [spec.name, spec.value]));
+    const key = urlKey(root);
     let rt = null;
     let chartBox = null;
     let textBox = null;
+    let reserved = 0;
+    let inFlight = false;
+    const queue = [];  // [{changed, at}]: the moves not yet sent to Python, oldest first
 
-    function redraw(changed) {
-      const start = performance.now();
-      let values;
-      try {
-        values = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
-          .map(spec => [spec.name, readControl(form, spec)]));
-      } catch (error) {
-        setMessage(root, error.message, true);
-        return;
-      }
-      const result = rt.render(widget, values, changed);
+    function values() {
+      const out = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
+        .map(spec => [spec.name, readControl(form, spec)]));
+      for (const spec of specs)  // a multiple choice keeps its order from move to move
+        if (spec.kind === "multiselect") form.elements[spec.name].sbOrder = out[spec.name];
+      return out;
+    }
+
+    // Show a render's result; resolves when drawn.
+    async function show(result) {
       for (const [name, value] of Object.entries(result.controls || {})) {  // even with an error
         const spec = specs.find(s => s.name === name);
+        if (!spec) continue;
         writeControl(form, spec, value);
         showReadout(form, spec);
       }
-      if (result.error) {  // keep the last good picture, as the Jupyter widget does
-        setMessage(root, result.error, true);
-      } else {
-        setMessage(root, "", false);
-        if (chartBox === null) {
-          textBox = document.createElement("div");
-          textBox.className = "sb-live-texts";
-          chartBox = document.createElement("div");
-          chartBox.className = "sb-live-chart";
-          figure.replaceChildren(textBox, chartBox);
-        }
-        drawTexts(textBox, result.chart.texts || []);
-        state.charts = drawChart(chartBox, result.chart, state.charts);
-        root.querySelector(".sb-live-summary").innerHTML = result.summary_html;
+      markDisabled(form, specs, result.disabled);
+      if (result.error) {  // keep the last good picture, marked stale
+        setMessage(root, result.error + " (the picture and numbers below are for the last " +
+          "settings that worked)", "error");
+        root.classList.add("sb-live-stale");
+        return;
       }
-      state.last = {values, changed, result};
-      state.redraws.push(performance.now() - start);
+      if (chartBox === null) {
+        reserved = figure.offsetHeight;
+        figure.style.minHeight = reserved + "px";
+        textBox = document.createElement("div");
+        textBox.className = "sb-live-texts";
+        chartBox = document.createElement("div");
+        chartBox.className = "sb-live-chart";
+        figure.replaceChildren(textBox, chartBox);
+        new ResizeObserver(() => {
+          if (sizeFrames(figure, reserved)) state.charts.forEach(chart => chart.resize());
+        }).observe(figure);
+      }
+      drawTexts(textBox, result.chart.texts || []);
+      state.charts = await drawChart(figure, result.chart, state.charts, reserved);
+      summary.innerHTML = result.summary_html;
+      setMessage(root, "", null);
+      root.classList.remove("sb-live-stale");
+    }
+
+    // Send the oldest queued move to Python, draw its answer, then the next. One render at a
+    // time: moves that come meanwhile wait in the queue, where a move of the control the
+    // last queued move moved replaces it (a drag), so the final value is always drawn.
+    function pump() {
+      if (inFlight || rt === null) return;
+      const move = queue.shift();
+      if (!move) {
+        state.busy = false;
+        return;
+      }
+      state.busy = true;
+      let current;
+      try {
+        current = values();
+      } catch (error) {  // a typed field that is no number: say so, send nothing
+        setMessage(root, error.message, "error");
+        root.classList.add("sb-live-stale");
+        finish(move);
+        return;
+      }
+      inFlight = true;
+      rt.render(widget, current, move.changed).then(async result => {
+        state.timings.answered = performance.now();  // Python's answer is in; now draw it
+        await show(result);
+        if (!result.error) saveToUrl(key, values(), initial);
+        state.last = {values: current, changed: move.changed, result};
+        state.redraws.push(performance.now() - move.at);
+      }, error => {
+        if (!error.cancelled) {
+          setMessage(root, "Python failed: " + error.message, "error");
+          return;
+        }
+        if (move.button) setMessage(root, move.button.label + " cancelled: the picture shows " +
+          "the settings before it", null);
+        else queue.unshift(move);  // another widget's cancel: run it again once restarted
+        restart();
+      }).finally(() => {
+        inFlight = false;
+        finish(move);
+      });
+    }
+
+    function finish(move) {
+      state.done++;
+      if (move.done) move.done();
+      pump();
+    }
+
+    // A move of `changed` (null: draw the current values): queued unless the last queued move
+    // moved the same control, which then stands for both (its values are read when sent).
+    function request(changed, extra) {
+      const last = queue[queue.length - 1];
+      const same = last && changed !== null && last.changed === changed && !extra && !last.button;
+      if (!same) queue.push({changed, at: performance.now(), ...extra});
+      state.busy = true;
+      pump();
+    }
+
+    function start() {
+      return loadRuntime().then(loaded => {
+        rt = loaded;
+        state.state = "live";
+        state.timings.ready = state.timings.ready || performance.now();
+        root.classList.remove("sb-live-loading");
+        pump();
+      }, error => {
+        state.state = "failed";
+        root.classList.remove("sb-live-loading");
+        setMessage(root, "could not start Python: " + error.message, "error");
+        console.error(error);
+      });
+    }
+
+    // After a cancel (this widget's or another's) the worker starts again, from its cache.
+    function restart() {
+      if (rt === null) return;
+      rt = null;
+      state.state = "loading";
+      start();
     }
 
     function touch() {
@@ -343,47 +567,51 @@
       state.state = "loading";
       state.timings.touch = performance.now();
       root.classList.add("sb-live-loading");
-      setMessage(root, "loading Python…", false);
-      loadRuntime().then(loaded => {
-        rt = loaded;
-        state.state = "live";
-        state.timings.ready = performance.now();
-        root.classList.remove("sb-live-loading");
-        redraw(null);
-        if (queued !== null) press(queued);
-      }, error => {
-        state.state = "failed";
-        root.classList.remove("sb-live-loading");
-        setMessage(root, "could not start Python: " + error.message, true);
-        console.error(error);
-      });
+      setMessage(root, "loading Python…", "loading");
+      queue.unshift({changed: null, at: performance.now()});
+      state.busy = true;
+      start();
     }
 
-    // A button's action (a search, say) may take a while: say so, let the page paint the
-    // message, then redraw with the button as the changed control. A button pressed while
-    // Python loads runs once it is ready.
-    let queued = null;
+    // A button's action (a search) may take a while: the message counts the seconds and
+    // offers to cancel it (which restarts Python: a running search cannot be interrupted).
     function press(spec) {
-      queued = null;
-      if (state.state !== "live") {
-        queued = spec;
-        touch();
-        return;
-      }
-      root.classList.add("sb-live-loading");
-      setMessage(root, spec.label + "…", false);
-      requestAnimationFrame(() => setTimeout(() => {
-        root.classList.remove("sb-live-loading");
-        redraw(spec.name);
-      }, 0));
+      touch();
+      const started = performance.now();
+      const box = setMessage(root, spec.label + "…", "loading");
+      const cancel = document.createElement("button");
+      cancel.type = "button";
+      cancel.className = "sb-live-cancel";
+      cancel.textContent = "cancel";
+      const clock = document.createElement("span");
+      box.append(" ", clock, " ", cancel);
+      const timer = setInterval(() => {
+        clock.textContent = `${((performance.now() - started) / 1e3).toFixed(1)} s`;
+      }, 100);
+      cancel.addEventListener("click", () => { if (rt) rt.cancel(); });
+      request(spec.name, {button: spec, done: () => {
+        clearInterval(timer);
+        cancel.remove();
+        clock.remove();
+      }});
     }
 
     function changed(event) {
       const spec = specs.find(s => s.name === event.target.name);
       if (!spec) return;
       showReadout(form, spec);
-      if (state.state === "live") redraw(spec.name);
-      else touch();
+      touch();
+      request(spec.name);
+    }
+
+    function reset() {
+      for (const spec of specs) {
+        if (spec.kind === "button") continue;
+        writeControl(form, spec, spec.value);
+        showReadout(form, spec);
+      }
+      touch();
+      request(null);
     }
 
     const onCommit = new Set(["int", "float", "text"]);
@@ -401,7 +629,37 @@
     });
     form.addEventListener("submit", event => event.preventDefault());
     for (const type of ["pointerdown", "focusin", "keydown"]) form.addEventListener(type, touch);
+    const resetButton = document.createElement("button");
+    resetButton.type = "button";
+    resetButton.className = "sb-live-reset";
+    resetButton.textContent = "reset";
+    resetButton.setAttribute("aria-label", "reset the widget's controls to the book's settings");
+    resetButton.addEventListener("click", reset);
+    form.appendChild(resetButton);
     form.hidden = false;
+
+    // Settings in the URL (a shared link, a reload, Back): set them, and go live at once so
+    // the picture matches them (the static picture shows the book's settings).
+    // Otherwise the controls show the book's settings, which the static picture shows (a
+    // browser may have restored other inputs on Back).
+    for (const spec of specs) {
+      if (spec.kind === "button") continue;
+      writeControl(form, spec, spec.value);
+      showReadout(form, spec);
+    }
+    const saved = new URL(location.href).searchParams.get(key);
+    if (saved) {
+      try {
+        for (const [name, value] of Object.entries(JSON.parse(saved))) {
+          const spec = specs.find(s => s.name === name && s.kind !== "button");
+          if (spec) writeControl(form, spec, value);
+          if (spec) showReadout(form, spec);
+        }
+        touch();
+      } catch (error) {
+        setMessage(root, "the settings in this page's address could not be read", "error");
+      }
+    }
   }
 
   function livenAll() { document.querySelectorAll(".sb-live").forEach(liven); }
