@@ -159,7 +159,8 @@ def ring_attention(seq_len: int, cp: int, shape: AttentionShape, chip: Chip | st
 
     Per step each chip computes one block (``4·(T/C)²·H·d_h`` FLOPs when full; the causal
     schedule scales it) while it sends its current K,V block (``2·(T/C)·K·d_h·b``) to the next
-    chip: step time ``max(t_compute_step, t_send)``. See :class:`RingAttention`.
+    chip: step time ``max(t_compute_step, t_send)``. ``dtype`` sizes the tensors and
+    ``compute_dtype`` (default ``dtype``) picks the peak FLOPs/s. See :class:`RingAttention`.
     """
     chip = get_chip(chip)
     t, c = positive_int(seq_len, "seq_len"), positive_int(cp, "cp")
