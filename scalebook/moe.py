@@ -70,6 +70,12 @@ __all__ = [
     "ExpertLayout",
     "expert_weight_layouts",
     "expert_memory_per_chip",
+    "tpu_ep_axes",
+    "moe_training_memory",
+    "weight_bytes",
+    "moe_max_batch",
+    "MoEDecodeStep",
+    "moe_decode_step",
 ]
 
 
@@ -374,9 +380,9 @@ def price_collective(kind: str, nbytes: float, axis_sizes: int | Sequence[int],
         return fn(nbytes, n, chip, gpus_per_node=gpus_per_node)
     if gpus_per_node is not None:
         raise ValueError("gpus_per_node describes GPUs; a TPU group is given by its axis sizes")
-    wraps = [collectives.has_wraparound(chip, s) if s > 1 else True for s in sizes]
-    if kind == "ppermute":
+    if kind == "ppermute":   # a ring of any length folds onto the torus, one link per hop
         return collectives.ppermute(nbytes, chip, n_devices=n)
+    wraps = [collectives.has_wraparound(chip, s) if s > 1 else True for s in sizes]
     if kind == "all_to_all":
         stages = [collectives.all_to_all(nbytes * s / n, s, chip, wraparound=w)
                   for s, w in zip(sizes, wraps) if s > 1]
@@ -604,7 +610,7 @@ class MoEAllToAll:
 
 def moe_all_to_all(tokens_per_chip: float, d_model: int, top_k: int,
                    ep_axes: int | Sequence[int], chip: Chip | str, *, dtype: str = "bf16",
-                   capacity_factor: float | None = None,
+                   capacity_factor: float | None = None, copies_per_token: float | None = None,
                    gpus_per_node: int | None = None) -> MoEAllToAll:
     """Dispatch and combine of one MoE layer with the experts spread over ``N = prod(ep_axes)``
     chips, each holding ``tokens_per_chip`` tokens (see :class:`MoEAllToAll`).
@@ -613,10 +619,15 @@ def moe_all_to_all(tokens_per_chip: float, d_model: int, top_k: int,
     of copies, of which ``(N−1)/N`` leave the chip under uniform routing (no deduplication of a
     token sent to two experts on one chip). That is an AllToAll of ``V = k·B·D·b``; the combine
     sends as much back. ``capacity_factor`` prices fixed-shape buffers of ``c·k·B/E`` slots per
-    expert instead (``c`` times more bytes). Priced by :func:`price_collective`.
+    expert instead (``c`` times more bytes). ``copies_per_token`` replaces ``k`` when a token is
+    sent once per *node* it reaches and fanned out inside the node (node-limited routing:
+    :func:`expected_nodes_per_token`); on GPUs the cross-node part, which sets the time, is
+    then right, and the NVLink fan-out is not counted. Priced by :func:`price_collective`.
     """
     t = positive(tokens_per_chip, "tokens_per_chip")
     D, k = positive_int(d_model, "d_model"), positive_int(top_k, "top_k")
+    if copies_per_token is not None:
+        k = positive(copies_per_token, "copies_per_token")
     sizes = [ep_axes] if isinstance(ep_axes, int) else list(ep_axes)
     n = math.prod(positive_int(s, "ep axis") for s in sizes)
     c = 1.0 if capacity_factor is None else positive(capacity_factor, "capacity_factor")
@@ -671,7 +682,7 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
     D, k = cfg.base.d_model, cfg.top_k
     E_bytes = cfg.n_experts * cfg.expert_params * b
     compute = 2.0 * t * k * cfg.expert_params / chip.flops(dtype)
-    groups = [n] if chip.is_gpu else _ring_axes(chip, n)
+    groups = [n] if chip.is_gpu else tpu_ep_axes(chip, n)
     gpn = gpus_per_node if chip.is_gpu else None
     ep = moe_all_to_all(t, D, k, groups, chip, dtype=dtype, gpus_per_node=gpn)
     fsdp = price_collective("all_gather", E_bytes, groups, chip, gpus_per_node=gpn)
@@ -688,9 +699,11 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
     }
 
 
-def _ring_axes(chip: Chip, n: int) -> list[int]:
+def tpu_ep_axes(chip: Chip | str, n: int) -> list[int]:
     """Split ``n`` TPU chips into torus axes of at most 16 (a power-of-two slice shape):
     16 -> [16], 64 -> [16, 4], 256 -> [16, 16]."""
+    chip = get_chip(chip)
+    n = positive_int(n, "chips")
     sizes, rest = [], n
     while rest > 1:
         s = math.gcd(rest, 16)
@@ -718,3 +731,101 @@ def expert_memory_per_chip(cfg: MoEConfig, *, ep: int, other_shards: int = 1,
     if cfg.n_experts % ep:
         raise ValueError(f"ep ({ep}) must divide n_experts ({cfg.n_experts})")
     return moe_param_count(cfg).routed * positive(bytes_per_param, "bytes_per_param") / (ep * other)
+
+
+def moe_training_memory(cfg: MoEConfig, *, ep: int, pp: int = 1, dp: int = 1,
+                        expert_dp: int | None = None, weight_bytes: float = 2.0,
+                        grad_bytes: float = 2.0, optimizer_bytes: float = 12.0) -> float:
+    """Training state per chip (bytes) for experts split ``EP`` ways, layers split ``PP`` ways,
+    and the optimizer state (fp32 master + two Adam moments, 12 bytes) sharded ZeRO-1 style
+    over the chips that hold the same weights: ``dp`` of them for the non-expert weights of a
+    stage, ``expert_dp`` (default ``dp``) for each expert. ``dp=1``: not sharded.
+
+    Per chip: routed experts ``routed/(EP·PP)`` at ``w + g + o/expert_dp`` bytes each, plus
+    everything else ``(total − routed)/PP`` at ``w + g + o/dp``. Activations left out.
+    """
+    ep, pp, dp = positive_int(ep, "ep"), positive_int(pp, "pp"), positive_int(dp, "dp")
+    edp = dp if expert_dp is None else positive_int(expert_dp, "expert_dp")
+    if cfg.n_experts % ep:
+        raise ValueError(f"ep ({ep}) must divide n_experts ({cfg.n_experts})")
+    p = moe_param_count(cfg)
+    w, g = positive(weight_bytes, "weight_bytes"), positive(grad_bytes, "grad_bytes")
+    o = positive(optimizer_bytes, "optimizer_bytes")
+    return (p.routed / (ep * pp) * (w + g + o / edp)
+            + (p.total - p.routed) / pp * (w + g + o / dp))
+
+
+def weight_bytes(cfg: MoEConfig, dtype: str = "bf16") -> float:
+    """Bytes of all weights in ``dtype``: ``total · b``. DeepSeek-V3 in fp8: 671 GB."""
+    return moe_param_count(cfg).total * bytes_per_element(dtype)
+
+
+def moe_max_batch(cfg: MoEConfig, chip: Chip | str, *, context_len: int, n_chips: int = 1,
+                  weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                  reserve: float = 0.0) -> int:
+    """Sequences of ``context_len`` cached tokens that fit in ``n_chips`` chips' HBM beside the
+    weights (spread evenly, cache not replicated): ``floor((N·HBM·(1 − reserve) − weights) /
+    (context_len · kv_bytes_per_token))``; 0 when the weights alone do not fit."""
+    chip = get_chip(chip)
+    n = positive_int(n_chips, "n_chips")
+    s = positive_int(context_len, "context_len")
+    free = n * chip.hbm_bytes * (1.0 - reserve) - weight_bytes(cfg, weight_dtype)
+    if free <= 0:
+        return 0
+    return int(free // (s * kv_bytes_per_token(cfg, cache_dtype)))
+
+
+@dataclass(frozen=True)
+class MoEDecodeStep:
+    """One decode step of ``batch`` sequences on ``n_chips`` chips (expert-parallel over them).
+
+    Attributes: weight_bytes (weights read: all but the untouched routed experts), kv_bytes
+    (every sequence's cache), flops, t_memory, t_compute (per chip, at peak), t_comm (the
+    dispatch and combine AllToAlls of every MoE layer), time = max(memory, compute) + comm.
+    """
+
+    batch: int
+    weight_bytes: float
+    kv_bytes: float
+    flops: float
+    t_memory: float
+    t_compute: float
+    t_comm: float
+
+    @property
+    def time(self) -> float:
+        return max(self.t_memory, self.t_compute) + self.t_comm
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.time
+
+
+def moe_decode_step(cfg: MoEConfig, chip: Chip | str, *, batch: int, context_len: int,
+                    n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                    compute_dtype: str = "bf16",
+                    gpus_per_node: int | None = None) -> MoEDecodeStep:
+    """Time of one decode step: ``B`` new tokens, each attending to ``context_len`` cached ones.
+
+    Bytes read: the weights less the routed experts no token picked (``E − experts_touched``
+    per layer) plus ``B·S·kv_bytes_per_token``; FLOPs ``B·flops_per_token(S)``; both split
+    evenly over the chips. Communication: :func:`moe_all_to_all` of ``B/N`` tokens per chip,
+    twice per MoE layer, not overlapped (at decode sizes it is latency). First cut: no tensor
+    parallelism inside the attention, no load imbalance.
+    """
+    chip = get_chip(chip)
+    b, s = positive_int(batch, "batch"), positive_int(context_len, "context_len")
+    n = positive_int(n_chips, "n_chips")
+    p = moe_param_count(cfg)
+    untouched = (cfg.n_experts - experts_touched(cfg.n_experts, cfg.top_k, b)) / cfg.n_experts
+    wb = (p.total - untouched * p.routed) * bytes_per_element(weight_dtype)
+    kv = b * s * kv_bytes_per_token(cfg, cache_dtype)
+    flops = b * flops_per_token(cfg, context_len=s)
+    comm = 0.0
+    if n > 1:
+        sizes = [n] if chip.is_gpu else tpu_ep_axes(chip, n)
+        a2a = moe_all_to_all(b / n, cfg.base.d_model, cfg.top_k, sizes, chip,
+                             dtype=compute_dtype, gpus_per_node=gpus_per_node)
+        comm = cfg.n_moe_layers * a2a.forward
+    return MoEDecodeStep(b, wb, kv, flops, (wb + kv) / (n * chip.hbm_bandwidth),
+                         flops / (n * chip.flops(compute_dtype)), comm)

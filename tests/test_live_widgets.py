@@ -54,6 +54,10 @@ def _jupyter(module: str):
 
         return layout_planner(preset="LLaMA-3 70B", chip="TPU v5p", n_chips=2048,
                               global_batch=2048, seq_len=8192, fsdp=256, tp=8, remat="selective")
+    if module == "scalebook.live.moe":
+        from scalebook.widgets.moe_explorer import moe_explorer
+
+        return moe_explorer()
     if module == "scalebook.live.sharded_matmul":
         from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
 
