@@ -13,6 +13,10 @@ value``) that calls the solver:
   other convention scores zero with a hint that names the convention wanted;
 - a :class:`Slip` is a known error with its value and the hint it earns.
 
+A hinted value that is NaN does not apply to that draw: two slips that give the same value in
+some draws (Z = 2 mesh copies and 2 bytes per element) are declared as the two single slips,
+NaN where they coincide, and one merged slip, NaN elsewhere, whose hint names both causes.
+
 Hints are format strings: ``{answer}`` is the student's value, any other name a variant value
 (``"that is {answer:.3g} s for {q3_X} chips"``).
 
@@ -33,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..checks import _as_number, _tolerance_text
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Verdict", "judge", "check_answer",
-           "well_posed", "test_cell_source", "parts_by_answer"]
+           "well_posed", "test_cell_source", "parts_by_answer", "merged", "distinct_from"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -138,7 +142,7 @@ def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
     hints: list[str] = []
     for _name, wrong, hint in part.hinted():
         text = _fill(hint, v, value)
-        if _near(value, float(wrong(v)), part.rel) and text not in hints:
+        if _near(value, float(wrong(v)), part.rel) and text not in hints:  # NaN never near
             hints.append(text)
     return Verdict(False, tuple(hints))
 
@@ -160,15 +164,16 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
     raise AssertionError(" ".join([message, *(f"Hint: {h}" for h in verdict.hints)]))
 
 
-def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
-    """(accepted values, hinted values) at ``v``; None if one is not a finite number (or its
-    solver call rejects the draw)."""
+def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[float], list[tuple[float, str]]] | None:
+    """(accepted values, (hinted value, hint) of the hints that apply) at ``v``; None if a value
+    is not a number (or its solver call rejects the draw)."""
     try:
         accepted = [float(part.expected(v))] + [float(c.value(v)) for c in part.accepted]
-        hinted = [float(wrong(v)) for _n, wrong, _h in part.hinted()]
+        hinted = [(float(wrong(v)), hint) for _n, wrong, hint in part.hinted()]
     except (ValueError, ZeroDivisionError):
         return None
-    if not all(math.isfinite(x) for x in accepted + hinted):
+    hinted = [(x, hint) for x, hint in hinted if not math.isnan(x)]
+    if not all(math.isfinite(x) for x in accepted + [x for x, _ in hinted]):
         return None
     return accepted, hinted
 
@@ -183,7 +188,8 @@ def _overlap(a: float, b: float, rel: float) -> bool:
 def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
     """The generic rule for one part at ``v``: every value computable and finite; no hinted
     value (slip or pinned convention) within ``MARGIN × rel`` of an accepted one; neither twice
-    nor half the reference accepted; no two hints that fire on one value."""
+    nor half the reference accepted; no two different hints that fire on one value (the same
+    hint declared for two conventions' slips may)."""
     values = _values(part, v)
     if values is None:
         return False
@@ -192,15 +198,41 @@ def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
     reference = accepted[0]
     if reference == 0:
         return False
-    for h in hinted + [2 * reference, reference / 2]:
+    for h in [x for x, _ in hinted] + [2 * reference, reference / 2]:
         if any(_near(h, a, MARGIN * rel) for a in accepted):
             return False
-    return not any(_overlap(a, b, rel) for i, a in enumerate(hinted) for b in hinted[i + 1:])
+    return not any(_overlap(a, b, rel) and ha != hb
+                   for i, (a, ha) in enumerate(hinted) for b, hb in hinted[i + 1:])
 
 
 def well_posed(parts: Iterable[Part], v: Mapping[str, Any]) -> bool:
     """:func:`part_well_posed` for every part."""
     return all(part_well_posed(part, v) for part in parts)
+
+
+def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
+    """Slips ``a`` and ``b``, and, in the draws where some value is within ``rel`` of both (so
+    it would earn both hints), one hint that names both causes instead: four slips, each NaN
+    (not applying) where the other form applies."""
+    nan = float("nan")
+
+    def close(v) -> bool:
+        return _overlap(float(a.value(v)), float(b.value(v)), rel)
+
+    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint),
+            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
+            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint),
+            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
+
+
+def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
+    """``value``, or NaN (no hint, no check) in the draws where it lies within ``MARGIN × rel``
+    of ``expected``: a convention that no check can tell from the answer at those numbers (the
+    first cut of a ring over 64 chips is 1.6% off the exact cost)."""
+    def value_or_nan(v) -> float:
+        x, e = float(value(v)), float(expected(v))
+        return float("nan") if _near(x, e, MARGIN * rel) else x
+    return value_or_nan
 
 
 def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
