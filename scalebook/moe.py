@@ -55,6 +55,9 @@ __all__ = [
     "price_collective",
     "COLLECTIVE_KINDS",
     "experts_touched",
+    "tokens_per_expert",
+    "ep_fsdp_crossover_tokens",
+    "smallest_capacity_factor",
     "MoERoofline",
     "moe_layer_roofline",
     "dense_critical_batch",
@@ -401,6 +404,15 @@ def price_collective(kind: str, nbytes: float, axis_sizes: int | Sequence[int],
 # --------------------------------------------------------------------------- roofline
 
 
+def tokens_per_expert(tokens: float, n_experts: int, top_k: int) -> float:
+    """Tokens one routed expert sees in a step of ``B`` tokens, with an even router: ``B·k/E``.
+    DeepSeek-V3 (E = 256, k = 8) at B = 4096: 128."""
+    E, k = positive_int(n_experts, "n_experts"), positive_int(top_k, "top_k")
+    if k > E:
+        raise ValueError(f"top_k ({k}) cannot exceed n_experts ({E})")
+    return positive(tokens, "tokens", allow_zero=True) * k / E
+
+
 def experts_touched(n_experts: int, top_k: int, tokens: float) -> float:
     """Expected routed experts that receive at least one of ``tokens`` tokens, under uniform
     routing: ``E·(1 − (1 − k/E)^B)``. Each token picks a given expert with probability ``k/E``.
@@ -536,6 +548,22 @@ def expected_dropped_fraction(tokens: int, n_experts: int, top_k: int,
                    + x * log_p + (b - x) * log_q)
         excess += (x - cap) * math.exp(log_pmf)
     return E * excess / (b * k)
+
+
+def smallest_capacity_factor(tokens: int, n_experts: int, top_k: int,
+                             max_dropped: float) -> float:
+    """The least capacity factor whose expected dropped share (uniform routing,
+    :func:`expected_dropped_fraction`) is at most ``max_dropped``: ``C·E/(k·B)`` for the
+    smallest whole capacity ``C`` that meets it (any factor that rounds up to that ``C`` does)."""
+    b = positive_int(tokens, "tokens")
+    E, k = positive_int(n_experts, "n_experts"), positive_int(top_k, "top_k")
+    limit = positive(max_dropped, "max_dropped", allow_zero=True)
+    cap = max(1, math.ceil(k * b / E - 1e-9))
+    while True:
+        c = cap * E / (k * b)
+        if expected_dropped_fraction(b, E, k, c) <= limit:
+            return c
+        cap += 1
 
 
 def imbalance(loads: Sequence[float]) -> float:
@@ -697,6 +725,15 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
         "TP": ExpertLayout("TP", E_bytes / n, tp_in.time + tp_out.time, compute,
                            "AllGather of B·D·b in, ReduceScatter of k·B·D·b out"),
     }
+
+
+def ep_fsdp_crossover_tokens(n_experts: int, d_expert: int, top_k: int) -> float:
+    """Tokens per chip below which expert parallelism moves fewer bytes than FSDP of the routed
+    experts, in a switch (an NVLink node): EP sends ``2·k·t·D·b`` per chip (dispatch and
+    combine), FSDP gathers ``E·3·D·F_e·b``; equal at ``t = 3·E·F_e/(2k)`` (tokens), whatever
+    ``D`` and ``b``. DeepSeek-V3: 3·256·2048/16 = 98,304."""
+    E, k = positive_int(n_experts, "n_experts"), positive_int(top_k, "top_k")
+    return 3.0 * E * positive_int(d_expert, "d_expert") / (2.0 * k)
 
 
 def tpu_ep_axes(chip: Chip | str, n: int) -> list[int]:

@@ -25,6 +25,7 @@ from . import hw3_sharding
 from . import hw4_parallelism
 from . import hw5_transformers
 from . import hw6_inference
+from . import hw7_moe_long_context
 
 from .parts import Part, check_answer, parts_by_answer
 
@@ -37,6 +38,7 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw4_parallelism.SPEC.assignment: hw4_parallelism.SPEC,
     hw5_transformers.SPEC.assignment: hw5_transformers.SPEC,
     hw6_inference.SPEC.assignment: hw6_inference.SPEC,
+    hw7_moe_long_context.SPEC.assignment: hw7_moe_long_context.SPEC,
 })
 
 #: Each homework's declared parts, ``assignment -> {answer: Part}`` (see :mod:`.parts`); a
@@ -44,7 +46,7 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
 PARTS: MappingProxyType[str, dict[str, Part]] = MappingProxyType({
     module.SPEC.assignment: parts_by_answer(module.PARTS)
     for module in (hw1_rooflines, hw2_hardware, hw3_sharding, hw4_parallelism, hw5_transformers,
-                   hw6_inference)
+                   hw6_inference, hw7_moe_long_context)
     if hasattr(module, "PARTS")
 })
 
