@@ -215,6 +215,10 @@ PARTS = (
         Slip("AllGather", lambda v: gpu_all_gather(_V4(v), v["q4_N"], v["q4_gpu"]).time,
              "The dispatch is an AllToAll: each piece goes to one GPU, not to all of them as in "
              "an AllGather."),
+        Slip("AllGather over the NIC",
+             lambda v: _V4(v) * (v["q4_N"] - 1) / v["q4_N"] / v["q4_nic"] + 1e-6,
+             "The dispatch is an AllToAll: each GPU sends only its own V/N of copies, one piece "
+             "to each GPU, not to all of them as in an AllGather."),
         Slip("NVLink", lambda v: _V4(v) / v["q4_N"] * (v["q4_N"] - 1) / v["q4_N"] / v["q4_nvlink"],
              "The copies bound for other nodes leave through the GPU's NIC, not NVLink."),
         Slip("(N-1)/N over the NIC",
