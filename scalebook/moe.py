@@ -488,7 +488,7 @@ def moe_critical_batch(chip: Chip | str, n_experts: int, top_k: int, *,
     first-cut form (every expert touched, activations ignored): :func:`moe_layer_roofline`
     gives the exact crossover. ``B`` counts the tokens that share one copy of the experts' weights:
     under expert parallelism over ``N`` chips, each holding ``E/N`` experts and ``B/N`` tokens,
-    it is the same per chip. DeepSeek-V3 (E/k = 32) on an H100 in bf16: 32 × 295 = 9,446.
+    it is the same per chip. DeepSeek-V3 (E/k = 32) on an H100 in bf16: 32 × 295.2 = 9,447.
     """
     E, k = positive_int(n_experts, "n_experts"), positive_int(top_k, "top_k")
     if k > E:

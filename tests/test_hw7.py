@@ -91,7 +91,7 @@ def test_cells() -> dict:
 def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
-    assert len(graded) == 18 >= 15
+    assert len(graded) == 19 >= 15
     assert sum(nbgrader_metadata(c)["points"] for c in graded) == 19
     assert "**19 points** in 7 problems" in nb.cells[0].source
     assert set(BY_HAND) == {p.answer for p in hw7.PARTS}
@@ -129,23 +129,25 @@ def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
 
 
 def test_design_is_judged_by_the_solver(test_cells):
-    cell = test_cells["design_ep"]
+    ep_cell, c_cell = test_cells["design_ep"], test_cells["design_capacity_factor"]
     best_c = moe.smallest_capacity_factor(4096, 256, 8, 0.001)
     assert 1.0 < best_c < 1.25
-    run_as_grader(cell, {"design_ep": 64, "design_capacity_factor": best_c}, SAMPLE)
-    # any factor that rounds up to the same capacity, and a little slack, also pass
-    run_as_grader(cell, {"design_ep": 64, "design_capacity_factor": best_c * 1.05}, SAMPLE)
+    # 58 layers x 256 experts x 3 x 7168 x 2048 x 2 bytes = 1.31e12 bytes: 64-way fits 40 GB
+    assert hw7.smallest_design_ep(SAMPLE) == 64
+    run_as_grader(ep_cell, {"design_ep": 64}, SAMPLE)
+    run_as_grader(c_cell, {"design_capacity_factor": best_c}, SAMPLE)
+    run_as_grader(c_cell, {"design_capacity_factor": best_c * 1.05}, SAMPLE)   # slack allowed
     cases = [
-        ({"design_ep": 32, "design_capacity_factor": best_c}, "memory per chip falls as 1/EP"),
-        ({"design_ep": 64, "design_capacity_factor": 1.0}, "raise the capacity"),
-        ({"design_ep": 64, "design_capacity_factor": 2.0}, "smallest factor"),
-        ({"design_ep": 48, "design_capacity_factor": best_c}, "power of two"),
+        (ep_cell, {"design_ep": 32}, "memory per chip falls as 1/EP"),
+        (ep_cell, {"design_ep": 48}, "power of two"),
+        (ep_cell, {"design_ep": 128}, "fits on 64 chips"),
+        (c_cell, {"design_capacity_factor": 1.0}, "raise the capacity"),
+        (c_cell, {"design_capacity_factor": 2.0}, "smallest factor"),
     ]
-    for answers, fragment in cases:
+    for cell, answers, fragment in cases:
         with pytest.raises(AssertionError) as info:
             run_as_grader(cell, answers, SAMPLE)
         assert fragment in str(info.value), (answers, str(info.value))
-    assert hw7.smallest_design_ep(SAMPLE) == 64
 
 
 @pytest.mark.slow

@@ -281,45 +281,57 @@ PARTS = (
 
 # --------------------------------------------------------------------------- the design part
 
-def design_problems(v: Mapping[str, Any], ep: Any, capacity_factor: Any) -> list[str]:
-    """What is wrong with a P6 design (empty when the solver accepts it): ``ep`` a power of two
-    dividing E, at most :data:`DESIGN_CHIPS`; the routed experts' bf16 weights per chip (2 bytes
-    per parameter) under the memory limit; expected dropped share (uniform routing) under the drop
-    limit; and ``c`` within 10% of the smallest factor that meets the drop limit (padding
-    costs AllToAll bytes)."""
-    problems = []
+def ep_problems(v: Mapping[str, Any], ep: Any) -> list[str]:
+    """What is wrong with P6's expert-parallel degree (empty when the solver accepts it): a power
+    of two that divides E, at most :data:`DESIGN_CHIPS`, whose routed experts' bf16 weights per
+    chip (2 bytes per parameter) fit the memory limit."""
     cfg = cfg6(v)
     try:
         ep = int(ep)
-        c = float(capacity_factor)
     except (TypeError, ValueError):
-        return ["design_ep must be a whole number and design_capacity_factor a number."]
+        return ["design_ep must be a whole number."]
     if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep or ep > DESIGN_CHIPS:
-        problems.append(f"design_ep = {ep} is not a power of two that divides E = "
-                        f"{cfg.n_experts} and fits on {DESIGN_CHIPS} chips.")
-        return problems
+        return [f"design_ep = {ep} is not a power of two that divides E = {cfg.n_experts} and "
+                f"fits on {DESIGN_CHIPS} chips."]
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
-        problems.append(f"With EP = {ep} each chip holds {mem:.3g} bytes of expert weights, over "
-                        f"the {v['q6_mem']:.3g}-byte limit. Hint: memory per chip falls as 1/EP.")
+        return [f"With EP = {ep} each chip holds {mem:.3g} bytes of expert weights, over the "
+                f"{v['q6_mem']:.3g}-byte limit. Hint: memory per chip falls as 1/EP."]
+    return []
+
+
+def capacity_problems(v: Mapping[str, Any], capacity_factor: Any) -> list[str]:
+    """What is wrong with P6's capacity factor (empty when the solver accepts it): its expected
+    dropped share under uniform routing is within the drop limit, and it is within 10% of the
+    smallest factor that is (padding costs AllToAll bytes)."""
+    cfg = cfg6(v)
+    try:
+        c = float(capacity_factor)
+    except (TypeError, ValueError):
+        return ["design_capacity_factor must be a number."]
     if not c > 0 or not math.isfinite(c):
-        return problems + ["design_capacity_factor must be a positive number."]
+        return ["design_capacity_factor must be a positive number."]
     drop = expected_dropped_fraction(v["q6_t"], cfg.n_experts, cfg.top_k, c)
     best = smallest_capacity_factor(v["q6_t"], cfg.n_experts, cfg.top_k, v["q6_drop"])
     if drop > v["q6_drop"]:
-        problems.append(f"At c = {c:g} a uniform router drops {drop:.3g} of the assignments, over "
-                        f"the limit of {v['q6_drop']:g}. Hint: each expert's load is "
-                        "Binomial(t, k/E); raise the capacity.")
-    elif c > 1.1 * best:
-        problems.append(f"c = {c:g} meets the drop limit but pads more than it needs: every "
-                        "extra slot is AllToAll bytes. Hint: find the smallest factor that "
-                        "meets the limit.")
-    return problems
+        return [f"At c = {c:g} a uniform router drops {drop:.3g} of the assignments, over the "
+                f"limit of {v['q6_drop']:g}. Hint: each expert's load is Binomial(t, k/E); "
+                "raise the capacity."]
+    if c > 1.1 * best:
+        return [f"c = {c:g} meets the drop limit but pads more than it needs: every extra slot "
+                "is AllToAll bytes. Hint: find the smallest factor that meets the limit."]
+    return []
 
 
-def check_design(v: Mapping[str, Any], ep: Any, capacity_factor: Any) -> None:
-    """The hidden check of P6: ``AssertionError`` naming each problem of the design."""
-    problems = design_problems(v, ep, capacity_factor)
+def check_design_ep(v: Mapping[str, Any], ep: Any) -> None:
+    """The hidden check of P6 (a): ``AssertionError`` naming what is wrong."""
+    problems = ep_problems(v, ep)
+    assert not problems, " ".join(problems)
+
+
+def check_design_capacity(v: Mapping[str, Any], capacity_factor: Any) -> None:
+    """The hidden check of P6 (b): ``AssertionError`` naming what is wrong."""
+    problems = capacity_problems(v, capacity_factor)
     assert not problems, " ".join(problems)
 
 
