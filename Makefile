@@ -23,7 +23,7 @@ help:
 	@echo "make test-fast   unit tests only (no book build, no notebooks, no browser)"
 	@echo "make serve       serve the built book on http://127.0.0.1:8000"
 	@echo "make lab         JupyterLab on the course: chapters (book/*.md) open as notebooks, homework in exercises/"
-	@echo "make generate    regenerate exercises/ from solutions/ (nbgrader)"
+	@echo "make generate    write each declared part's test cell into solutions/, then regenerate exercises/ (nbgrader)"
 	@echo "make grade-demo  run the whole grading loop on the sample submissions"
 	@echo "make clean       remove build outputs (keeps .venv)"
 
@@ -79,6 +79,7 @@ lab: $(STAMP)
 	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 generate: $(STAMP)
+	$(PY) -m scalebook.homework.cells
 	$(PY) -m autograder generate
 
 grade-demo: $(STAMP)

@@ -31,6 +31,7 @@ LIVE_PAGES = {
     "inference": ["scalebook.live.serving"],
     "transformers": ["scalebook.live.calculator"],
     "parallelism": ["scalebook.live.layout_planner"],
+    "moe-long-context": ["scalebook.live.moe"],
 }
 
 

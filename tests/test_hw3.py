@@ -26,7 +26,7 @@ import pytest
 from autograder.checker import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 from scalebook.homework import spec_for
-from scalebook.variants import default_variant
+from scalebook.variants import default_variant, variant_from
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw3-sharding"
@@ -85,7 +85,9 @@ OTHER = {
 # (answer name, the value a misconception gives, worked out by hand, text the hint must carry)
 MISCONCEPTIONS = [
     # the replicated axis forgotten in memory
-    ("w_bytes_per_chip", 4096 * 16384 * 2 / 64, "not 1/64"),
+    # at the sample numbers Z = 2 = bf16's bytes: one hint names both causes
+    ("w_bytes_per_chip", 4096 * 16384 * 2 / 64, "holds a whole copy of W (one chip holds 1/(X·Y)"),
+    ("w_bytes_per_chip", 4096 * 16384 * 2 / 64, "bf16 takes 2 bytes"),
     ("w_bytes_mesh", 4096 * 16384 * 2, "Count the copies"),
     ("w_shard_bytes", 32 * 64 * 4 / 8, "not 1/8"),
     ("a_local_shape", [2048, 512], "4 × 2 = 8 ways"),
@@ -106,7 +108,8 @@ MISCONCEPTIONS = [
     ("t_allreduce", 2 * (V3 * 15 / 16 / W_V5P + 15 * ALPHA), "both ways round the ring"),
     ("t_ar_ring16", 2 * (V4 * 15 / 16 / W_V5E + 15 * ALPHA), "has wraparound"),
     ("t_ag_line", V4 * 7 / 8 / (2 * W_V5E) + 4 * ALPHA, "no wraparound"),
-    ("v_star", 16 ** 2 * ALPHA * W_V5P / 15 / 2, "already counts both directions"),
+    ("v_star", 16 ** 2 * ALPHA * W_V5P / 15 / 2, "two links: 2W, not W"),     # ring bandwidth W
+    ("v_star", 16 ** 2 * ALPHA * W_V5P / 15 * 2, "already counts both directions"),  # 4W
     ("tokens_per_chip_star", C_V5P * 15 / 16 / W_V5P, "not W"),
     ("tokens_per_chip_star", C_V5P * 15 / 16 / (4 * W_V5P), "not 4W"),
     ("d_star_allreduce", 2 * C_V5P * 7 / W_V5P, "2W per chip, not W"),
@@ -271,3 +274,34 @@ def test_allreduce_check_fails_other_layouts_with_a_reason(test_cells, w_tp_spec
     message = failure(test_cells["allreduce_bytes"], {"w_tp_spec": w_tp_spec})
     assert fragment in message, message
 
+
+
+# --------------------------------------------------------------------------- issue 24's cases
+
+def _variant(**drawn):
+    spec = spec_for(A)
+    return variant_from(spec, {**SAMPLE.drawn(), **drawn})
+
+
+def test_one_way_slip_on_a_short_ring_gets_its_hint_under_the_first_cut_too(test_cells):
+    """q7 (a) accepts the first cut C/(2W); a student who also prices the ring at W (C/W) gets
+    the 2W hint on a 4-chip ring, where C/W is 33% above the exact slip 2·C·(3/4)/(2W)."""
+    v = _variant(q7_Na=4)
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["tokens_per_chip_star"], {"tokens_per_chip_star": C_V5P / W_V5P}, v)
+    assert str(info.value).count("Hint:") == 1 and "2W" in str(info.value)
+
+
+def test_alltoall_with_a_ring_factor_is_told_about_the_factor_not_the_latency(test_cells):
+    """q3 (c): V(N−1)/N/(8W) plus the latency, on a 4-chip ring (25% off), gets the AllToAll
+    hint; the old check told it to add the latency it had added."""
+    v = _variant(q3_N=4)
+    value = V3 * 3 / 4 / (8 * W_V5P) + 2 * ALPHA
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["t_alltoall"], {"t_alltoall": value}, v)
+    assert "no (N − 1)/N factor" in str(info.value) and "Add the latency" not in str(info.value)
+
+
+def test_z_copies_and_bytes_per_element_give_one_hint_when_they_coincide(test_cells):
+    message = failure(test_cells["w_bytes_per_chip"], {"w_bytes_per_chip": 4096 * 16384 * 2 / 64})
+    assert message.count("Hint:") == 1

@@ -23,7 +23,7 @@ from autograder.checker import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 from scalebook import scaling_laws, training, transformer
 from scalebook.homework import spec_for
-from scalebook.variants import default_variant
+from scalebook.variants import default_variant, variant_from
 
 REPO = Path(__file__).resolve().parent.parent
 A = "hw5-transformers"
@@ -165,3 +165,26 @@ def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
 def test_each_check_reads_only_its_own_answer(test_cells, name):
     names = {n for n in answer_names(test_cells[name].source) if not n.startswith("_")}
     assert names == {name}
+
+
+# --------------------------------------------------------------------------- issue 24's cases
+
+def _slip(test_cells, name: str, value: float, variant) -> str:
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells[name], {name: value}, variant)
+    return str(info.value)
+
+
+def test_problem_5_with_problem_2s_70b_gets_the_model_hint(test_cells):
+    """Problem 5 is an 8B-like model for everyone; a student whose problems 1-2 are the 70B and
+    who carries its P over is 9.3x off, and is told which model problem 5 means."""
+    v = variant_from(spec_for(A), {**SAMPLE.drawn(), "q1_model": "LLaMA-3 70B"})
+    tokens = v["q5_seqs"] * 8192
+    message = _slip(test_cells, "step_flops", 6 * v["q2_P"] * tokens, v)
+    assert message.count("Hint:") == 1 and "8B-like" in message
+
+
+@pytest.mark.parametrize("bytes_per_param, fragment", [(4, "2 + 2 bytes"), (8, "4 + 4")])
+def test_forgetting_the_optimizer_state_gets_a_hint(test_cells, bytes_per_param, fragment):
+    message = _slip(test_cells, "state_bytes", bytes_per_param * SAMPLE["q4_P"], SAMPLE)
+    assert message.count("Hint:") == 1 and fragment in message

@@ -53,6 +53,10 @@ def _jupyter(module: str):
 
         return layout_planner(preset="LLaMA-3 70B", chip="TPU v5p", n_chips=2048,
                               global_batch=2048, seq_len=8192, fsdp=256, tp=8, remat="selective")
+    if module == "scalebook.live.moe":
+        from scalebook.widgets.moe_explorer import moe_explorer
+
+        return moe_explorer()
     if module == "scalebook.live.sharded_matmul":
         from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
 
@@ -366,6 +370,15 @@ SCENARIOS = {
         ("n_chips", "value", 1024),
         ("best", "click", None),  # the search sets the layout fields
         ("zero_stage", "label", "ZeRO-1 (optimizer)"),
+    ]),
+    "scalebook.live.moe": ("moe-long-context", "capacity_factor", [
+        ("top_k", "value", 4),  # the selection slider's stop 4: top-16
+        ("ep", "value", 3),  # EP = 8: one NVLink node
+        ("chip", "label", "TPU v5p"),  # the AllToAll on the torus
+        ("d_model", "value", 4096),  # a typed width
+        ("ep", "value", 9),  # EP = 512 does not divide 256 experts: an error, the picture stays
+        ("ep", "value", 6),
+        ("tokens_per_chip", "value", 8),  # 2^8 tokens per chip: memory-bound experts
     ]),
     "scalebook.live.sharded_matmul": ("sharded-matmuls", "dtype", [
         ("D", "value", 14),  # the slider's exponent: D = 2^14, now compute-bound

@@ -25,8 +25,11 @@ from . import hw3_sharding
 from . import hw4_parallelism
 from . import hw5_transformers
 from . import hw6_inference
+from . import hw7_moe_long_context
 
-__all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE"]
+from .parts import Part, check_answer, parts_by_answer
+
+__all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE", "PARTS", "parts_of", "check_answer"]
 
 SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw1_rooflines.SPEC.assignment: hw1_rooflines.SPEC,
@@ -35,7 +38,26 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw4_parallelism.SPEC.assignment: hw4_parallelism.SPEC,
     hw5_transformers.SPEC.assignment: hw5_transformers.SPEC,
     hw6_inference.SPEC.assignment: hw6_inference.SPEC,
+    hw7_moe_long_context.SPEC.assignment: hw7_moe_long_context.SPEC,
 })
+
+#: Each homework's declared parts, ``assignment -> {answer: Part}`` (see :mod:`.parts`); a
+#: homework whose module declares no ``PARTS`` checks its answers in its notebook.
+PARTS: MappingProxyType[str, dict[str, Part]] = MappingProxyType({
+    module.SPEC.assignment: parts_by_answer(module.PARTS)
+    for module in (hw1_rooflines, hw2_hardware, hw3_sharding, hw4_parallelism, hw5_transformers,
+                   hw6_inference, hw7_moe_long_context)
+    if hasattr(module, "PARTS")
+})
+
+
+def parts_of(assignment: str) -> dict[str, Part]:
+    """The declared parts of ``assignment`` by answer name; ``KeyError`` if it declares none."""
+    try:
+        return PARTS[assignment]
+    except KeyError:
+        raise KeyError(f"{assignment!r} declares no parts; homeworks that do: {', '.join(PARTS)}") from None
+
 
 SAMPLE_NOTE = ("These are the sample numbers of the book. Enter your STUDENT_ID and HOMEWORK_KEY "
                "in the first cell and run the notebook again to get yours: your answers are graded "

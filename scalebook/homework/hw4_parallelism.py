@@ -29,11 +29,17 @@ import math
 from typing import Any, Mapping
 
 from ..hardware import get_chip
-from ..parallelism import axis_bandwidth
+from ..parallelism import (Layout, MLPStack, axis_bandwidth, critical_batch_per_chip_dp,
+                           critical_batch_per_chip_fsdp, data_parallel, estimate, fsdp,
+                           max_chips_compute_bound, max_tensor_parallel,
+                           min_batch_per_chip_fsdp_tp, min_microbatches, pipeline_bubble_fraction,
+                           tensor_parallel)
 from ..topology import tpu_slice
-from ..training import llama3_405b
-from ..transformer import llama3_8b, llama3_70b, param_count
-from ..variants import Choice, VariantSpec, apart
+from ..training import MIXED_PRECISION_ADAM, fewest_chips, llama3_405b, run_time, training_memory
+from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
+from ..variants import Choice, VariantSpec
+from .parts import ACCEPTED, PINNED, Convention, Part, Slip
+from .parts import well_posed as parts_well_posed
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
 MODELS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
@@ -42,14 +48,14 @@ PARAMETERS = {
     "q1_model": Choice(tuple(MODELS), "model"),
     "q1_tokens": Choice((15e12, 2e12, 8e12, 30e12), "T", "tokens"),
     "q1_chip": Choice(("TPU v5p", "TPU v5e", "TPU v6e"), "TPU"),
-    "q1_mfu": Choice((0.45, 0.4, 0.55, 0.35), "MFU", fmt="{:.0%}"),
+    "q1_mfu": Choice((0.45, 0.4, 0.6, 0.35), "MFU", fmt="{:.0%}"),
     "q2_model": Choice(tuple(MODELS), "model"),
     "q2_gpu": Choice(("H100", "H200", "A100", "B200"), "GPU"),
     "q3_chip": Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "TPU"),
     "q3_D": Choice((4096, 8192, 2048), "D"),
     "q3_F": Choice((16384, 32768, 8192, 24576), "F"),
     "q3_L": Choice((32, 48, 24, 64), "L", "layers"),
-    "q3_X": Choice((16, 8, 32, 64), "X", "chips"),
+    "q3_X": Choice((16, 8, 4), "X", "chips"),
     "q5_gpu": Choice(("H100", "H200", "B200", "A100"), "GPU"),
     "q5_D": Choice((8192, 4096, 16384), "D"),
     "q5_F": Choice((28672, 14336, 53248), "F"),
@@ -92,59 +98,329 @@ def derive(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 
+# --------------------------------------------------------------------------- the parts
+
+def _stack(v: Mapping[str, Any]) -> MLPStack:
+    """Problem 3's MLP stack (problems 4 and 8 reuse it)."""
+    return MLPStack(d_model=v["q3_D"], d_ff=v["q3_F"], n_layers=v["q3_L"])
+
+
+def _ring(v: Mapping[str, Any]) -> float:
+    """The exact ring factor (X − 1)/X of problem 3's axis."""
+    return (v["q3_X"] - 1) / v["q3_X"]
+
+
+def _q2_memory(v: Mapping[str, Any]):
+    return training_memory(MODELS[v["q2_model"]](), precision=MIXED_PRECISION_ADAM)
+
+
+def _dp(v: Mapping[str, Any]):
+    return data_parallel(_stack(v), v["q3_chip"], 2 ** 20, v["q3_X"])
+
+
+def _fsdp(v: Mapping[str, Any]):
+    return fsdp(_stack(v), v["q3_chip"], 2 ** 20, v["q3_X"])
+
+
+def _state(memory) -> float:
+    return memory.parameters + memory.gradients + memory.optimizer_state
+
+
+def _tp(v: Mapping[str, Any]):
+    return tensor_parallel(MLPStack(d_model=v["q5_D"], d_ff=v["q5_F"], n_layers=1), v["q5_gpu"],
+                           v["q5_B"], 8)
+
+
+def _remat(v: Mapping[str, Any]) -> float:
+    return estimate(_stack(v), Layout(data=v["q8_X"]), v["q3_chip"], v["q8_B"]).memory.activations
+
+
+def _exact_ring(expected, ring=_ring) -> Convention:
+    """The exact ring cost, (N − 1)/N of the first cut the text states: what hw3 requires, so
+    accepted here."""
+    return Convention("exact ring (N-1)/N", lambda v: expected(v) * ring(v), ACCEPTED)
+
+
+_MASTER_16 = ("This problem keeps **no** fp32 master copy: 12 bytes per parameter (bf16 weights "
+              "and gradients, two fp32 moments), not problem 2's 16.")
+_BOTH_WAYS = ("That is twice the answer. Gradients and weights move in bf16 (2 bytes), and a wrapped "
+              "ICI axis moves data both ways round the ring: W = {q3_ici:.3g} bytes/s, not one "
+              "direction's half.")
+
+_train_flops = lambda v: training_flops(MODELS[v["q1_model"]](), v["q1_tokens"])
+_train_time = lambda v: run_time(_train_flops(v), v["q1_n_chips"], v["q1_chip"], mfu=v["q1_mfu"])
+_min_gpus = lambda v: fewest_chips(_q2_memory(v).state, v["q2_gpu"])
+_dp_bytes = lambda v: _state(_dp(v).memory)
+_t_grad = lambda v: _dp(v).backward_comms_time * v["q3_L"]
+_dp_critical = lambda v: critical_batch_per_chip_dp(v["q3_chip"])
+_dp_global = lambda v: v["q3_X"] * critical_batch_per_chip_dp(v["q3_chip"])
+_fsdp_bytes = lambda v: _state(_fsdp(v).memory)
+_t_gather = lambda v: _fsdp(v).forward_comms_time
+_t_fsdp_step = lambda v: (_fsdp(v).forward_comms_time + _fsdp(v).backward_comms_time) * v["q3_L"]
+_t_tp = lambda v: _tp(v).forward_comms_time
+_tp_count = lambda v: round((_tp(v).forward_comms_time + _tp(v).backward_comms_time)
+                            / (v["q5_B"] * v["q5_D"] * 2 / axis_bandwidth(v["q5_gpu"])))
+_max_tp = lambda v: max_tensor_parallel(v["q5_gpu"], v["q5_F"])
+_alpha6 = lambda v: v["q6_bf16_flops"] / v["q6_ici"]
+_min_2d = lambda v: min_batch_per_chip_fsdp_tp(v["q6_chip"], v["q6_F"])
+_chips_2d = lambda v: max_chips_compute_bound(v["q6_B"], v["q6_chip"], "fsdp_tp", d_ff=v["q6_F"])
+_no_remat = lambda v: _remat(v) * (v["q3_D"] + 2 * v["q3_F"]) / v["q3_D"]
+_remat_factor = lambda v: (_stack(v).training_flops(1.0) + 2.0 * _stack(v).n_params) / _stack(v).training_flops(1.0)
+
+PARTS = (
+    Part("train_flops", _train_flops, slips=(
+        Slip("forward only", lambda v: _train_flops(v) / 3,
+             "That counts the forward pass only (2 FLOPs per weight per token); the backward pass "
+             "costs twice as much again: 6 per weight per token in all."),
+        Slip("backward only", lambda v: _train_flops(v) * 2 / 3,
+             "That is the backward pass alone (4 FLOPs per weight per token); add the forward "
+             "pass's 2."),
+    )),
+    Part("train_time", _train_time, slips=(
+        Slip("times MFU", lambda v: _train_time(v) * v["q1_mfu"],
+             "At {q1_mfu:.0%} MFU the chips deliver only {q1_mfu:g} of their peak: divide by it."),
+        Slip("times MFU squared", lambda v: _train_time(v) * v["q1_mfu"] ** 2,
+             "Divide by the MFU, do not multiply: the run is slower than at peak."),
+        Slip("int8 rate", lambda v: _train_time(v) / 2,
+             "Use the bf16 rate, {q1_bf16_flops:.3g} FLOPs/s; int8 is twice as fast."),
+        Slip("days", lambda v: _train_time(v) / 86400, "The answer is in seconds, not days."),
+    )),
+    Part("optimizer_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes, rel=0.001,
+         slips=(
+        Slip("2 bytes of state", lambda v: 2,
+             "Adam's state is not 2 bytes per parameter: it keeps two fp32 moments (4 bytes each) "
+             "and, with mixed precision, an fp32 master copy of the weights (4 bytes)."),
+        Slip("one moment", lambda v: 4,
+             "Adam keeps two moments, m and v, each fp32 (4 bytes), and mixed precision adds an "
+             "fp32 master copy of the weights (4 bytes)."),
+        Slip("no master copy", lambda v: 8,
+             "Mixed precision also keeps an fp32 master copy of the weights: 4 more bytes."),
+        Slip("whole state", lambda v: 16,
+             "This part asks for the optimizer state alone, without the bf16 weights and "
+             "gradients."),
+    )),
+    Part("train_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.bytes_per_param, rel=0.001,
+         slips=(
+        Slip("weights only", lambda v: 2,
+             "That is the bf16 weights alone; training also keeps gradients and the optimizer "
+             "state."),
+        Slip("2 bytes of state", lambda v: 6,
+             "Adam's state is not 2 bytes per parameter: two fp32 moments and the fp32 master "
+             "copy make 12."),
+        Slip("no master copy, no gradients", lambda v: 8,
+             "Adam's two moments are fp32 (4 bytes each), and mixed precision adds an fp32 master "
+             "copy: the optimizer alone keeps 12 bytes per parameter."),
+        Slip("optimizer only", lambda v: 12,
+             "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
+             "the two fp32 Adam moments (8)."),
+        Slip("no gradients", lambda v: 14, "Count the bf16 gradients too (2 bytes per parameter)."),
+    )),
+    Part("min_gpus", _min_gpus, rel=0.001, slips=(
+        Slip("unrounded", lambda v: _q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes,
+             "A chip count is a whole number: round up."),
+        Slip("rounded down", lambda v: math.floor(_q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes),
+             "Round up, not down: the whole state must fit."),
+        Slip("weights only", lambda v: fewest_chips(_q2_memory(v).weights, v["q2_gpu"]),
+             "That holds the bf16 weights only; training keeps 16 bytes per parameter with "
+             "mixed-precision Adam."),
+        Slip("2 bytes of state", lambda v: fewest_chips(6 * _q2_memory(v).n_params, v["q2_gpu"]),
+             "Adam's state is not 2 bytes per parameter: count 16 bytes per parameter in all."),
+        Slip("no master copy", lambda v: fewest_chips(12 * _q2_memory(v).n_params, v["q2_gpu"]),
+             "Mixed precision keeps an fp32 master copy of the weights too: 16 bytes per "
+             "parameter in all, not 12."),
+    )),
+    Part("dp_bytes_per_chip", _dp_bytes, conventions=(
+        Convention("16 bytes per parameter (master copy)", lambda v: _dp_bytes(v) * 16 / 12, PINNED,
+                   phrase="master copy here: 12 bytes", hint=_MASTER_16),
+    ), slips=(
+        Slip("FSDP's figure", lambda v: _dp_bytes(v) / v["q3_X"],
+             "That is FSDP's figure. Pure data parallelism keeps a full replica of the weights, "
+             "gradients and Adam state on every chip."),
+        Slip("weights only", lambda v: 2 * _stack(v).n_params,
+             "That is the bf16 weights alone; add gradients and Adam's moments."),
+        Slip("2 bytes of state", lambda v: 6 * _stack(v).n_params,
+             "Adam's state is not 2 bytes per parameter: two fp32 moments take 8."),
+    )),
+    Part("t_grad_allreduce", _t_grad, conventions=(_exact_ring(_t_grad),), slips=(
+        Slip("one AllGather", lambda v: _t_grad(v) / 2,
+             "An AllReduce is a ReduceScatter followed by an AllGather: 2·V/W, not V/W."),
+        Slip("twice", lambda v: _t_grad(v) * 2, _BOTH_WAYS),
+        Slip("divided by X", lambda v: _t_grad(v) / v["q3_X"],
+             "A ring collective's time V/W does not shrink with the number of chips: each chip "
+             "still sends and receives almost the whole array."),
+    )),
+    Part("dp_critical_tokens_per_chip", _dp_critical, conventions=(_exact_ring(_dp_critical),),
+         slips=(
+        Slip("global batch", lambda v: _dp_critical(v) * v["q3_X"],
+             "That is the global batch of all {q3_X} chips; the question asks per chip."),
+        Slip("one way", lambda v: _dp_critical(v) * 2,
+             "A wrapped ICI axis moves data both ways round the ring: W = {q3_ici:.3g} bytes/s, "
+             "not one direction's half."),
+        Slip("AllReduce factor", lambda v: _dp_critical(v) / 2,
+             "The AllReduce's factor 2 is matched by the backward pass's 8·B·D·F FLOPs (twice "
+             "the forward's): the threshold is C / W."),
+    )),
+    Part("dp_min_global_batch", _dp_global, conventions=(_exact_ring(_dp_global),), slips=(
+        Slip("per chip", lambda v: _dp_critical(v),
+             "That is the batch each chip needs; the global batch feeds all {q3_X} chips."),
+        Slip("one way", lambda v: _dp_global(v) * 2,
+             "A wrapped ICI axis moves data both ways round the ring: W = {q3_ici:.3g} bytes/s, "
+             "not one direction's half."),
+    )),
+    Part("fsdp_bytes_per_chip", _fsdp_bytes, conventions=(
+        Convention("16 bytes per parameter (master copy)", lambda v: _fsdp_bytes(v) * 16 / 12,
+                   PINNED, phrase="(12 bytes per parameter", hint=_MASTER_16),
+    ), slips=(
+        Slip("DP's replica", lambda v: _fsdp_bytes(v) * v["q3_X"],
+             "That is plain data parallelism's replica. FSDP splits the weights, the gradients "
+             "and the optimizer state {q3_X} ways."),
+        Slip("ZeRO-1", lambda v: 4 * _stack(v).n_params + 8 * _stack(v).n_params / v["q3_X"],
+             "That shards only the optimizer state (ZeRO-1). FSDP also splits the bf16 weights "
+             "and gradients."),
+        Slip("weights' shard only", lambda v: 2 * _stack(v).n_params / v["q3_X"],
+             "That is the weights' shard alone; add the gradients and Adam's moments."),
+    )),
+    Part("t_fsdp_gather_layer", _t_gather, conventions=(_exact_ring(_t_gather),), slips=(
+        Slip("divided by X", lambda v: _t_gather(v) / v["q3_X"],
+             "A ring AllGather of a V-byte array takes about V/W whatever the number of chips: "
+             "each chip receives the (X − 1)/X of it that it lacks."),
+        Slip("twice", lambda v: _t_gather(v) * 2,
+             "That is twice the answer: an AllGather costs V/W (2·V/W is an AllReduce), the "
+             "weights are bf16, and a wrapped axis moves W = {q3_ici:.3g} bytes/s both ways."),
+        Slip("all layers", lambda v: _t_gather(v) * v["q3_L"], "One layer, not all {q3_L}."),
+    )),
+    Part("t_fsdp_comms_step", _t_fsdp_step, conventions=(_exact_ring(_t_fsdp_step),), slips=(
+        Slip("DP's AllReduce", lambda v: _t_fsdp_step(v) * 2 / 3,
+             "That is data parallelism's gradient AllReduce (2·V/W per layer). FSDP also gathers "
+             "the weights again for the backward pass: AllGather, AllGather and ReduceScatter, "
+             "3·V/W per layer."),
+        Slip("forward only", lambda v: _t_fsdp_step(v) / 3,
+             "Count the backward pass too: it AllGathers the weights again and ReduceScatters "
+             "the gradients."),
+    )),
+    Part("tp_collectives_per_layer", _tp_count, rel=0.001, slips=(
+        Slip("one AllReduce", lambda v: 1,
+             "With activations sharded along D, the forward pass's AllReduce is split into an "
+             "AllGather before W_in and a ReduceScatter after W_out, and the backward pass "
+             "repeats the pair."),
+        Slip("forward only", lambda v: 2,
+             "Count the backward pass too: it has its own AllGather and ReduceScatter."),
+        Slip("weight gradients too", lambda v: 6,
+             "The weight gradients need no collective under TP: each GPU owns its slice of W_in "
+             "and W_out and computes that slice's gradient locally."),
+    )),
+    Part("t_tp_comms_forward", _t_tp, conventions=(_exact_ring(_t_tp, lambda v: 7 / 8),), slips=(
+        Slip("one collective", lambda v: _t_tp(v) / 2,
+             "The forward pass has two collectives per layer: an AllGather of In and a "
+             "ReduceScatter of the output."),
+        Slip("divided by 8", lambda v: _t_tp(v) / 8,
+             "A ring collective over Y GPUs takes about V/W for the full array whatever Y is: do "
+             "not divide by 8."),
+        Slip("twice", lambda v: _t_tp(v) * 2,
+             "An AllGather and a ReduceScatter each take V/W: 2·V/W together, not 2·V/W each."),
+    )),
+    Part("max_tp_degree", _max_tp, rel=0.001, slips=(
+        Slip("d_model", lambda v: math.floor(v["q5_D"] * v["q5_nvlink"] / v["q5_bf16_flops"]),
+             "The condition compares F / Y with C / W: use d_ff = {q5_F}, not d_model."),
+        Slip("sparse rate", lambda v: math.floor(v["q5_F"] * v["q5_nvlink"] / (2 * v["q5_bf16_flops"])),
+             "Use the dense bf16 rate, {q5_bf16_flops:.3g} FLOPs/s; the datasheet's figure "
+             "'with sparsity' is twice that."),
+        Slip("unrounded", lambda v: v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"],
+             "A TP degree is a whole number: round down."),
+    )),
+    Part("min_tokens_per_chip_2d", _min_2d, slips=(
+        Slip("two FSDP axes", lambda v: _min_2d(v) / 2,
+             "2·(C/W)²/F is the case where FSDP spans two mesh axes (twice the bandwidth); here "
+             "each strategy has one axis."),
+        Slip("pure FSDP", lambda v: critical_batch_per_chip_fsdp(v["q6_chip"]),
+             "That is pure FSDP's threshold C/W; adding TP lowers it."),
+        Slip("times F", lambda v: _min_2d(v) * v["q6_F"],
+             "Divide by F: the bound is 4·(C/W)² / F."),
+    )),
+    Part("max_chips_2d", _chips_2d, rel=0.001, slips=(
+        Slip("FSDP alone", lambda v: math.floor(v["q6_B"] / critical_batch_per_chip_fsdp(v["q6_chip"])),
+             "That is how far FSDP alone goes (B / (C/W)); FSDP × TP needs fewer tokens per chip."),
+        Slip("two FSDP axes", lambda v: _chips_2d(v) * 2,
+             "Each strategy has one mesh axis here: the bound per chip is 4·(C/W)²/F, not "
+             "2·(C/W)²/F."),
+    )),
+    Part("bubble_fraction", lambda v: pipeline_bubble_fraction(v["q7_K"], v["q7_M"]), slips=(
+        Slip("M and K swapped", lambda v: (v["q7_M"] - 1) / (v["q7_M"] + v["q7_K"] - 1),
+             "M and K are swapped: the idle slots come from the K - 1 stages filling and "
+             "draining, (K - 1) / (M + K - 1)."),
+        Slip("over M", lambda v: (v["q7_K"] - 1) / v["q7_M"],
+             "A pass takes M + K - 1 slots, not M: divide the K - 1 idle slots by M + K - 1."),
+    )),
+    Part("min_microbatches", lambda v: min_microbatches(v["q7_K"], v["q7_bubble"]), rel=0.001,
+         slips=(
+        Slip("over M", lambda v: (v["q7_K"] - 1) / v["q7_bubble"],
+             "The bubble is (K - 1) / (M + K - 1), not (K - 1) / M: the step has M + K - 1 "
+             "slots."),
+        Slip("K", lambda v: v["q7_K"],
+             "M and K are swapped: it is the number of microbatches that must grow."),
+    )),
+    Part("act_bytes_remat", _remat, slips=(
+        Slip("global batch", lambda v: _remat(v) * v["q8_X"],
+             "That uses the global batch. Each chip holds the activations of its own B / X "
+             "tokens only."),
+        Slip("one byte", lambda v: _remat(v) / 2, "bf16 activations take 2 bytes per element."),
+        Slip("one layer", lambda v: _remat(v) / v["q3_L"],
+             "Every one of the {q3_L} layers keeps its input."),
+    )),
+    Part("act_bytes_no_remat", _no_remat, slips=(
+        Slip("global batch", lambda v: _no_remat(v) * v["q8_X"],
+             "That uses the global batch. Each chip holds the activations of its own B / X "
+             "tokens only."),
+        Slip("remat figure", _remat,
+             "That is the rematerialised figure: without remat each layer also keeps the two "
+             "[tokens, F] arrays H and phi(H)."),
+        Slip("one F array", lambda v: _remat(v) * (v["q3_D"] + v["q3_F"]) / v["q3_D"],
+             "Both H and phi(H) are kept: two [tokens, F] arrays."),
+    )),
+    Part("remat_flops_factor", _remat_factor, slips=(
+        Slip("whole step again", lambda v: 2.0,
+             "Remat repeats the forward pass only (2 of the 6 FLOPs per weight per token), not "
+             "the whole step."),
+        Slip("a half", lambda v: 1.5,
+             "The forward pass is 2 of the 6 FLOPs per weight per token: recomputing it adds a "
+             "third, not a half."),
+        Slip("inverted", lambda v: 1 / _remat_factor(v), "Give the factor with remat over without: above 1."),
+    )),
+)
+
+
+def ring_axis(chip: str, n: int) -> bool:
+    """Whether the catalog builds a slice of ``chip`` with an axis of ``n`` chips that wraps
+    around (the other axes as small as the chip allows a wrapped axis to be): through
+    :func:`scalebook.topology.tpu_slice`, so a problem never states a ring no slice has."""
+    limit = get_chip(chip).max_slice
+    for other in ((4,) * (len(limit) - 1), tuple(sorted(limit)[:-1])):
+        try:
+            if tpu_slice(chip, (n, *other)).wraparound[0]:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def well_posed(v: Mapping[str, Any]) -> bool:
-    """No draw where a slip that a hint names lands within the check's tolerance of the answer
-    or of another hinted slip (whose hint it would then get), and no degenerate answer.
+    """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`), and:
 
-    - P2 (c): the answer ceil(16·P / HBM), the unrounded and rounded-down counts, and the counts
-      for the bf16 weights alone and for 6 bytes per parameter are five different numbers (0.1%
-      apart): so the model must need several GPUs.
-    - P3 (a): DP's 12·P per chip, FSDP's 12·P / X, the weights' 2·P and 6·P are 5% apart.
-    - P4 (a): FSDP's 12·P / X, DP's 12·P, ZeRO-1's 4·P + 8·P / X and the weights' shard 2·P / X
-      are 5% apart.
-    - P5 (c): F·W / C is 2 or more (the answer is a real TP degree, as the solver's floor gives
-      it) and its floor, the floors with d_model and with the sparse rate, and the unrounded value
-      are 0.1% apart.
-    - P6 (a): TP lowers the threshold: 4·α² / F is at most 90% of pure FSDP's α (F >= 4.4·α), so
-      "that is pure FSDP's threshold" stays a wrong answer and its hint true; (b): the answer
-      and the hinted floor(B / α) are 0.1% apart, and at least 2.
-    - P7 (a): the bubble (K − 1)/(M + K − 1), its swap (M − 1)/(M + K − 1) and (K − 1)/M are 5%
-      apart; (b): the answer, (K − 1)/f and K are 0.1% apart.
-    - P9: F >= 2·D, so the hinted [B, F] hidden activations are not the [B, D] answer nor its
-      half (the "f32 takes 4 bytes" slip) nor its eighth. And B < D: the check names a wrong
-      layout by the collectives XLA compiles for it, and with B >= D XLA gathers a W_in split
-      along D (an AllGather) instead of AllReducing the [B, F] partial sums, so the classic
-      slip (W_in split along D, W_out along F) would no longer get its "partial sum" hint.
+    - problem 3's X chips form a ring the catalog can build (v5p/v4p: a multiple of 4; v6e:
+      the full 16-chip axis), as the text says "one ICI axis with wraparound";
+    - P2 (c): the model needs several GPUs; P5 (c): F·W / C is 2 or more (a real TP degree);
+      P6: TP lowers the threshold (4·α² / F at most 90% of α, so "that is pure FSDP's" stays
+      wrong) and (b)'s answer is at least 2 chips;
+    - P9: F >= 2·D and B < D, so that XLA compiles the classic slips to the collectives their
+      hints name (with B >= D it gathers a W_in split along D instead of AllReducing).
     """
-    P2 = v["q2_n_params"]
-    hbm = v["q2_hbm_gb"] * 1e9
-    exact = 16 * P2 / hbm
-    q2 = [math.ceil(exact), exact, math.floor(exact), math.ceil(2 * P2 / hbm), math.ceil(6 * P2 / hbm)]
-
-    n3 = 2 * v["q3_D"] * v["q3_F"] * v["q3_L"]
-    X3 = v["q3_X"]
-    q3a = [12 * n3, 12 * n3 / X3, 2 * n3, 6 * n3]
-    q4a = [12 * n3 / X3, 12 * n3, 4 * n3 + 8 * n3 / X3, 2 * n3 / X3]
-
-    ratio5 = v["q5_nvlink"] / v["q5_bf16_flops"]
-    y = v["q5_F"] * ratio5
-    q5c = [math.floor(y), math.floor(v["q5_D"] * ratio5), math.floor(y / 2), y]
-
-    alpha = v["q6_bf16_flops"] / v["q6_ici"]
-    per_chip = 4 * alpha ** 2 / v["q6_F"]
-    chips = math.floor(v["q6_B"] / per_chip)
-    q6b = [chips, math.floor(v["q6_B"] / alpha)]
-
-    K, M, f = v["q7_K"], v["q7_M"], v["q7_bubble"]
-    q7a = [(K - 1) / (M + K - 1), (M - 1) / (M + K - 1), (K - 1) / M]
-    q7b = [math.ceil((K - 1) * (1 - f) / f - 1e-9), (K - 1) / f, K]
-
-    return (apart(q2, 0.002) and min(q2) >= 1
-            and apart(q3a, 0.1) and apart(q4a, 0.1)
-            and y >= 2 and apart(q5c, 0.002) and min(q5c) >= 1
-            and per_chip <= 0.9 * alpha and apart(q6b, 0.002) and chips >= 2
-            and apart(q7a, 0.1) and apart(q7b, 0.002)
-            and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"])
+    alpha = _alpha6(v)
+    return (ring_axis(v["q3_chip"], v["q3_X"])
+            and _min_gpus(v) >= 2
+            and v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"] >= 2
+            and 4 * alpha ** 2 / v["q6_F"] <= 0.9 * alpha and _chips_2d(v) >= 2
+            and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"]
+            and parts_well_posed(PARTS, v))
 
 
 SPEC = VariantSpec(

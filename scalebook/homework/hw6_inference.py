@@ -27,11 +27,14 @@ from typing import Any, Mapping
 
 from ..collectives import DEFAULT_HOP_LATENCY
 from ..hardware import get_chip
-from ..inference import (best_batch, decode_critical_batch, decode_step, kv_bytes_per_token,
-                         max_batch, smallest_slice, weight_bytes)
+from ..collectives import gpu_all_reduce
+from ..inference import (best_batch, cost_per_million_tokens, decode_critical_batch, decode_step,
+                         kv_bytes_per_token, max_batch, prefill, smallest_slice, weight_bytes)
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
-from ..variants import Choice, VariantSpec, apart
+from ..variants import Choice, VariantSpec
+from .parts import Part, Slip, distinct_from
+from .parts import well_posed as parts_well_posed
 
 #: The catalog's configs, by the name the problem text prints.
 MODELS = {
@@ -127,57 +130,6 @@ def smallest_power_of_two(need: float, per_gpu: float) -> int | None:
 
 
 
-def _p1(v: Mapping[str, Any]) -> bool:
-    cfg = model(v["q1_model"])
-    kv = kv_bytes_per_token(cfg)
-    free = v["q1_n"] * v["q1_hbm"] - weight_bytes(cfg)
-    if free <= 0:
-        return False
-    raw = free / (v["q1_S"] * kv)
-    answer = math.floor(raw)
-    no_weights = math.floor(v["q1_n"] * v["q1_hbm"] / (v["q1_S"] * kv))
-    query_heads = math.floor(raw * v["q1_K"] / v["q1_H"])
-    return 4 <= answer <= 2000 and query_heads >= 1 and apart(
-        [answer, no_weights, query_heads], 0.002)
-
-
-def _p4(v: Mapping[str, Any]) -> bool:
-    with_cache = decode_critical_batch(model(v["q4_model"]), v["q4_gpu"], context_len=v["q4_S"])
-    no_cache = v["q4_flops"] / v["q4_hbm_bw"]
-    return 1.1 * no_cache <= with_cache <= 4 * no_cache
-
-
-def _p5(v: Mapping[str, Any]) -> bool:
-    cfg, gpu, n, b, s = (model(v["q5_model"]), v["q5_gpu"], v["q5_n"], v["q5_B"], v["q5_S"])
-    if max_batch(cfg, gpu, context_len=s, n_chips=n) < b:
-        return False
-    nbytes = b * v["q5_D"] * 2
-    w = v["q5_nvlink"]
-    ar = [allreduce_time(nbytes, n, w), allreduce_time(nbytes, n, w, doubled=False),
-          allreduce_time(nbytes, n, w, latency=False),
-          allreduce_time(nbytes, n, w, bytes_factor=2.0)]
-    step = decode_step(cfg, gpu, batch=b, context_len=s, n_chips=n)
-    slips = [step.time, step.time - step.t_comm, step.time - step.t_comm / 2,
-             step.t_compute + step.t_comm, step.t_memory * n + step.t_comm]
-    return step.bound == "memory" and apart(ar, 0.06) and apart(slips, 0.06)
-
-
-def _p7(v: Mapping[str, Any]) -> bool:
-    cfg, gpu, b, s = model(v["q7_model"]), v["q7_gpu"], v["q7_B"], v["q7_S"]
-    try:
-        answer = smallest_slice(cfg, gpu, context_len=s, batch=b, sizes=SLICES)
-    except ValueError:
-        return False
-    if smallest_power_of_two(weight_bytes(cfg), v["q7_hbm"]) == answer:
-        return False
-    m5, n5, s5 = model(v["q5_model"]), v["q5_n"], v["q5_S"]
-    best = best_batch(m5, v["q5_gpu"], latency_target=v["q7_target"], context_len=s5,
-                      n_chips=n5)
-    fits = max_batch(m5, v["q5_gpu"], context_len=s5, n_chips=n5)
-    no_comm = best_batch_without_allreduces(v)
-    return 20 <= best < fits and apart([best, no_comm], 0.06)
-
-
 def best_batch_without_allreduces(v: Mapping[str, Any]) -> int:
     """P7 (b)'s slip: the largest batch meeting the target on P5's slice when the AllReduces
     are left out (decode is memory-bound there: the step reads the weights and the caches)."""
@@ -188,29 +140,228 @@ def best_batch_without_allreduces(v: Mapping[str, Any]) -> int:
                       max_batch(cfg, v["q5_gpu"], context_len=s, n_chips=n)))
 
 
-def well_posed(v: Mapping[str, Any]) -> bool:
-    """No draw where a slip that a hint names lands within the check's tolerance of the answer
-    (or of another hinted slip), and no degenerate answer.
 
-    - P1 (c): the weights fit on the slice and leave room for 4 to 2,000 sequences; the answer,
-      the count that forgets the weights and the count with H query heads in place of K are
-      0.2% apart (the check's tolerance is 0.1%). The unrounded count is hinted only where the
-      tolerance does not already accept it (the check says so).
+# --------------------------------------------------------------------------- the parts
+
+_8b = lambda v: llama3_8b()
+_m1 = lambda v: model(v["q1_model"])
+_kv1 = lambda v: kv_bytes_per_token(_m1(v), "bf16")
+_seq1 = lambda v: v["q1_S"] * _kv1(v)
+_fits1 = lambda v: max_batch(_m1(v), v["q1_gpu"], context_len=v["q1_S"], n_chips=v["q1_n"])
+_raw1 = lambda v: (v["q1_n"] * v["q1_hbm"] - weight_bytes(_m1(v), "bf16")) / _seq1(v)
+_prefill2 = lambda v: prefill(llama3_8b(), v["q2_gpu"], prompt_len=v["q2_T"])
+_decode3 = lambda v: decode_step(llama3_8b(), v["q2_gpu"], batch=1, context_len=v["q3_S"])
+_decode3_int8 = lambda v: decode_step(llama3_8b(), v["q2_gpu"], batch=1, context_len=v["q3_S"],
+                                      weight_dtype="int8")
+_m4 = lambda v: model(v["q4_model"])
+_crit4 = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"])
+_ar5 = lambda v: gpu_all_reduce(v["q5_B"] * v["q5_D"] * 2, v["q5_n"], v["q5_gpu"]).time
+_ar5_slip = lambda **kw: lambda v: allreduce_time(v["q5_B"] * v["q5_D"] * 2, v["q5_n"],
+                                                  v["q5_nvlink"], **kw)
+_step5 = lambda v: decode_step(model(v["q5_model"]), v["q5_gpu"], batch=v["q5_B"],
+                               context_len=v["q5_S"], n_chips=v["q5_n"])
+_cost6 = lambda v: cost_per_million_tokens(_step5(v).tokens_per_s, n_chips=v["q5_n"],
+                                           price_per_chip_hour=v["q6_price"])
+_m7 = lambda v: model(v["q7_model"])
+_slice7 = lambda v: smallest_slice(_m7(v), v["q7_gpu"], context_len=v["q7_S"], batch=v["q7_B"],
+                                   sizes=SLICES)
+_need7 = lambda v: weight_bytes(_m7(v), "bf16") + v["q7_B"] * v["q7_S"] * kv_bytes_per_token(_m7(v), "bf16")
+_best7 = lambda v: best_batch(model(v["q5_model"]), v["q5_gpu"], latency_target=v["q7_target"],
+                              context_len=v["q5_S"], n_chips=v["q5_n"])
+_KV_HEADS = ("Only the key/value heads are cached: with grouped-query attention the H query heads "
+             "share K key/value heads, so count K, not H.")
+_TWO_TWOS = ("Two factors of 2: the cache holds both keys and values, and each bf16 number takes "
+             "2 bytes.")
+
+PARTS = (
+    Part("kv_bytes_per_token", _kv1, slips=(
+        Slip("H heads", lambda v: _kv1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
+        Slip("one factor 2", lambda v: _kv1(v) / 2, _TWO_TWOS),
+        Slip("no factor 2", lambda v: _kv1(v) / 4,
+             "Count the keys and the values (x2) and 2 bytes per bf16 number (x2)."),
+        Slip("one layer", lambda v: _kv1(v) / v["q1_L"],
+             "That is one layer: each of the L layers caches its own keys and values."),
+    )),
+    Part("kv_bytes_per_sequence", _seq1, slips=(
+        Slip("H heads", lambda v: _seq1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
+        Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS),
+        Slip("GB", lambda v: _seq1(v) / 1e9, "The answer is in bytes, not GB."),
+    )),
+    Part("max_batch", _fits1, rel=0.001, slips=(
+        Slip("weights left out", lambda v: v["q1_n"] * v["q1_hbm"] // _seq1(v),
+             "The weights sit in the same HBM: subtract their 2 bytes per parameter before you "
+             "fill the rest with caches."),
+        Slip("H heads", lambda v: _raw1(v) * v["q1_K"] // v["q1_H"],
+             "Only the key/value heads are cached: count K, not H."),
+        Slip("unrounded", distinct_from(_fits1, _raw1, 0.001),
+             "Round down: a part of a sequence is no sequence."),
+    )),
+    Part("prefill_flops", lambda v: _prefill2(v).flops, slips=(
+        Slip("no attention", lambda v: v["q2_T"] * 2 * v["q2_P"],
+             "Add the attention core: 4·T·H·d_h FLOPs per token per layer, which at long prompts "
+             "rivals the weights' 2·P."),
+        Slip("training", lambda v: 3 * _prefill2(v).flops,
+             "Serving runs the forward pass only: 2 FLOPs per weight per token, not the 6 of "
+             "training."),
+    )),
+    Part("prefill_intensity", lambda v: _prefill2(v).intensity, slips=(
+        Slip("elements", lambda v: 2 * _prefill2(v).intensity,
+             "Each bf16 weight and cache entry is 2 bytes: count bytes, not numbers."),
+        Slip("one token", lambda v: _prefill2(v).intensity / v["q2_T"],
+             "The weights are read once for all T tokens: divide the whole prefill's FLOPs by "
+             "the bytes it moves, not one token's FLOPs."),
+    )),
+    Part("prefill_time", lambda v: _prefill2(v).time, slips=(
+        Slip("memory time", lambda v: _prefill2(v).t_memory,
+             "That is the time to move the bytes; with an intensity far above C / W_hbm the "
+             "prefill is compute-bound: FLOPs / C."),
+        Slip("sparse rate", lambda v: _prefill2(v).time / 2,
+             "Use the dense bf16 rate; the datasheet's larger figure assumes 2:4 sparsity."),
+        Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+    )),
+    Part("decode_time", lambda v: _decode3(v).time, slips=(
+        Slip("compute time", lambda v: _decode3(v).t_compute,
+             "At batch 1 decode is memory-bound: 2 FLOPs per weight against 2 bytes per weight is "
+             "an intensity of 1, far below C / W_hbm. Time the bytes."),
+        Slip("no cache", lambda v: _decode3(v).weight_bytes / v["q2_hbm_bw"],
+             "Each step also reads the sequence's whole cache: S tokens of keys and values."),
+        Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+    )),
+    Part("decode_tokens_per_s", lambda v: _decode3(v).tokens_per_s, slips=(
+        Slip("compute rate", lambda v: 1 / _decode3(v).t_compute,
+             "At batch 1 decode is memory-bound: the step takes as long as reading the weights "
+             "and the cache, not as long as its FLOPs."),
+        Slip("per ms", lambda v: _decode3(v).tokens_per_s / 1e3,
+             "Tokens per second, not per millisecond."),
+    )),
+    Part("decode_time_int8", lambda v: _decode3_int8(v).time, slips=(
+        Slip("cache halved too", lambda v: _decode3(v).time / 2,
+             "Only the weights are int8: the cache stays bf16, 2 bytes per number, so its bytes "
+             "do not halve."),
+        Slip("unchanged", lambda v: _decode3(v).time,
+             "The step is memory-bound, so what int8 changes is the bytes read: 1 byte per "
+             "weight instead of 2."),
+        Slip("8 bytes", lambda v: (8 * v["q2_P"] + _decode3(v).kv_bytes) / v["q2_hbm_bw"],
+             "int8 is 8 bits: 1 byte per weight, not 8."),
+    )),
+    Part("critical_batch", _crit4, slips=(
+        Slip("sparse rate", lambda v: 2 * _crit4(v),
+             "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
+             "int8."),
+        Slip("half", lambda v: _crit4(v) / 2,
+             "Each 2-byte weight takes part in 2·B FLOPs per step: the intensity is B FLOPs per "
+             "byte, so the step turns compute-bound at B = C / W_hbm, not half."),
+    )),
+    Part("critical_batch_int8", lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
+         slips=(
+        Slip("bf16 bytes", lambda v: 2 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
+             "1-byte weights halve the bytes a step reads for the same FLOPs, so the step turns "
+             "compute-bound at half the batch (and the matmuls stay at the bf16 rate)."),
+        Slip("int8 rate", lambda v: 4 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
+             "The matmuls run at the bf16 rate (the weights are widened to bf16 once loaded): "
+             "the int8 rate does not apply."),
+    )),
+    Part("critical_batch_long", lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"]),
+         slips=(
+        Slip("cache left out", _crit4,
+             "That leaves the cache out: each sequence's S cached tokens are read at every step, "
+             "which raises the batch it takes to turn compute-bound."),
+    )),
+    Part("allreduces_per_step", lambda v: 2 * v["q5_L"], rel=0.001, slips=(
+        Slip("one per layer", lambda v: v["q5_L"],
+             "Each layer has two blocks that end in a partial sum, attention and the MLP: two "
+             "AllReduces per layer."),
+        Slip("one layer", lambda v: 2,
+             "That is one layer: every one of the L layers does its two AllReduces."),
+    )),
+    Part("allreduce_time", _ar5, slips=(
+        Slip("one half", _ar5_slip(doubled=False),
+             "An AllReduce is a ReduceScatter followed by an AllGather: twice the cost of one of "
+             "them."),
+        Slip("no latency", _ar5_slip(latency=False),
+             "Add the latency, (n − 1) steps of 1 µs in each half: for decode's small messages it "
+             "is most of the time."),
+        Slip("fp32", _ar5_slip(bytes_factor=2), "The activations are bf16: 2 bytes per number."),
+        Slip("µs", lambda v: _ar5(v) * 1e6, "The answer is in seconds, not microseconds."),
+    )),
+    Part("decode_step_time", lambda v: _step5(v).time, slips=(
+        Slip("no AllReduces", lambda v: _step5(v).time - _step5(v).t_comm,
+             "Add the AllReduces: 2·L of them, which the GPUs wait for."),
+        Slip("one AllReduce per layer", lambda v: _step5(v).time - _step5(v).t_comm / 2,
+             "Two AllReduces per layer, after attention and after the MLP, not one."),
+        Slip("compute-bound", lambda v: _step5(v).t_compute + _step5(v).t_comm,
+             "Decode at this batch and context is memory-bound: time the bytes of weights and "
+             "caches, not the FLOPs."),
+        Slip("every GPU reads all", lambda v: _step5(v).t_memory * v["q5_n"] + _step5(v).t_comm,
+             "Each GPU reads only its 1/n share of the weights and of the caches: divide the "
+             "bytes by n GPUs' bandwidth."),
+        Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+    )),
+    Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, slips=(
+        Slip("whole slice", lambda v: _step5(v).tokens_per_s,
+             "That is the whole slice's rate: divide by its n GPUs to compare with other slice "
+             "sizes."),
+        Slip("one token per step", lambda v: 1 / _step5(v).time,
+             "A step produces one token for each of the B sequences, not one in all."),
+    )),
+    Part("cost_per_million_tokens", _cost6, slips=(
+        Slip("slice price, GPU rate", lambda v: _cost6(v) * v["q5_n"],
+             "Divide the whole slice's price by the whole slice's rate (or one GPU's price by "
+             "one GPU's rate), not the slice's price by one GPU's rate."),
+        Slip("per hour as per second", lambda v: _cost6(v) * 3600,
+             "The price is per hour: divide it by 3,600 to get dollars per second."),
+        Slip("one token", lambda v: _cost6(v) / 1e6,
+             "That is the cost of one token; the part asks for a million."),
+    )),
+    Part("smallest_slice", _slice7, rel=0.001, slips=(
+        Slip("weights only", distinct_from(_slice7, lambda v: smallest_power_of_two(
+            weight_bytes(_m7(v), "bf16"), v["q7_hbm"]), 0.001),
+             "The caches need room too: B sequences of S tokens each, beside the weights."),
+        Slip("not a slice size", distinct_from(_slice7, lambda v: -(-_need7(v) // v["q7_hbm"]), 0.001),
+             "Slices come in 1, 2, 4 or 8 GPUs: take the smallest of these that holds "
+             "everything."),
+        Slip("unrounded", distinct_from(_slice7, lambda v: _need7(v) / v["q7_hbm"], 0.001),
+             "Round up to a whole slice of 1, 2, 4 or 8 GPUs."),
+    )),
+    Part("best_batch", _best7, slips=(
+        Slip("no AllReduces", best_batch_without_allreduces,
+             "Count the AllReduces: 2·L per step, and their bytes grow with B."),
+    )),
+)
+
+
+def well_posed(v: Mapping[str, Any]) -> bool:
+    """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`), and:
+
+    - P1 (c): the weights fit on the slice and leave room for 4 to 2,000 sequences;
     - P4 (c): with S-token caches decode still turns compute-bound at some batch, at least 10%
-      above the cache-free one of (a) (the hinted slip) and at most 4 times it: nearer the
-      context where no batch is enough, the answer hangs on a small difference, and honest
-      rounding of the inputs would move it by more than 5%.
-    - P5: the batch's caches fit on the slice and decode is memory-bound; the AllReduce and its
-      variants without latency, with fp32 activations and as one AllGather are 6% apart; so
-      are the step time and the steps without AllReduces, with one per layer, taken as
-      compute-bound and with every GPU reading the whole model.
+      above the cache-free one of (a) and at most 4 times it (nearer the context where no batch
+      is enough, honest rounding of the inputs would move the answer by more than 5%);
+    - P5: the batch's caches fit on the slice and decode is memory-bound;
     - P7 (a): the answer is one of 1, 2, 4, 8 GPUs, and not the slice that holds the weights
       alone (the caches must matter); (b): on P5's slice, the largest batch that meets the
-      target is at least 20 (one sequence more or less is within 5%), below the batch that
-      fits (the latency, not the memory, decides it) and 6% apart from the batch that leaves
-      the AllReduces out.
+      target is at least 20 and below the batch that fits (the latency decides it).
     """
-    return _p1(v) and _p4(v) and _p5(v) and _p7(v)
+    m1 = model(v["q1_model"])
+    if v["q1_n"] * v["q1_hbm"] <= weight_bytes(m1):
+        return False
+    with_cache = decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"])
+    no_cache = v["q4_flops"] / v["q4_hbm_bw"]
+    cfg5 = model(v["q5_model"])
+    if max_batch(cfg5, v["q5_gpu"], context_len=v["q5_S"], n_chips=v["q5_n"]) < v["q5_B"]:
+        return False
+    try:
+        slice7 = _slice7(v)
+    except ValueError:
+        return False
+    best = _best7(v)
+    fits = max_batch(cfg5, v["q5_gpu"], context_len=v["q5_S"], n_chips=v["q5_n"])
+    return (4 <= _fits1(v) <= 2000 and _raw1(v) * v["q1_K"] // v["q1_H"] >= 1
+            and 1.1 * no_cache <= with_cache <= 4 * no_cache
+            and _step5(v).bound == "memory"
+            and smallest_power_of_two(weight_bytes(_m7(v)), v["q7_hbm"]) != slice7
+            and 20 <= best < fits
+            and parts_well_posed(PARTS, v))
 
 
 SPEC = VariantSpec(

@@ -1,0 +1,263 @@
+"""A homework part as data: its answer, its expected value, the conventions it accepts or pins,
+and the slips it recognises; one generic checker and one generic well-posedness rule over them.
+
+A :class:`Part` is declared once, in its homework's module (``hw4_parallelism.PARTS``). Every
+value in it is a function of the student's numbers ``v`` (the variant, a mapping ``name ->
+value``) that calls the solver:
+
+- ``expected(v)``: the reference answer, one solver call;
+- a :class:`Convention` is another way an expert computes the same quantity (the exact ring
+  factor (N − 1)/N against the first cut; 12 or 16 bytes per parameter). Its verdict is
+  ``ACCEPTED`` (full marks) or ``PINNED``: the problem text names the convention it wants (its
+  ``phrase`` must appear in the problem's markdown, a test checks it) and an answer under the
+  other convention scores zero with a hint that names the convention wanted;
+- a :class:`Slip` is a known error with its value and the hint it earns.
+
+A hinted value that is NaN does not apply to that draw: two slips that give the same value in
+some draws (Z = 2 mesh copies and 2 bytes per element) are declared as the two single slips,
+NaN where they coincide, and one merged slip, NaN elsewhere, whose hint names both causes.
+
+Hints are format strings: ``{answer}`` is the student's value, any other name a variant value
+(``"that is {answer:.3g} s for {q3_X} chips"``).
+
+:func:`check_answer` is what a hidden test cell calls (:func:`test_cell_source` writes the cell);
+:func:`well_posed` is the rule a homework's variant spec applies to every draw: no slip and no
+pinned convention within the tolerance of an accepted answer, no accepted answer at twice or half
+the reference, and no two hints that fire on one value.
+
+Pure functions over frozen dataclasses; no global state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from ..checks import _as_number, _tolerance_text
+
+__all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Verdict", "judge", "check_answer",
+           "well_posed", "test_cell_source", "parts_by_answer", "merged", "distinct_from"]
+
+ACCEPTED = "accepted"
+PINNED = "pinned"
+
+Value = Callable[[Mapping[str, Any]], float]
+#: The margin, beyond a check's tolerance, that a slip keeps from an accepted answer in a
+#: well-posed draw (6% for a 5% check), so napkin rounding of a slip never scores.
+MARGIN = 1.2
+
+
+@dataclass(frozen=True)
+class Convention:
+    """Another defensible way to compute the part's quantity.
+
+    ``value(v)`` is the answer under this convention. ``verdict`` is :data:`ACCEPTED` or
+    :data:`PINNED`; a pinned convention names the ``phrase`` the problem text must contain (the
+    convention the problem asks for) and the ``hint`` an answer under this one earns.
+    """
+
+    name: str
+    value: Value
+    verdict: str = ACCEPTED
+    phrase: str = ""
+    hint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in (ACCEPTED, PINNED):
+            raise ValueError(f"convention {self.name!r}: verdict must be {ACCEPTED!r} or {PINNED!r}")
+        if self.verdict == PINNED and not (self.phrase and self.hint):
+            raise ValueError(f"pinned convention {self.name!r} needs the phrase the problem text "
+                             "contains and the hint that names it")
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says."""
+
+    name: str
+    value: Value
+    hint: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """One graded answer.
+
+    ``answer``: the variable the student binds (unique within a homework; the hidden test cell
+    checks it). ``expected(v)``: the reference value. ``rel``: the relative tolerance (0.05 for
+    napkin math, 0.001 for counts). ``positive``: the visible form check wants a value above 0.
+    """
+
+    answer: str
+    expected: Value
+    rel: float = 0.05
+    conventions: tuple[Convention, ...] = ()
+    slips: tuple[Slip, ...] = ()
+    positive: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rel < 1:
+            raise ValueError(f"part {self.answer!r}: rel must be between 0 and 1")
+        names = [c.name for c in self.conventions] + [s.name for s in self.slips]
+        if len(set(names)) != len(names):
+            raise ValueError(f"part {self.answer!r} names a convention or slip twice: {names}")
+
+    @property
+    def accepted(self) -> tuple[Convention, ...]:
+        return tuple(c for c in self.conventions if c.verdict == ACCEPTED)
+
+    @property
+    def pinned(self) -> tuple[Convention, ...]:
+        return tuple(c for c in self.conventions if c.verdict == PINNED)
+
+    def hinted(self) -> tuple[tuple[str, Value, str], ...]:
+        """(name, value, hint) of every pinned convention and slip: what earns a hint."""
+        return (tuple((c.name, c.value, c.hint) for c in self.pinned)
+                + tuple((s.name, s.value, s.hint) for s in self.slips))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a value fares: ``passed``, and the hints it earns when it does not."""
+
+    passed: bool
+    hints: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _near(value: float, target: float, rel: float) -> bool:
+    return abs(value - target) <= rel * abs(target)
+
+
+def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
+    return hint.format(**dict(v), answer=answer)
+
+
+def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
+    """Whether ``value`` is right for the student with numbers ``v``, under the reference or
+    an accepted convention; if not, the hints of the pinned conventions and slips it matches."""
+    targets = [part.expected(v)] + [c.value(v) for c in part.accepted]
+    if any(_near(value, float(t), part.rel) for t in targets):
+        return Verdict(True)
+    hints: list[str] = []
+    for _name, wrong, hint in part.hinted():
+        text = _fill(hint, v, value)
+        if _near(value, float(wrong(v)), part.rel) and text not in hints:  # NaN never near
+            hints.append(text)
+    return Verdict(False, tuple(hints))
+
+
+def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
+    """The hidden check of one part: the part named ``answer`` of the homework ``v`` belongs to
+    (``v.assignment``), judged on the student's numbers ``v``. Raises ``AssertionError`` whose
+    message names the answer, the student's value and the tolerance (never the expected value),
+    followed by the hints earned; returns ``None`` when the answer is right."""
+    from . import parts_of  # the registry of every homework's parts
+
+    part = parts_of(v.assignment)[answer]
+    number = _as_number(value, answer, positive=False)
+    verdict = judge(part, v, number)
+    if verdict.passed:
+        return
+    message = (f"{answer} = {number:.4g} is not within {_tolerance_text(part.rel)} "
+               f"of the expected answer.")
+    raise AssertionError(" ".join([message, *(f"Hint: {h}" for h in verdict.hints)]))
+
+
+def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[float], list[tuple[float, str]]] | None:
+    """(accepted values, (hinted value, hint) of the hints that apply) at ``v``; None if a value
+    is not a number (or its solver call rejects the draw)."""
+    try:
+        accepted = [float(part.expected(v))] + [float(c.value(v)) for c in part.accepted]
+        hinted = [(float(wrong(v)), hint) for _n, wrong, hint in part.hinted()]
+    except (ValueError, ZeroDivisionError):
+        return None
+    hinted = [(x, hint) for x, hint in hinted if not math.isnan(x)]
+    if not all(math.isfinite(x) for x in accepted + [x for x, _ in hinted]):
+        return None
+    return accepted, hinted
+
+
+def _overlap(a: float, b: float, rel: float) -> bool:
+    """Whether some value lies within ``rel`` of both ``a`` and ``b``."""
+    lo_a, hi_a = sorted((a * (1 - rel), a * (1 + rel)))
+    lo_b, hi_b = sorted((b * (1 - rel), b * (1 + rel)))
+    return lo_a <= hi_b and lo_b <= hi_a
+
+
+def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
+    """The generic rule for one part at ``v``: every value computable and finite; no hinted
+    value (slip or pinned convention) within ``MARGIN × rel`` of an accepted one; neither twice
+    nor half the reference accepted; no two different hints that fire on one value (the same
+    hint declared for two conventions' slips may)."""
+    values = _values(part, v)
+    if values is None:
+        return False
+    accepted, hinted = values
+    rel = part.rel
+    reference = accepted[0]
+    if reference == 0:
+        return False
+    for h in [x for x, _ in hinted] + [2 * reference, reference / 2]:
+        if any(_near(h, a, MARGIN * rel) for a in accepted):
+            return False
+    return not any(_overlap(a, b, rel) and ha != hb
+                   for i, (a, ha) in enumerate(hinted) for b, hb in hinted[i + 1:])
+
+
+def well_posed(parts: Iterable[Part], v: Mapping[str, Any]) -> bool:
+    """:func:`part_well_posed` for every part."""
+    return all(part_well_posed(part, v) for part in parts)
+
+
+def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
+    """Slips ``a`` and ``b``, and, in the draws where some value is within ``rel`` of both (so
+    it would earn both hints), one hint that names both causes instead: four slips, each NaN
+    (not applying) where the other form applies."""
+    nan = float("nan")
+
+    def close(v) -> bool:
+        return _overlap(float(a.value(v)), float(b.value(v)), rel)
+
+    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint),
+            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
+            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint),
+            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
+
+
+def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
+    """``value``, or NaN (no hint, no check) in the draws where it lies within ``MARGIN × rel``
+    of ``expected``: a convention that no check can tell from the answer at those numbers (the
+    first cut of a ring over 64 chips is 1.6% off the exact cost)."""
+    def value_or_nan(v) -> float:
+        x, e = float(value(v)), float(expected(v))
+        return float("nan") if _near(x, e, MARGIN * rel) else x
+    return value_or_nan
+
+
+def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
+    """``answer -> Part``; raises ``ValueError`` if two parts bind the same answer."""
+    out: dict[str, Part] = {}
+    for part in parts:
+        if part.answer in out:
+            raise ValueError(f"two parts answer {part.answer!r}")
+        out[part.answer] = part
+    return out
+
+
+def test_cell_source(part: Part) -> str:
+    """The source of the part's test cell: a visible form check and a two-line hidden check."""
+    name = part.answer
+    form = f'check_number({name}, "{name}")' if part.positive else \
+        f'check_number({name}, "{name}", positive=False)'
+    return "\n".join([
+        "from scalebook.checks import check_number",
+        form,
+        "### BEGIN HIDDEN TESTS",
+        "from scalebook.homework import check_answer",
+        f'check_answer(VARIANT, "{name}", {name})',
+        "### END HIDDEN TESTS",
+    ])
+
+
+test_cell_source.__test__ = False  # not a pytest test

@@ -1,0 +1,201 @@
+"""The contract of every declared homework part (scalebook/homework/parts.py), data-driven.
+
+- each declared part has one graded cell in its source notebook, whose source is exactly what
+  ``scalebook.homework.cells`` writes (a form check and a two-line hidden check), so the notebook
+  and the definition cannot drift; a pinned convention's phrase is in its problem's text;
+- the convention matrix: for 500 drawn students of every homework that declares parts, the
+  reference value and every accepted convention pass, every pinned convention and every slip
+  scores zero with its own hint and no other; and the notebook's own solution cells, run on the
+  student's numbers, score full marks;
+- the checker and the generic well-posedness rule on small hand-made parts.
+
+The hand-worked answers of tests/test_hw*.py stay the independent oracle of the values.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from scalebook.homework import PARTS, check_answer, spec_for
+from scalebook.homework.cells import checked_answer, sync_notebook
+from scalebook.homework.parts import (ACCEPTED, PINNED, Convention, Part, Slip, judge,
+                                      part_well_posed, test_cell_source)
+from scalebook.variants import default_variant, draw, student_key
+
+REPO = Path(__file__).resolve().parent.parent
+STUDENTS = 500
+SECRET = b"convention-matrix-secret-0123456789"
+
+
+def _notebook(assignment: str) -> dict:
+    return json.loads((REPO / "solutions" / assignment / f"{assignment}.ipynb").read_text("utf-8"))
+
+
+def _text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+@pytest.fixture(scope="module", params=sorted(PARTS))
+def assignment(request) -> str:
+    return request.param
+
+
+_DRAWN: dict[str, list] = {}
+
+
+def students(assignment: str) -> list:
+    """500 students' numbers (the published sample first), drawn once per test session."""
+    if assignment not in _DRAWN:
+        spec = spec_for(assignment)
+        _DRAWN[assignment] = [default_variant(spec)] + [
+            draw(spec, student_key(SECRET, f"student{i}")) for i in range(STUDENTS - 1)]
+    return _DRAWN[assignment]
+
+
+# --------------------------------------------------------------------------- notebook contract
+
+def test_every_declared_part_has_its_generated_test_cell(assignment):
+    nb = _notebook(assignment)
+    parts = PARTS[assignment]
+    checked = [checked_answer(c, parts) for c in nb["cells"]]
+    assert sorted(n for n in checked if n) == sorted(parts), "a declared part has no grade cell"
+    path = REPO / "solutions" / assignment / f"{assignment}.ipynb"
+    assert sync_notebook(path, assignment, check=True) == [], (
+        "test cells differ from their definitions: run `make generate`")
+
+
+def test_hidden_test_cells_are_a_few_lines(assignment):
+    nb = _notebook(assignment)
+    parts = PARTS[assignment]
+    for cell in nb["cells"]:
+        if checked_answer(cell, parts):
+            hidden = _text(cell).split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+            assert len(hidden.strip().splitlines()) <= 3
+
+
+def _problem_text(nb: dict, answer: str, parts) -> str:
+    """The title and the markdown of the problem whose grade cell checks ``answer``, up to it."""
+    text, title = [], _text(nb["cells"][0])
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            if _text(cell).startswith("## Problem"):
+                text = []
+            text.append(_text(cell))
+        if checked_answer(cell, parts) == answer:
+            return title + "\n".join(text)
+    raise AssertionError(f"no grade cell checks {answer}")
+
+
+def test_pinned_conventions_are_named_in_the_problem_text(assignment):
+    nb = _notebook(assignment)
+    parts = PARTS[assignment]
+    for part in parts.values():
+        for convention in part.pinned:
+            assert convention.phrase in _problem_text(nb, part.answer, parts), (
+                f"{part.answer}: the text does not say {convention.phrase!r}, which pins "
+                f"{convention.name!r} out")
+
+
+def test_published_numbers_are_well_posed(assignment):
+    sample = default_variant(spec_for(assignment))
+    assert all(part_well_posed(p, sample) for p in PARTS[assignment].values())
+
+
+# --------------------------------------------------------------------------- convention matrix
+
+def test_convention_matrix(assignment):
+    """For 500 students: reference and accepted conventions pass; a pinned convention or a slip
+    gets exactly its own hint."""
+    failures = []
+    for v in students(assignment):
+        for part in PARTS[assignment].values():
+            expected = part.expected(v)
+            if not judge(part, v, expected).passed:
+                failures.append((v.key, part.answer, "reference"))
+            for c in part.accepted:
+                if not judge(part, v, c.value(v)).passed:
+                    failures.append((v.key, part.answer, c.name))
+            for name, wrong, hint in part.hinted():
+                value = wrong(v)
+                if value != value:                  # NaN: this slip does not apply here
+                    continue
+                verdict = judge(part, v, value)
+                own = hint.format(**dict(v), answer=value)
+                if verdict.passed or verdict.hints != (own,):
+                    failures.append((v.key, part.answer, name, verdict))
+    assert not failures, f"{len(failures)} failures, first: {failures[:5]}"
+
+
+def _solution_cells(nb: dict) -> list[str]:
+    """The code the reference solution runs, but the identity cell, the setup's draw (the
+    grader binds VARIANT) and the last problem's JAX program, which every homework puts last
+    (its checks are exercised by tests/test_hw*.py)."""
+    out = []
+    for cell in nb["cells"]:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        source = _text(cell)
+        if cell["cell_type"] == "code" and "import jax" in source and "your_numbers(" not in source:
+            break
+        if cell["cell_type"] != "code" or nbg.get("grade") or "STUDENT_ID =" in source:
+            continue
+        source = "\n".join(line for line in source.splitlines() if "= your_numbers(" not in line)
+        out.append(source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""))
+    return out
+
+
+def test_reference_solution_scores_full_marks_for_every_student(assignment):
+    nb = _notebook(assignment)
+    code = compile("\n".join(_solution_cells(nb)), f"{assignment} solution", "exec")
+    parts = PARTS[assignment]
+    for v in students(assignment):
+        namespace = {"VARIANT": v, "print": lambda *a, **k: None}
+        exec(code, namespace)
+        for answer in parts:
+            check_answer(v, answer, namespace[answer])
+
+
+# --------------------------------------------------------------------------- the machinery
+
+TOY = Part("t", lambda v: 100.0, conventions=(
+    Convention("exact", lambda v: 90.0, ACCEPTED),
+    Convention("GiB", lambda v: 107.4 * v["k"], PINNED, phrase="1 GB = 1e9 bytes",
+               hint="This problem counts 1 GB = 1e9 bytes, not GiB."),
+), slips=(Slip("half", lambda v: 50.0, "You gave {answer:.3g}: that is half of it."),))
+
+
+def test_judge_accepts_the_reference_and_accepted_conventions_only():
+    assert judge(TOY, {"k": 1}, 101).passed and judge(TOY, {"k": 1}, 89).passed
+    assert judge(TOY, {"k": 1}, 107.4) .hints == ("This problem counts 1 GB = 1e9 bytes, not GiB.",)
+    assert judge(TOY, {"k": 1}, 50).hints == ("You gave 50: that is half of it.",)
+    assert judge(TOY, {"k": 1}, 70) == judge(TOY, {"k": 1}, 70.0)
+    assert not judge(TOY, {"k": 1}, 70).passed and judge(TOY, {"k": 1}, 70).hints == ()
+
+
+def test_well_posed_rejects_a_slip_or_pinned_value_near_an_accepted_one_and_two_hints_at_once():
+    assert part_well_posed(TOY, {"k": 1})
+    assert not part_well_posed(TOY, {"k": 0.9})         # GiB value 96.7: accepted, so no hint
+    clash = Part("t", lambda v: 100.0, slips=(Slip("a", lambda v: 30.0, "a"),
+                                               Slip("b", lambda v: 31.0, "b")))
+    assert not part_well_posed(clash, {})               # 30.5 would get both hints
+    doubled = Part("t", lambda v: 100.0, conventions=(Convention("x2", lambda v: 200.0),))
+    assert not part_well_posed(doubled, {})             # twice the answer must stay wrong
+    broken = Part("t", lambda v: 1 / 0)
+    assert not part_well_posed(broken, {})
+
+
+def test_pinned_convention_needs_its_phrase_and_hint():
+    with pytest.raises(ValueError, match="phrase"):
+        Convention("GiB", lambda v: 1.0, PINNED)
+
+
+def test_test_cell_is_two_hidden_lines_that_read_only_the_answer():
+    source = test_cell_source(TOY)
+    hidden = source.split("### BEGIN HIDDEN TESTS\n")[1].split("### END HIDDEN TESTS")[0]
+    assert hidden.strip().splitlines() == ["from scalebook.homework import check_answer",
+                                           'check_answer(VARIANT, "t", t)']
+    names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    assert names == {"check_number", "check_answer", "VARIANT", "t"}
