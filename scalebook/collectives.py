@@ -1151,8 +1151,9 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
       ``wraparound_rule`` says so (:func:`has_wraparound`; ``wraparound=`` overrides, one flag
       or one per axis), else a line, and the bandwidths of the axes add
       (:func:`all_gather_multi_axis`: ``T_bw = V·(N−1)/N / Σ W_axis``, ``W_axis = 2W`` on a
-      ring, ``W`` on a line, ``W`` one link one way). AllToAll and ppermute run on one axis
-      (every other axis of size 1). ``bandwidth=`` overrides ``W``.
+      ring, ``W`` on a line, ``W`` one link one way). An AllToAll over several axes runs axis by
+      axis (the sum of :func:`all_to_all` of ``V·n_a/N`` over each axis ``a``); a ppermute runs
+      on one axis (every other axis of size 1). ``bandwidth=`` overrides ``W``.
     - **NVLink domain** (GPUs): ``N`` GPUs, ``gpus_per_node`` of them per node (default: all
       of them when ``N`` fits one node, else the chip's ``chips_per_host``). Inside a node
       ``T_bw = V·(N−1)/N / W_nvlink``; across nodes by ``scheme`` (:data:`GPU_SCHEMES`):
@@ -1239,8 +1240,18 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
                     "AllReduce": all_reduce_multi_axis}[kind]
         return function(nbytes, sizes, chip, wraparound=flags, direction=directions, **common)
     used = [i for i, size in enumerate(sizes) if size > 1] or [0]
+    if kind == "AllToAll" and len(used) > 1:
+        # axis by axis, as a torus routes it: the n_a devices along axis a hold V·n_a/N of the
+        # array between them, and every device sends its shard along each axis in turn
+        n = math.prod(sizes)
+        stages = [all_to_all(nbytes * sizes[i] / n, sizes[i], chip, wraparound=flags[i],
+                             direction=directions[i], **common) for i in used]
+        return CollectiveCost("AllToAll (axis by axis)", n, nbytes,
+                              sum(c.bandwidth_time for c in stages),
+                              sum(c.latency_time for c in stages), stages[0].link_bandwidth,
+                              " + ".join(c.formula for c in stages), tuple(stages))
     if len(used) > 1:
-        raise ValueError(f"an {kind} is priced over one torus axis at a time; axis_sizes "
+        raise ValueError(f"a {kind} is priced over one torus axis at a time; axis_sizes "
                          f"{sizes} uses {len(used)}")
     i = used[0]
     if kind == "AllToAll":

@@ -16,7 +16,7 @@ earlier key. Two ways to arrange that (units: tokens, bytes, FLOPs, seconds):
 Notation: ``H`` query heads, ``K`` KV heads of width ``d_h``, ``b`` bytes per element, ``C``
 the context-parallel degree. FLOPs count ``4·T_q·T_k·H·d_h`` for a full (unmasked) block, as
 :func:`scalebook.transformer.attention_cost` does; communication is priced by
-:func:`scalebook.moe.price_collective`, the solver's one pricing function for this part.
+:func:`scalebook.collectives.collective_cost`, the solver's one pricing function.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from scalebook import collectives
 from scalebook.collectives import CollectiveCost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
-from scalebook.moe import price_collective
 from scalebook.validation import positive, positive_int
 
 __all__ = [
@@ -173,7 +173,7 @@ def ring_attention(seq_len: int, cp: int, shape: AttentionShape, chip: Chip | st
     kv = 2.0 * blk * shape.n_kv_heads * shape.d_head * b * bt
     flops = 4.0 * blk * blk * shape.n_heads * shape.d_head * bt
     t_block = flops / chip.flops(compute_dtype or dtype)
-    send = price_collective("ppermute", kv, c, chip, gpus_per_node=gpus_per_node)
+    send = collectives.collective_cost("ppermute", kv, c, chip, gpus_per_node=gpus_per_node)
     schedule = causal_ring_schedule(c, zigzag=zigzag) if causal else None
     if schedule is None:
         per_step = [1.0] * c
@@ -198,7 +198,7 @@ def ring_overlap_block(shape: AttentionShape, chip: Chip | str, *, dtype: str = 
     """
     chip = get_chip(chip)
     w = (positive(link_bandwidth, "link_bandwidth") if link_bandwidth is not None
-         else price_collective("ppermute", 1.0, 2, chip).link_bandwidth)
+         else collectives.collective_cost("ppermute", 1.0, 2, chip).link_bandwidth)
     return (chip.flops(dtype) * shape.n_kv_heads * bytes_per_element(dtype)
             / (2.0 * shape.n_heads * w))
 
@@ -256,8 +256,8 @@ def ulysses_attention(seq_len: int, cp: int | Sequence[int], shape: AttentionSha
     H, K, d = shape.n_heads, shape.n_kv_heads, shape.d_head
     qkv_bytes = (H + 2 * K) * t * d * b * bt
     out_bytes = H * t * d * b * bt
-    qkv = price_collective("all_to_all", qkv_bytes, sizes, chip, gpus_per_node=gpus_per_node)
-    out = price_collective("all_to_all", out_bytes, sizes, chip, gpus_per_node=gpus_per_node)
+    qkv = collectives.collective_cost("all_to_all", qkv_bytes, sizes, chip, gpus_per_node=gpus_per_node)
+    out = collectives.collective_cost("all_to_all", out_bytes, sizes, chip, gpus_per_node=gpus_per_node)
     sent = (c - 1) / c * (qkv_bytes + out_bytes) / c
     memory = t * (2 * H + 2 * K) / c * d * b * bt
     return UlyssesAttention(qkv, out, sent, memory, 4.0 * t * t * H / c * d * bt)

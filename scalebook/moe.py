@@ -25,8 +25,9 @@ The accounting here:
 - **Expert parallelism** (:func:`moe_all_to_all`, :func:`expert_weight_layouts`): dispatch and
   combine AllToAlls against FSDP or TP for the experts' weights.
 
-Every collective is priced by one function, :func:`price_collective`, which calls
-:mod:`scalebook.collectives`; nothing else here prices communication.
+Every collective is priced by the solver's one entry point,
+:func:`scalebook.collectives.collective_cost`, on the chip's real interconnect (an AllToAll over
+several torus axes runs axis by axis there); nothing here prices communication itself.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ __all__ = [
     "kv_bytes_per_token",
     "mixtral_8x7b",
     "deepseek_v3",
-    "price_collective",
-    "COLLECTIVE_KINDS",
     "experts_touched",
     "tokens_per_expert",
     "ep_fsdp_crossover_tokens",
@@ -342,65 +341,6 @@ def deepseek_v3() -> MoEConfig:
 
 # --------------------------------------------------------------------------- pricing
 
-#: Collectives :func:`price_collective` knows.
-COLLECTIVE_KINDS: tuple[str, ...] = ("all_to_all", "all_gather", "reduce_scatter",
-                                     "all_reduce", "ppermute")
-
-
-def price_collective(kind: str, nbytes: float, axis_sizes: int | Sequence[int],
-                     chip: Chip | str, *, gpus_per_node: int | None = None) -> CollectiveCost:
-    """The one place this module prices communication: a collective of ``kind`` over a group
-    of ``prod(axis_sizes)`` chips on ``chip``'s real interconnect. ``nbytes`` is the logical
-    array (``V``, :mod:`scalebook.collectives`' convention); seconds in ``.time``.
-
-    - **TPU**: each axis is a ring when :func:`~scalebook.collectives.has_wraparound` says so
-      (a line otherwise). AllGather/ReduceScatter/AllReduce over several axes use the
-      ``*_multi_axis`` forms (their links add). An AllToAll over several axes is done axis by
-      axis (each chip exchanges first along one axis, then the next, the way a torus routes
-      it): the sum of :func:`~scalebook.collectives.all_to_all` of ``V·n_a/N`` over each axis
-      ``a``. A ``ppermute`` sends ``nbytes`` to a neighbour over one link.
-    - **GPU**: ``axis_sizes`` multiply to one group of GPUs, priced by the ``gpu_*`` functions
-      (NVLink in a node, the NIC across nodes). A ``ppermute`` crosses one NVLink when the
-      group fits in a node, else one NIC (a ring over nodes has a node boundary on its path).
-    """
-    if kind not in COLLECTIVE_KINDS:
-        raise ValueError(f"kind must be one of {COLLECTIVE_KINDS}, got {kind!r}")
-    sizes = [axis_sizes] if isinstance(axis_sizes, int) else list(axis_sizes)
-    sizes = [positive_int(s, "axis size") for s in sizes]
-    if not sizes:
-        raise ValueError("axis_sizes is empty")
-    n = math.prod(sizes)
-    chip = get_chip(chip)
-    if chip.is_gpu:
-        if kind == "ppermute":
-            per_node = gpus_per_node or chip.chips_per_host
-            link = (chip.interconnect_bandwidth_one_way if n <= per_node
-                    else chip.host_network_bandwidth / chip.chips_per_host)
-            return collectives.ppermute(nbytes, n_devices=n, bandwidth=link)
-        fn = {"all_to_all": collectives.gpu_all_to_all, "all_gather": collectives.gpu_all_gather,
-              "reduce_scatter": collectives.gpu_reduce_scatter,
-              "all_reduce": collectives.gpu_all_reduce}[kind]
-        return fn(nbytes, n, chip, gpus_per_node=gpus_per_node)
-    if gpus_per_node is not None:
-        raise ValueError("gpus_per_node describes GPUs; a TPU group is given by its axis sizes")
-    if kind == "ppermute":   # a ring of any length folds onto the torus, one link per hop
-        return collectives.ppermute(nbytes, chip, n_devices=n)
-    wraps = [collectives.has_wraparound(chip, s) if s > 1 else True for s in sizes]
-    if kind == "all_to_all":
-        stages = [collectives.all_to_all(nbytes * s / n, s, chip, wraparound=w)
-                  for s, w in zip(sizes, wraps) if s > 1]
-        if len(stages) <= 1:
-            return stages[0] if stages else collectives.all_to_all(nbytes, 1, chip)
-        return CollectiveCost("AllToAll (axis by axis)", n, nbytes,
-                              sum(c.bandwidth_time for c in stages),
-                              sum(c.latency_time for c in stages), stages[0].link_bandwidth,
-                              " + ".join(c.formula for c in stages), tuple(stages))
-    fn = {"all_gather": collectives.all_gather_multi_axis,
-          "reduce_scatter": collectives.reduce_scatter_multi_axis,
-          "all_reduce": collectives.all_reduce_multi_axis}[kind]
-    return fn(nbytes, sizes, chip, wraparound=wraps)
-
-
 # --------------------------------------------------------------------------- roofline
 
 
@@ -650,7 +590,7 @@ def moe_all_to_all(tokens_per_chip: float, d_model: int, top_k: int,
     expert instead (``c`` times more bytes). ``copies_per_token`` replaces ``k`` when a token is
     sent once per *node* it reaches and fanned out inside the node (node-limited routing:
     :func:`expected_nodes_per_token`); on GPUs the cross-node part, which sets the time, is
-    then right, and the NVLink fan-out is not counted. Priced by :func:`price_collective`.
+    then right, and the NVLink fan-out is not counted. Priced by :func:`~scalebook.collectives.collective_cost`.
     """
     t = positive(tokens_per_chip, "tokens_per_chip")
     D, k = positive_int(d_model, "d_model"), positive_int(top_k, "top_k")
@@ -660,7 +600,7 @@ def moe_all_to_all(tokens_per_chip: float, d_model: int, top_k: int,
     n = math.prod(positive_int(s, "ep axis") for s in sizes)
     c = 1.0 if capacity_factor is None else positive(capacity_factor, "capacity_factor")
     v = c * k * t * n * D * bytes_per_element(dtype)
-    cost = price_collective("all_to_all", v, sizes, chip, gpus_per_node=gpus_per_node)
+    cost = collectives.collective_cost("all_to_all", v, sizes, chip, gpus_per_node=gpus_per_node)
     return MoEAllToAll(v, (n - 1) / n * v / n, cost, cost)
 
 
@@ -701,7 +641,7 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
       an AllGather of the tokens' activations ``B·D·b`` in and a ReduceScatter of the outputs
       ``k·B·D·b`` out (each routed copy returns a partial sum). Same memory at rest.
 
-    The chip's real network prices each (:func:`price_collective`, one group of ``n``).
+    The chip's real network prices each (:func:`~scalebook.collectives.collective_cost`, one group of ``n``).
     """
     chip = get_chip(chip)
     n = positive_int(n_chips, "n_chips")
@@ -713,9 +653,9 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
     groups = [n] if chip.is_gpu else tpu_ep_axes(chip, n)
     gpn = gpus_per_node if chip.is_gpu else None
     ep = moe_all_to_all(t, D, k, groups, chip, dtype=dtype, gpus_per_node=gpn)
-    fsdp = price_collective("all_gather", E_bytes, groups, chip, gpus_per_node=gpn)
-    tp_in = price_collective("all_gather", t * n * D * b, groups, chip, gpus_per_node=gpn)
-    tp_out = price_collective("reduce_scatter", k * t * n * D * b, groups, chip,
+    fsdp = collectives.collective_cost("all_gather", E_bytes, groups, chip, gpus_per_node=gpn)
+    tp_in = collectives.collective_cost("all_gather", t * n * D * b, groups, chip, gpus_per_node=gpn)
+    tp_out = collectives.collective_cost("reduce_scatter", k * t * n * D * b, groups, chip,
                               gpus_per_node=gpn)
     return {
         "EP": ExpertLayout("EP", E_bytes / n, ep.forward, compute,

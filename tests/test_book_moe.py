@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from bookpage import built_page, has_number, visible_text
-from scalebook import long_context as lc, moe, transformer
+from scalebook import collectives, long_context as lc, moe, transformer
 from scalebook.units import format_bytes, format_seconds
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def test_critical_batches_and_dispatch_are_the_solvers(text):
     for value in (format_seconds(a2a.dispatch.time), format_seconds(a2a.forward),
                   format_bytes(a2a.nbytes, binary=False)):
         assert value in text, value
-    slip = moe.price_collective("all_gather", a2a.nbytes, EP, "H100").time
+    slip = collectives.collective_cost("all_gather", a2a.nbytes, EP, "H100").time
     assert format_seconds(slip) in text
     cross = moe.ep_fsdp_crossover_tokens(256, 2048, 8)
     assert has_number(text, f"{cross:,.0f}")

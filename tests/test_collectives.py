@@ -262,7 +262,7 @@ def test_collective_cost_is_the_one_entry_point():
     (lambda: c.collective_cost("AllGather", GB, 4, "v5e", gpus_per_node=4), "GPU nodes"),
     (lambda: c.collective_cost("AllGather", GB, 4, "H100", wraparound=True), "TPU axis"),
     (lambda: c.collective_cost("AllGather", GB, 4, "H100", scheme="tree"), "scheme"),
-    (lambda: c.collective_cost("AllToAll", GB, [4, 4], "v5p"), "one torus axis"),
+    (lambda: c.collective_cost("ppermute", GB, [4, 4], "v5p"), "one torus axis"),
     (lambda: c.collective_cost("AllGather", GB, 32, "v5e"), "largest slice"),
     (lambda: c.collective_cost("AllGather", GB, 4, "v5e", network="dcn", wraparound=True),
      "data-centre"),
