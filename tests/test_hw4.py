@@ -137,7 +137,7 @@ def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
     assert len(graded) >= 15
-    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 23
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 25
 
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
@@ -188,3 +188,37 @@ def test_sharding_check_ignores_the_students_other_state(test_cells):
     namespace["VARIANT"] = SAMPLE
     with pytest.raises(AssertionError, match="partial sum"):
         exec(compile(source, "hw4-q9a-specs-test", "exec"), namespace)
+
+
+# --------------------------------------------------------------------------- problem 10, a design
+
+# Worked by hand at the sample numbers (LLaMA-3 70B, 64 H100s, B = 512 sequences of 4,096):
+# 16 bytes per parameter of 70.55e9 parameters is 1,129 GB, 14.1 H100s' worth of HBM (80 GB):
+# a layout must shard the state at least 15 ways, so pure data parallelism cannot fit.
+NEEDS_SHARDING = 16 * N_TOTAL / 80e9
+
+
+@pytest.mark.parametrize("layout, fragment", [
+    ([64, 1, 1, 1, 0, 1, "none"], "does not fit: it needs"),     # every GPU holds the model
+    ([8, 1, 8, 1, 0, 1, "full"], "does not fit: it needs"),      # 8-way TP alone: 16·P/8 > 80 GB
+    ([1, 32, 1, 1, 3, 1, "full"], "must use the 64 GPUs"),
+    ([1, 64, 1, 1, 3, 3, "full"], "divisible"),                  # 512 / (64 · 3) is no integer
+])
+def test_layouts_that_break_a_condition_are_told_which(test_cells, layout, fragment):
+    assert NEEDS_SHARDING > 8            # so 8-way sharding of the state alone is not enough
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["training_layout"], {"training_layout": layout}, SAMPLE)
+    assert fragment in str(info.value), str(info.value)
+
+
+def test_the_solvers_layout_passes_and_a_slower_feasible_one_is_told_the_gap(test_cells):
+    """Hybrid sharding (2 replicas of 8-way FSDP, 2-way TP, 2 stages, full remat) fits and hides
+    its communication, but full remat and the bubble make its step 41% slower than the best:
+    the feedback says so instead of calling the layout wrong."""
+    from scalebook.homework.hw4_parallelism import best_layout10
+    run_as_grader(test_cells["training_layout"], {"training_layout": best_layout10(SAMPLE)}, SAMPLE)
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["training_layout"],
+                      {"training_layout": [2, 8, 2, 2, 0, 8, "full"]}, SAMPLE)
+    assert "It fits and meets the communication limit" in str(info.value)
+    assert "41% longer than the best layout" in str(info.value)

@@ -26,6 +26,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -35,10 +36,11 @@ from ..parallelism import (Layout, MLPStack, axis_bandwidth, critical_batch_per_
                            min_batch_per_chip_fsdp_tp, min_microbatches, pipeline_bubble_fraction,
                            tensor_parallel)
 from ..topology import tpu_slice
-from ..training import MIXED_PRECISION_ADAM, fewest_chips, llama3_405b, run_time, training_memory
+from ..training import (MIXED_PRECISION_ADAM, TrainingLayout, best_training_layout, fewest_chips,
+                        llama3_405b, plan_training, run_time, training_memory)
 from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
 from ..variants import Choice, VariantSpec
-from .parts import ACCEPTED, PINNED, Convention, Part, Slip
+from .parts import ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict
 from .parts import well_posed as parts_well_posed
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
@@ -71,6 +73,10 @@ PARAMETERS = {
     "q9_B": Choice((16, 32, 8), "B"),
     "q9_D": Choice((32, 16, 64), "D"),
     "q9_F": Choice((64, 128, 32), "F"),
+    "q10_model": Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+    "q10_gpu": Choice(("H100", "H200"), "GPU"),
+    "q10_n": Choice((64, 128, 256), "N", "GPUs"),
+    "q10_B": Choice((512, 256, 1024), "B", "sequences"),
 }
 
 
@@ -388,6 +394,74 @@ PARTS = (
     )),
 )
 
+# --------------------------------------------------------------------------- problem 10: design
+
+#: Problem 10's sequence length (tokens), largest exposed-communication share of the step, and
+#: the margin over the solver's best step time that still earns full points.
+SEQ10, COMMS_SHARE10, MARGIN10 = 4096, 0.10, 0.10
+#: The order of problem 10's answer list.
+LAYOUT_FIELDS = ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat")
+
+
+@lru_cache(maxsize=64)
+def _best10(model: str, gpu: str, n: int, batch: int):
+    """The solver's fastest fitting layout (cached: the search prices a few hundred layouts)."""
+    return best_training_layout(MODELS[model](), gpu, n, global_batch=batch, seq_len=SEQ10)
+
+
+def best_layout10(v: Mapping[str, Any]) -> list:
+    """Problem 10's reference answer: the solver's best layout, as the answer list."""
+    layout = _best10(v["q10_model"], v["q10_gpu"], v["q10_n"], v["q10_B"]).layout
+    return [getattr(layout, f) for f in LAYOUT_FIELDS]
+
+
+def judge_layout10(v: Mapping[str, Any], value: Any) -> Verdict:
+    """Full points for any layout of the N GPUs that fits in HBM, keeps exposed communication
+    at most 10% of the step, and steps within 10% of the solver's best; otherwise why not."""
+    if not isinstance(value, list) or len(value) != len(LAYOUT_FIELDS):
+        return Verdict(False, (f"Give a list of {len(LAYOUT_FIELDS)}: [{', '.join(LAYOUT_FIELDS)}].",))
+    try:
+        layout = TrainingLayout(**dict(zip(LAYOUT_FIELDS, value)))
+    except (TypeError, ValueError) as exc:
+        return Verdict(False, (f"That is not a layout: {exc}.",))
+    n = v["q10_n"]
+    if layout.n_chips != n:
+        return Verdict(False, (f"dp · fsdp · tp · pp = {layout.n_chips}: the layout must use the "
+                               f"{n} GPUs, no more and no fewer.",))
+    plan = plan_training(MODELS[v["q10_model"]](), layout, v["q10_gpu"], global_batch=v["q10_B"],
+                         seq_len=SEQ10, n_chips=n)
+    reasons = []
+    if not plan.fits:
+        reasons.append(f"It does not fit: it needs {plan.memory.total / 2 ** 30:.1f} GiB per GPU; "
+                       f"the {v['q10_gpu']} has {plan.hbm_capacity / 2 ** 30:.1f} GiB.")
+    reasons += [f"{flag[0].upper()}{flag[1:]}." for flag in plan.flags
+                if flag.startswith("global batch not divisible")]
+    step = plan.step_time
+    share = step.comms_exposed / step.total
+    if share > COMMS_SHARE10:
+        reasons.append(f"Exposed communication is {share:.0%} of its step, more than the "
+                       f"{COMMS_SHARE10:.0%} allowed.")
+    if reasons:
+        return Verdict(False, tuple(reasons))
+    best = _best10(v["q10_model"], v["q10_gpu"], n, v["q10_B"]).step_time.total
+    if step.total > (1 + MARGIN10) * best:
+        return Verdict(False, (f"It fits and meets the communication limit, but its step takes "
+                               f"{step.total:.3g} s, {step.total / best - 1:.0%} longer than the "
+                               f"best layout the course's solver finds: full points need one "
+                               f"within {MARGIN10:.0%} of it.",))
+    return Verdict(True)
+
+
+DESIGN = Design(
+    "training_layout", best_layout10, judge_layout10,
+    form="a list [dp, fsdp, tp, pp, zero_stage, microbatches, remat]", length=len(LAYOUT_FIELDS),
+    examples=(
+        Example("pure data parallelism, no remat",
+                lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"], "does not fit: it needs"),
+        Example("too few GPUs", lambda v: [1, v["q10_n"] // 2, 1, 1, 3, 1, "full"],
+                "must use the"),
+    ))
+
 
 def ring_axis(chip: str, n: int) -> bool:
     """Whether the catalog builds a slice of ``chip`` with an axis of ``n`` chips that wraps
@@ -420,7 +494,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"] >= 2
             and 4 * alpha ** 2 / v["q6_F"] <= 0.9 * alpha and _chips_2d(v) >= 2
             and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"]
-            and parts_well_posed(PARTS, v))
+            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
 
 
 SPEC = VariantSpec(
