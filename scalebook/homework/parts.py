@@ -299,7 +299,7 @@ def test_cell_source(part: Part | Design) -> str:
     name = part.answer
     if isinstance(part, Design):
         visible = [f"assert isinstance({name}, (list, tuple)) and len({name}) == {part.length}, (",
-                   f'    "{name} should be {part.form}.")']
+                   f"    {f'{name} should be {part.form}.'!r})"]
     else:
         visible = ["from scalebook.checks import check_number",
                    f'check_number({name}, "{name}")' if part.positive else
