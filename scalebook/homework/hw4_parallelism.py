@@ -10,7 +10,8 @@ Problem by problem (the first value of each choice is the one the book prints):
   mixed-precision policy (12 and 16 for everyone: the policy is the lesson, not a number to
   vary); (c) varies the model (its total parameters) and the GPU (its HBM).
 - P3, data parallelism: the TPU (v5p, v4p, v6e: C and the wrapped axis's W), the stack's
-  D, F and L, and the data-parallel degree X.
+  D, F and L, and the data-parallel degree X (4, 8 or 16: only axes the catalog builds as a
+  ring, :func:`ring_axis`; a v6e axis wraps only at its full 16 chips).
 - P4, FSDP: the model, TPU and X of problem 3 (the text says "same as problem 3").
 - P5, tensor parallelism inside one 8-GPU node: the GPU (H100, H200, B200, A100: C and the
   NVSwitch W), D, F and the batch B. The node keeps 8 GPUs, and (a)'s count of collectives per
@@ -21,6 +22,13 @@ Problem by problem (the first value of each choice is the one the book prints):
   batch B. (c)'s remat factor, 4/3, is the same for every model: only its inputs vary.
 - P9, sharding a training step: B, D and F of the toy layer. The answer's two PartitionSpecs are
   the same for every shape (Megatron's layout); only the AllReduce's bytes vary.
+- P10, choosing a layout (a :class:`~scalebook.homework.parts.Design`): the model, the GPU, the
+  GPU count and the global batch; graded by :func:`judge_layout10`.
+
+Each answer is one :class:`~scalebook.homework.parts.Part` of :data:`PARTS`: its expected value
+is a solver call; the exact ring factor (N − 1)/N is an accepted convention wherever a ring
+collective enters an answer (the title says so), and 16 bytes per parameter in problems 3 and 4
+is a pinned one (their text says "no master copy", "12 bytes per parameter").
 """
 
 from __future__ import annotations

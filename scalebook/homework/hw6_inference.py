@@ -18,6 +18,9 @@ Problem by problem (the first value of each choice is the one the book prints):
 - P6, throughput and cost: the price per GPU-hour (the slice and batch are those of P5).
 - P7, sizing: (a) the model, the GPU, the batch and the context; (b) the latency target, on the
   slice and context of P5.
+- P8, choosing a serving configuration (a :class:`~scalebook.homework.parts.Design`): the
+  model, the GPU, the context and the latency target, at P6's price; graded by
+  :func:`judge_serving8`.
 """
 
 from __future__ import annotations
