@@ -6,9 +6,8 @@ Problem by problem (the first value of each choice is the one the book prints):
   the training tokens, the TPU whose full pod trains it (v5p, v5e, v6e: chips whose int8 rate
   is twice their bf16 rate, so the "used the int8 rate" slip stays a distinct wrong answer) and
   the MFU.
-- P2, what Adam keeps per parameter: (a) and (b) are bytes per parameter of a fixed
-  mixed-precision policy (12 and 16 for everyone: the policy is the lesson, not a number to
-  vary); (c) varies the model (its total parameters) and the GPU (its HBM).
+- P2, what Adam keeps: the model (its total parameters) and the GPU (its HBM): (a) the
+  optimizer state of the model, (b) the largest model one GPU trains, (c) the fewest GPUs.
 - P3, data parallelism: the TPU (v5p, v4p, v6e: C and the wrapped axis's W), the stack's
   D, F and L, and the data-parallel degree X (4, 8 or 16: only axes the catalog builds as a
   ring, :func:`ring_axis`; a v6e axis wraps only at its full 16 chips).
@@ -199,35 +198,38 @@ PARTS = (
              "Use the bf16 rate, {q1_bf16_flops:.3g} FLOPs/s; int8 is twice as fast."),
         Slip("days", lambda v: _train_time(v) / 86400, "The answer is in seconds, not days."),
     )),
-    Part("optimizer_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes, rel=0.001,
+    Part("optimizer_bytes", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes * v["q2_n_params"],
          slips=(
-        Slip("2 bytes of state", lambda v: 2,
+        Slip("2 bytes of state", lambda v: 2 * v["q2_n_params"],
              "Adam's state is not 2 bytes per parameter: it keeps two fp32 moments (4 bytes each) "
              "and, with mixed precision, an fp32 master copy of the weights (4 bytes)."),
-        Slip("one moment", lambda v: 4,
+        Slip("one moment", lambda v: 4 * v["q2_n_params"],
              "Adam keeps two moments, m and v, each fp32 (4 bytes), and mixed precision adds an "
              "fp32 master copy of the weights (4 bytes)."),
-        Slip("no master copy", lambda v: 8,
-             "Mixed precision also keeps an fp32 master copy of the weights: 4 more bytes."),
-        Slip("whole state", lambda v: 16,
+        Slip("no master copy", lambda v: 8 * v["q2_n_params"],
+             "Mixed precision also keeps an fp32 master copy of the weights: 4 more bytes per "
+             "parameter."),
+        Slip("whole state", lambda v: 16 * v["q2_n_params"],
              "This part asks for the optimizer state alone, without the bf16 weights and "
              "gradients."),
+        Slip("bytes per parameter", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes,
+             "That is per parameter; the part asks for the whole model's {q2_n_params:,}."),
     )),
-    Part("train_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.bytes_per_param, rel=0.001,
-         slips=(
-        Slip("weights only", lambda v: 2,
-             "That is the bf16 weights alone; training also keeps gradients and the optimizer "
-             "state."),
-        Slip("2 bytes of state", lambda v: 6,
+    Part("max_params_one_gpu", lambda v: v["q2_hbm_gb"] * 1e9 / MIXED_PRECISION_ADAM.bytes_per_param,
+         conventions=(
+        Convention("80 GB read as GiB", lambda v: v["q2_hbm_gb"] * 2 ** 30 / 16, PINNED,
+                   phrase="1 GB = 1e9 bytes",
+                   hint="This course counts 1 GB = 1e9 bytes (the datasheets' GB), not 2^30."),
+    ), slips=(
+        Slip("weights only", lambda v: v["q2_hbm_gb"] * 1e9 / 2,
+             "That fits the bf16 weights alone; training also keeps gradients and the optimizer "
+             "state: 16 bytes per parameter."),
+        Slip("2 bytes of state", lambda v: v["q2_hbm_gb"] * 1e9 / 6,
              "Adam's state is not 2 bytes per parameter: two fp32 moments and the fp32 master "
-             "copy make 12."),
-        Slip("no master copy, no gradients", lambda v: 8,
-             "Adam's two moments are fp32 (4 bytes each), and mixed precision adds an fp32 master "
-             "copy: the optimizer alone keeps 12 bytes per parameter."),
-        Slip("optimizer only", lambda v: 12,
+             "copy make 12, 16 in all."),
+        Slip("optimizer only", lambda v: v["q2_hbm_gb"] * 1e9 / 12,
              "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
              "the two fp32 Adam moments (8)."),
-        Slip("no gradients", lambda v: 14, "Count the bf16 gradients too (2 bytes per parameter)."),
     )),
     Part("min_gpus", _min_gpus, rel=0.001, slips=(
         Slip("unrounded", lambda v: _q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes,
