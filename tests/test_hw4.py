@@ -139,7 +139,7 @@ def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
     assert len(graded) >= 15
-    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 25
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 24
 
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))

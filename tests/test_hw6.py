@@ -150,8 +150,8 @@ def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
     assert len(graded) == 20 >= 15
-    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 21
-    assert "**21 points** in 8 problems" in nb.cells[0].source
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 20
+    assert "**20 points** in 8 problems" in nb.cells[0].source
     assert set(BY_HAND) | {"serving_config"} == {n for c in graded for n in answer_names(c.source)
                                                  if not n.startswith("_")}
 
