@@ -46,8 +46,8 @@ ALPHA = C_V5P / W_V5P                   # 2550 tokens
 BY_HAND = {
     "train_flops": 6 * N_MATMUL * TOKENS,
     "train_time": 6 * N_MATMUL * TOKENS / (8960 * C_V5P * 0.45),
-    "optimizer_bytes_per_param": 12,
-    "train_bytes_per_param": 16,
+    "optimizer_bytes": 12 * N_TOTAL,
+    "max_params_one_gpu": 80e9 / 16,
     "min_gpus": 15,
     "dp_bytes_per_chip": 12 * P3,
     "t_grad_allreduce": 2 * (2 * P3) / W_V5P,
@@ -75,10 +75,12 @@ MISCONCEPTIONS = [
     ("train_flops", 2 * N_MATMUL * TOKENS, "forward pass only"),
     ("train_time", 6 * N_MATMUL * TOKENS / (8960 * C_V5P), "0.45 of their peak"),
     ("train_time", 6 * N_MATMUL * TOKENS / (8960 * C_V5P * 0.45) / 86400, "not days"),
-    ("optimizer_bytes_per_param", 2, "not 2 bytes per parameter"),
-    ("optimizer_bytes_per_param", 8, "master copy"),
-    ("train_bytes_per_param", 2 + 2 + 2, "not 2 bytes per parameter"),
-    ("train_bytes_per_param", 2 + 2 + 8, "Count all four"),
+    ("optimizer_bytes", 2 * N_TOTAL, "not 2 bytes per parameter"),
+    ("optimizer_bytes", 8 * N_TOTAL, "master copy"),
+    ("optimizer_bytes", 12, "the whole model's"),
+    ("max_params_one_gpu", 80e9 / 6, "not 2 bytes per parameter"),
+    ("max_params_one_gpu", 80e9 / 12, "Count all four"),
+    ("max_params_one_gpu", 80 * 2 ** 30 / 16, "1 GB = 1e9 bytes"),          # GiB: pinned by the title
     ("min_gpus", math.ceil(6 * N_TOTAL / 80e9), "not 2 bytes per parameter"),
     ("min_gpus", 14, "Round up"),
     ("dp_bytes_per_chip", 12 * P3 / 16, "full replica"),
@@ -137,7 +139,7 @@ def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
     assert len(graded) >= 15
-    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 23
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 24
 
 
 @pytest.mark.parametrize("name", sorted(BY_HAND))
@@ -188,3 +190,37 @@ def test_sharding_check_ignores_the_students_other_state(test_cells):
     namespace["VARIANT"] = SAMPLE
     with pytest.raises(AssertionError, match="partial sum"):
         exec(compile(source, "hw4-q9a-specs-test", "exec"), namespace)
+
+
+# --------------------------------------------------------------------------- problem 10, a design
+
+# Worked by hand at the sample numbers (LLaMA-3 70B, 64 H100s, B = 512 sequences of 4,096):
+# 16 bytes per parameter of 70.55e9 parameters is 1,129 GB, 14.1 H100s' worth of HBM (80 GB):
+# a layout must shard the state at least 15 ways, so pure data parallelism cannot fit.
+NEEDS_SHARDING = 16 * N_TOTAL / 80e9
+
+
+@pytest.mark.parametrize("layout, fragment", [
+    ([64, 1, 1, 1, 0, 1, "none"], "does not fit: it needs"),     # every GPU holds the model
+    ([8, 1, 8, 1, 0, 1, "full"], "does not fit: it needs"),      # 8-way TP alone: 16·P/8 > 80 GB
+    ([1, 32, 1, 1, 3, 1, "full"], "must use the 64 GPUs"),
+    ([1, 64, 1, 1, 3, 3, "full"], "divisible"),                  # 512 / (64 · 3) is no integer
+])
+def test_layouts_that_break_a_condition_are_told_which(test_cells, layout, fragment):
+    assert NEEDS_SHARDING > 8            # so 8-way sharding of the state alone is not enough
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["training_layout"], {"training_layout": layout}, SAMPLE)
+    assert fragment in str(info.value), str(info.value)
+
+
+def test_the_solvers_layout_passes_and_a_slower_feasible_one_is_told_the_gap(test_cells):
+    """Hybrid sharding (2 replicas of 8-way FSDP, 2-way TP, 2 stages, full remat) fits and hides
+    its communication, but full remat and the bubble make its step 41% slower than the best:
+    the feedback says so instead of calling the layout wrong."""
+    from scalebook.homework.hw4_parallelism import best_layout10
+    run_as_grader(test_cells["training_layout"], {"training_layout": best_layout10(SAMPLE)}, SAMPLE)
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["training_layout"],
+                      {"training_layout": [2, 8, 2, 2, 0, 8, "full"]}, SAMPLE)
+    assert "It fits and meets the communication limit" in str(info.value)
+    assert "41% longer than the best layout" in str(info.value)

@@ -149,11 +149,11 @@ def test_cells() -> dict:
 def test_parts_and_points():
     nb = nbformat.read(str(SOURCE), as_version=4)
     graded = [c for c in nb.cells if nbgrader_metadata(c).get("grade")]
-    assert len(graded) == 19 >= 15
-    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 19
-    assert "**19 points** in 7 problems" in nb.cells[0].source
-    assert set(BY_HAND) == {n for c in graded for n in answer_names(c.source)
-                            if not n.startswith("_")}
+    assert len(graded) == 20 >= 15
+    assert sum(nbgrader_metadata(c)["points"] for c in graded) == 20
+    assert "**20 points** in 8 problems" in nb.cells[0].source
+    assert set(BY_HAND) | {"serving_config"} == {n for c in graded for n in answer_names(c.source)
+                                                 if not n.startswith("_")}
 
 
 def test_the_published_numbers_are_the_books():
@@ -252,3 +252,34 @@ def test_misconception_gets_its_hint(test_cells, name, wrong, fragment):
 def test_each_check_reads_only_its_own_answer(test_cells, name):
     names = {n for n in answer_names(test_cells[name].source) if not n.startswith("_")}
     assert names == {name}
+
+
+# --------------------------------------------------------------------------- problem 8, a design
+
+# Worked by hand at the sample numbers (LLaMA-3 70B, H100s of 80 GB, S = 8,192, 30 ms per token):
+# the bf16 weights alone are 2 × 70.55e9 = 141 GB, more than one H100 holds; each sequence's
+# cache is 8,192 × 2 (K and V) × 80 layers × 8 heads × 128 × 2 bytes = 2.68 GB.
+WEIGHTS70 = 2 * 70_553_706_496
+CACHE70 = 8192 * 2 * 80 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ([1, 1, "bf16"], "does not fit"),                    # 141 GB of weights on one 80 GB GPU
+    ([8, 300, "bf16"], "does not fit"),                  # 141 GB + 300 × 2.68 GB > 640 GB
+    ([3, 8, "bf16"], "1, 2, 4 or 8 GPUs"),
+    ([8, 8, "fp4"], "not 'fp4'"),
+])
+def test_configurations_that_break_a_condition_are_told_which(test_cells, config, fragment):
+    assert WEIGHTS70 > 80e9 and WEIGHTS70 + 300 * CACHE70 > 640e9
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["serving_config"], {"serving_config": config}, SAMPLE)
+    assert fragment in str(info.value), str(info.value)
+
+
+def test_the_cheapest_configuration_passes_and_batch_one_is_told_its_cost(test_cells):
+    from scalebook.homework.hw6_inference import best_serving8
+    best = best_serving8(SAMPLE)
+    run_as_grader(test_cells["serving_config"], {"serving_config": best}, SAMPLE)
+    with pytest.raises(AssertionError) as info:
+        run_as_grader(test_cells["serving_config"], {"serving_config": [best[0], 1, best[2]]}, SAMPLE)
+    assert "more than the cheapest configuration" in str(info.value)

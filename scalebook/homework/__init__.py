@@ -27,7 +27,7 @@ from . import hw5_transformers
 from . import hw6_inference
 from . import hw7_moe_long_context
 
-from .parts import Part, check_answer, parts_by_answer
+from .parts import Design, Part, check_answer, parts_by_answer
 
 __all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE", "PARTS", "parts_of", "check_answer"]
 
@@ -43,15 +43,15 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
 
 #: Each homework's declared parts, ``assignment -> {answer: Part}`` (see :mod:`.parts`); a
 #: homework whose module declares no ``PARTS`` checks its answers in its notebook.
-PARTS: MappingProxyType[str, dict[str, Part]] = MappingProxyType({
-    module.SPEC.assignment: parts_by_answer(module.PARTS)
+PARTS: MappingProxyType[str, dict[str, Part | Design]] = MappingProxyType({
+    module.SPEC.assignment: parts_by_answer(module.PARTS + ((module.DESIGN,) if hasattr(module, "DESIGN") else ()))
     for module in (hw1_rooflines, hw2_hardware, hw3_sharding, hw4_parallelism, hw5_transformers,
                    hw6_inference, hw7_moe_long_context)
     if hasattr(module, "PARTS")
 })
 
 
-def parts_of(assignment: str) -> dict[str, Part]:
+def parts_of(assignment: str) -> dict[str, Part | Design]:
     """The declared parts of ``assignment`` by answer name; ``KeyError`` if it declares none."""
     try:
         return PARTS[assignment]

@@ -28,12 +28,17 @@ def _lines(text: str) -> list[str]:
 
 
 def checked_answer(cell: dict, answers) -> str | None:
-    """The declared answer a graded code cell checks (its first ``check_number`` argument), or
-    None."""
+    """The declared answer a graded code cell checks (its ``check_answer`` call's, or else its
+    first ``check_number``'s), or None."""
     nbg = cell.get("metadata", {}).get("nbgrader", {})
     if cell.get("cell_type") != "code" or not nbg.get("grade"):
         return None
-    for line in _text(cell.get("source", "")).splitlines():
+    lines = _text(cell.get("source", "")).splitlines()
+    for line in lines:
+        if line.startswith('check_answer(VARIANT, "'):
+            name = line.split('"')[1]
+            return name if name in answers else None
+    for line in lines:
         if line.startswith("check_number("):
             name = line[len("check_number("):].split(",")[0].strip()
             return name if name in answers else None

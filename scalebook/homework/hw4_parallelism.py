@@ -6,11 +6,11 @@ Problem by problem (the first value of each choice is the one the book prints):
   the training tokens, the TPU whose full pod trains it (v5p, v5e, v6e: chips whose int8 rate
   is twice their bf16 rate, so the "used the int8 rate" slip stays a distinct wrong answer) and
   the MFU.
-- P2, what Adam keeps per parameter: (a) and (b) are bytes per parameter of a fixed
-  mixed-precision policy (12 and 16 for everyone: the policy is the lesson, not a number to
-  vary); (c) varies the model (its total parameters) and the GPU (its HBM).
+- P2, what Adam keeps: the model (its total parameters) and the GPU (its HBM): (a) the
+  optimizer state of the model, (b) the largest model one GPU trains, (c) the fewest GPUs.
 - P3, data parallelism: the TPU (v5p, v4p, v6e: C and the wrapped axis's W), the stack's
-  D, F and L, and the data-parallel degree X.
+  D, F and L, and the data-parallel degree X (4, 8 or 16: only axes the catalog builds as a
+  ring, :func:`ring_axis`; a v6e axis wraps only at its full 16 chips).
 - P4, FSDP: the model, TPU and X of problem 3 (the text says "same as problem 3").
 - P5, tensor parallelism inside one 8-GPU node: the GPU (H100, H200, B200, A100: C and the
   NVSwitch W), D, F and the batch B. The node keeps 8 GPUs, and (a)'s count of collectives per
@@ -21,11 +21,19 @@ Problem by problem (the first value of each choice is the one the book prints):
   batch B. (c)'s remat factor, 4/3, is the same for every model: only its inputs vary.
 - P9, sharding a training step: B, D and F of the toy layer. The answer's two PartitionSpecs are
   the same for every shape (Megatron's layout); only the AllReduce's bytes vary.
+- P10, choosing a layout (a :class:`~scalebook.homework.parts.Design`): the model, the GPU, the
+  GPU count and the global batch; graded by :func:`judge_layout10`.
+
+Each answer is one :class:`~scalebook.homework.parts.Part` of :data:`PARTS`: its expected value
+is a solver call; the exact ring factor (N − 1)/N is an accepted convention wherever a ring
+collective enters an answer (the title says so), and 16 bytes per parameter in problems 3 and 4
+is a pinned one (their text says "no master copy", "12 bytes per parameter").
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -35,10 +43,11 @@ from ..parallelism import (Layout, MLPStack, axis_bandwidth, critical_batch_per_
                            min_batch_per_chip_fsdp_tp, min_microbatches, pipeline_bubble_fraction,
                            tensor_parallel)
 from ..topology import tpu_slice
-from ..training import MIXED_PRECISION_ADAM, fewest_chips, llama3_405b, run_time, training_memory
+from ..training import (MIXED_PRECISION_ADAM, TrainingLayout, best_training_layout, fewest_chips,
+                        llama3_405b, plan_training, run_time, training_memory)
 from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
 from ..variants import Choice, VariantSpec
-from .parts import ACCEPTED, PINNED, Convention, Part, Slip
+from .parts import ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict
 from .parts import well_posed as parts_well_posed
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
@@ -71,6 +80,10 @@ PARAMETERS = {
     "q9_B": Choice((16, 32, 8), "B"),
     "q9_D": Choice((32, 16, 64), "D"),
     "q9_F": Choice((64, 128, 32), "F"),
+    "q10_model": Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+    "q10_gpu": Choice(("H100", "H200"), "GPU"),
+    "q10_n": Choice((64, 128, 256), "N", "GPUs"),
+    "q10_B": Choice((512, 256, 1024), "B", "sequences"),
 }
 
 
@@ -185,35 +198,38 @@ PARTS = (
              "Use the bf16 rate, {q1_bf16_flops:.3g} FLOPs/s; int8 is twice as fast."),
         Slip("days", lambda v: _train_time(v) / 86400, "The answer is in seconds, not days."),
     )),
-    Part("optimizer_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes, rel=0.001,
+    Part("optimizer_bytes", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes * v["q2_n_params"],
          slips=(
-        Slip("2 bytes of state", lambda v: 2,
+        Slip("2 bytes of state", lambda v: 2 * v["q2_n_params"],
              "Adam's state is not 2 bytes per parameter: it keeps two fp32 moments (4 bytes each) "
              "and, with mixed precision, an fp32 master copy of the weights (4 bytes)."),
-        Slip("one moment", lambda v: 4,
+        Slip("one moment", lambda v: 4 * v["q2_n_params"],
              "Adam keeps two moments, m and v, each fp32 (4 bytes), and mixed precision adds an "
              "fp32 master copy of the weights (4 bytes)."),
-        Slip("no master copy", lambda v: 8,
-             "Mixed precision also keeps an fp32 master copy of the weights: 4 more bytes."),
-        Slip("whole state", lambda v: 16,
+        Slip("no master copy", lambda v: 8 * v["q2_n_params"],
+             "Mixed precision also keeps an fp32 master copy of the weights: 4 more bytes per "
+             "parameter."),
+        Slip("whole state", lambda v: 16 * v["q2_n_params"],
              "This part asks for the optimizer state alone, without the bf16 weights and "
              "gradients."),
+        Slip("bytes per parameter", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes,
+             "That is per parameter; the part asks for the whole model's {q2_n_params:,}."),
     )),
-    Part("train_bytes_per_param", lambda v: MIXED_PRECISION_ADAM.bytes_per_param, rel=0.001,
-         slips=(
-        Slip("weights only", lambda v: 2,
-             "That is the bf16 weights alone; training also keeps gradients and the optimizer "
-             "state."),
-        Slip("2 bytes of state", lambda v: 6,
+    Part("max_params_one_gpu", lambda v: v["q2_hbm_gb"] * 1e9 / MIXED_PRECISION_ADAM.bytes_per_param,
+         conventions=(
+        Convention("80 GB read as GiB", lambda v: v["q2_hbm_gb"] * 2 ** 30 / 16, PINNED,
+                   phrase="1 GB = 1e9 bytes",
+                   hint="This course counts 1 GB = 1e9 bytes (the datasheets' GB), not 2^30."),
+    ), slips=(
+        Slip("weights only", lambda v: v["q2_hbm_gb"] * 1e9 / 2,
+             "That fits the bf16 weights alone; training also keeps gradients and the optimizer "
+             "state: 16 bytes per parameter."),
+        Slip("2 bytes of state", lambda v: v["q2_hbm_gb"] * 1e9 / 6,
              "Adam's state is not 2 bytes per parameter: two fp32 moments and the fp32 master "
-             "copy make 12."),
-        Slip("no master copy, no gradients", lambda v: 8,
-             "Adam's two moments are fp32 (4 bytes each), and mixed precision adds an fp32 master "
-             "copy: the optimizer alone keeps 12 bytes per parameter."),
-        Slip("optimizer only", lambda v: 12,
+             "copy make 12, 16 in all."),
+        Slip("optimizer only", lambda v: v["q2_hbm_gb"] * 1e9 / 12,
              "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
              "the two fp32 Adam moments (8)."),
-        Slip("no gradients", lambda v: 14, "Count the bf16 gradients too (2 bytes per parameter)."),
     )),
     Part("min_gpus", _min_gpus, rel=0.001, slips=(
         Slip("unrounded", lambda v: _q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes,
@@ -388,6 +404,74 @@ PARTS = (
     )),
 )
 
+# --------------------------------------------------------------------------- problem 10: design
+
+#: Problem 10's sequence length (tokens), largest exposed-communication share of the step, and
+#: the margin over the solver's best step time that still earns full points.
+SEQ10, COMMS_SHARE10, MARGIN10 = 4096, 0.10, 0.10
+#: The order of problem 10's answer list.
+LAYOUT_FIELDS = ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat")
+
+
+@lru_cache(maxsize=64)
+def _best10(model: str, gpu: str, n: int, batch: int):
+    """The solver's fastest fitting layout (cached: the search prices a few hundred layouts)."""
+    return best_training_layout(MODELS[model](), gpu, n, global_batch=batch, seq_len=SEQ10)
+
+
+def best_layout10(v: Mapping[str, Any]) -> list:
+    """Problem 10's reference answer: the solver's best layout, as the answer list."""
+    layout = _best10(v["q10_model"], v["q10_gpu"], v["q10_n"], v["q10_B"]).layout
+    return [getattr(layout, f) for f in LAYOUT_FIELDS]
+
+
+def judge_layout10(v: Mapping[str, Any], value: Any) -> Verdict:
+    """Full points for any layout of the N GPUs that fits in HBM, keeps exposed communication
+    at most 10% of the step, and steps within 10% of the solver's best; otherwise why not."""
+    if not isinstance(value, list) or len(value) != len(LAYOUT_FIELDS):
+        return Verdict(False, (f"Give a list of {len(LAYOUT_FIELDS)}: [{', '.join(LAYOUT_FIELDS)}].",))
+    try:
+        layout = TrainingLayout(**dict(zip(LAYOUT_FIELDS, value)))
+    except (TypeError, ValueError) as exc:
+        return Verdict(False, (f"That is not a layout: {exc}.",))
+    n = v["q10_n"]
+    if layout.n_chips != n:
+        return Verdict(False, (f"dp · fsdp · tp · pp = {layout.n_chips}: the layout must use the "
+                               f"{n} GPUs, no more and no fewer.",))
+    plan = plan_training(MODELS[v["q10_model"]](), layout, v["q10_gpu"], global_batch=v["q10_B"],
+                         seq_len=SEQ10, n_chips=n)
+    reasons = []
+    if not plan.fits:
+        reasons.append(f"It does not fit: it needs {plan.memory.total / 2 ** 30:.1f} GiB per GPU; "
+                       f"the {v['q10_gpu']} has {plan.hbm_capacity / 2 ** 30:.1f} GiB.")
+    reasons += [f"{flag[0].upper()}{flag[1:]}." for flag in plan.flags
+                if flag.startswith("global batch not divisible")]
+    step = plan.step_time
+    share = step.comms_exposed / step.total
+    if share > COMMS_SHARE10:
+        reasons.append(f"Exposed communication is {share:.0%} of its step, more than the "
+                       f"{COMMS_SHARE10:.0%} allowed.")
+    if reasons:
+        return Verdict(False, tuple(reasons))
+    best = _best10(v["q10_model"], v["q10_gpu"], n, v["q10_B"]).step_time.total
+    if step.total > (1 + MARGIN10) * best:
+        return Verdict(False, (f"It fits and meets the communication limit, but its step takes "
+                               f"{step.total:.3g} s, {step.total / best - 1:.0%} longer than the "
+                               f"best layout the course's solver finds: full points need one "
+                               f"within {MARGIN10:.0%} of it.",))
+    return Verdict(True)
+
+
+DESIGN = Design(
+    "training_layout", best_layout10, judge_layout10,
+    form="a list [dp, fsdp, tp, pp, zero_stage, microbatches, remat]", length=len(LAYOUT_FIELDS),
+    examples=(
+        Example("pure data parallelism, no remat",
+                lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"], "does not fit: it needs"),
+        Example("too few GPUs", lambda v: [1, v["q10_n"] // 2, 1, 1, 3, 1, "full"],
+                "must use the"),
+    ))
+
 
 def ring_axis(chip: str, n: int) -> bool:
     """Whether the catalog builds a slice of ``chip`` with an axis of ``n`` chips that wraps
@@ -420,7 +504,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"] >= 2
             and 4 * alpha ** 2 / v["q6_F"] <= 0.9 * alpha and _chips_2d(v) >= 2
             and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"]
-            and parts_well_posed(PARTS, v))
+            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
 
 
 SPEC = VariantSpec(

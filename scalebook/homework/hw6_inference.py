@@ -18,11 +18,15 @@ Problem by problem (the first value of each choice is the one the book prints):
 - P6, throughput and cost: the price per GPU-hour (the slice and batch are those of P5).
 - P7, sizing: (a) the model, the GPU, the batch and the context; (b) the latency target, on the
   slice and context of P5.
+- P8, choosing a serving configuration (a :class:`~scalebook.homework.parts.Design`): the
+  model, the GPU, the context and the latency target, at P6's price; graded by
+  :func:`judge_serving8`.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Mapping
 
 from ..collectives import DEFAULT_HOP_LATENCY
@@ -33,7 +37,7 @@ from ..inference import (best_batch, cost_per_million_tokens, decode_critical_ba
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
-from .parts import Part, Slip, distinct_from
+from .parts import Design, Example, Part, Slip, Verdict, distinct_from
 from .parts import well_posed as parts_well_posed
 
 #: The catalog's configs, by the name the problem text prints.
@@ -69,6 +73,10 @@ PARAMETERS = {
     "q7_B": Choice((16, 32, 64, 8), "B", "sequences"),
     "q7_S": Choice((32768, 8192, 16384, 4096), "S", "tokens", fmt="{:,}"),
     "q7_target": Choice((0.02, 0.015, 0.01, 0.025), "latency target", "s per token"),
+    "q8_model": Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+    "q8_gpu": Choice(("H100", "H200", "B200"), "GPU"),
+    "q8_S": Choice((8192, 4096, 16384), "S", "tokens", fmt="{:,}"),
+    "q8_target": Choice((0.03, 0.02, 0.05), "latency target", "s per token"),
 }
 
 
@@ -330,6 +338,81 @@ PARTS = (
 )
 
 
+# --------------------------------------------------------------------------- problem 8: design
+
+#: Problem 8's weight dtypes, and the margin over the solver's cheapest that earns full points.
+DTYPES8, MARGIN8 = ("bf16", "int8"), 0.10
+
+
+@lru_cache(maxsize=256)
+def _cheapest8(model_name: str, gpu: str, context: int, target: float, price: float):
+    """(cost per million tokens, [n, batch, dtype]) of the cheapest configuration meeting the
+    target: for each slice and weight dtype the largest batch that meets it (cost falls with
+    the batch while the step stays memory-bound), then the cheapest of those."""
+    cfg = model(model_name)
+    options = []
+    for n in SLICES:
+        for dtype in DTYPES8:
+            b = best_batch(cfg, gpu, latency_target=target, context_len=context, n_chips=n,
+                           weight_dtype=dtype)
+            if b:
+                step = decode_step(cfg, gpu, batch=b, context_len=context, n_chips=n,
+                                   weight_dtype=dtype)
+                options.append((cost_per_million_tokens(step.tokens_per_s, n_chips=n,
+                                                        price_per_chip_hour=price), [n, b, dtype]))
+    if not options:
+        raise ValueError("no serving configuration meets the target")
+    return min(options, key=lambda o: (o[0], o[1][0]))
+
+
+def best_serving8(v: Mapping[str, Any]) -> list:
+    """Problem 8's reference answer: the solver's cheapest configuration."""
+    return list(_cheapest8(v["q8_model"], v["q8_gpu"], v["q8_S"], v["q8_target"], v["q6_price"])[1])
+
+
+def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
+    """Full points for any [GPUs, batch, weight dtype] that fits, meets the latency target and
+    costs at most 10% more per million tokens than the solver's cheapest; otherwise why not."""
+    if not isinstance(value, list) or len(value) != 3:
+        return Verdict(False, ("Give a list of 3: [GPUs, batch, weight dtype].",))
+    n, b, dtype = value
+    if n not in SLICES:
+        return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {n!r}.",))
+    if dtype not in DTYPES8:
+        return Verdict(False, (f"The weights are \"bf16\" or \"int8\", not {dtype!r}.",))
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not {b!r}.",))
+    cfg, gpu, s = model(v["q8_model"]), v["q8_gpu"], v["q8_S"]
+    fits = max_batch(cfg, gpu, context_len=s, n_chips=n, weight_dtype=dtype)
+    if b > fits:
+        need = weight_bytes(cfg, dtype) + b * s * kv_bytes_per_token(cfg, "bf16")
+        return Verdict(False, (f"It does not fit: {dtype} weights and {b} caches of {s:,} tokens "
+                               f"need {need / 1e9:.0f} GB; {n} {gpu}s hold "
+                               f"{n * get_chip(gpu).hbm_bytes / 1e9:.0f} GB (at most {fits} "
+                               "sequences).",))
+    step = decode_step(cfg, gpu, batch=b, context_len=s, n_chips=n, weight_dtype=dtype)
+    if step.time > v["q8_target"]:
+        return Verdict(False, (f"A step takes {step.time * 1e3:.1f} ms, over the "
+                               f"{v['q8_target'] * 1e3:.0f} ms target.",))
+    cost = cost_per_million_tokens(step.tokens_per_s, n_chips=n, price_per_chip_hour=v["q6_price"])
+    best = _cheapest8(v["q8_model"], gpu, s, v["q8_target"], v["q6_price"])[0]
+    if cost > (1 + MARGIN8) * best:
+        return Verdict(False, (f"It meets the target, but a million tokens cost "
+                               f"${cost:.3g}, {cost / best - 1:.0%} more than the cheapest "
+                               f"configuration the course's solver finds: full points need one "
+                               f"within {MARGIN8:.0%} of it.",))
+    return Verdict(True)
+
+
+DESIGN = Design(
+    "serving_config", best_serving8, judge_serving8,
+    form='a list [GPUs, batch, weight dtype], e.g. [4, 32, "bf16"]', length=3,
+    examples=(
+        Example("batch 1", lambda v: [best_serving8(v)[0], 1, best_serving8(v)[2]],
+                "more than the cheapest"),
+    ))
+
+
 def well_posed(v: Mapping[str, Any]) -> bool:
     """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`), and:
 
@@ -361,7 +444,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and _step5(v).bound == "memory"
             and smallest_power_of_two(weight_bytes(_m7(v)), v["q7_hbm"]) != slice7
             and 20 <= best < fits
-            and parts_well_posed(PARTS, v))
+            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
 
 
 SPEC = VariantSpec(

@@ -36,8 +36,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..checks import _as_number, _tolerance_text
 
-__all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Verdict", "judge", "check_answer",
-           "well_posed", "test_cell_source", "parts_by_answer", "merged", "distinct_from"]
+__all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
+           "judge", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
+           "distinct_from"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -125,6 +126,36 @@ class Verdict:
     hints: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class Example:
+    """A wrong choice for a :class:`Design` and a phrase its feedback must contain (the matrix
+    test checks it for every drawn student)."""
+
+    name: str
+    value: Callable[[Mapping[str, Any]], Any]
+    fragment: str
+
+
+@dataclass(frozen=True)
+class Design:
+    """A part whose answer is a choice (a layout, a serving configuration), graded by the solver.
+
+    ``reference(v)``: the solver's best choice, which passes. ``judge(v, value)``: a
+    :class:`Verdict`, passing every choice the solver finds feasible within the stated margin
+    of its best, and saying why another fails ("needs 97.1 GiB per chip; the H100 has 74.5").
+    ``form``: the visible check's one-line description of the answer's form (a list of 7).
+    ``length``: the number of entries the answer list has. ``examples``: wrong choices the
+    matrix test feeds the judge.
+    """
+
+    answer: str
+    reference: Callable[[Mapping[str, Any]], Any]
+    judge: Callable[[Mapping[str, Any], Any], "Verdict"]
+    form: str
+    length: int
+    examples: tuple[Example, ...] = ()
+
+
 def _near(value: float, target: float, rel: float) -> bool:
     return abs(value - target) <= rel * abs(target)
 
@@ -155,6 +186,12 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
     from . import parts_of  # the registry of every homework's parts
 
     part = parts_of(v.assignment)[answer]
+    if isinstance(part, Design):
+        verdict = part.judge(v, list(value) if isinstance(value, tuple) else value)
+        if not verdict.passed:
+            raise AssertionError(" ".join([f"{answer} = {value!r} does not meet the problem's "
+                                           "conditions.", *verdict.hints]))
+        return
     number = _as_number(value, answer, positive=False)
     verdict = judge(part, v, number)
     if verdict.passed:
@@ -205,9 +242,21 @@ def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
                    for i, (a, ha) in enumerate(hinted) for b, hb in hinted[i + 1:])
 
 
-def well_posed(parts: Iterable[Part], v: Mapping[str, Any]) -> bool:
-    """:func:`part_well_posed` for every part."""
-    return all(part_well_posed(part, v) for part in parts)
+def design_well_posed(part: Design, v: Mapping[str, Any]) -> bool:
+    """A design draw is well posed when the solver finds a choice, it passes its own judge and
+    every example fails."""
+    try:
+        best = part.reference(v)
+    except ValueError:
+        return False
+    return part.judge(v, best).passed and not any(
+        part.judge(v, e.value(v)).passed for e in part.examples)
+
+
+def well_posed(parts: Iterable[Part | Design], v: Mapping[str, Any]) -> bool:
+    """:func:`part_well_posed` (:func:`design_well_posed`) for every part."""
+    return all(design_well_posed(p, v) if isinstance(p, Design) else part_well_posed(p, v)
+               for p in parts)
 
 
 def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
@@ -245,14 +294,18 @@ def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
     return out
 
 
-def test_cell_source(part: Part) -> str:
+def test_cell_source(part: Part | Design) -> str:
     """The source of the part's test cell: a visible form check and a two-line hidden check."""
     name = part.answer
-    form = f'check_number({name}, "{name}")' if part.positive else \
-        f'check_number({name}, "{name}", positive=False)'
+    if isinstance(part, Design):
+        visible = [f"assert isinstance({name}, (list, tuple)) and len({name}) == {part.length}, (",
+                   f"    {f'{name} should be {part.form}.'!r})"]
+    else:
+        visible = ["from scalebook.checks import check_number",
+                   f'check_number({name}, "{name}")' if part.positive else
+                   f'check_number({name}, "{name}", positive=False)']
     return "\n".join([
-        "from scalebook.checks import check_number",
-        form,
+        *visible,
         "### BEGIN HIDDEN TESTS",
         "from scalebook.homework import check_answer",
         f'check_answer(VARIANT, "{name}", {name})',

@@ -16,6 +16,8 @@ import nbformat
 import numpy as np
 
 import scalebook.checks as checks
+import scalebook.homework as homework
+from scalebook.homework.parts import Part
 
 from autograder.checker import VARIANT_NAME, answer_names
 
@@ -78,11 +80,30 @@ def recording_checks():
         calls.append(("array", name, np.asarray(expected, float), rel, hints))
         return real_allclose(values, expected, name=name, rel=rel, hints=hints)
 
+    def answer(variant, name, value):
+        """A declared part (scalebook/homework/parts.py): its expected value, tolerance and the
+        hints of the slips and pinned conventions that apply to these numbers; a design part,
+        whose answer is a choice, records no number."""
+        part = homework.parts_of(variant.assignment)[name]
+        if isinstance(part, Part):
+            hints = []
+            for _, wrong, hint in part.hinted():
+                x = wrong(variant)
+                if x == x:  # NaN: the slip does not apply to these numbers
+                    hints.append((x, hint.format(**dict(variant), answer=x)))
+            calls.append(("number", name, part.expected(variant), part.rel, hints))
+        else:
+            calls.append(("design", name, None, None, []))
+        return real_answer(variant, name, value)
+
+    real_answer = homework.check_answer
     checks.check_close, checks.check_allclose = close, allclose
+    homework.check_answer = answer
     try:
         yield calls
     finally:
         checks.check_close, checks.check_allclose = real_close, real_allclose
+        homework.check_answer = real_answer
 
 
 def run_cli(*argv) -> tuple[int, str]:
