@@ -1228,6 +1228,15 @@ def collective_time(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
 def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
                 wraparound: bool | Sequence[bool] | None, direction: str | Sequence[str],
                 latency: float, bandwidth: float | None) -> CollectiveCost:
+    used = [i for i, size in enumerate(sizes) if size > 1] or [0]
+    if kind == "ppermute":
+        # a ring of neighbours folds onto the torus whatever its length: one link per hop,
+        # wraparound or not (a snake through a 2-D or 3-D slice closes on itself)
+        if len(used) > 1:
+            raise ValueError(f"a ppermute is priced over one torus axis at a time; axis_sizes "
+                             f"{sizes} uses {len(used)}")
+        return ppermute(nbytes, chip, n_devices=sizes[used[0]], hop_latency=latency,
+                        bandwidth=bandwidth)
     if wraparound is None:
         flags = [has_wraparound(chip, size) for size in sizes]
     else:
@@ -1239,7 +1248,6 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
                     "ReduceScatter": reduce_scatter_multi_axis,
                     "AllReduce": all_reduce_multi_axis}[kind]
         return function(nbytes, sizes, chip, wraparound=flags, direction=directions, **common)
-    used = [i for i, size in enumerate(sizes) if size > 1] or [0]
     if kind == "AllToAll" and len(used) > 1:
         # axis by axis, as a torus routes it: the n_a devices along axis a hold V·n_a/N of the
         # array between them, and every device sends its shard along each axis in turn
@@ -1250,14 +1258,9 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
                               sum(c.bandwidth_time for c in stages),
                               sum(c.latency_time for c in stages), stages[0].link_bandwidth,
                               " + ".join(c.formula for c in stages), tuple(stages))
-    if len(used) > 1:
-        raise ValueError(f"a {kind} is priced over one torus axis at a time; axis_sizes "
-                         f"{sizes} uses {len(used)}")
     i = used[0]
-    if kind == "AllToAll":
-        return all_to_all(nbytes, sizes[i], chip, wraparound=flags[i], direction=directions[i],
-                          **common)
-    return ppermute(nbytes, chip, n_devices=sizes[i], **common)
+    return all_to_all(nbytes, sizes[i], chip, wraparound=flags[i], direction=directions[i],
+                      **common)
 
 
 def _gpu_ppermute(nbytes: Bytes, n: int, chip: Chip, *, gpus_per_node: int | None,
