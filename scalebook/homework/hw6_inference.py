@@ -404,13 +404,13 @@ def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
     return Verdict(True)
 
 
-DESIGN = Design(
+DESIGNS = (Design(
     "serving_config", best_serving8, judge_serving8,
     form='a list [GPUs, batch, weight dtype], e.g. [4, 32, "bf16"]', length=3,
     examples=(
         Example("batch 1", lambda v: [best_serving8(v)[0], 1, best_serving8(v)[2]],
                 "more than the cheapest"),
-    ))
+    )),)
 
 
 def well_posed(v: Mapping[str, Any]) -> bool:
@@ -444,7 +444,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and _step5(v).bound == "memory"
             and smallest_power_of_two(weight_bytes(_m7(v)), v["q7_hbm"]) != slice7
             and 20 <= best < fits
-            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
+            and parts_well_posed(PARTS + DESIGNS, v))
 
 
 SPEC = VariantSpec(
