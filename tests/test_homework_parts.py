@@ -232,3 +232,19 @@ def test_test_cell_is_two_hidden_lines_that_read_only_the_answer():
                                            'check_answer(VARIANT, "t", t)']
     names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     assert names == {"check_number", "check_answer", "VARIANT", "t"}
+
+
+def test_a_rejected_design_is_told_why_as_a_hint():
+    """The judge's reasons follow "Hint:", which the feedback's hint column and the report's
+    grouping of wrong answers read: a design answer is never rejected without its reason."""
+    from autograder.feedback import split_hint
+    for assignment, answer, wrong, reason in [
+        ("hw4-parallelism", "training_layout", lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"],
+         "It does not fit: it needs"),
+        ("hw7-moe-long-context", "design_ep", lambda v: 2 * 64, "fits on 64 chips"),
+    ]:
+        v = default_variant(spec_for(assignment))
+        with pytest.raises(AssertionError) as info:
+            check_answer(v, answer, wrong(v))
+        message, hint = split_hint(str(info.value))
+        assert message.startswith(f"{answer} = ") and reason in hint, str(info.value)

@@ -297,7 +297,7 @@ def judge_ep6(v: Mapping[str, Any], ep: Any) -> Verdict:
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
         return Verdict(False, (f"With EP = {ep} each chip holds {mem:.3g} bytes of expert "
-                               f"weights, over the {v['q6_mem']:.3g}-byte limit. Hint: memory "
+                               f"weights, over the {v['q6_mem']:.3g}-byte limit: memory "
                                "per chip falls as 1/EP.",))
     return Verdict(True)
 
@@ -316,12 +316,12 @@ def judge_capacity6(v: Mapping[str, Any], capacity_factor: Any) -> Verdict:
     drop = expected_dropped_fraction(v["q6_t"], cfg.n_experts, cfg.top_k, c)
     if drop > v["q6_drop"]:
         return Verdict(False, (f"At c = {c:g} a uniform router drops {drop:.3g} of the "
-                               f"assignments, over the limit of {v['q6_drop']:g}. Hint: each "
-                               "expert's load is Binomial(t, k/E); raise the capacity.",))
+                               f"assignments, over the limit of {v['q6_drop']:g}. Each expert's "
+                               "load is Binomial(t, k/E): raise the capacity.",))
     if c > 1.1 * smallest_capacity6(v):
         return Verdict(False, (f"c = {c:g} meets the drop limit but pads more than it needs: "
-                               "every extra slot is AllToAll bytes. Hint: find the smallest "
-                               "factor that meets the limit.",))
+                               "every extra slot is AllToAll bytes: find the smallest factor "
+                               "that meets the limit.",))
     return Verdict(True)
 
 

@@ -191,8 +191,12 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
     if isinstance(part, Design):
         verdict = part.judge(v, list(value) if isinstance(value, tuple) else value)
         if not verdict.passed:
+            # the judge's reasons are the hints: the feedback's hint column and the report's
+            # grouping of wrong answers read what follows "Hint:", so a rejected design is
+            # never shown without its reason
+            reasons = verdict.hints or ("the course's solver rejects it.",)
             raise AssertionError(" ".join([f"{answer} = {value!r} does not meet the problem's "
-                                           "conditions.", *verdict.hints]))
+                                           "conditions.", *(f"Hint: {h}" for h in reasons)]))
         return
     number = _as_number(value, answer, positive=False)
     verdict = judge(part, v, number)
