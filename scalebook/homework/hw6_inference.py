@@ -195,8 +195,8 @@ _best7 = lambda v: best_batch(model(v["q5_model"]), v["q5_gpu"], latency_target=
                               context_len=v["q5_S"], n_chips=v["q5_n"])
 #: The phrase of the problem text (the title's conventions) that pins the phased decode step.
 PHASED = "one after another"
-_OVERLAPPED = ("That is the overlapped bound, max(all FLOPs / (n·C), all bytes / (n·W_hbm)) of the "
-               "whole step, as if attention's cache reads hid under the weight matmuls' compute; "
+_OVERLAPPED = ("That follows the overlapped bound, max(all FLOPs / (n·C), all bytes / (n·W_hbm)) "
+               "of the whole step, as if attention's cache reads hid under the weight matmuls' compute; "
                "it is a lower bound. This homework times a decode step in phases, one after "
                "another: the weight matmuls (the slower of their FLOPs and their bytes), then "
                "attention (the slower of its FLOPs and the cache bytes), then the AllReduces.")
