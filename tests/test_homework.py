@@ -203,14 +203,17 @@ def find_cell(assignment: str, grade_id: str):
 
 
 def problem_text(assignment: str, grade_id: str) -> str:
-    """The title cell plus the markdown of the problem a cell belongs to."""
+    """The title cell plus the markdown of the problem a cell belongs to, up to the cell (the
+    problem's statement and its parts' prompts)."""
     nb = load("solutions", assignment)
-    title, current = nb.cells[0].source, ""
+    title, current = nb.cells[0].source, []
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("## Problem"):
-            current = cell.source
+        if cell.cell_type == "markdown":
+            if cell.source.lstrip().startswith("## Problem"):
+                current = []
+            current.append(cell.source)
         if nbg(cell).get("grade_id") == grade_id:
-            return title + "\n" + current
+            return title + "\n" + "\n".join(current)
     raise KeyError(grade_id)
 
 

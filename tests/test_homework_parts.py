@@ -144,19 +144,31 @@ def test_convention_matrix(assignment):
     assert not failures, f"{len(failures)} failures, first: {failures[:5]}"
 
 
-def _solution_cells(nb: dict) -> list[str]:
-    """The code the reference solution runs, but the identity cell, the setup's draw (the
-    grader binds VARIANT) and the problems that compile a JAX program (their checks are
-    exercised by tests/test_hw*.py)."""
+def _sections(nb: dict) -> list[list[dict]]:
+    """The notebook's cells, problem by problem (the title and setup first)."""
     sections: list[list[dict]] = [[]]
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown" and _text(cell).startswith("## Problem"):
             sections.append([])
         sections[-1].append(cell)
+    return sections
+
+
+def _compiles_jax(section: list[dict]) -> bool:
+    return any("import jax" in _text(x) and "your_numbers(" not in _text(x) for x in section)
+
+
+def _jax_answers(nb: dict, parts) -> set[str]:
+    """The declared answers of the problems that compile a JAX program."""
+    return {checked_answer(c, parts) for s in _sections(nb) if _compiles_jax(s) for c in s} - {None}
+
+
+def _solution_cells(nb: dict) -> list[str]:
+    """The code the reference solution runs, but the identity cell, the setup's draw (the
+    grader binds VARIANT) and the problems that compile a JAX program (their checks are
+    exercised by tests/test_hw*.py)."""
     out = []
-    for cell in (c for section in sections for c in section
-                 if not any("import jax" in _text(x) and "your_numbers(" not in _text(x)
-                            for x in section)):
+    for cell in (c for section in _sections(nb) for c in section if not _compiles_jax(section)):
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         source = _text(cell)
         if cell["cell_type"] != "code" or nbg.get("grade") or "STUDENT_ID =" in source:
@@ -171,10 +183,11 @@ def test_reference_solution_scores_full_marks_for_every_student(assignment):
     nb = _notebook(assignment)
     code = compile("\n".join(_solution_cells(nb)), f"{assignment} solution", "exec")
     parts = PARTS[assignment]
+    answers = set(parts) - _jax_answers(nb, parts)
     for v in students(assignment)[:SOLUTION_RUNS]:
         namespace = {"VARIANT": v, "print": lambda *a, **k: None}
         exec(code, namespace)
-        for answer in parts:
+        for answer in answers:
             check_answer(v, answer, namespace[answer])
 
 
@@ -219,3 +232,19 @@ def test_test_cell_is_two_hidden_lines_that_read_only_the_answer():
                                            'check_answer(VARIANT, "t", t)']
     names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     assert names == {"check_number", "check_answer", "VARIANT", "t"}
+
+
+def test_a_rejected_design_is_told_why_as_a_hint():
+    """The judge's reasons follow "Hint:", which the feedback's hint column and the report's
+    grouping of wrong answers read: a design answer is never rejected without its reason."""
+    from autograder.feedback import split_hint
+    for assignment, answer, wrong, reason in [
+        ("hw4-parallelism", "training_layout", lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"],
+         "It does not fit: it needs"),
+        ("hw7-moe-long-context", "design_ep", lambda v: 2 * 64, "fits on 64 chips"),
+    ]:
+        v = default_variant(spec_for(assignment))
+        with pytest.raises(AssertionError) as info:
+            check_answer(v, answer, wrong(v))
+        message, hint = split_hint(str(info.value))
+        assert message.startswith(f"{answer} = ") and reason in hint, str(info.value)

@@ -27,7 +27,7 @@ from autograder.checker import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 from scalebook import inference
 from scalebook.collectives import gpu_all_reduce
-from scalebook.homework import hw6_inference, spec_for
+from scalebook.homework import check_answer, hw6_inference, spec_for
 from scalebook.training import llama3_405b
 from scalebook.transformer import llama3_8b, llama3_70b, param_count
 from scalebook.variants import default_variant, variant_from
@@ -56,9 +56,10 @@ PREFILL_FLOPS = 4096 * (2 * P8 + 4 * 32 * 4096 * 32 * 128)
 PREFILL_BYTES = 2 * P8 + 4096 * KV8
 # P3: the 8B decoding one sequence with 8,192 cached tokens.
 DECODE = (2 * P8 + 8192 * KV8) / W_H100
-# P4 (c): the 405B with 1,024 cached tokens per sequence.
+# P4 (c): the 405B with 1,024 cached tokens per sequence. Phased, the weight matmuls balance at
+# C / W_hbm whatever the cache; the overlapped bound balances the step's totals instead.
 F405 = 2 * P405 + 4 * 126 * 1024 * 128 * 128
-CRITICAL_LONG = 2 * P405 / (W_H100 * F405 / C_H100 - 1024 * KV405)
+CRITICAL_LONG_OVERLAPPED = 2 * P405 / (W_H100 * F405 / C_H100 - 1024 * KV405)
 # P5: the 70B on 8 H100s, B = 64 sequences of 4,096 cached tokens.
 ALLREDUCE = 2 * (7 * 1e-6 + 64 * 8192 * 2 * 7 / 8 / NVLINK_H100)
 STEP = (2 * P70 + 64 * 4096 * KV70) / (8 * W_H100) + 160 * ALLREDUCE
@@ -80,7 +81,7 @@ BY_HAND = {
     "decode_time_int8": (P8 + 8192 * KV8) / W_H100,
     "critical_batch": C_H100 / W_H100,
     "critical_batch_int8": C_H100 / (2 * W_H100),
-    "critical_batch_long": CRITICAL_LONG,
+    "critical_batch_long": C_H100 / W_H100,
     "allreduces_per_step": 160,
     "allreduce_time": ALLREDUCE,
     "decode_step_time": STEP,
@@ -118,7 +119,8 @@ MISCONCEPTIONS = [
     ("critical_batch", C_H100 / (2 * W_H100), "the intensity is B"),
     ("critical_batch_int8", C_H100 / W_H100, "half the batch"),
     ("critical_batch_int8", 2 * C_H100 / W_H100, "the int8 rate does not apply"),
-    ("critical_batch_long", C_H100 / W_H100, "leaves the cache out"),
+    ("critical_batch_long", CRITICAL_LONG_OVERLAPPED, "the overlapped bound"),
+    ("critical_batch_long", 2 * C_H100 / W_H100, "sparsity"),
     ("allreduces_per_step", 80, "two AllReduces per layer"),
     ("allreduces_per_step", 2, "That is one layer"),
     ("allreduce_time", ALLREDUCE / 2, "ReduceScatter followed by an AllGather"),
@@ -191,8 +193,10 @@ def test_hand_answers_agree_with_the_solver():
     assert inference.decode_critical_batch(l405, "H100") == pytest.approx(BY_HAND["critical_batch"])
     assert inference.decode_critical_batch(l405, "H100", weight_dtype="int8") == pytest.approx(
         BY_HAND["critical_batch_int8"])
+    assert inference.decode_critical_batch(l405, "H100", context_len=1024, overlap=False) == \
+        pytest.approx(BY_HAND["critical_batch_long"])
     assert inference.decode_critical_batch(l405, "H100", context_len=1024) == pytest.approx(
-        BY_HAND["critical_batch_long"])
+        CRITICAL_LONG_OVERLAPPED)
     step = inference.decode_step(l70, "H100", batch=64, context_len=4096, n_chips=8)
     assert step.t_comm == pytest.approx(BY_HAND["allreduces_per_step"] * ALLREDUCE)
     assert step.time == pytest.approx(BY_HAND["decode_step_time"]) and step.bound == "memory"
@@ -283,3 +287,27 @@ def test_the_cheapest_configuration_passes_and_batch_one_is_told_its_cost(test_c
     with pytest.raises(AssertionError) as info:
         run_as_grader(test_cells["serving_config"], {"serving_config": [best[0], 1, best[2]]}, SAMPLE)
     assert "more than the cheapest configuration" in str(info.value)
+
+
+def test_best_batch_past_the_weights_critical_batch_is_phased():
+    """P7 (b) where the batch passes the weight matmuls' critical batch (70B on 8 H200s, S =
+    4,096, 20 ms): the phased step grows by B·2P/(n·C) per sequence, the overlapped bound by
+    the cache reads only, so they part (283 against 313). The solver and the part agree with
+    the hand values; the overlapped one earns the hint that names the bound."""
+    W_H200 = 4.8e12
+    drawn = {**SAMPLE.drawn(), "q5_gpu": "H200", "q7_target": 0.02}
+    v = variant_from(spec_for(A), drawn)
+    per_comm = 160 * 2 * 8192 * 2 * 7 / 8 / NVLINK_H100          # AllReduce bytes per sequence
+    fixed_comm = 160 * 2 * 7e-6
+    assert C_H100 / W_H200 < 283                                   # the weights compute-bound
+    phased = math.floor((0.02 - fixed_comm)
+                        / (2 * P70 / (8 * C_H100) + 4096 * KV70 / (8 * W_H200) + per_comm))
+    overlapped = math.floor((0.02 - fixed_comm - 2 * P70 / (8 * W_H200))
+                            / (4096 * KV70 / (8 * W_H200) + per_comm))
+    assert (phased, overlapped) == (283, 313)
+    part = hw6_inference.PARTS[-1]
+    assert part.answer == "best_batch" and part.expected(v) == phased
+    assert hw6_inference.best_batch_overlapped(v) == overlapped
+    with pytest.raises(AssertionError) as info:
+        check_answer(v, "best_batch", overlapped)
+    assert "overlapped bound" in str(info.value) and "one after another" in str(info.value)

@@ -41,10 +41,11 @@ SPECS: MappingProxyType[str, VariantSpec] = MappingProxyType({
     hw7_moe_long_context.SPEC.assignment: hw7_moe_long_context.SPEC,
 })
 
-#: Each homework's declared parts, ``assignment -> {answer: Part}`` (see :mod:`.parts`); a
-#: homework whose module declares no ``PARTS`` checks its answers in its notebook.
+#: Each homework's declared parts, ``assignment -> {answer: Part | Design}`` (see :mod:`.parts`):
+#: its module's ``PARTS`` and ``DESIGNS``; a homework whose module declares no ``PARTS`` checks
+#: its answers in its notebook.
 PARTS: MappingProxyType[str, dict[str, Part | Design]] = MappingProxyType({
-    module.SPEC.assignment: parts_by_answer(module.PARTS + ((module.DESIGN,) if hasattr(module, "DESIGN") else ()))
+    module.SPEC.assignment: parts_by_answer(module.PARTS + getattr(module, "DESIGNS", ()))
     for module in (hw1_rooflines, hw2_hardware, hw3_sharding, hw4_parallelism, hw5_transformers,
                    hw6_inference, hw7_moe_long_context)
     if hasattr(module, "PARTS")

@@ -462,7 +462,7 @@ def judge_layout10(v: Mapping[str, Any], value: Any) -> Verdict:
     return Verdict(True)
 
 
-DESIGN = Design(
+DESIGNS = (Design(
     "training_layout", best_layout10, judge_layout10,
     form="a list [dp, fsdp, tp, pp, zero_stage, microbatches, remat]", length=len(LAYOUT_FIELDS),
     examples=(
@@ -470,7 +470,7 @@ DESIGN = Design(
                 lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"], "does not fit: it needs"),
         Example("too few GPUs", lambda v: [1, v["q10_n"] // 2, 1, 1, 3, 1, "full"],
                 "must use the"),
-    ))
+    )),)
 
 
 def ring_axis(chip: str, n: int) -> bool:
@@ -504,7 +504,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"] >= 2
             and 4 * alpha ** 2 / v["q6_F"] <= 0.9 * alpha and _chips_2d(v) >= 2
             and v["q9_F"] >= 2 * v["q9_D"] and v["q9_B"] < v["q9_D"]
-            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
+            and parts_well_posed(PARTS + DESIGNS, v))
 
 
 SPEC = VariantSpec(

@@ -37,7 +37,7 @@ from ..inference import (best_batch, cost_per_million_tokens, decode_critical_ba
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
-from .parts import Design, Example, Part, Slip, Verdict, distinct_from
+from .parts import PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from
 from .parts import well_posed as parts_well_posed
 
 #: The catalog's configs, by the name the problem text prints.
@@ -149,6 +149,23 @@ def best_batch_without_allreduces(v: Mapping[str, Any]) -> int:
 
 
 
+def best_batch_overlapped(v: Mapping[str, Any]) -> int:
+    """P7 (b) under the overlapped bound: the largest batch that fits on P5's slice and whose
+    ``time_overlapped`` (``max(t_compute, t_memory)`` of the step's totals, plus the AllReduces)
+    meets the target. At least :func:`scalebook.inference.best_batch`'s phased answer, since the
+    bound is never above the phased step."""
+    cfg = model(v["q5_model"])
+    kw = dict(context_len=v["q5_S"], n_chips=v["q5_n"])
+    low, high = 0, max_batch(cfg, v["q5_gpu"], **kw)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if decode_step(cfg, v["q5_gpu"], batch=mid, **kw).time_overlapped <= v["q7_target"]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 # --------------------------------------------------------------------------- the parts
 
 _8b = lambda v: llama3_8b()
@@ -176,6 +193,19 @@ _slice7 = lambda v: smallest_slice(_m7(v), v["q7_gpu"], context_len=v["q7_S"], b
 _need7 = lambda v: weight_bytes(_m7(v), "bf16") + v["q7_B"] * v["q7_S"] * kv_bytes_per_token(_m7(v), "bf16")
 _best7 = lambda v: best_batch(model(v["q5_model"]), v["q5_gpu"], latency_target=v["q7_target"],
                               context_len=v["q5_S"], n_chips=v["q5_n"])
+#: The phrase of the problem text (the title's conventions) that pins the phased decode step.
+PHASED = "one after another"
+_OVERLAPPED = ("That follows the overlapped bound, max(all FLOPs / (n·C), all bytes / (n·W_hbm)) "
+               "of the whole step, as if attention's cache reads hid under the weight matmuls' compute; "
+               "it is a lower bound. This homework times a decode step in phases, one after "
+               "another: the weight matmuls (the slower of their FLOPs and their bytes), then "
+               "attention (the slower of its FLOPs and the cache bytes), then the AllReduces.")
+_crit4_long = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"],
+                                              overlap=False)
+_crit4_overlapped = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"])
+_rate6 = lambda t: lambda v: v["q5_B"] / t(v) / v["q5_n"]
+_time5 = lambda v: _step5(v).time
+_time5_overlapped = lambda v: _step5(v).time_overlapped
 _KV_HEADS = ("Only the key/value heads are cached: with grouped-query attention the H query heads "
              "share K key/value heads, so count K, not H.")
 _TWO_TWOS = ("Two factors of 2: the cache holds both keys and values, and each bf16 number takes "
@@ -269,11 +299,17 @@ PARTS = (
              "The matmuls run at the bf16 rate (the weights are widened to bf16 once loaded): "
              "the int8 rate does not apply."),
     )),
-    Part("critical_batch_long", lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"]),
-         slips=(
-        Slip("cache left out", _crit4,
-             "That leaves the cache out: each sequence's S cached tokens are read at every step, "
-             "which raises the batch it takes to turn compute-bound."),
+    Part("critical_batch_long", _crit4_long, conventions=(
+        Convention("overlapped", _crit4_overlapped, PINNED, phrase=PHASED, hint=(
+            "That is where the step's totals balance, all FLOPs / C = all bytes / W_hbm: the "
+            "overlapped bound, as if attention's cache reads hid under the weight matmuls' "
+            "compute. This homework runs the phases one after another: the weight matmuls turn "
+            "compute-bound at their own balance point, which the cache does not move, and "
+            "attention stays memory-bound at every batch.")),
+    ), slips=(
+        Slip("sparse rate", lambda v: 2 * _crit4_long(v),
+             "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
+             "int8."),
     )),
     Part("allreduces_per_step", lambda v: 2 * v["q5_L"], rel=0.001, slips=(
         Slip("one per layer", lambda v: v["q5_L"],
@@ -292,7 +328,10 @@ PARTS = (
         Slip("fp32", _ar5_slip(bytes_factor=2), "The activations are bf16: 2 bytes per number."),
         Slip("µs", lambda v: _ar5(v) * 1e6, "The answer is in seconds, not microseconds."),
     )),
-    Part("decode_step_time", lambda v: _step5(v).time, slips=(
+    Part("decode_step_time", _time5, conventions=(
+        Convention("overlapped", distinct_from(_time5, _time5_overlapped), PINNED, phrase=PHASED,
+                   hint=_OVERLAPPED),
+    ), slips=(
         Slip("no AllReduces", lambda v: _step5(v).time - _step5(v).t_comm,
              "Add the AllReduces: 2·L of them, which the GPUs wait for."),
         Slip("one AllReduce per layer", lambda v: _step5(v).time - _step5(v).t_comm / 2,
@@ -305,14 +344,21 @@ PARTS = (
              "bytes by n GPUs' bandwidth."),
         Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds."),
     )),
-    Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, slips=(
+    Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, conventions=(
+        Convention("overlapped", distinct_from(_rate6(_time5), _rate6(_time5_overlapped)), PINNED,
+                   phrase=PHASED, hint=_OVERLAPPED),
+    ), slips=(
         Slip("whole slice", lambda v: _step5(v).tokens_per_s,
              "That is the whole slice's rate: divide by its n GPUs to compare with other slice "
              "sizes."),
         Slip("one token per step", lambda v: 1 / _step5(v).time,
              "A step produces one token for each of the B sequences, not one in all."),
     )),
-    Part("cost_per_million_tokens", _cost6, slips=(
+    Part("cost_per_million_tokens", _cost6, conventions=(
+        Convention("overlapped", distinct_from(_cost6, lambda v: _cost6(v) * _time5_overlapped(v)
+                                               / _time5(v)), PINNED, phrase=PHASED,
+                   hint=_OVERLAPPED),
+    ), slips=(
         Slip("slice price, GPU rate", lambda v: _cost6(v) * v["q5_n"],
              "Divide the whole slice's price by the whole slice's rate (or one GPU's price by "
              "one GPU's rate), not the slice's price by one GPU's rate."),
@@ -331,7 +377,10 @@ PARTS = (
         Slip("unrounded", distinct_from(_slice7, lambda v: _need7(v) / v["q7_hbm"], 0.001),
              "Round up to a whole slice of 1, 2, 4 or 8 GPUs."),
     )),
-    Part("best_batch", _best7, slips=(
+    Part("best_batch", _best7, conventions=(
+        Convention("overlapped", distinct_from(_best7, best_batch_overlapped), PINNED,
+                   phrase=PHASED, hint=_OVERLAPPED),
+    ), slips=(
         Slip("no AllReduces", best_batch_without_allreduces,
              "Count the AllReduces: 2·L per step, and their bytes grow with B."),
     )),
@@ -404,22 +453,23 @@ def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
     return Verdict(True)
 
 
-DESIGN = Design(
+DESIGNS = (Design(
     "serving_config", best_serving8, judge_serving8,
     form='a list [GPUs, batch, weight dtype], e.g. [4, 32, "bf16"]', length=3,
     examples=(
         Example("batch 1", lambda v: [best_serving8(v)[0], 1, best_serving8(v)[2]],
                 "more than the cheapest"),
-    ))
+    )),)
 
 
 def well_posed(v: Mapping[str, Any]) -> bool:
     """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`), and:
 
     - P1 (c): the weights fit on the slice and leave room for 4 to 2,000 sequences;
-    - P4 (c): with S-token caches decode still turns compute-bound at some batch, at least 10%
-      above the cache-free one of (a) and at most 4 times it (nearer the context where no batch
-      is enough, honest rounding of the inputs would move the answer by more than 5%);
+    - P4 (c): the overlapped bound's critical batch with S-token caches (the pinned convention)
+      is finite, at least 10% above the phased answer (the cache-free one of (a)) and at most
+      4 times it (nearer the context where the bound finds no batch, honest rounding of the
+      inputs would move it by more than 5%);
     - P5: the batch's caches fit on the slice and decode is memory-bound;
     - P7 (a): the answer is one of 1, 2, 4, 8 GPUs, and not the slice that holds the weights
       alone (the caches must matter); (b): on P5's slice, the largest batch that meets the
@@ -444,7 +494,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
             and _step5(v).bound == "memory"
             and smallest_power_of_two(weight_bytes(_m7(v)), v["q7_hbm"]) != slice7
             and 20 <= best < fits
-            and parts_well_posed(PARTS, v) and parts_well_posed((DESIGN,), v))
+            and parts_well_posed(PARTS + DESIGNS, v))
 
 
 SPEC = VariantSpec(

@@ -34,7 +34,7 @@ from ..moe import (MoEConfig, dense_critical_batch, dropped_fraction, ep_fsdp_cr
 from ..training import llama3_405b, training_flops_from_params
 from ..transformer import llama3_8b, llama3_70b, kv_cache_bytes
 from ..variants import Choice, VariantSpec
-from .parts import Convention, Part, Slip, distinct_from, merged
+from .parts import Convention, Design, Example, Part, Slip, Verdict, distinct_from, merged
 from .parts import well_posed as parts_well_posed
 
 LLAMAS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
@@ -281,58 +281,48 @@ PARTS = (
 
 # --------------------------------------------------------------------------- the design part
 
-def ep_problems(v: Mapping[str, Any], ep: Any) -> list[str]:
-    """What is wrong with P6's expert-parallel degree (empty when the solver accepts it): a power
-    of two that divides E, at most :data:`DESIGN_CHIPS`, whose routed experts' bf16 weights per
-    chip (2 bytes per parameter) fit the memory limit."""
+def judge_ep6(v: Mapping[str, Any], ep: Any) -> Verdict:
+    """P6 (a): an expert-parallel degree passes when it is a power of two that divides E, at
+    most :data:`DESIGN_CHIPS`, and its routed experts' bf16 weights per chip (2 bytes per
+    parameter) fit the memory limit; otherwise the verdict says which condition fails, with
+    the numbers."""
     cfg = cfg6(v)
     try:
         ep = int(ep)
     except (TypeError, ValueError):
-        return ["design_ep must be a whole number."]
+        return Verdict(False, ("design_ep must be a whole number.",))
     if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep or ep > DESIGN_CHIPS:
-        return [f"design_ep = {ep} is not a power of two that divides E = {cfg.n_experts} and "
-                f"fits on {DESIGN_CHIPS} chips."]
+        return Verdict(False, (f"design_ep = {ep} is not a power of two that divides "
+                               f"E = {cfg.n_experts} and fits on {DESIGN_CHIPS} chips.",))
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
-        return [f"With EP = {ep} each chip holds {mem:.3g} bytes of expert weights, over the "
-                f"{v['q6_mem']:.3g}-byte limit. Hint: memory per chip falls as 1/EP."]
-    return []
+        return Verdict(False, (f"With EP = {ep} each chip holds {mem:.3g} bytes of expert "
+                               f"weights, over the {v['q6_mem']:.3g}-byte limit: memory "
+                               "per chip falls as 1/EP.",))
+    return Verdict(True)
 
 
-def capacity_problems(v: Mapping[str, Any], capacity_factor: Any) -> list[str]:
-    """What is wrong with P6's capacity factor (empty when the solver accepts it): its expected
-    dropped share under uniform routing is within the drop limit, and it is within 10% of the
-    smallest factor that is (padding costs AllToAll bytes)."""
+def judge_capacity6(v: Mapping[str, Any], capacity_factor: Any) -> Verdict:
+    """P6 (b): a capacity factor passes when its expected dropped share under uniform routing
+    is within the drop limit and it is within 10% of the smallest factor that is (padding costs
+    AllToAll bytes); otherwise the verdict says which, with the numbers."""
     cfg = cfg6(v)
     try:
         c = float(capacity_factor)
     except (TypeError, ValueError):
-        return ["design_capacity_factor must be a number."]
+        return Verdict(False, ("design_capacity_factor must be a number.",))
     if not c > 0 or not math.isfinite(c):
-        return ["design_capacity_factor must be a positive number."]
+        return Verdict(False, ("design_capacity_factor must be a positive number.",))
     drop = expected_dropped_fraction(v["q6_t"], cfg.n_experts, cfg.top_k, c)
-    best = smallest_capacity_factor(v["q6_t"], cfg.n_experts, cfg.top_k, v["q6_drop"])
     if drop > v["q6_drop"]:
-        return [f"At c = {c:g} a uniform router drops {drop:.3g} of the assignments, over the "
-                f"limit of {v['q6_drop']:g}. Hint: each expert's load is Binomial(t, k/E); "
-                "raise the capacity."]
-    if c > 1.1 * best:
-        return [f"c = {c:g} meets the drop limit but pads more than it needs: every extra slot "
-                "is AllToAll bytes. Hint: find the smallest factor that meets the limit."]
-    return []
-
-
-def check_design_ep(v: Mapping[str, Any], ep: Any) -> None:
-    """The hidden check of P6 (a): ``AssertionError`` naming what is wrong."""
-    problems = ep_problems(v, ep)
-    assert not problems, " ".join(problems)
-
-
-def check_design_capacity(v: Mapping[str, Any], capacity_factor: Any) -> None:
-    """The hidden check of P6 (b): ``AssertionError`` naming what is wrong."""
-    problems = capacity_problems(v, capacity_factor)
-    assert not problems, " ".join(problems)
+        return Verdict(False, (f"At c = {c:g} a uniform router drops {drop:.3g} of the "
+                               f"assignments, over the limit of {v['q6_drop']:g}. Each expert's "
+                               "load is Binomial(t, k/E): raise the capacity.",))
+    if c > 1.1 * smallest_capacity6(v):
+        return Verdict(False, (f"c = {c:g} meets the drop limit but pads more than it needs: "
+                               "every extra slot is AllToAll bytes: find the smallest factor "
+                               "that meets the limit.",))
+    return Verdict(True)
 
 
 def smallest_design_ep(v: Mapping[str, Any]) -> int:
@@ -346,6 +336,28 @@ def smallest_design_ep(v: Mapping[str, Any]) -> int:
     return ep
 
 
+def smallest_capacity6(v: Mapping[str, Any]) -> float:
+    """The smallest capacity factor whose expected drop under uniform routing meets the limit
+    (the reference)."""
+    return smallest_capacity_factor(v["q6_t"], v["q6_E"], v["q6_k"], v["q6_drop"])
+
+
+DESIGNS = (
+    Design("design_ep", smallest_design_ep, judge_ep6, form="a power of two", examples=(
+        Example("half the degree that fits", lambda v: smallest_design_ep(v) // 2,
+                "memory per chip falls as 1/EP"),
+        Example("not a power of two", lambda v: 3 * smallest_design_ep(v) // 2,
+                "not a power of two"),
+        Example("more chips than there are", lambda v: 2 * DESIGN_CHIPS, f"fits on {DESIGN_CHIPS} chips"),
+    )),
+    Design("design_capacity_factor", smallest_capacity6, judge_capacity6, form="a ratio",
+           examples=(
+        Example("no headroom", lambda v: 1.0, "raise the capacity"),
+        Example("twice the headroom", lambda v: 2 * smallest_capacity6(v), "smallest factor"),
+    )),
+)
+
+
 def well_posed(v: Mapping[str, Any]) -> bool:
     """The generic rule over :data:`PARTS`, and: P1's active count is under half the total;
     P3's capacity is above the mean load; P4 spans at least two nodes; P5's ring hides its
@@ -356,7 +368,10 @@ def well_posed(v: Mapping[str, Any]) -> bool:
         return False
     if v["q4_N"] < 2 * GPUS_PER_NODE:
         return False
-    if not _ring5(v).overlapped or v["q5_T"] // v["q5_C"] < 2 * _over5(v):
+    try:
+        if not _ring5(v).overlapped or v["q5_T"] // v["q5_C"] < 2 * _over5(v):
+            return False
+    except ValueError:          # no slice of this TPU has a ring of C chips
         return False
     try:
         if smallest_design_ep(v) > DESIGN_CHIPS:
@@ -369,7 +384,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     slots = v["q7_c"] * v["q7_k"] * v["q7_t"] / v["q7_E"]
     if slots != int(slots) or slots < 1 or v["q7_E"] % DEVICES or v["q7_k"] > v["q7_E"]:
         return False
-    return parts_well_posed(PARTS, v)
+    return parts_well_posed(PARTS + DESIGNS, v)
 
 
 SPEC = VariantSpec(

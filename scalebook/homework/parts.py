@@ -138,21 +138,23 @@ class Example:
 
 @dataclass(frozen=True)
 class Design:
-    """A part whose answer is a choice (a layout, a serving configuration), graded by the solver.
+    """A part whose answer is a choice (a layout, a serving configuration, a degree of
+    parallelism), graded by the solver.
 
     ``reference(v)``: the solver's best choice, which passes. ``judge(v, value)``: a
     :class:`Verdict`, passing every choice the solver finds feasible within the stated margin
     of its best, and saying why another fails ("needs 97.1 GiB per chip; the H100 has 74.5").
     ``form``: the visible check's one-line description of the answer's form (a list of 7).
-    ``length``: the number of entries the answer list has. ``examples``: wrong choices the
-    matrix test feeds the judge.
+    ``length``: the number of entries the answer list has, or None for a single number (the
+    visible check is then :func:`scalebook.checks.check_number`'s). ``examples``: wrong
+    choices the matrix test feeds the judge.
     """
 
     answer: str
     reference: Callable[[Mapping[str, Any]], Any]
     judge: Callable[[Mapping[str, Any], Any], "Verdict"]
     form: str
-    length: int
+    length: int | None = None
     examples: tuple[Example, ...] = ()
 
 
@@ -189,8 +191,12 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
     if isinstance(part, Design):
         verdict = part.judge(v, list(value) if isinstance(value, tuple) else value)
         if not verdict.passed:
+            # the judge's reasons are the hints: the feedback's hint column and the report's
+            # grouping of wrong answers read what follows "Hint:", so a rejected design is
+            # never shown without its reason
+            reasons = verdict.hints or ("the course's solver rejects it.",)
             raise AssertionError(" ".join([f"{answer} = {value!r} does not meet the problem's "
-                                           "conditions.", *verdict.hints]))
+                                           "conditions.", *(f"Hint: {h}" for h in reasons)]))
         return
     number = _as_number(value, answer, positive=False)
     verdict = judge(part, v, number)
@@ -297,12 +303,12 @@ def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
 def test_cell_source(part: Part | Design) -> str:
     """The source of the part's test cell: a visible form check and a two-line hidden check."""
     name = part.answer
-    if isinstance(part, Design):
+    if isinstance(part, Design) and part.length is not None:
         visible = [f"assert isinstance({name}, (list, tuple)) and len({name}) == {part.length}, (",
                    f"    {f'{name} should be {part.form}.'!r})"]
     else:
         visible = ["from scalebook.checks import check_number",
-                   f'check_number({name}, "{name}")' if part.positive else
+                   f'check_number({name}, "{name}")' if isinstance(part, Design) or part.positive else
                    f'check_number({name}, "{name}", positive=False)']
     return "\n".join([
         *visible,
