@@ -421,7 +421,10 @@ def test_test_cell_is_self_contained_and_passes_reference(assignment, grade_id):
     json.dumps({n: answers[n] for n in free_names(cell.source)})  # plain values, as reported
     run_test_cell(cell, answers)
     calls = recorded_checks(assignment, cell)
-    assert calls, f"{grade_id} has no hidden value check"
+    # a cell whose only answer is JAX code (hw7 7(b)) is checked against what the grader
+    # compiles from it, not against a number: it must compile and read the HLO itself
+    jax_only = "compiled_collectives(" in cell.source
+    assert calls or jax_only, f"{grade_id} has no hidden value check"
     assert {name for _, name, *_ in calls} <= free_names(cell.source)
 
 

@@ -215,7 +215,7 @@ def test_layouts_that_break_a_condition_are_told_which(test_cells, layout, fragm
 
 def test_the_solvers_layout_passes_and_a_slower_feasible_one_is_told_the_gap(test_cells):
     """Hybrid sharding (2 replicas of 8-way FSDP, 2-way TP, 2 stages, full remat) fits and hides
-    its communication, but full remat and the bubble make its step 41% slower than the best:
+    its communication, but full remat and the bubble make its step 43% slower than the best (41% before the activations were counted from the LLaMA block itself):
     the feedback says so instead of calling the layout wrong."""
     from scalebook.homework.hw4_parallelism import best_layout10
     run_as_grader(test_cells["training_layout"], {"training_layout": best_layout10(SAMPLE)}, SAMPLE)
@@ -223,4 +223,4 @@ def test_the_solvers_layout_passes_and_a_slower_feasible_one_is_told_the_gap(tes
         run_as_grader(test_cells["training_layout"],
                       {"training_layout": [2, 8, 2, 2, 0, 8, "full"]}, SAMPLE)
     assert "It fits and meets the communication limit" in str(info.value)
-    assert "41% longer than the best layout" in str(info.value)
+    assert "43% longer than the best layout" in str(info.value)
