@@ -31,17 +31,6 @@ import numpy as np
 from scalebook import decoding
 
 
-def median_time(fn, *args, repeats: int = 20) -> float:
-    """Median wall-clock seconds of fn(*args) after one warm-up call."""
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def matmul_sweep(dtype=jnp.bfloat16, d: int = 8192) -> dict:
     """Part 1: one [B, D] · [D, F] matmul per batch, D = F = d."""
     matmul = jax.jit(jnp.dot)
@@ -51,7 +40,7 @@ def matmul_sweep(dtype=jnp.bfloat16, d: int = 8192) -> dict:
     times = []
     for b in batches:
         x = jax.random.normal(key, (b, d), dtype)
-        times.append(median_time(matmul, x, w))
+        times.append(decoding.median_time(matmul, x, w, repeats=20))
     return {"d_model": d, "d_ff": d, "batches": batches, "seconds": times}
 
 
