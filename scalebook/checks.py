@@ -34,17 +34,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .units import format_percent
+
 __all__ = ["check_number", "check_array", "check_close", "check_allclose",
            "check_partition_spec"]
 
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
-
-
-def _tolerance_text(rel: float) -> str:
-    """``0.05`` -> ``"5%"``; ``0.001`` -> ``"0.1%"``."""
-    return f"{rel * 100:.3g}%"
 
 
 def _check_rel(rel: float) -> float:
@@ -195,7 +192,7 @@ def check_close(value: Any, expected: float, *, name: str, rel: float = 0.05,
     if bool(_within(number, expected, rel)):
         return
     texts = _hint_texts(hints, lambda wrong: bool(_within(number, float(wrong), rel)))
-    message = (f"{name} = {number:.4g} is not within {_tolerance_text(rel)} "
+    message = (f"{name} = {number:.4g} is not within {format_percent(rel)} "
                f"of the expected answer.")
     raise AssertionError(_with_hints(message, texts))
 
@@ -229,7 +226,7 @@ def check_allclose(values: Any, expected: Any, *, name: str, rel: float = 0.05,
 
     texts = _hint_texts(hints, matches)
     message = (f"{len(bad)} of {array.size} values of {name} are not within "
-               f"{_tolerance_text(rel)} of the expected answers (the first is at index {where}).")
+               f"{format_percent(rel)} of the expected answers (the first is at index {where}).")
     raise AssertionError(_with_hints(message, texts))
 
 

@@ -79,3 +79,9 @@ def _decimal(value: float, unit: str, digits: int) -> str:
         if value >= scale:
             return f"{_number(value / scale, digits)} {prefix}{unit}"
     return f"{_number(value, digits)} {unit}"
+
+
+def format_percent(fraction: float) -> str:
+    """A relative tolerance or share as a percentage, 3 significant figures: ``0.05`` -> ``"5%"``,
+    ``0.001`` -> ``"0.1%"``."""
+    return f"{fraction * 100:.3g}%"

@@ -34,10 +34,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..checks import _as_number, _tolerance_text
+from ..units import format_percent
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
-           "judge", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
+           "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "distinct_from"]
 
 ACCEPTED = "accepted"
@@ -198,13 +198,25 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
             raise AssertionError(" ".join([f"{answer} = {value!r} does not meet the problem's "
                                            "conditions.", *(f"Hint: {h}" for h in reasons)]))
         return
-    number = _as_number(value, answer, positive=False)
-    verdict = judge(part, v, number)
+    from ..checks import _as_number  # NumPy-aware: only the notebook's check needs it
+
+    message = feedback(part, v, _as_number(value, answer, positive=False))
+    if message is not None:
+        raise AssertionError(message)
+
+
+def feedback(part: Part, v: Mapping[str, Any], value: float) -> str | None:
+    """What the grader says of ``value`` for the part ``part`` on the numbers ``v``: None when it
+    is right (the reference or an accepted convention, within the part's tolerance), else a
+    message naming the answer, the value and the tolerance (never the expected value),
+    followed by every hint it earns. The homework's hidden check and the book's practice
+    problems both print this."""
+    verdict = judge(part, v, value)
     if verdict.passed:
-        return
-    message = (f"{answer} = {number:.4g} is not within {_tolerance_text(part.rel)} "
+        return None
+    message = (f"{part.answer} = {value:.4g} is not within {format_percent(part.rel)} "
                f"of the expected answer.")
-    raise AssertionError(" ".join([message, *(f"Hint: {h}" for h in verdict.hints)]))
+    return " ".join([message, *(f"Hint: {h}" for h in verdict.hints)])
 
 
 def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[float], list[tuple[float, str]]] | None:
