@@ -40,6 +40,11 @@ def _bf16_bytes(v: Mapping[str, Any]) -> float:
     return 2.0 * v["rows"] * v["cols"]
 
 
+#: The array of the chapter's running example, bf16[8192, 8192], and the others drawn with it.
+ARRAY = {"rows": Choice((8192, 4096, 16384), "rows"),
+         "cols": Choice((8192, 16384, 32768), "columns")}
+
+
 def _shape_text() -> str:
     return "bf16[{rows:,}, {cols:,}]"
 
@@ -139,8 +144,7 @@ W2 = Problem(
     title="Gathering a weight on a v5p",
     worked="2",
     spec=_spec("sharded_matmuls.w2",
-               rows=Choice((8192, 4096, 16384), "rows"),
-               cols=Choice((8192, 16384, 32768), "columns"),
+               **ARRAY,
                N=Choice((16, 4, 8, 12), "N", "chips")),
     text=("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
           "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
@@ -241,8 +245,7 @@ W4 = Problem(
     worked="4",
     spec=_spec("sharded_matmuls.w4",
                chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               rows=Choice((8192, 4096, 16384), "rows"),
-               cols=Choice((8192, 16384, 32768), "columns"),
+               **ARRAY,
                n_line=Choice((8, 4, 12), "chips on the short axis")),
     text=("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
           "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
@@ -291,8 +294,7 @@ W5 = Problem(
     title="AllReduce and AllToAll",
     worked="5",
     spec=_spec("sharded_matmuls.w5",
-               rows=Choice((8192, 4096, 16384), "rows"),
-               cols=Choice((8192, 16384, 32768), "columns"),
+               **ARRAY,
                N=Choice((16, 8, 12), "N", "chips")),
     text=("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
           "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
@@ -622,8 +624,7 @@ W11 = Problem(
     title="One step of a collective matmul",
     worked="11",
     spec=_spec("sharded_matmuls.w11",
-               rows=Choice((8192, 4096, 16384), "rows"),
-               cols=Choice((8192, 16384, 32768), "columns"),
+               **ARRAY,
                N=Choice((16, 8, 12), "N", "chips")),
     text=("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
           "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
