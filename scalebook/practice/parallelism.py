@@ -34,8 +34,39 @@ MODELS = {"LLaMA-3 8B": transformer.llama3_8b(), "LLaMA-3 70B": transformer.llam
 PRECISION = training.MIXED_PRECISION_ADAM
 
 
-def _spec(problem_id: str, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters)
+#: Figures a problem's text may state, from the catalog (``scalebook.hardware``) and the model
+#: presets, each a function of the drawn numbers: name -> (value, label, unit).
+FIGURES = {
+    "C_t": (lambda v: get_chip(v["chip"]).flops("bf16") / 1e12, "dense bf16 peak", "TFLOP/s"),
+    "W_gb": (lambda v: get_chip(v["chip"]).link_bandwidth_one_way / GB,
+             "one ICI link, one way", "GB/s"),
+    "nvl_gb": (lambda v: get_chip(v["chip"]).interconnect_bandwidth_one_way / GB,
+               "NVLink per GPU, one way", "GB/s"),
+    "nic_gb": (lambda v: get_chip(v["chip"]).nic_bandwidth_per_chip / GB,
+               "network bandwidth per chip, one way", "GB/s"),
+    "host_gb": (lambda v: get_chip(v["chip"]).host_network_bandwidth / GB,
+                "network bandwidth per host", "GB/s"),
+    "per_host": (lambda v: get_chip(v["chip"]).chips_per_host, "chips per host", ""),
+    "hbm_gb": (lambda v: get_chip(v["chip"]).hbm_bytes / GB, "HBM per chip", "GB"),
+    "D": (lambda v: MODELS[v["model"]].d_model, "d_model", ""),
+    "L": (lambda v: MODELS[v["model"]].n_layers, "layers", ""),
+    "P_b": (lambda v: transformer.param_count(MODELS[v["model"]]).total / 1e9,
+            "parameters", "billion"),
+    "Pm_b": (lambda v: transformer.param_count(MODELS[v["model"]]).matmul / 1e9,
+             "parameters in matmuls", "billion"),
+}
+
+
+def _spec(problem_id: str, *, figures: tuple[str, ...] = (), well_posed=None,
+          **parameters: Choice) -> VariantSpec:
+    """The problem's variant spec: its drawn ``parameters``, the catalog ``figures`` its text
+    states (derived from the draw), and a ``well_posed`` rule on the draw, if any."""
+    def derive(v):
+        return {name: FIGURES[name][0](v) for name in figures}
+
+    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters,
+                       derive=derive if figures else None, well_posed=well_posed,
+                       derived_labels={name: FIGURES[name][1:] for name in figures})
 
 
 def _model(v: Mapping[str, Any]):
@@ -88,15 +119,16 @@ W1 = Problem(
     id="parallelism.w1",
     title="How long a training run takes",
     worked="1",
-    spec=_spec("parallelism.w1",
+    spec=_spec("parallelism.w1", figures=("Pm_b", "P_b", "C_t"),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
                tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
-               chips=Choice((1024, 512, 2048, 4096, 8192), "chips"),
+               chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
                chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
                mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
-    text=("How many days does a {model}-sized model take to train on {tokens_t:g} trillion tokens "
-          "with {chips:,} {chip}s at {mfu:.0%} MFU? (6 FLOPs per parameter per token; count the "
-          "parameters in matmuls, or all of them.)"),
+    text=("How many days does a {model}-sized model ({Pm_b:.1f} billion parameters in its "
+          "matmuls, {P_b:.1f} billion in all) take to train on {tokens_t:g} trillion tokens with "
+          "{chips:,} {chip}s ({C_t:,.0f} TFLOP/s dense bf16 each) at {mfu:.0%} MFU? (6 FLOPs "
+          "per parameter per token; count the parameters in matmuls, or all of them.)"),
     parts=(
         Part("days", _w1_days, conventions=(
             Convention("all parameters", lambda v: training.run_time(
@@ -138,12 +170,13 @@ W2 = Problem(
     id="parallelism.w2",
     title="The fewest chips that hold the training state",
     worked="2",
-    spec=_spec("parallelism.w2",
+    spec=_spec("parallelism.w2", figures=("P_b", "hbm_gb"),
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
                chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
-    text=("A {model}-sized model trains with Adam in mixed precision, as the chapter counts it. "
-          "How many {chip} chips does its training state (weights, gradients, optimizer state; no "
-          "activations) need, at the least?"),
+    text=("A {model}-sized model ({P_b:.1f} billion parameters) trains with Adam in mixed "
+          "precision, as the chapter counts it. How many {chip} chips ({hbm_gb:.0f} GB of HBM "
+          "each) does its training state (weights, gradients, optimizer state; no activations) "
+          "need, at the least?"),
     parts=(
         Part("chips", _w2_chips, rel=COUNT, conventions=(
             Convention("12 bytes per parameter", distinct_from(
@@ -197,11 +230,12 @@ W3 = Problem(
     id="parallelism.w3",
     title="The global batch that keeps data parallelism compute-bound",
     worked="3",
-    spec=_spec("parallelism.w3",
+    spec=_spec("parallelism.w3", figures=("C_t", "W_gb"),
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                N=Choice((256, 64, 128, 512, 1024), "chips")),
-    text=("You train with pure data parallelism over {N:,} {chip} chips, the gradient AllReduce "
-          "running along one ICI axis with wraparound. How many tokens per chip, and how many "
+    text=("You train with pure data parallelism over {N:,} {chip} chips ({C_t:,.0f} TFLOP/s "
+          "dense bf16; {W_gb:.0f} GB/s per ICI link each way), the gradient AllReduce running "
+          "along one ICI axis with wraparound. How many tokens per chip, and how many "
           "tokens of global batch, keep the chips compute-bound?"),
     parts=(
         Part("per_chip", _w3_per_chip, conventions=(
@@ -262,14 +296,16 @@ W4 = Problem(
     id="parallelism.w4",
     title="The gradient AllReduce against the step",
     worked="4",
-    spec=_spec("parallelism.w4",
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+    spec=_spec("parallelism.w4", figures=("P_b", "Pm_b", "C_t", "W_gb"),
+               model=Choice(("LLaMA-3 8B",), "model"),
                chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
                N=Choice((16, 8, 12), "chips"),
                tokens=Choice((4096, 2048, 8192, 16384), "tokens per chip")),
-    text=("How long does the bf16 gradient AllReduce of a {model}-sized model take over a ring of "
-          "{N} {chip} chips with wraparound (1 µs per hop), in ms? And how long does a whole "
-          "training step of {tokens:,} tokens per chip compute at peak on those chips, in ms?"),
+    text=("How long does the bf16 gradient AllReduce of a {model}-sized model ({P_b:.2f} "
+          "billion parameters, {Pm_b:.2f} billion in matmuls) take over a ring of {N} {chip} "
+          "chips with wraparound ({W_gb:.0f} GB/s per link each way, 1 µs per hop), in ms? And "
+          "how long does a whole training step of {tokens:,} tokens per chip compute at peak "
+          "({C_t:,.0f} TFLOP/s), in ms?"),
     parts=(
         Part("allreduce_ms", _w4_ar_ms, conventions=(
             Convention("first cut", lambda v: collectives.all_reduce_first_cut(
@@ -325,10 +361,11 @@ W5 = Problem(
     id="parallelism.w5",
     title="The ZeRO stages, per GPU",
     worked="5",
-    spec=_spec("parallelism.w5",
+    spec=_spec("parallelism.w5", figures=("P_b",),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
                N=Choice((64, 32, 128, 256, 512), "GPUs")),
-    text=("{model} trains with Adam in mixed precision (16 bytes per parameter) on {N} H100s, "
+    text=("{model} ({P_b:.2f} billion parameters) trains with Adam in mixed precision (16 "
+          "bytes per parameter) on {N} H100s, "
           "data parallel with ZeRO. How much training state (weights, gradients, optimizer; no "
           "activations) does each GPU hold under ZeRO-1, ZeRO-2 and ZeRO-3, in GB?"),
     parts=(
@@ -383,12 +420,13 @@ W6 = Problem(
     id="parallelism.w6",
     title="The largest useful tensor-parallel degree",
     worked="6",
-    spec=_spec("parallelism.w6",
+    spec=_spec("parallelism.w6", figures=("C_t", "nvl_gb", "nic_gb"),
                F=Choice((53248, 28672, 14336, 24576), "F"),
                chip=Choice(("H100", "A100", "H200", "B200"), "chip")),
     text=("What is the largest useful tensor-parallel degree Y (compute-bound, Y < F·W_axis/C, "
-          "traffic overlapped) for an MLP with F = {F:,} on {chip}s, inside a node over NVLink "
-          "and across nodes over each GPU's own network card?"),
+          "traffic overlapped) for an MLP with F = {F:,} on {chip}s ({C_t:,.0f} TFLOP/s dense "
+          "bf16), inside a node over NVLink ({nvl_gb:.0f} GB/s per GPU each way) and across nodes "
+          "over each GPU's own network card ({nic_gb:.0f} GB/s each way)?"),
     parts=(
         Part("tp_node", _w6_in, rel=COUNT, slips=(
             Slip("both directions", distinct_from(
@@ -443,14 +481,15 @@ W7 = Problem(
     id="parallelism.w7",
     title="FSDP and tensor parallelism together",
     worked="7",
-    spec=_spec("parallelism.w7",
+    spec=_spec("parallelism.w7", figures=("C_t", "W_gb"),
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                F=Choice((53248, 28672, 14336), "F"),
                B_m=Choice((16, 4, 8, 32), "batch", "M tokens")),
     text=("With FSDP over one ICI axis and tensor parallelism over another (both with "
-          "wraparound) on {chip} chips, an MLP with F = {F:,}: what is the smallest batch per "
-          "chip, in tokens, at the best FSDP × TP split, and how many chips can a {B_m}M-token "
-          "batch ({B_m} × 2²⁰ tokens) keep compute-bound?"),
+          "wraparound) on {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; {W_gb:.0f} GB/s per ICI "
+          "link each way), an MLP with F = {F:,}: what is the smallest batch per chip, in tokens, "
+          "at the best FSDP × TP split, and how many chips can a batch of {B_m}M tokens "
+          "({B_m} × 2²⁰) keep compute-bound?"),
     parts=(
         Part("tokens_per_chip", _w7_mb, slips=(
             Slip("FSDP alone", lambda v: par.critical_batch_per_chip_fsdp(v["chip"]),
@@ -585,12 +624,12 @@ W9 = Problem(
     id="parallelism.w9",
     title="Activations in flight: GPipe against 1F1B",
     worked="9",
-    spec=_spec("parallelism.w9",
+    spec=_spec("parallelism.w9", figures=("D", "L"),
                model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
                K=Choice((8, 4, 16), "stages"),
                M=Choice((32, 16, 64), "microbatches"),
                T=Choice((8192, 4096), "sequence length")),
-    text=("{model} is pipelined over {K} stages of equal layers, with full rematerialisation "
+    text=("{model} (D = {D:,}, {L} layers) is pipelined over {K} stages of equal layers, with full rematerialisation "
           "and {M} microbatches of one {T:,}-token sequence each. How much activation memory "
           "does the first stage hold at its peak under GPipe and under 1F1B, in GB? (The "
           "chapter's accounting: the first stage holds no logits; one layer is recomputed at a "
@@ -622,7 +661,7 @@ def _w10_bytes(v):
 
 
 def _w10_dcn(v):
-    return get_chip("TPU v5p").nic_bandwidth_per_chip
+    return get_chip(v["chip"]).nic_bandwidth_per_chip
 
 
 def _w10_send_us(v):
@@ -631,7 +670,7 @@ def _w10_send_us(v):
 
 def _w10_compute_ms(v):
     flops = transformer.training_flops(_model(v), v["T"])
-    return training.run_time(flops, v["stages"] * v["slice"], "TPU v5p", mfu=1) / MS
+    return training.run_time(flops, v["stages"] * v["slice"], v["chip"], mfu=1) / MS
 
 
 def _w10_solution(v):
@@ -649,13 +688,16 @@ W10 = Problem(
     id="parallelism.w10",
     title="A pipeline send over the data-centre network",
     worked="10",
-    spec=_spec("parallelism.w10",
+    spec=_spec("parallelism.w10", figures=("Pm_b", "C_t", "nic_gb", "host_gb", "per_host"),
+               chip=Choice(("TPU v5p",), "chip"),
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-               stages=Choice((16, 8, 32), "stages"),
+               stages=Choice((16, 8, 4), "stages"),
                slice=Choice((256, 128, 512, 64), "chips per stage"),
                T=Choice((8192, 4096), "sequence length")),
-    text=("{model} is pipelined over {stages} stages, each a slice of {slice} TPU v5p chips "
-          "(each chip with its share of the host's DCN bandwidth). One {T:,}-token microbatch's bf16 activation goes from "
+    text=("{model} ({Pm_b:.0f} billion parameters in matmuls) is pipelined over {stages} "
+          "stages, each a slice of {slice} {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; "
+          "{nic_gb:g} GB/s of DCN per chip, its share of the {host_gb:g} GB/s of a host of "
+          "{per_host}). One {T:,}-token microbatch's bf16 activation goes from "
           "one stage to the next over DCN, split evenly over the slice's chips. How long does "
           "the send take, in µs, and how long does a stage compute on that microbatch (forward "
           "and backward) at peak, in ms?"),
@@ -664,8 +706,7 @@ W10 = Problem(
             Slip("through one chip", lambda v: _w10_send_us(v) * v["slice"],
                  "the activation is split over the slice's {slice} chips, each sending its part "
                  "through its own share of DCN at once."),
-            Slip("the host's bandwidth", lambda v: _w10_send_us(v) / get_chip("TPU v5p")
-                 .chips_per_host,
+            Slip("the host's bandwidth", lambda v: _w10_send_us(v) / v["per_host"],
                  "each chip sends through its share of DCN, the host's bandwidth divided by its "
                  "chips, not through the whole host's."),
         )),
@@ -712,7 +753,8 @@ def _w11_solution(v):
 
 
 def _with_logits(value):
-    return Slip("with the logits", lambda v: value(v) + _logits(_model(v), v["T"]) / GB,
+    return Slip("with the logits",
+                distinct_from(value, lambda v: value(v) + _logits(_model(v), v["T"]) / GB),
                 "the question leaves the fp32 logits out: count the layers' activations only.")
 
 
@@ -720,10 +762,10 @@ W11 = Problem(
     id="parallelism.w11",
     title="What full rematerialisation saves",
     worked="11",
-    spec=_spec("parallelism.w11",
+    spec=_spec("parallelism.w11", figures=("D", "L"),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
                T=Choice((8192, 4096, 2048), "sequence length")),
-    text=("{model}, one sequence of {T:,} tokens, bf16 activations, a flash-style attention "
+    text=("{model} (D = {D:,}, {L} layers), one sequence of {T:,} tokens, bf16 activations, a flash-style attention "
           "kernel: how much activation memory do all its layers keep for the backward pass "
           "with no recomputation, and with full rematerialisation, in GB? (The chapter's block "
           "accounting; logits left out.)"),
@@ -752,7 +794,7 @@ W11 = Problem(
 
 def _w12_cost(v, k):
     return collectives.ragged_all_to_all(v["E"] * v["tok"], 2 * v["D"], k, v["E"], v["E"],
-                                         "TPU v5p")
+                                         v["chip"])
 
 
 def _w12_ms(k):
@@ -773,12 +815,14 @@ W12 = Problem(
     id="parallelism.w12",
     title="Top-1 against top-2 routing",
     worked="12",
-    spec=_spec("parallelism.w12",
-               E=Choice((64, 16, 32), "experts"),
+    spec=_spec("parallelism.w12", figures=("W_gb",),
+               chip=Choice(("TPU v5p",), "chip"),
+               E=Choice((64, 16, 8, 12), "experts"),
                tok=Choice((8192, 4096, 16384), "tokens per chip"),
                D=Choice((4096, 2048, 8192), "D")),
-    text=("A mixture of experts puts one of its {E} experts on each of {E} TPU v5p chips, a ring "
-          "with wraparound (1 µs per hop). Each chip holds {tok:,} tokens of bf16[{D:,}] and "
+    text=("A mixture of experts puts one of its {E} experts on each of {E} {chip} chips, one "
+          "ring with wraparound (the chapter's model: {W_gb:.0f} GB/s per link each way, 1 µs per "
+          "hop). Each chip holds {tok:,} tokens of bf16[{D:,}] and "
           "sends each one to its chosen experts (ragged AllToAll, routing uniform at random). "
           "How long does the dispatch take with top-2 routing, and with top-1, in ms?"),
     parts=(
@@ -823,12 +867,12 @@ W13 = Problem(
     id="parallelism.w13",
     title="Data parallelism across pods",
     worked="13",
-    spec=_spec("parallelism.w13",
+    spec=_spec("parallelism.w13", figures=("C_t", "host_gb", "per_host"),
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                pods=Choice((8, 4, 16, 2), "pods")),
     text=("A model trains with one copy per {chip} pod (sharded inside it) and data parallelism "
-          "over DCN across {pods} pods; each chip gets its host's DCN bandwidth divided by the "
-          "host's chips. How many tokens per pod, and how many of global batch, keep the DCN "
+          "over DCN across {pods} pods. A {chip} does {C_t:,.0f} TFLOP/s dense bf16, and each "
+          "host of {per_host} chips has {host_gb:.0f} GB/s of DCN, shared by its chips. How many tokens per pod, and how many of global batch, keep the DCN "
           "AllReduce hidden?"),
     parts=(
         Part("per_pod", _w13_pod, slips=(
@@ -884,11 +928,12 @@ W14 = Problem(
     id="parallelism.w14",
     title="Data parallelism when a replica spans nodes",
     worked="14",
-    spec=_spec("parallelism.w14",
+    spec=_spec("parallelism.w14", figures=("C_t", "nic_gb"),
                chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
                k=Choice((4, 2, 8, 16), "nodes per replica")),
     text=("One model copy spans {k} nodes of 8 {chip}s (TP 8 inside each node, PP {k} across). "
-          "Data parallelism runs across such copies, one NIC per GPU. What batch per replica, "
+          "Data parallelism runs across such copies; each GPU has its own NIC ({nic_gb:.0f} "
+          "GB/s each way) and does {C_t:,.0f} TFLOP/s dense bf16. What batch per replica, "
           "and what batch per GPU of global batch, keeps the DP AllReduce hidden, in tokens?"),
     parts=(
         Part("per_replica", _w14_replica, slips=(
@@ -934,10 +979,11 @@ W15 = Problem(
     id="parallelism.w15",
     title="Gradient accumulation under FSDP and DP",
     worked="15",
-    spec=_spec("parallelism.w15",
+    spec=_spec("parallelism.w15", figures=("C_t", "W_gb"),
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                M=Choice((8, 4, 16, 32), "microbatches")),
-    text=("Training on one {chip} ICI axis with wraparound accumulates gradients over {M} "
+    text=("Training on one {chip} ICI axis with wraparound ({C_t:,.0f} TFLOP/s dense bf16; "
+          "{W_gb:.0f} GB/s per link each way) accumulates gradients over {M} "
           "microbatches per step. How many tokens per chip per step keep it compute-bound "
           "under FSDP, and under plain data parallelism?"),
     parts=(
@@ -1047,11 +1093,12 @@ W17 = Problem(
     id="parallelism.w17",
     title="Hybrid sharding: what each GPU holds, what crosses",
     worked="17",
-    spec=_spec("parallelism.w17",
+    spec=_spec("parallelism.w17", figures=("P_b",),
+               well_posed=lambda v: _state(v) / v["F"] <= get_chip("H100").hbm_bytes,
                model=Choice(("LLaMA-3 70B", "LLaMA-3 8B", "LLaMA-3 405B"), "model"),
                F=Choice((64, 32, 128, 256), "GPUs per FSDP group"),
                N=Choice((1024, 2048, 4096), "GPUs")),
-    text=("{model} trains on {N:,} H100s with hybrid sharding: FSDP over groups of {F} GPUs, "
+    text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: FSDP over groups of {F} GPUs, "
           "data parallelism across the groups, Adam in mixed precision (16 bytes per "
           "parameter). How much training state does each GPU hold, and how big is the bf16 "
           "gradient shard each GPU AllReduces across groups per step, in GB?"),
