@@ -33,6 +33,15 @@ MODELS = {"LLaMA-3 8B": transformer.llama3_8b(), "LLaMA-3 70B": transformer.llam
           "LLaMA-3 405B": training.llama3_405b()}
 PRECISION = training.MIXED_PRECISION_ADAM
 
+#: Hints several problems give for the same slip.
+SIX_FLOPS = ("training costs 6 FLOPs per parameter per token: 2 in the forward pass and 4 in the "
+             "backward.")
+TWO_WAYS = ("with wraparound the ring runs both ways round, so each chip pushes 2W (both "
+            "directions of its link) into the collective, not W.")
+OWN_NIC = "each GPU's ring leaves through its own NIC: W is one NIC's bandwidth, not the node's."
+DCN_SHARE = ("each chip gets only its share of the host's DCN bandwidth, the host's figure divided "
+             "by its chips.")
+
 
 #: Figures a problem's text may state, from the catalog (``scalebook.hardware``) and the model
 #: presets, each a function of the drawn numbers: name -> (value, label, unit).
@@ -140,8 +149,7 @@ W1 = Problem(
                  "the chips run at {mfu:.0%} MFU, not at their peak: divide the FLOPs by "
                  "chips × peak × MFU."),
             Slip("forward pass only", lambda v: _w1_days(v) / 3,
-                 "training costs 6 FLOPs per parameter per token: 2 in the forward pass and 4 "
-                 "in the backward."),
+                 SIX_FLOPS),
         )),
     ),
     labels={"days": "training time, in days"},
@@ -245,15 +253,13 @@ W3 = Problem(
                             "three axes' worth."),
         ), slips=(
             Slip("one way round", _w3_one_way,
-                 "with wraparound the ring runs both ways round, so each chip pushes 2W (both "
-                 "directions of its link) into the AllReduce, not W."),
+                 TWO_WAYS),
         )),
         Part("global_batch", _w3_global, slips=(
             Slip("per chip only", _w3_per_chip,
                  "that is the batch per chip; the global batch is {N:,} times larger."),
             Slip("one way round", lambda v: _w3_one_way(v) * v["N"],
-                 "with wraparound the ring runs both ways round, so each chip pushes 2W into the "
-                 "AllReduce, not W."),
+                 TWO_WAYS),
         )),
     ),
     labels={"per_chip": "tokens per chip", "global_batch": "global batch, in tokens"},
@@ -314,12 +320,11 @@ W4 = Problem(
             Slip("AllGather only", lambda v: _w4_ar_ms(v) / 2,
                  "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
             Slip("one way round", lambda v: _w4_ar(v, wraparound=False).time / MS,
-                 "the ring has wraparound: data goes both ways round, so each chip receives on "
-                 "two links at once."),
+                 TWO_WAYS),
         )),
         Part("compute_ms", _w4_compute_ms, slips=(
             Slip("forward pass only", lambda v: _w4_compute_ms(v) / 3,
-                 "a training step costs 6 FLOPs per parameter per token (forward 2, backward 4)."),
+                 SIX_FLOPS),
             Slip("the whole batch on one chip", lambda v: _w4_compute_ms(v) * v["N"],
                  "each chip computes only its own {tokens:,} tokens; the {N} chips work at once."),
         )),
@@ -712,7 +717,7 @@ W10 = Problem(
         )),
         Part("compute_ms", _w10_compute_ms, slips=(
             Slip("forward pass only", lambda v: _w10_compute_ms(v) / 3,
-                 "training costs 6 FLOPs per parameter per token: forward and backward."),
+                 SIX_FLOPS),
             Slip("the whole model", lambda v: _w10_compute_ms(v) * v["stages"],
                  "each stage holds 1/{stages} of the layers, so it does 1/{stages} of the "
                  "FLOPs."),
@@ -877,15 +882,13 @@ W13 = Problem(
     parts=(
         Part("per_pod", _w13_pod, slips=(
             Slip("the host's bandwidth", _w13_host,
-                 "each chip gets only its share of the host's DCN bandwidth, the host's figure "
-                 "divided by its chips."),
+                 DCN_SHARE),
         )),
         Part("global_batch", lambda v: _w13_pod(v) * v["pods"], slips=(
             Slip("one pod", _w13_pod,
                  "that is one pod's batch; the global batch is {pods} times larger."),
             Slip("the host's bandwidth", lambda v: _w13_host(v) * v["pods"],
-                 "each chip gets only its share of the host's DCN bandwidth, the host's figure "
-                 "divided by its chips."),
+                 DCN_SHARE),
         )),
     ),
     labels={"per_pod": "tokens per pod", "global_batch": "global batch, in tokens"},
@@ -938,16 +941,14 @@ W14 = Problem(
     parts=(
         Part("per_replica", _w14_replica, slips=(
             Slip("the node's NICs", _w14_node_nic,
-                 "each GPU's ring leaves through its own NIC: W is one NIC's bandwidth, not the "
-                 "node's."),
+                 OWN_NIC),
         )),
         Part("per_gpu", _w14_gpu, slips=(
             Slip("per replica", _w14_replica,
                  "that is the batch per replica; per GPU of global batch divide by the replica's "
                  "8 × {k} GPUs."),
             Slip("the node's NICs", lambda v: _w14_node_nic(v) / _w14_R(v),
-                 "each GPU's ring leaves through its own NIC: W is one NIC's bandwidth, not the "
-                 "node's."),
+                 OWN_NIC),
         )),
     ),
     labels={"per_replica": "tokens per replica", "per_gpu": "tokens per GPU"},
@@ -992,14 +993,14 @@ W15 = Problem(
                  "FSDP gathers the weights again for every microbatch, so each of the {M} "
                  "microbatches must be compute-bound on its own."),
             Slip("one way round", lambda v: _w15_one_way(v, True),
-                 "with wraparound W_axis is 2W, both directions of a link."),
+                 TWO_WAYS),
         )),
         Part("dp_tokens", lambda v: _w15(v, False), slips=(
             Slip("M times", lambda v: _w15(v, True),
                  "with replicated weights the gradients accumulate locally and are reduced once "
                  "per step, whatever M."),
             Slip("one way round", lambda v: _w15_one_way(v, False),
-                 "with wraparound W_axis is 2W, both directions of a link."),
+                 TWO_WAYS),
         )),
     ),
     labels={"fsdp_tokens": "FSDP, tokens per chip per step",
