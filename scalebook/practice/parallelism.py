@@ -6,7 +6,8 @@ is 7% smaller). Times are asked in the unit the chapter's number reads best in (
 Token thresholds are the chapter's closed forms (``scalebook.parallelism``: ``C / W_axis`` and
 its relatives, ring factor dropped); collective times are the exact ring model of Part 3
 (``scalebook.collectives``), its first cut accepted. Counts (chips, degrees, microbatches) are
-checked to 0.1%: one off is wrong, with a hint when it is the classic rounding slip.
+checked to 0.1%: one off is wrong (rounding down the chips a state needs earns its hint); the
+chips a batch keeps busy, a quotient of napkin figures, to 2%.
 """
 
 from __future__ import annotations
@@ -167,8 +168,8 @@ def _w2_solution(v):
     chip = get_chip(v["chip"])
     p = transformer.param_count(_model(v)).total
     return (
-        f"P = {p / 1e9:.3g} billion parameters × {PRECISION.bytes_per_param:g} bytes (bf16 weights "
-        f"and gradients, fp32 master and two moments) = {_gb(_state(v))}.",
+        f"P = {p / 1e9:.3g} billion parameters × {PRECISION.bytes_per_param:g} bytes (bf16 "
+        f"weights and gradients, fp32 master and two moments) = {_gb(_state(v))}.",
         f"Divided by {_gb(chip.hbm_bytes)} of HBM per {chip.name} and rounded up: "
         f"{_w2_chips(v)} chips, fully sharded, before activations.",
     )
@@ -448,7 +449,8 @@ W6 = Problem(
                  "network bandwidth."),
         )),
     ),
-    labels={"tp_node": "largest degree inside a node", "tp_nic": "largest degree across nodes (1: no tensor parallelism)"},
+    labels={"tp_node": "largest degree inside a node",
+            "tp_nic": "largest degree across nodes (1: no tensor parallelism)"},
     solution=_w6_solution,
 )
 
@@ -475,8 +477,8 @@ def _w7_solution(v):
     alpha = par.critical_batch_per_chip_fsdp(v["chip"])
     return (
         f"C / W_axis = {format_count(alpha)} tokens on one {v['chip']} axis with wraparound.",
-        f"FSDP + TP at the best split: B/N > 4·(C/W_axis)² / F = 4 × {alpha:.4g}² / {v['F']:,} = "
-        f"{format_count(_w7_mb(v))} tokens per chip.",
+        f"FSDP + TP at the best split: B/N > 4·(C/W_axis)² / F = 4 × {alpha:.4g}² / "
+        f"{v['F']:,} = {format_count(_w7_mb(v))} tokens per chip.",
         f"{_w7_tokens(v):,} tokens keep at most {_w7_chips(v):,} chips busy (FSDP alone: "
         f"{_w7_fsdp_chips(v):,}).",
     )
@@ -634,11 +636,11 @@ W9 = Problem(
                K=Choice((8, 4, 16), "stages"),
                M=Choice((32, 16, 64), "microbatches"),
                T=Choice((8192, 4096), "sequence length")),
-    text=("{model} (D = {D:,}, {L} layers) is pipelined over {K} stages of equal layers, with full rematerialisation "
-          "and {M} microbatches of one {T:,}-token sequence each. How much activation memory "
-          "does the first stage hold at its peak under GPipe and under 1F1B, in GB? (The "
-          "chapter's accounting: the first stage holds no logits; one layer is recomputed at a "
-          "time.)"),
+    text=("{model} (D = {D:,}, {L} layers) is pipelined over {K} stages of equal layers, with "
+          "full rematerialisation and {M} microbatches of one {T:,}-token sequence each. How "
+          "much activation memory does the first stage hold at its peak under GPipe and under "
+          "1F1B, in GB? (The chapter's accounting: the first stage holds no logits; one layer "
+          "is recomputed at a time.)"),
     parts=(
         Part("gpipe_gb", _w9_gpipe, conventions=(_gib(_w9_gpipe),), slips=(
             Slip("K in flight", distinct_from(_w9_gpipe, _w9_1f1b),
@@ -770,10 +772,10 @@ W11 = Problem(
     spec=_spec("parallelism.w11", figures=("D", "L"),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
                T=Choice((8192, 4096, 2048), "sequence length")),
-    text=("{model} (D = {D:,}, {L} layers), one sequence of {T:,} tokens, bf16 activations, a flash-style attention "
-          "kernel: how much activation memory do all its layers keep for the backward pass "
-          "with no recomputation, and with full rematerialisation, in GB? (The chapter's block "
-          "accounting; logits left out.)"),
+    text=("{model} (D = {D:,}, {L} layers), one sequence of {T:,} tokens, bf16 activations, a "
+          "flash-style attention kernel: how much activation memory do all its layers keep for "
+          "the backward pass with no recomputation, and with full rematerialisation, in GB? "
+          "(The chapter's block accounting; logits left out.)"),
     parts=(
         Part("none_gb", _w11_none, conventions=(_gib(_w11_none),), slips=(
             Slip("unfused attention", lambda v: _w11(v, "none", flash_attention=False) / GB,
@@ -877,8 +879,8 @@ W13 = Problem(
                pods=Choice((8, 4, 16, 2), "pods")),
     text=("A model trains with one copy per {chip} pod (sharded inside it) and data parallelism "
           "over DCN across {pods} pods. A {chip} does {C_t:,.0f} TFLOP/s dense bf16, and each "
-          "host of {per_host} chips has {host_gb:.0f} GB/s of DCN, shared by its chips. How many tokens per pod, and how many of global batch, keep the DCN "
-          "AllReduce hidden?"),
+          "host of {per_host} chips has {host_gb:.0f} GB/s of DCN, shared by its chips. How many "
+          "tokens per pod, and how many of global batch, keep the DCN AllReduce hidden?"),
     parts=(
         Part("per_pod", _w13_pod, slips=(
             Slip("the host's bandwidth", _w13_host,
@@ -1099,10 +1101,11 @@ W17 = Problem(
                model=Choice(("LLaMA-3 70B", "LLaMA-3 8B", "LLaMA-3 405B"), "model"),
                F=Choice((64, 32, 128, 256), "GPUs per FSDP group"),
                N=Choice((1024, 2048, 4096), "GPUs")),
-    text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: FSDP over groups of {F} GPUs, "
-          "data parallelism across the groups, Adam in mixed precision (16 bytes per "
-          "parameter). How much training state does each GPU hold, and how big is the bf16 "
-          "gradient shard each GPU AllReduces across groups per step, in GB?"),
+    text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: "
+          "FSDP over groups of {F} GPUs, data parallelism across the groups, Adam in mixed "
+          "precision (16 bytes per parameter). How much training state does each GPU hold, "
+          "and how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
+          "in GB?"),
     parts=(
         Part("state_gb", _w17_state, conventions=(_gib(_w17_state),), slips=(
             Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
