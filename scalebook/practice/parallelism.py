@@ -205,7 +205,7 @@ W2 = Problem(
                  "a fraction of a chip's HBM still needs a whole chip: round up."),
         )),
     ),
-    labels={"chips": "fewest chips (a count)"},
+    labels={"chips": "fewest chips, in chips"},
     solution=_w2_solution,
 )
 
@@ -263,7 +263,7 @@ W3 = Problem(
                  TWO_WAYS),
         )),
     ),
-    labels={"per_chip": "tokens per chip", "global_batch": "global batch, in tokens"},
+    labels={"per_chip": "batch per chip, in tokens", "global_batch": "global batch, in tokens"},
     solution=_w3_solution,
 )
 
@@ -430,9 +430,10 @@ W6 = Problem(
                F=Choice((53248, 28672, 14336, 24576), "F"),
                chip=Choice(("H100", "A100", "H200", "B200"), "chip")),
     text=("What is the largest useful tensor-parallel degree Y (compute-bound, Y < F·W_axis/C, "
-          "traffic overlapped) for an MLP with F = {F:,} on {chip}s ({C_t:,.0f} TFLOP/s dense "
-          "bf16), inside a node over NVLink ({nvl_gb:.0f} GB/s per GPU each way) and across nodes "
-          "over each GPU's own network card ({nic_gb:.0f} GB/s each way)?"),
+          "traffic overlapped; give the bound even where it passes a node's 8 GPUs) for an MLP "
+          "with F = {F:,} on {chip}s ({C_t:,.0f} TFLOP/s dense bf16), inside a node over NVLink "
+          "({nvl_gb:.0f} GB/s per GPU each way) and across nodes over each GPU's own network "
+          "card ({nic_gb:.0f} GB/s each way)?"),
     parts=(
         Part("tp_node", _w6_in, rel=COUNT, slips=(
             Slip("both directions", distinct_from(
@@ -449,8 +450,8 @@ W6 = Problem(
                  "network bandwidth."),
         )),
     ),
-    labels={"tp_node": "largest degree inside a node",
-            "tp_nic": "largest degree across nodes (1: no tensor parallelism)"},
+    labels={"tp_node": "largest degree over NVLink, in GPUs",
+            "tp_nic": "largest degree over the NICs, in GPUs (1: no TP)"},
     solution=_w6_solution,
 )
 
@@ -514,7 +515,7 @@ W7 = Problem(
         )),
     ),
     labels={"tokens_per_chip": "smallest batch per chip, in tokens",
-            "chips": "most chips kept compute-bound"},
+            "chips": "most chips kept compute-bound, in chips"},
     solution=_w7_solution,
 )
 
@@ -578,7 +579,8 @@ W8 = Problem(
             _pct_slip(_w8_int),
         )),
     ),
-    labels={"microbatches": "fewest microbatches", "bubble_pct": "bubble at M, in %",
+    labels={"microbatches": "fewest microbatches, in microbatches",
+            "bubble_pct": "bubble at M, in %",
             "interleaved_pct": "bubble with interleaving, in %"},
     solution=_w8_solution,
 )
@@ -893,7 +895,7 @@ W13 = Problem(
                  DCN_SHARE),
         )),
     ),
-    labels={"per_pod": "tokens per pod", "global_batch": "global batch, in tokens"},
+    labels={"per_pod": "batch per pod, in tokens", "global_batch": "global batch, in tokens"},
     solution=_w13_solution,
 )
 
@@ -953,7 +955,8 @@ W14 = Problem(
                  OWN_NIC),
         )),
     ),
-    labels={"per_replica": "tokens per replica", "per_gpu": "tokens per GPU"},
+    labels={"per_replica": "batch per replica, in tokens",
+            "per_gpu": "batch per GPU of global batch, in tokens"},
     solution=_w14_solution,
 )
 
@@ -1005,8 +1008,8 @@ W15 = Problem(
                  TWO_WAYS),
         )),
     ),
-    labels={"fsdp_tokens": "FSDP, tokens per chip per step",
-            "dp_tokens": "DP, tokens per chip per step"},
+    labels={"fsdp_tokens": "FSDP, batch per chip per step, in tokens",
+            "dp_tokens": "DP, batch per chip per step, in tokens"},
     solution=_w15_solution,
 )
 
@@ -1068,7 +1071,7 @@ W16 = Problem(
         Part("microbatches", _w16_m_same, rel=COUNT),
     ),
     labels={"onef1b_pct": "1F1B bubble, in %", "zb_pct": "ZB-H1 bubble, in %",
-            "microbatches": "microbatches 1F1B needs"},
+            "microbatches": "1F1B at the same bubble, in microbatches"},
     solution=_w16_solution,
 )
 
