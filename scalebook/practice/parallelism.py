@@ -1,9 +1,1133 @@
-"""Practice problems of the chapter book/parallelism.md (see :mod:`scalebook.practice.problem`)."""
+"""Practice problems of the chapter book/parallelism.md (see :mod:`scalebook.practice.problem`):
+its seventeen worked problems again, each with its inputs drawn anew.
+
+Sizes are asked in GB (10⁹ bytes), as the chapter prints them; an answer in GiB is accepted (it
+is 7% smaller). Times are asked in the unit the chapter's number reads best in (days, ms, µs).
+Token thresholds are the chapter's closed forms (``scalebook.parallelism``: ``C / W_axis`` and
+its relatives, ring factor dropped); collective times are the exact ring model of Part 3
+(``scalebook.collectives``), its first cut accepted. Counts (chips, degrees, microbatches) are
+checked to 0.1%: one off is wrong (rounding down the chips a state needs earns its hint); the
+chips a batch keeps busy, a quotient of napkin figures, to 2%.
+"""
 
 from __future__ import annotations
 
-from ..homework.parts import Part, Slip
+import math
+from typing import Any, Mapping
+
+from .. import collectives, parallelism as par, training, transformer
+from ..hardware import get_chip
+from ..homework.parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from
+from ..units import format_bytes, format_count, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
 from .problem import Problem
 
-PROBLEMS: tuple[Problem, ...] = ()
+GB = 1e9
+GIB = 2**30
+MS = 1e-3
+US = 1e-6
+DAY = 86400.0
+COUNT = 0.001  # the tolerance of a count: one off is wrong
+
+#: The chapter's models, by the name a problem prints.
+MODELS = {"LLaMA-3 8B": transformer.llama3_8b(), "LLaMA-3 70B": transformer.llama3_70b(),
+          "LLaMA-3 405B": training.llama3_405b()}
+PRECISION = training.MIXED_PRECISION_ADAM
+
+#: Hints several problems give for the same slip.
+SIX_FLOPS = ("training costs 6 FLOPs per parameter per token: 2 in the forward pass and 4 in the "
+             "backward.")
+TWO_WAYS = ("with wraparound the ring runs both ways round, so each chip pushes 2W (both "
+            "directions of its link) into the collective, not W.")
+OWN_NIC = "each GPU's ring leaves through its own NIC: W is one NIC's bandwidth, not the node's."
+DCN_SHARE = ("each chip gets only its share of the host's DCN bandwidth, the host's figure divided "
+             "by its chips.")
+
+
+#: Figures a problem's text may state, from the catalog (``scalebook.hardware``) and the model
+#: presets, each a function of the drawn numbers: name -> (value, label, unit).
+FIGURES = {
+    "C_t": (lambda v: get_chip(v["chip"]).flops("bf16") / 1e12, "dense bf16 peak", "TFLOP/s"),
+    "W_gb": (lambda v: get_chip(v["chip"]).link_bandwidth_one_way / GB,
+             "one ICI link, one way", "GB/s"),
+    "nvl_gb": (lambda v: get_chip(v["chip"]).interconnect_bandwidth_one_way / GB,
+               "NVLink per GPU, one way", "GB/s"),
+    "nic_gb": (lambda v: get_chip(v["chip"]).nic_bandwidth_per_chip / GB,
+               "network bandwidth per chip, one way", "GB/s"),
+    "host_gb": (lambda v: get_chip(v["chip"]).host_network_bandwidth / GB,
+                "network bandwidth per host", "GB/s"),
+    "per_host": (lambda v: get_chip(v["chip"]).chips_per_host, "chips per host", ""),
+    "hbm_gb": (lambda v: get_chip(v["chip"]).hbm_bytes / GB, "HBM per chip", "GB"),
+    "D": (lambda v: MODELS[v["model"]].d_model, "d_model", ""),
+    "L": (lambda v: MODELS[v["model"]].n_layers, "layers", ""),
+    "P_b": (lambda v: transformer.param_count(MODELS[v["model"]]).total / 1e9,
+            "parameters", "billion"),
+    "Pm_b": (lambda v: transformer.param_count(MODELS[v["model"]]).matmul / 1e9,
+             "parameters in matmuls", "billion"),
+}
+
+
+def _spec(problem_id: str, *, figures: tuple[str, ...] = (), well_posed=None,
+          **parameters: Choice) -> VariantSpec:
+    """The problem's variant spec: its drawn ``parameters``, the catalog ``figures`` its text
+    states (derived from the draw), and a ``well_posed`` rule on the draw, if any."""
+    def derive(v):
+        return {name: FIGURES[name][0](v) for name in figures}
+
+    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters,
+                       derive=derive if figures else None, well_posed=well_posed,
+                       derived_labels={name: FIGURES[name][1:] for name in figures})
+
+
+def _model(v: Mapping[str, Any]):
+    return MODELS[v["model"]]
+
+
+def _gib(value_gb) -> Convention:
+    """The same size in GiB, accepted: a reader who divides by 2³⁰ is 7% under."""
+    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
+
+
+def _gb(nbytes: float) -> str:
+    return format_bytes(nbytes, binary=False)
+
+
+def _state(v) -> float:
+    """Bytes of the model's mixed-precision Adam training state, all parameters."""
+    return training.training_memory(_model(v), precision=PRECISION).state
+
+
+def _logits(cfg, seq_len: int) -> float:
+    """fp32 logits of one sequence, 4·T·V bytes: the term of
+    :func:`scalebook.training.activation_memory` the chapter's worked problems leave out."""
+    return 4.0 * seq_len * cfg.vocab_size
+
+
+# --------------------------------------------------------------------------- 1. a training run
+
+def _w1_flops(v):
+    return transformer.training_flops(_model(v), v["tokens_t"] * 1e12)
+
+
+def _w1_days(v):
+    return training.run_time(_w1_flops(v), v["chips"], v["chip"], mfu=v["mfu"]) / DAY
+
+
+def _w1_solution(v):
+    chip = get_chip(v["chip"])
+    p = transformer.param_count(_model(v)).matmul
+    return (
+        f"FLOPs = 6 · P · tokens = 6 × {p / 1e9:.3g} billion × {v['tokens_t']:g}e12 = "
+        f"{_w1_flops(v):.3g}.",
+        f"The cluster does {v['chips']:,} × {format_flops(chip.flops('bf16'))} × {v['mfu']:g} = "
+        f"{training.cluster_flops_per_s(v['chips'], chip, mfu=v['mfu']):.3g} FLOPs/s.",
+        f"Time = {_w1_days(v) * DAY:.3g} s ≈ {_w1_days(v):.3g} days.",
+    )
+
+
+W1 = Problem(
+    id="parallelism.w1",
+    title="How long a training run takes",
+    worked="1",
+    spec=_spec("parallelism.w1", figures=("Pm_b", "P_b", "C_t"),
+               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+               tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
+               chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
+               chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
+               mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
+    text=("How many days does a {model}-sized model ({Pm_b:.1f} billion parameters in its "
+          "matmuls, {P_b:.1f} billion in all) take to train on {tokens_t:g} trillion tokens with "
+          "{chips:,} {chip}s ({C_t:,.0f} TFLOP/s dense bf16 each) at {mfu:.0%} MFU? (6 FLOPs "
+          "per parameter per token; count the parameters in matmuls, or all of them.)"),
+    parts=(
+        Part("days", _w1_days, conventions=(
+            Convention("all parameters", lambda v: training.run_time(
+                training.training_flops_from_params(transformer.param_count(_model(v)).total,
+                                                    v["tokens_t"] * 1e12),
+                v["chips"], v["chip"], mfu=v["mfu"]) / DAY),
+        ), slips=(
+            Slip("at peak", lambda v: _w1_days(v) * v["mfu"],
+                 "the chips run at {mfu:.0%} MFU, not at their peak: divide the FLOPs by "
+                 "chips × peak × MFU."),
+            Slip("forward pass only", lambda v: _w1_days(v) / 3,
+                 SIX_FLOPS),
+        )),
+    ),
+    labels={"days": "training time, in days"},
+    solution=_w1_solution,
+)
+
+
+# --------------------------------------------------------------------------- 2. fewest chips
+
+def _w2_chips(v, nbytes=None):
+    return training.fewest_chips(_state(v) if nbytes is None else nbytes, v["chip"])
+
+
+def _w2_solution(v):
+    chip = get_chip(v["chip"])
+    p = transformer.param_count(_model(v)).total
+    return (
+        f"P = {p / 1e9:.3g} billion parameters × {PRECISION.bytes_per_param:g} bytes (bf16 "
+        f"weights and gradients, fp32 master and two moments) = {_gb(_state(v))}.",
+        f"Divided by {_gb(chip.hbm_bytes)} of HBM per {chip.name} and rounded up: "
+        f"{_w2_chips(v)} chips, fully sharded, before activations.",
+    )
+
+
+W2 = Problem(
+    id="parallelism.w2",
+    title="The fewest chips that hold the training state",
+    worked="2",
+    spec=_spec("parallelism.w2", figures=("P_b", "hbm_gb"),
+               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+               chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
+    text=("A {model}-sized model ({P_b:.1f} billion parameters) trains with Adam in mixed "
+          "precision, as the chapter counts it. How many {chip} chips ({hbm_gb:.0f} GB of HBM "
+          "each) does its training state (weights, gradients, optimizer state; no activations) "
+          "need, at the least?"),
+    parts=(
+        Part("chips", _w2_chips, rel=COUNT, conventions=(
+            Convention("12 bytes per parameter", distinct_from(
+                _w2_chips, lambda v: _w2_chips(v, 12.0 * transformer.param_count(_model(v)).total),
+                rel=COUNT),
+                verdict=PINNED, phrase="mixed precision, as the chapter counts it",
+                hint="the chapter's mixed precision with Adam keeps 16 bytes per parameter: bf16 "
+                     "weights (2) and gradients (2), an fp32 master copy (4) and two fp32 "
+                     "moments (8)."),
+        ), slips=(
+            Slip("weights only", distinct_from(
+                _w2_chips, lambda v: _w2_chips(v, training.training_memory(_model(v)).weights),
+                rel=COUNT),
+                 "the training state is not just the bf16 weights: add the gradients, the fp32 "
+                 "master copy and Adam's two moments, 16 bytes per parameter in all."),
+            Slip("rounded down", lambda v: _w2_chips(v) - 1 if _w2_chips(v) > 1 else math.nan,
+                 "a fraction of a chip's HBM still needs a whole chip: round up."),
+        )),
+    ),
+    labels={"chips": "fewest chips, in chips"},
+    solution=_w2_solution,
+)
+
+
+# --------------------------------------------------------------------------- 3. DP global batch
+
+def _w3_per_chip(v):
+    return par.critical_batch_per_chip_dp(v["chip"])
+
+
+def _w3_global(v):
+    return _w3_per_chip(v) * v["N"]
+
+
+def _w3_one_way(v):
+    return par.critical_batch_per_chip_dp(v["chip"], bandwidth=par.axis_bandwidth(
+        v["chip"], wraparound=False))
+
+
+def _w3_solution(v):
+    chip = get_chip(v["chip"])
+    return (
+        f"Per chip the batch must exceed C / W_axis, with W_axis = 2W on a ring with wraparound "
+        f"(both directions of one link): {format_flops(chip.flops('bf16'))} / "
+        f"{par.axis_bandwidth(chip) / GB:.3g} GB/s = {format_count(_w3_per_chip(v))} tokens.",
+        f"Over {v['N']:,} chips: {format_count(_w3_global(v))} tokens of global batch.",
+    )
+
+
+W3 = Problem(
+    id="parallelism.w3",
+    title="The global batch that keeps data parallelism compute-bound",
+    worked="3",
+    spec=_spec("parallelism.w3", figures=("C_t", "W_gb"),
+               chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+               N=Choice((256, 64, 128, 512, 1024), "chips")),
+    text=("You train with pure data parallelism over {N:,} {chip} chips ({C_t:,.0f} TFLOP/s "
+          "dense bf16; {W_gb:.0f} GB/s per ICI link each way), the gradient AllReduce running "
+          "along one ICI axis with wraparound. How many tokens per chip, and how many "
+          "tokens of global batch, keep the chips compute-bound?"),
+    parts=(
+        Part("per_chip", _w3_per_chip, conventions=(
+            Convention("three axes", lambda v: par.critical_batch_per_chip_dp(v["chip"], n_axes=3),
+                       verdict=PINNED, phrase="along one ICI axis",
+                       hint="the AllReduce runs along one ICI axis: W_axis is one axis's 2W, not "
+                            "three axes' worth."),
+        ), slips=(
+            Slip("one way round", _w3_one_way,
+                 TWO_WAYS),
+        )),
+        Part("global_batch", _w3_global, slips=(
+            Slip("per chip only", _w3_per_chip,
+                 "that is the batch per chip; the global batch is {N:,} times larger."),
+            Slip("one way round", lambda v: _w3_one_way(v) * v["N"],
+                 TWO_WAYS),
+        )),
+    ),
+    labels={"per_chip": "batch per chip, in tokens", "global_batch": "global batch, in tokens"},
+    solution=_w3_solution,
+)
+
+
+# --------------------------------------------------------------------------- 4. gradient AllReduce
+
+def _w4_bytes(v):
+    return training.training_memory(_model(v), precision=PRECISION).gradients
+
+
+def _w4_ar(v, **kw):
+    return collectives.all_reduce(_w4_bytes(v), v["N"], v["chip"], **kw)
+
+
+def _w4_ar_ms(v):
+    return _w4_ar(v).time / MS
+
+
+def _w4_compute_ms(v):
+    flops = transformer.training_flops(_model(v), v["N"] * v["tokens"])
+    return training.run_time(flops, v["N"], v["chip"], mfu=1) / MS
+
+
+def _w4_solution(v):
+    cost = _w4_ar(v)
+    return (
+        f"The bf16 gradients are 2 × P = {_gb(_w4_bytes(v))}.",
+        f"AllReduce over {v['N']} chips with wraparound, twice an AllGather: bandwidth "
+        f"{format_seconds(cost.bandwidth_time)} + latency {format_seconds(cost.latency_time)} = "
+        f"{format_seconds(cost.time)}.",
+        f"A step of {v['tokens']:,} tokens per chip computes 6·P·tokens / C per chip: "
+        f"{format_seconds(_w4_compute_ms(v) * MS)} at peak.",
+    )
+
+
+W4 = Problem(
+    id="parallelism.w4",
+    title="The gradient AllReduce against the step",
+    worked="4",
+    spec=_spec("parallelism.w4", figures=("P_b", "Pm_b", "C_t", "W_gb"),
+               model=Choice(("LLaMA-3 8B",), "model"),
+               chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
+               N=Choice((16, 8, 12), "chips"),
+               tokens=Choice((4096, 2048, 8192, 16384), "tokens per chip")),
+    text=("How long does the bf16 gradient AllReduce of a {model}-sized model ({P_b:.2f} "
+          "billion parameters, {Pm_b:.2f} billion in matmuls) take over a ring of {N} {chip} "
+          "chips with wraparound ({W_gb:.0f} GB/s per link each way, 1 µs per hop), in ms? And "
+          "how long does a whole training step of {tokens:,} tokens per chip compute at peak "
+          "({C_t:,.0f} TFLOP/s), in ms?"),
+    parts=(
+        Part("allreduce_ms", _w4_ar_ms, conventions=(
+            Convention("first cut", lambda v: collectives.all_reduce_first_cut(
+                _w4_bytes(v), v["N"], v["chip"]).time / MS),
+        ), slips=(
+            Slip("AllGather only", lambda v: _w4_ar_ms(v) / 2,
+                 "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
+            Slip("one way round", lambda v: _w4_ar(v, wraparound=False).time / MS,
+                 TWO_WAYS),
+        )),
+        Part("compute_ms", _w4_compute_ms, slips=(
+            Slip("forward pass only", lambda v: _w4_compute_ms(v) / 3,
+                 SIX_FLOPS),
+            Slip("the whole batch on one chip", lambda v: _w4_compute_ms(v) * v["N"],
+                 "each chip computes only its own {tokens:,} tokens; the {N} chips work at once."),
+        )),
+    ),
+    labels={"allreduce_ms": "gradient AllReduce, in ms", "compute_ms": "step compute, in ms"},
+    solution=_w4_solution,
+)
+
+
+# --------------------------------------------------------------------------- 5. ZeRO stages
+
+def _w5_state(v, stage):
+    layout = training.TrainingLayout(dp=v["N"], zero_stage=stage, remat="full")
+    m = training.plan_training(_model(v), layout, "H100", global_batch=v["N"],
+                               seq_len=4096).memory
+    return m.weights + m.gradients + m.optimizer
+
+
+def _w5_gb(stage):
+    return lambda v: _w5_state(v, stage) / GB
+
+
+def _w5_solution(v):
+    p = transformer.param_count(_model(v)).total
+    return (
+        f"P = {p / 1e9:.3g} billion: bf16 weights 2P, bf16 gradients 2P, fp32 optimizer "
+        f"(master + moments) 12P; ZeRO-0 keeps all of it, {_gb(_w5_state(v, 0))} per GPU.",
+        f"ZeRO-1 shards the optimizer over {v['N']}: {_gb(_w5_state(v, 1))}.",
+        f"ZeRO-2 shards the gradients too: {_gb(_w5_state(v, 2))}.",
+        f"ZeRO-3 shards the weights too: {_gb(_w5_state(v, 3))}.",
+    )
+
+
+def _w5_neighbour(stage, other, hint):
+    return Slip(f"as ZeRO-{other}", _w5_gb(other), hint)
+
+
+W5 = Problem(
+    id="parallelism.w5",
+    title="The ZeRO stages, per GPU",
+    worked="5",
+    spec=_spec("parallelism.w5", figures=("P_b",),
+               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+               N=Choice((64, 32, 128, 256, 512), "GPUs")),
+    text=("{model} ({P_b:.2f} billion parameters) trains with Adam in mixed precision (16 "
+          "bytes per parameter) on {N} H100s, "
+          "data parallel with ZeRO. How much training state (weights, gradients, optimizer; no "
+          "activations) does each GPU hold under ZeRO-1, ZeRO-2 and ZeRO-3, in GB?"),
+    parts=(
+        Part("zero1_gb", _w5_gb(1), conventions=(_gib(_w5_gb(1)),), slips=(
+            _w5_neighbour(1, 2, "ZeRO-1 shards only the optimizer state (fp32 master and "
+                                "moments); the gradients stay whole until ZeRO-2."),
+            _w5_neighbour(1, 0, "ZeRO-1 already shards the optimizer state, 12 of the 16 bytes "
+                                "per parameter, over the {N} GPUs."),
+        )),
+        Part("zero2_gb", _w5_gb(2), conventions=(_gib(_w5_gb(2)),), slips=(
+            _w5_neighbour(2, 1, "ZeRO-2 shards the bf16 gradients as well as the optimizer "
+                                "state."),
+            _w5_neighbour(2, 3, "ZeRO-2 keeps the bf16 weights whole on every GPU; only ZeRO-3 "
+                                "shards them."),
+        )),
+        Part("zero3_gb", _w5_gb(3), conventions=(_gib(_w5_gb(3)),), slips=(
+            _w5_neighbour(3, 2, "ZeRO-3 (FSDP) shards the weights too: everything divides by "
+                                "{N}."),
+        )),
+    ),
+    labels={"zero1_gb": "ZeRO-1 state per GPU, in GB", "zero2_gb": "ZeRO-2 state per GPU, in GB",
+            "zero3_gb": "ZeRO-3 state per GPU, in GB"},
+    solution=_w5_solution,
+)
+
+
+# --------------------------------------------------------------------------- 6. largest TP degree
+
+def _w6_in(v, **kw):
+    return par.max_tensor_parallel(v["chip"], v["F"], **kw)
+
+
+def _w6_nic(v):
+    return par.max_tensor_parallel(v["chip"], v["F"],
+                                   bandwidth=get_chip(v["chip"]).nic_bandwidth_per_chip)
+
+
+def _w6_solution(v):
+    chip = get_chip(v["chip"])
+    c = chip.flops("bf16")
+    return (
+        f"Y < F·W_axis / C with C = {format_flops(c)}.",
+        f"In the node, NVLink W = {chip.interconnect_bandwidth_one_way / GB:.3g} GB/s one way: "
+        f"{v['F']:,} × W / C = {v['F'] * chip.interconnect_bandwidth_one_way / c:.3g}, so Y ≤ "
+        f"{_w6_in(v)}.",
+        f"Across nodes, one NIC per GPU at {chip.nic_bandwidth_per_chip / GB:.3g} GB/s: "
+        f"{v['F'] * chip.nic_bandwidth_per_chip / c:.3g}, so Y ≤ {_w6_nic(v)}.",
+    )
+
+
+W6 = Problem(
+    id="parallelism.w6",
+    title="The largest useful tensor-parallel degree",
+    worked="6",
+    spec=_spec("parallelism.w6", figures=("C_t", "nvl_gb", "nic_gb"),
+               F=Choice((53248, 28672, 14336, 24576), "F"),
+               chip=Choice(("H100", "A100", "H200", "B200"), "chip")),
+    text=("What is the largest useful tensor-parallel degree Y (compute-bound, Y < F·W_axis/C, "
+          "traffic overlapped; give the bound even where it passes a node's 8 GPUs) for an MLP "
+          "with F = {F:,} on {chip}s ({C_t:,.0f} TFLOP/s dense bf16), inside a node over NVLink "
+          "({nvl_gb:.0f} GB/s per GPU each way) and across nodes over each GPU's own network "
+          "card ({nic_gb:.0f} GB/s each way)?"),
+    parts=(
+        Part("tp_node", _w6_in, rel=COUNT, slips=(
+            Slip("both directions", distinct_from(
+                _w6_in, lambda v: _w6_in(v, bandwidth=2 * get_chip(v["chip"])
+                                         .interconnect_bandwidth_one_way), rel=COUNT),
+                 "W_axis is NVLink's bandwidth one way; the bidirectional figure counts each "
+                 "byte twice."),
+        )),
+        Part("tp_nic", _w6_nic, rel=COUNT, slips=(
+            Slip("the node's NICs", distinct_from(
+                _w6_nic, lambda v: _w6_in(v, bandwidth=get_chip(v["chip"])
+                                          .host_network_bandwidth), rel=COUNT),
+                 "each GPU's traffic crosses its own network card, one eighth of the node's "
+                 "network bandwidth."),
+        )),
+    ),
+    labels={"tp_node": "largest degree over NVLink, in GPUs",
+            "tp_nic": "largest degree over the NICs, in GPUs (1: no TP)"},
+    solution=_w6_solution,
+)
+
+
+# --------------------------------------------------------------------------- 7. FSDP + TP
+
+def _w7_tokens(v):
+    return v["B_m"] * 2**20
+
+
+def _w7_mb(v):
+    return par.min_batch_per_chip_fsdp_tp(v["chip"], v["F"])
+
+
+def _w7_chips(v):
+    return par.max_chips_compute_bound(_w7_tokens(v), v["chip"], "fsdp_tp", d_ff=v["F"])
+
+
+def _w7_fsdp_chips(v):
+    return par.max_chips_compute_bound(_w7_tokens(v), v["chip"], "fsdp")
+
+
+def _w7_solution(v):
+    alpha = par.critical_batch_per_chip_fsdp(v["chip"])
+    return (
+        f"C / W_axis = {format_count(alpha)} tokens on one {v['chip']} axis with wraparound.",
+        f"FSDP + TP at the best split: B/N > 4·(C/W_axis)² / F = 4 × {alpha:.4g}² / "
+        f"{v['F']:,} = {format_count(_w7_mb(v))} tokens per chip.",
+        f"{_w7_tokens(v):,} tokens keep at most {_w7_chips(v):,} chips busy (FSDP alone: "
+        f"{_w7_fsdp_chips(v):,}).",
+    )
+
+
+W7 = Problem(
+    id="parallelism.w7",
+    title="FSDP and tensor parallelism together",
+    worked="7",
+    spec=_spec("parallelism.w7", figures=("C_t", "W_gb"),
+               chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+               F=Choice((53248, 28672, 14336), "F"),
+               B_m=Choice((16, 4, 8, 32), "batch", "M tokens")),
+    text=("With FSDP over one ICI axis and tensor parallelism over another (both with "
+          "wraparound) on {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; {W_gb:.0f} GB/s per ICI "
+          "link each way), an MLP with F = {F:,}: what is the smallest batch per chip, in tokens, "
+          "at the best FSDP × TP split, and how many chips can a batch of {B_m}M tokens "
+          "({B_m} × 2²⁰) keep compute-bound?"),
+    parts=(
+        Part("tokens_per_chip", _w7_mb, slips=(
+            Slip("FSDP alone", lambda v: par.critical_batch_per_chip_fsdp(v["chip"]),
+                 "that is FSDP alone, C/W_axis; with TP at the best split it is "
+                 "4·(C/W_axis)²/F."),
+            Slip("one way round", lambda v: par.min_batch_per_chip_fsdp_tp(
+                v["chip"], v["F"], bandwidth=par.axis_bandwidth(v["chip"], wraparound=False)),
+                 "each axis has wraparound: W_axis is 2W (both directions of a link), and the "
+                 "threshold goes as its inverse square."),
+        )),
+        Part("chips", _w7_chips, rel=0.02, slips=(
+            Slip("FSDP alone", _w7_fsdp_chips,
+                 "that is how many chips FSDP alone keeps busy; with TP each chip needs only "
+                 "4·(C/W_axis)²/F tokens."),
+        )),
+    ),
+    labels={"tokens_per_chip": "smallest batch per chip, in tokens",
+            "chips": "most chips kept compute-bound, in chips"},
+    solution=_w7_solution,
+)
+
+
+# --------------------------------------------------------------------------- 8. pipeline bubble
+
+def _w8_m(v):
+    return par.min_microbatches(v["K"], v["f_pct"] / 100)
+
+
+def _w8_plain(v):
+    return 100 * par.pipeline_bubble_fraction(v["K"], v["M"])
+
+
+def _w8_int(v):
+    return 100 * par.pipeline_bubble_fraction(v["K"], v["v"] * v["M"])
+
+
+def _w8_solution(v):
+    return (
+        f"(K−1)/(M+K−1) ≤ {v['f_pct']}% needs M ≥ (K−1)(1−f)/f: M = {_w8_m(v)}.",
+        f"At M = {v['M']} the bubble is {v['K'] - 1}/{v['M'] + v['K'] - 1} = {_w8_plain(v):.3g}%.",
+        f"Interleaving v = {v['v']} chunks: (K−1)/(vM+K−1) = {_w8_int(v):.3g}%.",
+    )
+
+
+def _pct_slip(value):
+    return Slip("a fraction, not a percentage", lambda v: value(v) / 100,
+                "the answer is asked in percent: {answer:.3g} is a fraction; multiply by 100.")
+
+
+W8 = Problem(
+    id="parallelism.w8",
+    title="Microbatches and interleaving against the bubble",
+    worked="8",
+    spec=_spec("parallelism.w8",
+               K=Choice((8, 4, 16, 12), "stages"),
+               f_pct=Choice((5, 10, 2), "bubble", "%"),
+               M=Choice((16, 8, 32), "microbatches"),
+               v=Choice((2, 4, 3), "chunks")),
+    text=("A pipeline of {K} stages (GPipe or 1F1B). How many microbatches keep the bubble at most "
+          "{f_pct}%? What is the bubble with M = {M}, in %, and with interleaving over v = {v} "
+          "chunks per chip at M = {M}, in %?"),
+    parts=(
+        Part("microbatches", _w8_m, rel=COUNT, slips=(
+            Slip("(K − 1)/M", lambda v: math.ceil((v["K"] - 1) / (v["f_pct"] / 100) - 1e-9),
+                 "the bubble is (K−1)/(M+K−1) of the step, not (K−1)/M: solve "
+                 "(K−1)/(M+K−1) ≤ f for M."),
+        )),
+        Part("bubble_pct", _w8_plain, slips=(
+            Slip("over the busy time", lambda v: 100 * (v["K"] - 1) / v["M"],
+                 "the bubble fraction is the idle time over the whole step, (K−1)/(M+K−1), not "
+                 "over the busy time."),
+            _pct_slip(_w8_plain),
+        )),
+        Part("interleaved_pct", _w8_int, slips=(
+            Slip("v·K stages", lambda v: 100 * par.pipeline_bubble_fraction(v["v"] * v["K"],
+                                                                           v["v"] * v["M"]),
+                 "interleaving does not lengthen the fill: it is still K−1 ticks, each v times "
+                 "shorter, so (K−1)/(vM+K−1)."),
+            _pct_slip(_w8_int),
+        )),
+    ),
+    labels={"microbatches": "fewest microbatches, in microbatches",
+            "bubble_pct": "bubble at M, in %",
+            "interleaved_pct": "bubble with interleaving, in %"},
+    solution=_w8_solution,
+)
+
+
+# --------------------------------------------------------------------------- 9. GPipe vs 1F1B
+
+def _w9_stage(v, in_flight):
+    cfg = _model(v)
+    return (training.activation_memory(cfg, 1, v["T"], remat="full",
+                                       layers=cfg.n_layers // v["K"], in_flight=in_flight)
+            - _logits(cfg, v["T"]))
+
+
+def _w9_redo(v):
+    cfg = _model(v)
+    return (training.activation_bytes_per_layer(cfg, 1, v["T"], remat="none")
+            - training.activation_bytes_per_layer(cfg, 1, v["T"], remat="full"))
+
+
+def _w9_gpipe(v):
+    return _w9_stage(v, v["M"]) / GB
+
+
+def _w9_1f1b(v):
+    return _w9_stage(v, min(v["M"], v["K"])) / GB
+
+
+def _w9_solution(v):
+    cfg = _model(v)
+    layers = cfg.n_layers // v["K"]
+    per = training.activation_bytes_per_layer(cfg, 1, v["T"], remat="full")
+    return (
+        f"Full remat keeps each layer's input, 2·T·D = {_gb(per)} per layer per sequence; a "
+        f"stage has {layers} layers, and the layer being redone holds {_gb(_w9_redo(v))} more.",
+        f"GPipe holds all {v['M']} microbatches: {v['M']} × {layers} × {_gb(per)} + "
+        f"{_gb(_w9_redo(v))} = {_gb(_w9_gpipe(v) * GB)}.",
+        f"1F1B holds at most K = {v['K']}: {_gb(_w9_1f1b(v) * GB)}.",
+    )
+
+
+def _w9_no_redo(value):
+    return Slip("without the layer being redone",
+                distinct_from(value, lambda v: value(v) - _w9_redo(v) / GB),
+                "while a layer is recomputed it holds all its tensors again, once, on top of the "
+                "checkpoints.")
+
+
+W9 = Problem(
+    id="parallelism.w9",
+    title="Activations in flight: GPipe against 1F1B",
+    worked="9",
+    spec=_spec("parallelism.w9", figures=("D", "L"),
+               model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+               K=Choice((8, 4, 16), "stages"),
+               M=Choice((32, 16, 64), "microbatches"),
+               T=Choice((8192, 4096), "sequence length")),
+    text=("{model} (D = {D:,}, {L} layers) is pipelined over {K} stages of equal layers, with "
+          "full rematerialisation and {M} microbatches of one {T:,}-token sequence each. How "
+          "much activation memory does the first stage hold at its peak under GPipe and under "
+          "1F1B, in GB? (The chapter's accounting: the first stage holds no logits; one layer "
+          "is recomputed at a time.)"),
+    parts=(
+        Part("gpipe_gb", _w9_gpipe, conventions=(_gib(_w9_gpipe),), slips=(
+            Slip("K in flight", distinct_from(_w9_gpipe, _w9_1f1b),
+                 "GPipe runs all {M} forward passes before any backward pass, so the first "
+                 "stage holds all {M} microbatches at once."),
+            _w9_no_redo(_w9_gpipe),
+        )),
+        Part("onef1b_gb", _w9_1f1b, conventions=(_gib(_w9_1f1b),), slips=(
+            Slip("M in flight", distinct_from(_w9_1f1b, _w9_gpipe),
+                 "1F1B starts each backward pass as soon as it can: the first stage holds at "
+                 "most K = {K} microbatches, not {M}."),
+            _w9_no_redo(_w9_1f1b),
+        )),
+    ),
+    labels={"gpipe_gb": "GPipe, first stage, in GB", "onef1b_gb": "1F1B, first stage, in GB"},
+    solution=_w9_solution,
+)
+
+
+# --------------------------------------------------------------------------- 10. send over DCN
+
+def _w10_bytes(v):
+    """One microbatch's boundary activation: T·D bf16 numbers."""
+    return v["T"] * _model(v).d_model * 2.0
+
+
+def _w10_dcn(v):
+    return get_chip(v["chip"]).nic_bandwidth_per_chip
+
+
+def _w10_send_us(v):
+    return _w10_bytes(v) / v["slice"] / _w10_dcn(v) / US
+
+
+def _w10_compute_ms(v):
+    flops = transformer.training_flops(_model(v), v["T"])
+    return training.run_time(flops, v["stages"] * v["slice"], v["chip"], mfu=1) / MS
+
+
+def _w10_solution(v):
+    return (
+        f"The boundary activation is T·D bf16 numbers: {_gb(_w10_bytes(v))}, "
+        f"{_gb(_w10_bytes(v) / v['slice'])} per chip of the {v['slice']}-chip slice.",
+        f"Each chip sends its part through its DCN share, {_w10_dcn(v) / GB:.3g} GB/s: "
+        f"{format_seconds(_w10_send_us(v) * US)}.",
+        f"The stage computes 6·P·T / ({v['stages']} stages) on {v['slice']} chips at peak: "
+        f"{format_seconds(_w10_compute_ms(v) * MS)}. The send hides easily.",
+    )
+
+
+W10 = Problem(
+    id="parallelism.w10",
+    title="A pipeline send over the data-centre network",
+    worked="10",
+    spec=_spec("parallelism.w10", figures=("Pm_b", "C_t", "nic_gb", "host_gb", "per_host"),
+               chip=Choice(("TPU v5p",), "chip"),
+               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+               stages=Choice((16, 8, 4), "stages"),
+               slice=Choice((256, 128, 512, 64), "chips per stage"),
+               T=Choice((8192, 4096), "sequence length")),
+    text=("{model} ({Pm_b:.0f} billion parameters in matmuls) is pipelined over {stages} "
+          "stages, each a slice of {slice} {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; "
+          "{nic_gb:g} GB/s of DCN per chip, its share of the {host_gb:g} GB/s of a host of "
+          "{per_host}). One {T:,}-token microbatch's bf16 activation goes from "
+          "one stage to the next over DCN, split evenly over the slice's chips. How long does "
+          "the send take, in µs, and how long does a stage compute on that microbatch (forward "
+          "and backward) at peak, in ms?"),
+    parts=(
+        Part("send_us", _w10_send_us, slips=(
+            Slip("through one chip", lambda v: _w10_send_us(v) * v["slice"],
+                 "the activation is split over the slice's {slice} chips, each sending its part "
+                 "through its own share of DCN at once."),
+            Slip("the host's bandwidth", lambda v: _w10_send_us(v) / v["per_host"],
+                 "each chip sends through its share of DCN, the host's bandwidth divided by its "
+                 "chips, not through the whole host's."),
+        )),
+        Part("compute_ms", _w10_compute_ms, slips=(
+            Slip("forward pass only", lambda v: _w10_compute_ms(v) / 3,
+                 SIX_FLOPS),
+            Slip("the whole model", lambda v: _w10_compute_ms(v) * v["stages"],
+                 "each stage holds 1/{stages} of the layers, so it does 1/{stages} of the "
+                 "FLOPs."),
+        )),
+    ),
+    labels={"send_us": "stage-to-stage send, in µs", "compute_ms": "stage compute, in ms"},
+    solution=_w10_solution,
+)
+
+
+# --------------------------------------------------------------------------- 11. remat
+
+def _w11(v, remat, **kw):
+    cfg = _model(v)
+    return training.activation_memory(cfg, 1, v["T"], remat=remat, **kw) - _logits(cfg, v["T"])
+
+
+def _w11_none(v):
+    return _w11(v, "none") / GB
+
+
+def _w11_full(v):
+    return _w11(v, "full") / GB
+
+
+def _w11_solution(v):
+    cfg = _model(v)
+    return (
+        f"No recomputation: every layer keeps its block tensors, "
+        f"{_gb(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='none'))} per layer, "
+        f"× {cfg.n_layers} layers = {_gb(_w11_none(v) * GB)}.",
+        f"Full remat: each layer's input, "
+        f"{_gb(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='full'))} per layer, plus "
+        f"the one layer being recomputed: {_gb(_w11_full(v) * GB)}.",
+        f"{_w11_none(v) / _w11_full(v):.3g} times less, for 8 FLOPs per parameter per token "
+        "instead of 6.",
+    )
+
+
+def _with_logits(value):
+    return Slip("with the logits",
+                distinct_from(value, lambda v: value(v) + _logits(_model(v), v["T"]) / GB),
+                "the question leaves the fp32 logits out: count the layers' activations only.")
+
+
+W11 = Problem(
+    id="parallelism.w11",
+    title="What full rematerialisation saves",
+    worked="11",
+    spec=_spec("parallelism.w11", figures=("D", "L"),
+               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+               T=Choice((8192, 4096, 2048), "sequence length")),
+    text=("{model} (D = {D:,}, {L} layers), one sequence of {T:,} tokens, bf16 activations, a "
+          "flash-style attention kernel: how much activation memory do all its layers keep for "
+          "the backward pass with no recomputation, and with full rematerialisation, in GB? "
+          "(The chapter's block accounting; logits left out.)"),
+    parts=(
+        Part("none_gb", _w11_none, conventions=(_gib(_w11_none),), slips=(
+            Slip("unfused attention", lambda v: _w11(v, "none", flash_attention=False) / GB,
+                 "a flash-style kernel does not keep the T × T attention probabilities; it "
+                 "recomputes them in the backward pass."),
+            _with_logits(_w11_none),
+        )),
+        Part("full_gb", _w11_full, conventions=(_gib(_w11_full),), slips=(
+            Slip("checkpoints only", lambda v: _w11_full(v) - (
+                training.activation_bytes_per_layer(_model(v), 1, v["T"], remat="none")
+                - training.activation_bytes_per_layer(_model(v), 1, v["T"], remat="full")) / GB,
+                 "while a layer is recomputed it holds all its tensors again, once, on top of "
+                 "the checkpoints."),
+            _with_logits(_w11_full),
+        )),
+    ),
+    labels={"none_gb": "no recomputation, in GB", "full_gb": "full remat, in GB"},
+    solution=_w11_solution,
+)
+
+
+# --------------------------------------------------------------------------- 12. MoE AllToAll
+
+def _w12_cost(v, k):
+    return collectives.ragged_all_to_all(v["E"] * v["tok"], 2 * v["D"], k, v["E"], v["E"],
+                                         v["chip"])
+
+
+def _w12_ms(k):
+    return lambda v: _w12_cost(v, k).ragged.time / MS
+
+
+def _w12_solution(v):
+    return (
+        f"Each chip routes k copies of its {v['tok']:,} tokens of {2 * v['D']:,} bytes; an "
+        f"AllToAll of V = k·E·tokens·2D bytes over {v['E']} chips.",
+        f"Top-2: {_gb(_w12_cost(v, 2).ragged.nbytes)} in all, "
+        f"{format_seconds(_w12_cost(v, 2).ragged.time)}.",
+        f"Top-1 halves the bytes: {format_seconds(_w12_cost(v, 1).ragged.time)}.",
+    )
+
+
+W12 = Problem(
+    id="parallelism.w12",
+    title="Top-1 against top-2 routing",
+    worked="12",
+    spec=_spec("parallelism.w12", figures=("W_gb",),
+               chip=Choice(("TPU v5p",), "chip"),
+               E=Choice((64, 16, 8, 12), "experts"),
+               tok=Choice((8192, 4096, 16384), "tokens per chip"),
+               D=Choice((4096, 2048, 8192), "D")),
+    text=("A mixture of experts puts one of its {E} experts on each of {E} {chip} chips, one "
+          "ring with wraparound (the chapter's model: {W_gb:.0f} GB/s per link each way, 1 µs per "
+          "hop). Each chip holds {tok:,} tokens of bf16[{D:,}] and "
+          "sends each one to its chosen experts (ragged AllToAll, routing uniform at random). "
+          "How long does the dispatch take with top-2 routing, and with top-1, in ms?"),
+    parts=(
+        Part("top2_ms", _w12_ms(2), slips=(
+            Slip("dense dispatch", lambda v: _w12_cost(v, 2).dense.time / MS,
+                 "a ragged AllToAll sends only the k copies of each token, not a buffer slot "
+                 "for every expert: E/k times less."),
+        )),
+        Part("top1_ms", _w12_ms(1), slips=(
+            Slip("as top-2", _w12_ms(2),
+                 "top-1 sends one copy of each token instead of two: the traffic is linear in "
+                 "k."),
+        )),
+    ),
+    labels={"top2_ms": "top-2 dispatch, in ms", "top1_ms": "top-1 dispatch, in ms"},
+    solution=_w12_solution,
+)
+
+
+# --------------------------------------------------------------------------- 13. DP over DCN
+
+def _w13_pod(v):
+    return par.dcn_critical_batch_per_pod(v["chip"])
+
+
+def _w13_host(v):
+    return par.dcn_critical_batch_per_pod(v["chip"],
+                                          bandwidth=get_chip(v["chip"]).host_network_bandwidth)
+
+
+def _w13_solution(v):
+    chip = get_chip(v["chip"])
+    return (
+        f"Each chip AllReduces its gradient shard over its DCN share, "
+        f"{chip.nic_bandwidth_per_chip / GB:.3g} GB/s; the pod size cancels.",
+        f"Per pod: B_pod > C / W_dcn = {format_count(_w13_pod(v))} tokens.",
+        f"{v['pods']} pods: {format_count(_w13_pod(v) * v['pods'])} tokens of global batch.",
+    )
+
+
+W13 = Problem(
+    id="parallelism.w13",
+    title="Data parallelism across pods",
+    worked="13",
+    spec=_spec("parallelism.w13", figures=("C_t", "host_gb", "per_host"),
+               chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+               pods=Choice((8, 4, 16, 2), "pods")),
+    text=("A model trains with one copy per {chip} pod (sharded inside it) and data parallelism "
+          "over DCN across {pods} pods. A {chip} does {C_t:,.0f} TFLOP/s dense bf16, and each "
+          "host of {per_host} chips has {host_gb:.0f} GB/s of DCN, shared by its chips. How many "
+          "tokens per pod, and how many of global batch, keep the DCN AllReduce hidden?"),
+    parts=(
+        Part("per_pod", _w13_pod, slips=(
+            Slip("the host's bandwidth", _w13_host,
+                 DCN_SHARE),
+        )),
+        Part("global_batch", lambda v: _w13_pod(v) * v["pods"], slips=(
+            Slip("one pod", _w13_pod,
+                 "that is one pod's batch; the global batch is {pods} times larger."),
+            Slip("the host's bandwidth", lambda v: _w13_host(v) * v["pods"],
+                 DCN_SHARE),
+        )),
+    ),
+    labels={"per_pod": "batch per pod, in tokens", "global_batch": "global batch, in tokens"},
+    solution=_w13_solution,
+)
+
+
+# --------------------------------------------------------------------------- 14. DP across nodes
+
+def _w14_R(v):
+    return v["k"] * get_chip(v["chip"]).chips_per_host
+
+
+def _w14_replica(v):
+    return par.data_parallel_critical_batch(v["chip"], _w14_R(v), per="replica")
+
+
+def _w14_gpu(v):
+    return par.data_parallel_critical_batch(v["chip"], _w14_R(v))
+
+
+def _w14_node_nic(v):
+    return par.data_parallel_critical_batch(
+        v["chip"], _w14_R(v), per="replica",
+        nic_bandwidth=get_chip(v["chip"]).host_network_bandwidth)
+
+
+def _w14_solution(v):
+    chip = get_chip(v["chip"])
+    w = par.data_parallel_bandwidth(chip, _w14_R(v))
+    return (
+        f"Every DP peer of a GPU is in another node: its ring crosses its own NIC, W = "
+        f"{w / GB:.3g} GB/s.",
+        f"Per replica of {_w14_R(v)} GPUs: C / W = {format_count(_w14_replica(v))} tokens.",
+        f"Per GPU of global batch: divide by {_w14_R(v)}: {format_count(_w14_gpu(v))} tokens.",
+    )
+
+
+W14 = Problem(
+    id="parallelism.w14",
+    title="Data parallelism when a replica spans nodes",
+    worked="14",
+    spec=_spec("parallelism.w14", figures=("C_t", "nic_gb"),
+               chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
+               k=Choice((4, 2, 8, 16), "nodes per replica")),
+    text=("One model copy spans {k} nodes of 8 {chip}s (TP 8 inside each node, PP {k} across). "
+          "Data parallelism runs across such copies; each GPU has its own NIC ({nic_gb:.0f} "
+          "GB/s each way) and does {C_t:,.0f} TFLOP/s dense bf16. What batch per replica, "
+          "and what batch per GPU of global batch, keeps the DP AllReduce hidden, in tokens?"),
+    parts=(
+        Part("per_replica", _w14_replica, slips=(
+            Slip("the node's NICs", _w14_node_nic,
+                 OWN_NIC),
+        )),
+        Part("per_gpu", _w14_gpu, slips=(
+            Slip("per replica", _w14_replica,
+                 "that is the batch per replica; per GPU of global batch divide by the replica's "
+                 "8 × {k} GPUs."),
+            Slip("the node's NICs", lambda v: _w14_node_nic(v) / _w14_R(v),
+                 OWN_NIC),
+        )),
+    ),
+    labels={"per_replica": "batch per replica, in tokens",
+            "per_gpu": "batch per GPU of global batch, in tokens"},
+    solution=_w14_solution,
+)
+
+
+# --------------------------------------------------------------------------- 15. accumulation
+
+def _w15(v, shard, **kw):
+    return par.accumulation_critical_batch(v["chip"], v["M"], shard_params=shard, **kw)
+
+
+def _w15_one_way(v, shard):
+    return _w15(v, shard, bandwidth=par.axis_bandwidth(v["chip"], wraparound=False))
+
+
+def _w15_solution(v):
+    return (
+        f"One pass needs C / W_axis = {format_count(_w15(v, False))} tokens per chip on a "
+        f"{v['chip']} axis with wraparound.",
+        f"FSDP gathers the weights for each of the {v['M']} microbatches: "
+        f"{v['M']} × that = {format_count(_w15(v, True))} tokens per chip per step.",
+        f"DP reduces once per step: {format_count(_w15(v, False))}, whatever M.",
+    )
+
+
+W15 = Problem(
+    id="parallelism.w15",
+    title="Gradient accumulation under FSDP and DP",
+    worked="15",
+    spec=_spec("parallelism.w15", figures=("C_t", "W_gb"),
+               chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+               M=Choice((8, 4, 16, 32), "microbatches")),
+    text=("Training on one {chip} ICI axis with wraparound ({C_t:,.0f} TFLOP/s dense bf16; "
+          "{W_gb:.0f} GB/s per link each way) accumulates gradients over {M} "
+          "microbatches per step. How many tokens per chip per step keep it compute-bound "
+          "under FSDP, and under plain data parallelism?"),
+    parts=(
+        Part("fsdp_tokens", lambda v: _w15(v, True), slips=(
+            Slip("once per step", lambda v: _w15(v, False),
+                 "FSDP gathers the weights again for every microbatch, so each of the {M} "
+                 "microbatches must be compute-bound on its own."),
+            Slip("one way round", lambda v: _w15_one_way(v, True),
+                 TWO_WAYS),
+        )),
+        Part("dp_tokens", lambda v: _w15(v, False), slips=(
+            Slip("M times", lambda v: _w15(v, True),
+                 "with replicated weights the gradients accumulate locally and are reduced once "
+                 "per step, whatever M."),
+            Slip("one way round", lambda v: _w15_one_way(v, False),
+                 TWO_WAYS),
+        )),
+    ),
+    labels={"fsdp_tokens": "FSDP, batch per chip per step, in tokens",
+            "dp_tokens": "DP, batch per chip per step, in tokens"},
+    solution=_w15_solution,
+)
+
+
+# --------------------------------------------------------------------------- 16. zero bubble
+
+def _w16_cost(v, schedule, m=None):
+    return par.pipeline_schedule_cost(schedule, v["K"], v["M"] if m is None else m)
+
+
+def _w16_pct(schedule):
+    return lambda v: 100 * _w16_cost(v, schedule).bubble_fraction
+
+
+def _w16_m_same(v):
+    target = _w16_cost(v, "zb-h1").bubble_fraction
+    return next(m for m in range(v["K"], 10**5)
+                if _w16_cost(v, "1f1b", m).bubble_fraction <= target)
+
+
+def _w16_solution(v):
+    one, zb = _w16_cost(v, "1f1b"), _w16_cost(v, "zb-h1")
+    return (
+        f"Per stage, M·(t_F+t_B+t_W) = {one.busy:g} units of work.",
+        f"1F1B idles (K−1)(t_F+t_B+t_W) = {one.bubble:g}: {100 * one.bubble_fraction:.3g}%.",
+        f"ZB-H1 idles (K−1)(t_F+t_B−t_W) = {zb.bubble:g}: {100 * zb.bubble_fraction:.3g}%.",
+        f"1F1B reaches that at M = {_w16_m_same(v)} microbatches.",
+    )
+
+
+def _w16_busy_slip(schedule):
+    return Slip("over the busy time", distinct_from(
+                    _w16_pct(schedule), lambda v: 100 * _w16_cost(v, schedule).bubble
+                    / _w16_cost(v, schedule).busy),
+                "the bubble fraction is the idle time over the whole step (busy + idle), not "
+                "over the busy time.")
+
+
+W16 = Problem(
+    id="parallelism.w16",
+    title="Zero bubble against 1F1B",
+    worked="16",
+    spec=_spec("parallelism.w16",
+               K=Choice((16, 8, 4, 12), "stages"),
+               M=Choice((64, 32, 128, 48), "microbatches")),
+    text=("A pipeline of {K} stages runs {M} microbatches with t_F = t_B = t_W (forward, "
+          "input-gradient and weight-gradient passes equally long). What bubble does 1F1B idle, "
+          "in %, what does ZB-H1, in %, and how many microbatches would 1F1B need to match "
+          "ZB-H1's bubble?"),
+    parts=(
+        Part("onef1b_pct", _w16_pct("1f1b"), slips=(_w16_busy_slip("1f1b"),
+                                                    _pct_slip(_w16_pct("1f1b")))),
+        Part("zb_pct", _w16_pct("zb-h1"), slips=(
+            _w16_busy_slip("zb-h1"),
+            Slip("as 1F1B", _w16_pct("1f1b"),
+                 "ZB-H1 defers the weight-gradient passes into the cool-down: the bubble per "
+                 "stage falls from (K−1)(t_F+t_B+t_W) to (K−1)(t_F+t_B−t_W)."),
+        )),
+        Part("microbatches", _w16_m_same, rel=COUNT),
+    ),
+    labels={"onef1b_pct": "1F1B bubble, in %", "zb_pct": "ZB-H1 bubble, in %",
+            "microbatches": "1F1B at the same bubble, in microbatches"},
+    solution=_w16_solution,
+)
+
+
+# --------------------------------------------------------------------------- 17. HSDP
+
+def _w17_state(v):
+    return _state(v) / v["F"] / GB
+
+
+def _w17_shard(v):
+    return training.training_memory(_model(v), precision=PRECISION).gradients / v["F"] / GB
+
+
+def _w17_solution(v):
+    return (
+        f"The state, 16 bytes per parameter, is {_gb(_state(v))}; FSDP divides it by the group "
+        f"of {v['F']}, not by all {v['N']:,} GPUs: {_gb(_w17_state(v) * GB)} per GPU.",
+        f"Across groups, each GPU AllReduces its bf16 gradient shard, 2·P / {v['F']} = "
+        f"{_gb(_w17_shard(v) * GB)}, once per step.",
+    )
+
+
+W17 = Problem(
+    id="parallelism.w17",
+    title="Hybrid sharding: what each GPU holds, what crosses",
+    worked="17",
+    spec=_spec("parallelism.w17", figures=("P_b",),
+               well_posed=lambda v: _state(v) / v["F"] <= get_chip("H100").hbm_bytes,
+               model=Choice(("LLaMA-3 70B", "LLaMA-3 8B", "LLaMA-3 405B"), "model"),
+               F=Choice((64, 32, 128, 256), "GPUs per FSDP group"),
+               N=Choice((1024, 2048, 4096), "GPUs")),
+    text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: "
+          "FSDP over groups of {F} GPUs, data parallelism across the groups, Adam in mixed "
+          "precision (16 bytes per parameter). How much training state does each GPU hold, "
+          "and how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
+          "in GB?"),
+    parts=(
+        Part("state_gb", _w17_state, conventions=(_gib(_w17_state),), slips=(
+            Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
+                 "hybrid sharding divides the state by the FSDP group of {F}, not by all {N:,} "
+                 "GPUs: the groups hold copies."),
+        )),
+        Part("shard_gb", _w17_shard, conventions=(_gib(_w17_shard),), slips=(
+            Slip("fp32 gradients", lambda v: _w17_shard(v) * 2,
+                 "the gradients are bf16, 2 bytes per parameter."),
+            Slip("the whole gradient", lambda v: _w17_shard(v) * v["F"],
+                 "each GPU AllReduces only its 1/{F} shard with the same GPU of the other "
+                 "groups."),
+        )),
+    ),
+    labels={"state_gb": "training state per GPU, in GB",
+            "shard_gb": "gradient shard AllReduced per GPU, in GB"},
+    solution=_w17_solution,
+)
+
+
+PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13, W14,
+                                 W15, W16, W17)
