@@ -243,15 +243,15 @@ W3 = Problem(
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                N=Choice((256, 64, 128, 512, 1024), "chips")),
     text=("You train with pure data parallelism over {N:,} {chip} chips ({C_t:,.0f} TFLOP/s "
-          "dense bf16; {W_gb:.0f} GB/s per ICI link each way), the gradient AllReduce running "
-          "along one ICI axis with wraparound. How many tokens per chip, and how many "
-          "tokens of global batch, keep the chips compute-bound?"),
+          "dense bf16; {W_gb:.0f} GB/s per ICI link each way), counting one ICI axis's bandwidth "
+          "(a ring with wraparound) for the gradient AllReduce. How many tokens per chip, and "
+          "how many tokens of global batch, keep the chips compute-bound?"),
     parts=(
         Part("per_chip", _w3_per_chip, conventions=(
             Convention("three axes", lambda v: par.critical_batch_per_chip_dp(v["chip"], n_axes=3),
-                       verdict=PINNED, phrase="along one ICI axis",
-                       hint="the AllReduce runs along one ICI axis: W_axis is one axis's 2W, not "
-                            "three axes' worth."),
+                       verdict=PINNED, phrase="counting one ICI axis's bandwidth",
+                       hint="the problem counts one ICI axis's bandwidth: W_axis is one axis's "
+                            "2W, not three axes' worth."),
         ), slips=(
             Slip("one way round", _w3_one_way,
                  TWO_WAYS),
@@ -826,11 +826,12 @@ W12 = Problem(
     worked="12",
     spec=_spec("parallelism.w12", figures=("W_gb",),
                chip=Choice(("TPU v5p",), "chip"),
-               E=Choice((64, 16, 8, 12), "experts"),
+               E=Choice((16, 8, 12, 4), "experts"),
                tok=Choice((8192, 4096, 16384), "tokens per chip"),
                D=Choice((4096, 2048, 8192), "D")),
     text=("A mixture of experts puts one of its {E} experts on each of {E} {chip} chips, one "
-          "ring with wraparound (the chapter's model: {W_gb:.0f} GB/s per link each way, 1 µs per "
+          "ICI axis with wraparound (the chapter's model: {W_gb:.0f} GB/s per link each way, "
+          "1 µs per "
           "hop). Each chip holds {tok:,} tokens of bf16[{D:,}] and "
           "sends each one to its chosen experts (ragged AllToAll, routing uniform at random). "
           "How long does the dispatch take with top-2 routing, and with top-1, in ms?"),
