@@ -153,7 +153,9 @@ def _w2_cfg(v):
 def _w2_derive(v):
     p = moe_param_count(_w2_cfg(v))
     return {"P_total_b": p.total / 1e9, "P_active_b": p.active / 1e9,
-            "b": bytes_per_element(v["dtype"]), "hbm_gb": get_chip(v["chip"]).hbm_bytes / GB}
+            "b": bytes_per_element(v["dtype"]),
+            "b_text": f"{bytes_per_element(v['dtype']):g} byte" + ("" if bytes_per_element(v["dtype"]) == 1 else "s"),
+            "hbm_gb": get_chip(v["chip"]).hbm_bytes / GB}
 
 
 def _w2_gb(v):
@@ -173,7 +175,7 @@ def _w2_solution(v):
     w = weight_bytes(_w2_cfg(v), v["dtype"])
     return (
         "Every expert must be resident, so memory follows the total count, not the active one.",
-        f"{v['P_total_b']:.1f}e9 parameters × {v['b']:g} bytes = {_gb(w)}.",
+        f"{v['P_total_b']:.1f}e9 parameters × {v['b_text']} = {_gb(w)}.",
         f"Against {_gb(hbm)} of HBM per {v['chip']}: {w / hbm:.3g} chips' worth, so at least "
         f"{_w2_chips(v)}.",
     )
@@ -188,7 +190,7 @@ W2 = Problem(
                dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
     text=("{model} has {P_total_b:.1f} billion parameters, {P_active_b:.1f} billion of them active "
-          "per token. Stored in {dtype} ({b:g} bytes per parameter), how many GB (10⁹ bytes) do its "
+          "per token. Stored in {dtype} ({b_text} per parameter), how many GB (10⁹ bytes) do its "
           "weights take, and at least how many {chip}s ({hbm_gb:g} GB of HBM each) does it take "
           "just to hold them?"),
     parts=(
@@ -198,7 +200,7 @@ W2 = Problem(
                  "memory follows the total count."),
             Slip("two bytes per parameter", distinct_from(
                 _w2_gb, lambda v: moe_param_count(_w2_cfg(v)).total * 2 / GB),
-                 "the weights are stored in {dtype}: {b:g} bytes per parameter, not bf16's 2."),
+                 "the weights are stored in {dtype}: {b_text} per parameter, not bf16's 2."),
         )),
         Part("chips", _w2_chips, rel=0.001, slips=(
             Slip("not rounded up", distinct_from(
