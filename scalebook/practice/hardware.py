@@ -195,6 +195,12 @@ TOKEN_BUDGET = Problem(
 
 # --------------------------------------------------------------------------- 4. datasheet sparsity
 
+def _rate_text(flops_per_s: float, dtype: str) -> str:
+    """A tensor-core rate as a datasheet prints it: OP/s for integers, FLOP/s otherwise."""
+    text = format_flops(flops_per_s)
+    return text.replace("FLOP/s", "OP/s") if dtype.startswith("int") else text
+
+
 #: (chip, dtype) pairs whose datasheet rate is printed "with sparsity".
 SPARSE_CASES = {"A100 in bf16": ("A100", "bf16"), "H200 in fp8": ("H200", "fp8"),
                 "A100 in int8": ("A100", "int8"), "H200 in bf16": ("H200", "bf16"),
@@ -210,7 +216,7 @@ def _sparse_derive(v):
     chip = get_chip(chip_name)
     return {"chip": chip_name, "dtype": dtype, "b": bytes_per_element(dtype),
             "b_text": _bytes_text(bytes_per_element(dtype)),
-            "sparse_text": format_flops(2 * chip.flops(dtype)),
+            "sparse_text": _rate_text(chip.flops(dtype) * 2, dtype),
             "bw_text": format_bandwidth(chip.hbm_bandwidth)}
 
 
@@ -225,8 +231,8 @@ def _sparse_batch(v):
 def _sparse_solution(v):
     chip = get_chip(v["chip"])
     return (
-        f"Halve the 'with sparsity' figure: {format_flops(chip.flops(v['dtype']))} dense.",
-        f"Critical intensity C/W = {format_flops(chip.flops(v['dtype']))} / {v['bw_text']} = "
+        f"Halve the 'with sparsity' figure: {_rate_text(chip.flops(v['dtype']), v['dtype'])} dense.",
+        f"Critical intensity C/W = {_rate_text(chip.flops(v['dtype']), v['dtype'])} / {v['bw_text']} = "
         f"{_sparse_intensity(v):.4g} FLOPs/byte.",
         f"With {v['dtype']} weights ({v['b_text']} each) a matmul's intensity is about 2B/b, so "
         f"B* = (C/W)·b/2 = {format_count(_sparse_batch(v))} tokens.",
@@ -240,7 +246,7 @@ SPARSITY = Problem(
                case=Choice(tuple(SPARSE_CASES), "chip and number type")),
     text=("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
           "sparsity\" and {bw_text} of HBM bandwidth. For dense matmuls in {dtype}, what is its "
-          "critical arithmetic intensity, in FLOPs per byte, and above how many tokens per "
+          "critical arithmetic intensity, in FLOPs (or integer OPs) per byte, and above how many tokens per "
           "matmul is X[B, D] · W[D, F] compute-bound when the weights are {dtype} too "
           "(B much smaller than D and F)?"),
     parts=(

@@ -51,6 +51,11 @@ def _gb(nbytes: float) -> str:
     return format_bytes(nbytes, binary=False)
 
 
+def _bytes_text(b: float) -> str:
+    """"2 bytes", "1 byte", "0.5 bytes"."""
+    return f"{b:g} byte" + ("" if b == 1 else "s")
+
+
 def _shape(model: str) -> AttentionShape:
     m = LLAMAS[model]()
     return AttentionShape(n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, d_head=m.d_head)
@@ -154,7 +159,7 @@ def _w2_derive(v):
     p = moe_param_count(_w2_cfg(v))
     return {"P_total_b": p.total / 1e9, "P_active_b": p.active / 1e9,
             "b": bytes_per_element(v["dtype"]),
-            "b_text": f"{bytes_per_element(v['dtype']):g} byte" + ("" if bytes_per_element(v["dtype"]) == 1 else "s"),
+            "b_text": _bytes_text(bytes_per_element(v["dtype"])),
             "hbm_gb": get_chip(v["chip"]).hbm_bytes / GB}
 
 
@@ -845,8 +850,7 @@ W11 = Problem(
 
 def _w12_derive(v):
     cfg = MOES[v["model"]]()
-    return {"E": cfg.n_experts, "k": cfg.top_k, "Fe": cfg.d_expert, "D": cfg.base.d_model,
-            "nvlink_text": format_bandwidth(get_chip(v["gpu"]).interconnect_bandwidth_one_way)}
+    return {**_w7_derive(v), "E": cfg.n_experts, "Fe": cfg.d_expert}
 
 
 def _w12_layouts(v):
