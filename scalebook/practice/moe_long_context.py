@@ -196,8 +196,8 @@ W2 = Problem(
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
     text=("{model} has {P_total_b:.1f} billion parameters, {P_active_b:.1f} billion of them active "
           "per token. Stored in {dtype} ({b_text} per parameter), how many GB (10⁹ bytes) do its "
-          "weights take, and at least how many {chip}s ({hbm_gb:g} GB of HBM each) does it take "
-          "just to hold them?"),
+          "weights take, and at least how many {chip} chips ({hbm_gb:g} GB of HBM each) does it "
+          "take just to hold them?"),
     parts=(
         Part("weights_gb", _w2_gb, conventions=(_gib(_w2_gb),), slips=(
             Slip("active parameters", lambda v: _w2_active_bytes(v) / GB,
@@ -661,8 +661,8 @@ W9 = Problem(
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
     text=("{model} has L = {L} layers, H = {H} query heads and K = {K} key/value heads of "
           "d_h = {dh}. How much bf16 KV cache does one sequence of {T:,} tokens hold, in GB "
-          "(10⁹ bytes), and the HBM of at least how many {chip}s ({hbm_gb:g} GB each) does it "
-          "fill?"),
+          "(10⁹ bytes), and the HBM of at least how many {chip} chips ({hbm_gb:g} GB each) does "
+          "it fill?"),
     parts=(
         Part("kv_gb", _w9_gb, conventions=(_gib(_w9_gb),), slips=(
             Slip("query heads", lambda v: _w9_gb(v) * v["H"] / v["K"],
