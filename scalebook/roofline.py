@@ -127,6 +127,29 @@ def critical_batch_size(
     return critical_intensity(chip, compute_dtype) * w / 2.0
 
 
+def mxu_useful_fraction(chip: Chip | str, *dims: int) -> float:
+    """Share of a TPU MXU's work that is useful when each of ``dims`` (a matmul's contracting
+    and output dimensions; the batch streams through unpadded) is padded up to a multiple of
+    the chip's systolic array width s = ``chip.mxu_size``:
+
+        Π n / (⌈n / s⌉ · s)          (a fraction, 1 when every n is a multiple of s)
+
+    TPU v5e (s = 128), D = F = 200: (200/256)² = 0.61. Raises ``ValueError`` for a chip without
+    an MXU size in the catalog (the GPUs) or without dims.
+    """
+    chip = get_chip(chip)
+    if chip.mxu_size is None:
+        raise ValueError(f"{chip.name} has no systolic array size in the catalog")
+    if not dims:
+        raise ValueError("give the padded dimensions, e.g. mxu_useful_fraction('v5e', D, F)")
+    s = chip.mxu_size
+    fraction = 1.0
+    for n in dims:
+        n = positive_int(n, "dimension")
+        fraction *= n / (-(-n // s) * s)
+    return fraction
+
+
 @dataclass(frozen=True)
 class TimeBounds:
     """Lower and upper bounds on runtime from compute time and communication time (s)."""

@@ -260,3 +260,15 @@ def test_elementwise_time_bad_input():
         elementwise_time(10, "H100", bandwidth=-1)
     with pytest.raises(ValueError, match="unknown chip"):
         elementwise_time(10, "Z80")
+
+
+def test_mxu_padding_wastes_the_last_tile_of_each_padded_dimension():
+    from scalebook.roofline import mxu_useful_fraction
+    assert mxu_useful_fraction("TPU v5e", 200, 200) == pytest.approx((200 / 256) ** 2)
+    assert mxu_useful_fraction("TPU v6e", 200) == pytest.approx(200 / 256)
+    assert mxu_useful_fraction("TPU v6e", 300, 4096) == pytest.approx(300 / 512)
+    assert mxu_useful_fraction("TPU v5e", 4096, 8192) == 1.0
+    with pytest.raises(ValueError, match="systolic"):
+        mxu_useful_fraction("H100", 200)
+    with pytest.raises(ValueError):
+        mxu_useful_fraction("TPU v5e")
