@@ -12,50 +12,22 @@ sparsity". Sizes are asked in GB (10⁹ bytes), an answer in GiB accepted; times
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .. import inference as inf
 from ..hardware import get_chip
-from ..homework.parts import (ACCEPTED, PINNED, Convention, Part, Slip, distinct_from,
-                              merged)
-from ..training import llama3_405b
+from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..transformer import TransformerConfig, llama3_70b, llama3_8b, param_count
-from ..units import format_bytes, format_count, format_seconds
-from ..variants import Choice, VariantSpec
+from ..units import format_bytes, format_seconds
+from ..variants import Choice
 from .problem import Problem
+# Part 6 serves Part 5's models: their catalog and the problems' helpers are declared there once.
+from .transformers import GB, NO_CAUSAL, SPARSE_HINT, _cfg, _dims, _gib, _percent_slip, _spec
 
-GB = 1e9
-GIB = 2**30
 MS = 1e-3
 NODE = 8
 
-#: The chapter's three models, by the name the text gives them.
-MODELS: Mapping[str, Callable[[], TransformerConfig]] = {
-    "LLaMA-3 8B": llama3_8b, "LLaMA-3 70B": llama3_70b, "LLaMA-3 405B": llama3_405b}
-
-NO_CAUSAL = "no causal discount"
-_SPARSE_HINT = ("use the chip's dense bf16 peak; a GPU datasheet's larger figure is 'with "
-                "sparsity', twice the dense rate.")
-_PERCENT_HINT = "the answer is asked in percent (40 for 40%), not as a fraction of 1."
 _MS_HINT = "the answer is asked in ms (1 s = 1,000 ms)."
-
-
-def _spec(problem_id: str, derive=None, well_posed=None, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters, derive=derive,
-                       well_posed=well_posed)
-
-
-def _cfg(v: Mapping[str, Any]) -> TransformerConfig:
-    return MODELS[v["model"]]()
-
-
-def _dims(p: Mapping[str, Any]) -> dict[str, Any]:
-    """The drawn model's shape and parameter counts, for the text."""
-    cfg = MODELS[p["model"]]()
-    c = param_count(cfg)
-    return {"D": cfg.d_model, "L": cfg.n_layers, "H": cfg.n_heads, "K": cfg.n_kv_heads,
-            "dh": cfg.d_head, "F": cfg.d_ff, "V": cfg.vocab_size,
-            "P_b": c.matmul / 1e9, "N_b": c.total / 1e9}
 
 
 def _with(*derives):
@@ -85,15 +57,6 @@ SHAPE = ("{model} (L = {L}, H = {H} query heads and K = {K} key/value heads of d
 def _chip_text(key: str = "chip") -> str:
     return ("{" + key + "} (dense bf16 peak {" + key + "_peak:.3g} FLOP/s, HBM {" + key
             + "_hbm:g} GB at {" + key + "_bw:g} TB/s)")
-
-
-def _gib(value_gb) -> Convention:
-    """The same size in GiB, accepted: 7% under the GB figure."""
-    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
-
-
-def _percent_slip(value) -> Slip:
-    return Slip("a fraction, not a percentage", lambda v: value(v) / 100, _PERCENT_HINT)
 
 
 def _seconds_slip(value_ms) -> Slip:
@@ -274,7 +237,7 @@ W3 = Problem(
                  "prefill of a long prompt is compute-bound: its FLOPs take longer than its "
                  "bytes."),
             Slip("sparse peak", lambda v: _w3_ms(v) / 2 if _is_gpu(v) else math.nan,
-                 _SPARSE_HINT),
+                 SPARSE_HINT),
             _seconds_slip(_w3_ms),
         )),
     ),

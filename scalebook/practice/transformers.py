@@ -44,6 +44,9 @@ NO_CAUSAL = "no causal discount"
 _CAUSAL_HINT = ("the problem counts no causal discount: every query meets all T keys, so the "
                 "core is 4·T·H·d_h per layer forward, not half of it.")
 _PERCENT_HINT = "the answer is asked in percent (40 for 40%), not as a fraction of 1."
+#: A GPU datasheet prints its tensor-core peak "with sparsity", twice the dense one.
+SPARSE_HINT = ("use the chip's dense bf16 peak; a GPU datasheet's larger figure is 'with "
+               "sparsity', twice the dense rate.")
 
 
 def _spec(problem_id: str, derive=None, well_posed=None, **parameters: Choice) -> VariantSpec:
@@ -56,10 +59,12 @@ def _cfg(v: Mapping[str, Any]) -> TransformerConfig:
 
 
 def _dims(p: Mapping[str, Any]) -> dict[str, Any]:
-    """The drawn model's shape, for the text."""
+    """The drawn model's shape and parameter counts (in billions), for the text."""
     cfg = MODELS[p["model"]]()
+    c = param_count(cfg)
     return {"D": cfg.d_model, "L": cfg.n_layers, "H": cfg.n_heads, "K": cfg.n_kv_heads,
-            "dh": cfg.d_head, "F": cfg.d_ff, "V": cfg.vocab_size}
+            "dh": cfg.d_head, "F": cfg.d_ff, "V": cfg.vocab_size,
+            "P_b": c.matmul / 1e9, "N_b": c.total / 1e9}
 
 
 #: The model as the text names it, with the six numbers the chapter counts from.
@@ -450,8 +455,6 @@ def _w6_solution(v):
 _NO_ATTENTION = "6P FLOPs per token (no attention term)"
 _ATTENTION_HINT = ("the problem counts the model's FLOPs as 6P per token, the weights' matmuls "
                    "only, with no attention term.")
-_SPARSE_HINT = ("use the H100's dense bf16 peak; the datasheet's larger figure is 'with "
-                "sparsity', twice the dense rate.")
 _FORWARD_HINT = "count the backward pass: 6 FLOPs per weight per token, not 2."
 
 W6 = Problem(
@@ -475,7 +478,7 @@ W6 = Problem(
             Convention("attention core counted", _w6_mfu_attention, PINNED,
                        phrase=_NO_ATTENTION, hint=_ATTENTION_HINT),
         ), slips=(
-            Slip("sparse peak", lambda v: _w6_mfu(v) / 2, _SPARSE_HINT),
+            Slip("sparse peak", lambda v: _w6_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w6_mfu(v) / 3, _FORWARD_HINT),
             _percent_slip(_w6_mfu),
         )),
@@ -487,7 +490,7 @@ W6 = Problem(
             Slip("HFU = MFU", _w6_mfu,
                  "full remat reruns the forward pass, 2 more FLOPs per weight per token: the "
                  "hardware does 8/6 of the model's FLOPs."),
-            Slip("sparse peak", lambda v: _w6_hfu(v) / 2, _SPARSE_HINT),
+            Slip("sparse peak", lambda v: _w6_hfu(v) / 2, SPARSE_HINT),
             _percent_slip(_w6_hfu),
         )),
     ),
@@ -531,7 +534,7 @@ def _w7_slips(days, sparse: bool) -> tuple:
         Slip("at peak", lambda v: days(v) * v["mfu"],
              "at {mfu:.0%} MFU the cluster delivers {mfu:.0%} of its peak: divide by the MFU."),
         Slip("forward only", lambda v: days(v) / 3, "training costs 6·N·D FLOPs, not 2·N·D."),
-    ) + ((Slip("sparse peak", lambda v: days(v) / 2, _SPARSE_HINT),) if sparse else ())
+    ) + ((Slip("sparse peak", lambda v: days(v) / 2, SPARSE_HINT),) if sparse else ())
 
 
 W7 = Problem(
@@ -588,7 +591,7 @@ W8 = Problem(
           "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
     parts=(
         Part("mfu_pct", _w8_mfu, slips=(
-            Slip("sparse peak", lambda v: _w8_mfu(v) / 2, _SPARSE_HINT),
+            Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
             _percent_slip(_w8_mfu),
         )),
@@ -611,8 +614,9 @@ def _w9_tokens(v):
 def _w9_solution(v):
     opt = compute_optimal(v["C"])
     return (
-        f"At D = 20·N, C = 6·N·D = 120·N², so N = √(C / 120) = √({v['C']:.3g} / 120).",
-        f"N = {format_count(opt.params)} parameters, D = 20·N = {format_count(opt.tokens)} tokens.",
+        f"At D = r·N with r = {v['r']:g}, C = 6·N·D = 6·r·N², so N = √(C / (6·r)) = "
+        f"√({v['C']:.3g} / {6 * v['r']:g}).",
+        f"N = {format_count(opt.params)} parameters, D = r·N = {format_count(opt.tokens)} tokens.",
     )
 
 
@@ -620,8 +624,9 @@ W9 = Problem(
     id="transformers.w9",
     title="The compute-optimal model",
     worked="9",
-    spec=_spec("transformers.w9", C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
-    text=("What is the compute-optimal dense model for {C:.2g} training FLOPs, at 20 tokens per "
+    spec=_spec("transformers.w9", derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
+               C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
+    text=("What is the compute-optimal dense model for {C:.2g} training FLOPs, at {r:g} tokens per "
           "parameter and 6·N·D FLOPs: how many parameters, in billions, on how many tokens, in "
           "trillions?"),
     parts=(
@@ -629,13 +634,13 @@ W9 = Problem(
             Slip("2ND", lambda v: compute_optimal(3 * v["C"]).params / 1e9,
                  "training costs 6·N·D FLOPs, not 2·N·D."),
             Slip("no ratio", lambda v: compute_optimal(v["C"], tokens_per_param=1).params / 1e9,
-                 "D = 20·N: C = 6·N·(20·N) = 120·N²."),
+                 "D = {r:g}·N: C = 6·N·({r:g}·N), so N = √(C / (6·{r:g}))."),
         )),
         Part("tokens_t", _w9_tokens, slips=(
             Slip("2ND", lambda v: compute_optimal(3 * v["C"]).tokens / 1e12,
                  "training costs 6·N·D FLOPs, not 2·N·D."),
             Slip("the parameters", lambda v: _w9_params(v) / 1e3,
-                 "the tokens are 20 times the parameters (and asked in trillions)."),
+                 "the tokens are {r:g} times the parameters (and asked in trillions)."),
         )),
     ),
     labels={"params_b": "parameters, in billions", "tokens_t": "tokens, in trillions"},
