@@ -63,6 +63,13 @@ def _seconds_slip(value_ms) -> Slip:
     return Slip("seconds, not ms", lambda v: value_ms(v) * MS, _MS_HINT)
 
 
+def _fits(cfg_of, *, context_len, batch=lambda v: 1, n_chips: int = 1):
+    """A draw's well-posedness: the weights and ``batch(v)`` caches of ``context_len(v)`` tokens
+    fit the chips' HBM (:func:`scalebook.inference.max_batch`), so the setting can exist."""
+    return lambda v: inf.max_batch(cfg_of(v), v["chip"], context_len=context_len(v),
+                                   n_chips=n_chips) >= batch(v)
+
+
 def _is_gpu(v, key="chip") -> bool:
     return get_chip(v[key]).is_gpu
 
@@ -214,6 +221,7 @@ W3 = Problem(
     title="Prefilling a long prompt",
     worked="3",
     spec=_spec("inference.w3", derive=_with(_dims, _chip_figures()),
+               well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
                T=Choice((8192, 2048, 32768, 4096), "T", "tokens")),
@@ -407,8 +415,9 @@ W6 = Problem(
     title="The critical batch with a cache",
     worked="6",
     spec=_spec("inference.w6", derive=_with(_dims, _chip_figures()),
-               well_posed=lambda v: v["S"] < 0.8 * _w6_sinf(v),
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+               well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
+                                     and v["S"] < 0.8 * _w6_sinf(v)),
+               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
                S=Choice((256, 128, 512), "S", "cached tokens")),
     text=("" + SHAPE + " decodes on one " + _chip_text() + " with {S:,} tokens cached per sequence "
@@ -436,6 +445,12 @@ W6 = Problem(
 
 
 # --------------------------------------------------------------------------- 7. int8 on a node
+
+#: The 8-GPU tensor-parallel node of the chapter's running example, with the model and the
+#: cached context drawn: problems 7 and 8.
+_NODE_SPEC = dict(model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+                  chip=Choice(("H100", "H200", "B200"), "GPU"),
+                  S=Choice((4096, 2048, 8192), "S", "cached tokens"))
 
 def _w7(v, weight_dtype):
     return inf.decode_step(_cfg(v), v["chip"], batch=1, context_len=v["S"], n_chips=NODE,
@@ -466,10 +481,7 @@ W7 = Problem(
     id="inference.w7",
     title="Why int8 does not halve the time",
     worked="7",
-    spec=_spec("inference.w7", derive=_with(_dims, _chip_figures()),
-               model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-               chip=Choice(("H100", "H200", "B200"), "GPU"),
-               S=Choice((4096, 2048, 8192), "S", "cached tokens")),
+    spec=_spec("inference.w7", derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
     text=("" + SHAPE + " decodes one sequence on a node of 8 " + _chip_text() + " GPUs, tensor "
           "parallel (two AllReduces of the activations per layer, 1 µs per hop), with {S:,} tokens "
           "cached in bf16. How long is a step, in ms, with bf16 weights, and with int8 weights?"),
@@ -529,10 +541,9 @@ W8 = Problem(
     title="The AllReduces of a decode step",
     worked="8",
     spec=_spec("inference.w8", derive=_with(_dims, _chip_figures()),
-               model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-               chip=Choice(("H100", "H200", "B200"), "GPU"),
-               B=Choice((32, 16, 64, 128), "B", "sequences"),
-               S=Choice((4096, 2048, 8192), "S", "cached tokens")),
+               well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
+                                n_chips=NODE),
+               B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
     text=("" + SHAPE + " decodes B = {B} sequences with {S:,} cached tokens each on a node of 8 "
           + _chip_text() + " GPUs, tensor parallel (Megatron-style, 1 µs per hop, bf16 "
           "activations). How many AllReduces does a step make, how long do they take in all, in "
@@ -762,6 +773,8 @@ W12 = Problem(
     title="Splitting GPUs between prefill and decode",
     worked="12",
     spec=_spec("inference.w12",
+               well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
+                                                  n_chips=NODE) >= v["B"],
                T=Choice((8192, 4096, 16384), "prompt", "tokens"),
                R=Choice((256, 512, 128), "reply", "tokens"),
                B=Choice((64, 32, 128), "decode batch", "sequences")),
