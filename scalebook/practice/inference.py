@@ -380,24 +380,8 @@ def _w6_b(overlap):
 _w6_phased, _w6_overlapped = _w6_b(False), _w6_b(True)
 
 
-def never_compute_bound_from(cfg: TransformerConfig, chip) -> int:
-    """The shortest context (tokens) from which the overlapped bound finds no critical batch:
-    a bisection on :func:`scalebook.inference.decode_critical_batch` (as the chapter's own
-    cell does), so the number is the solver's."""
-    low, high = 0, 1
-    while not math.isinf(inf.decode_critical_batch(cfg, chip, context_len=high)):
-        low, high = high, 2 * high
-    while high - low > 1:
-        mid = (low + high) // 2
-        if math.isinf(inf.decode_critical_batch(cfg, chip, context_len=mid)):
-            high = mid
-        else:
-            low = mid
-    return high
-
-
 def _w6_sinf(v):
-    return never_compute_bound_from(_cfg(v), v["chip"])
+    return inf.overlap_bound_limit(_cfg(v), v["chip"])
 
 
 def _w6_solution(v):
