@@ -20,9 +20,9 @@ from ..homework.parts import (ACCEPTED, PINNED, Convention, Part, Slip, distinct
 from ..parallelism import pipeline_bubble_fraction, pipeline_schedule_cost
 from ..scaling_laws import CHINCHILLA_TOKENS_PER_PARAM, compute_optimal
 from ..training import (BF16_WEIGHTS_FP32_ADAM, MIXED_PRECISION_ADAM, activation_bytes_per_layer,
-                        block_activation_bytes_per_token, fewest_chips,
+                        block_activation_bytes_per_token, fewest_chips, implied_mfu,
                         korthikanti_activation_bytes_per_layer, llama3_405b, run_time,
-                        training_flops_from_params, training_memory, implied_mfu)
+                        training_flops_from_params, training_memory)
 from ..transformer import (TransformerConfig, attention_crossover_context,
                            attention_flops_per_token, flops_per_token, llama3_70b, llama3_8b,
                            param_count, training_flops)
