@@ -68,6 +68,15 @@ def test_critical_batch_without_cache_is_the_chips_ratio():
     assert lo.bound == "memory" and hi.bound == "compute"
 
 
+def test_the_overlapped_bound_finds_no_critical_batch_from_its_limit_on():
+    s = inf.overlap_bound_limit(llama3_8b(), H100)
+    assert s == 394  # the chapter's worked problem 6
+    assert math.isinf(inf.decode_critical_batch(llama3_8b(), H100, context_len=s))
+    assert math.isfinite(inf.decode_critical_batch(llama3_8b(), H100, context_len=s - 1))
+    # an int8 cache halves c, so the bound holds out to a longer context
+    assert inf.overlap_bound_limit(llama3_8b(), H100, cache_dtype="int8") > s
+
+
 def test_a_long_cache_keeps_attention_memory_bound_but_not_the_weight_matmuls():
     # Under the overlapped bound the totals never balance at 4,096 cached tokens ...
     assert inf.decode_critical_batch(L70, H100, context_len=4096) == math.inf
