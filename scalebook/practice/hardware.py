@@ -12,7 +12,6 @@ answer needs them. Sizes are in GB or MB (10⁹, 10⁶ bytes); times in ms or µ
 
 from __future__ import annotations
 
-from typing import Any, Mapping
 
 from ..collectives import all_gather, all_gather_first_cut, collective_cost, has_wraparound
 from ..hardware import bytes_per_element, get_chip
@@ -20,30 +19,18 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from, merg
 from ..roofline import (critical_batch_size, critical_intensity, elementwise_cost,
                         elementwise_time, matmul_cost, mxu_useful_fraction,
                         vector_critical_intensity, weight_load_time)
-from ..units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
-from ..variants import Choice, VariantSpec
+from ..units import format_bandwidth, format_count, format_flops, format_seconds
+from ..variants import Choice
+from .common import GB, MB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
 from .problem import Problem
 
-GB = 1e9
-MB = 1e6
-MS = 1e-3
-US = 1e-6
-
-_FRACTION = "the answer is asked in percent: {answer:.3g} looks like a fraction (× 100)."
 
 
-def _spec(problem_id: str, *, derive=None, well_posed=None, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters,
-                       derive=derive, well_posed=well_posed)
 
 
-def _gb(nbytes: float) -> str:
-    return format_bytes(nbytes, binary=False)
 
 
-def _bytes_text(b: float) -> str:
-    """"2 bytes", "1 byte", "0.5 bytes"."""
-    return f"{b:g} byte" + ("" if b == 1 else "s")
+
 
 
 # --------------------------------------------------------------------------- 1. padding
@@ -71,7 +58,7 @@ def _pad_solution(v):
 PADDING = Problem(
     id="hardware.padding",
     title="The padding tax of a systolic array",
-    spec=_spec("hardware.padding",
+    spec=spec("hardware.padding",
                well_posed=lambda v: _pad_pct(v) < 97,
                chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
                D=Choice((200, 300, 1000, 600, 1500), "D"),
@@ -88,7 +75,7 @@ PADDING = Problem(
                  "multiply the two useful shares."),
             Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
                  "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
-            Slip("a fraction", lambda v: _pad_pct(v) / 100, _FRACTION),
+            percent_slip(_pad_pct),
         )),
     ),
     labels={"useful_pct": "useful share of the MXU's work, in %"},
@@ -112,8 +99,8 @@ def _sweep_solution(v):
     chip = get_chip(v["chip"])
     nbytes = v["fill_pct"] / 100 * chip.hbm_bytes
     return (
-        f"The step reads {v['fill_pct']}% of {_gb(chip.hbm_bytes)} = {_gb(nbytes)}.",
-        f"At {v['bw_text']}: {_gb(nbytes)} / {v['bw_text']} = {format_seconds(_sweep_ms(v) * MS)}, "
+        f"The step reads {v['fill_pct']}% of {decimal_bytes(chip.hbm_bytes)} = {decimal_bytes(nbytes)}.",
+        f"At {v['bw_text']}: {decimal_bytes(nbytes)} / {v['bw_text']} = {format_seconds(_sweep_ms(v) * MS)}, "
         "whatever the kernel does.",
     )
 
@@ -121,7 +108,7 @@ def _sweep_solution(v):
 HBM_SWEEP = Problem(
     id="hardware.hbm_sweep",
     title="A step that reads most of HBM",
-    spec=_spec("hardware.hbm_sweep", derive=_sweep_derive,
+    spec=spec("hardware.hbm_sweep", derive=_sweep_derive,
                chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
                            "chip"),
                fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
@@ -146,7 +133,7 @@ HBM_SWEEP = Problem(
 def _budget_derive(v):
     chip = get_chip(v["gpu"])
     return {"bw_text": format_bandwidth(chip.hbm_bandwidth), "b": bytes_per_element(v["dtype"]),
-            "b_text": _bytes_text(bytes_per_element(v["dtype"]))}
+            "b_text": bytes_text(bytes_per_element(v["dtype"]))}
 
 
 def _budget_params_b(v, n_chips=8, b=None):
@@ -162,7 +149,7 @@ def _budget_solution(v):
         f"Each token must read every weight once: T_token ≥ P·b / (8·W). At {v['rate']} tokens/s "
         f"the budget is {format_seconds(1 / v['rate'])}.",
         f"In that time the node's 8 × {v['bw_text']} = {format_bandwidth(node_bw)} read "
-        f"{_gb(node_bw / v['rate'])}: at {v['b_text']} per parameter, "
+        f"{decimal_bytes(node_bw / v['rate'])}: at {v['b_text']} per parameter, "
         f"{_budget_params_b(v):.3g} billion parameters.",
     )
 
@@ -170,7 +157,7 @@ def _budget_solution(v):
 TOKEN_BUDGET = Problem(
     id="hardware.token_budget",
     title="How big a model can answer this fast?",
-    spec=_spec("hardware.token_budget", derive=_budget_derive,
+    spec=spec("hardware.token_budget", derive=_budget_derive,
                gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
                rate=Choice((50, 20, 100, 30), "tokens per second"),
                dtype=Choice(("bf16", "int8", "int4"), "weight type")),
@@ -215,7 +202,7 @@ def _sparse_derive(v):
     chip_name, dtype = SPARSE_CASES[v["case"]]
     chip = get_chip(chip_name)
     return {"chip": chip_name, "dtype": dtype, "b": bytes_per_element(dtype),
-            "b_text": _bytes_text(bytes_per_element(dtype)),
+            "b_text": bytes_text(bytes_per_element(dtype)),
             "sparse_text": _rate_text(chip.flops(dtype) * 2, dtype),
             "bw_text": format_bandwidth(chip.hbm_bandwidth)}
 
@@ -242,7 +229,7 @@ def _sparse_solution(v):
 SPARSITY = Problem(
     id="hardware.sparsity",
     title="Reading a datasheet: dense, not sparse",
-    spec=_spec("hardware.sparsity", derive=_sparse_derive,
+    spec=spec("hardware.sparsity", derive=_sparse_derive,
                case=Choice(tuple(SPARSE_CASES), "chip and number type")),
     text=("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
           "sparsity\" and {bw_text} of HBM bandwidth. For dense matmuls in {dtype}, what is its "
@@ -319,7 +306,7 @@ def _wrap_slip(actual: bool, hint: str) -> Slip:
 WRAPAROUND = Problem(
     id="hardware.wraparound",
     title="Does this axis have wraparound?",
-    spec=_spec("hardware.wraparound", derive=_wrap_derive, well_posed=_wrap_well_posed,
+    spec=spec("hardware.wraparound", derive=_wrap_derive, well_posed=_wrap_well_posed,
                chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "TPU v4p"), "chip"),
                N=Choice((16, 8, 4, 12), "N", "chips"),
                V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
@@ -378,7 +365,7 @@ def _gag_solution(v):
 GPU_ALLGATHER = Problem(
     id="hardware.gpu_allgather",
     title="An AllGather inside a node and across nodes",
-    spec=_spec("hardware.gpu_allgather", derive=_gag_derive,
+    spec=spec("hardware.gpu_allgather", derive=_gag_derive,
                gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
                V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
                nodes=Choice((8, 2, 4, 16), "nodes")),
@@ -436,7 +423,7 @@ def _ew_solution(v):
     t = elementwise_time((v["B"], v["D"]), v["gpu"])
     return (
         f"x + y reads two bf16 arrays and writes one: 3 × 2 × {v['B']:,} × {v['D']:,} = "
-        f"{_gb(cost.total_bytes)}, for {cost.flops:.3g} FLOPs (intensity "
+        f"{decimal_bytes(cost.total_bytes)}, for {cost.flops:.3g} FLOPs (intensity "
         f"{cost.intensity:.3g} FLOPs/byte).",
         f"HBM: {format_seconds(t.t_comms)}; CUDA cores: {format_seconds(t.t_math)}. Lower bound "
         f"{format_seconds(t.lower)}, memory-bound.",
@@ -449,7 +436,7 @@ def _ew_solution(v):
 ELEMENTWISE = Problem(
     id="hardware.elementwise",
     title="Elementwise work on the vector units",
-    spec=_spec("hardware.elementwise", derive=_ew_derive,
+    spec=spec("hardware.elementwise", derive=_ew_derive,
                gpu=Choice(("A100", "H100", "V100", "H200"), "GPU"),
                B=Choice((8192, 4096, 16384), "B"),
                D=Choice((8192, 4096, 12288), "D")),
@@ -508,8 +495,8 @@ def _pcie_ratio(v):
 
 def _pcie_solution(v):
     return (
-        f"{v['params_b']} billion bf16 parameters = {_gb(_pcie_bytes(v))}, "
-        f"{_gb(_pcie_bytes(v) / v['N'])} per chip.",
+        f"{v['params_b']} billion bf16 parameters = {decimal_bytes(_pcie_bytes(v))}, "
+        f"{decimal_bytes(_pcie_bytes(v) / v['N'])} per chip.",
         f"Each chip's share over its own PCIe link at {v['pcie_text']}: {format_seconds(_pcie_s(v))}.",
         f"Reading the same share from HBM at {v['bw_text']}: "
         f"{format_seconds(weight_load_time(_pcie_bytes(v), v['chip'], n_chips=v['N']))}, "
@@ -520,7 +507,7 @@ def _pcie_solution(v):
 PCIE = Problem(
     id="hardware.pcie",
     title="Loading weights from the host",
-    spec=_spec("hardware.pcie", derive=_pcie_derive,
+    spec=spec("hardware.pcie", derive=_pcie_derive,
                well_posed=lambda v: _pcie_bytes(v) <= 0.9 * v["N"] * get_chip(v["chip"]).hbm_bytes,
                chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "H100", "A100"), "chip"),
                params_b=Choice((70, 8, 13, 34), "parameters", "billion"),
@@ -581,7 +568,7 @@ def _dcn_solution(v):
 DCN = Problem(
     id="hardware.dcn",
     title="Leaving the slice",
-    spec=_spec("hardware.dcn", derive=_dcn_derive,
+    spec=spec("hardware.dcn", derive=_dcn_derive,
                chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
                V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
     text=("Every chip of a {chip} slice sends {V_mb:g} MB (10⁶ bytes) to its counterpart in "
@@ -627,7 +614,7 @@ def _ca_solution(v):
     return (
         f"FLOPs: 2·B·D·F = {c.flops:.4g} (a multiply-add is 2).",
         f"Bytes: (B·D + D·F + B·F) × {b:g} = {c.bytes_read:.4g} read + {c.bytes_written:.4g} "
-        f"written = {_gb(c.total_bytes)}.",
+        f"written = {decimal_bytes(c.total_bytes)}.",
         f"Intensity {c.flops:.4g} / {c.total_bytes:.4g} = {c.intensity:.4g} FLOPs/byte.",
     )
 
@@ -635,7 +622,7 @@ def _ca_solution(v):
 COST_ANALYSIS = Problem(
     id="hardware.cost_analysis",
     title="What a compiler's cost analysis counts",
-    spec=_spec("hardware.cost_analysis",
+    spec=spec("hardware.cost_analysis",
                dtype=Choice(("bf16", "fp32"), "number type"),
                B=Choice((256, 512, 1024, 4096), "B"),
                D=Choice((1024, 4096, 8192), "D"),

@@ -20,11 +20,11 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..transformer import TransformerConfig, llama3_70b, llama3_8b, param_count
 from ..units import format_bytes, format_seconds
 from ..variants import Choice
+from .common import GB, MS, in_gib, percent_slip, spec
 from .problem import Problem
 # Part 6 serves Part 5's models: their catalog and the problems' helpers are declared there once.
-from .transformers import GB, NO_CAUSAL, SPARSE_HINT, _cfg, _dims, _gib, _percent_slip, _spec
+from .transformers import NO_CAUSAL, SPARSE_HINT, _cfg, _dims
 
-MS = 1e-3
 NODE = 8
 
 _MS_HINT = "the answer is asked in ms (1 s = 1,000 ms)."
@@ -110,7 +110,7 @@ W1 = Problem(
     id="inference.w1",
     title="The KV cache of one conversation",
     worked="1",
-    spec=_spec("inference.w1", derive=_dims,
+    spec=spec("inference.w1", derive=_dims,
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
                S=Choice((32768, 8192, 131072, 16384), "tokens")),
     text=("How many bytes of bf16 KV cache does one token of " + SHAPE + " hold, and how many "
@@ -120,7 +120,7 @@ W1 = Problem(
             Slip("H heads", _w1_mha_tok, _KV_H_HINT),
             Slip("keys only", lambda v: _w1_tok(v) / 2, _KV_TWO_HINT),
         )),
-        Part("seq_gb", _w1_seq_gb, conventions=(_gib(_w1_seq_gb),), slips=(
+        Part("seq_gb", _w1_seq_gb, conventions=(in_gib(_w1_seq_gb),), slips=(
             Slip("H heads", lambda v: _w1_mha_tok(v) * v["S"] / GB, _KV_H_HINT),
             Slip("keys only", lambda v: _w1_seq_gb(v) / 2, _KV_TWO_HINT),
         )),
@@ -172,7 +172,7 @@ W2 = Problem(
     id="inference.w2",
     title="How many conversations fit",
     worked="2",
-    spec=_spec("inference.w2",
+    spec=spec("inference.w2",
                derive=_with(lambda p: _dims({"model": "LLaMA-3 8B"}), _chip_figures()),
                chip=Choice(("H100", "H200", "B200", "A100"), "chip"),
                S=Choice((8192, 4096, 32768, 16384), "tokens")),
@@ -220,7 +220,7 @@ W3 = Problem(
     id="inference.w3",
     title="Prefilling a long prompt",
     worked="3",
-    spec=_spec("inference.w3", derive=_with(_dims, _chip_figures()),
+    spec=spec("inference.w3", derive=_with(_dims, _chip_figures()),
                well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
@@ -292,7 +292,7 @@ W4 = Problem(
     id="inference.w4",
     title="Decoding one sequence",
     worked="4",
-    spec=_spec("inference.w4", derive=_with(_dims, _chip_figures()),
+    spec=spec("inference.w4", derive=_with(_dims, _chip_figures()),
                model=Choice(("LLaMA-3 8B",), "model"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p", "TPU v6e"), "chip"),
                S=Choice((8192, 4096, 32768, 16384), "S", "cached tokens")),
@@ -314,7 +314,7 @@ W4 = Problem(
             Slip("against the weights", distinct_from(_w4_share, lambda v: 100 * _w4(v).kv_bytes
                                                       / _w4(v).weight_bytes),
                  "the share is the cache over all the bytes read, weights and cache together."),
-            _percent_slip(_w4_share),
+            percent_slip(_w4_share),
         )),
     ),
     labels={"step_ms": "time per token, in ms", "cache_share_pct": "the cache's share, in %"},
@@ -347,7 +347,7 @@ W5 = Problem(
     id="inference.w5",
     title="When decode turns compute-bound",
     worked="5",
-    spec=_spec("inference.w5", derive=_chip_figures(),
+    spec=spec("inference.w5", derive=_chip_figures(),
                chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), "chip")),
     text=("At what batch, in sequences, do a decode step's weight matmuls turn compute-bound on "
           "a " + _chip_text() + ", for short sequences (no cache to speak of), with bf16 weights? "
@@ -398,7 +398,7 @@ W6 = Problem(
     id="inference.w6",
     title="The critical batch with a cache",
     worked="6",
-    spec=_spec("inference.w6", derive=_with(_dims, _chip_figures()),
+    spec=spec("inference.w6", derive=_with(_dims, _chip_figures()),
                well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
                                      and v["S"] < 0.8 * _w6_sinf(v)),
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
@@ -465,7 +465,7 @@ W7 = Problem(
     id="inference.w7",
     title="Why int8 does not halve the time",
     worked="7",
-    spec=_spec("inference.w7", derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
+    spec=spec("inference.w7", derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
     text=("" + SHAPE + " decodes one sequence on a node of 8 " + _chip_text() + " GPUs, tensor "
           "parallel (two AllReduces of the activations per layer, 1 µs per hop), with {S:,} tokens "
           "cached in bf16. How long is a step, in ms, with bf16 weights, and with int8 weights?"),
@@ -524,7 +524,7 @@ W8 = Problem(
     id="inference.w8",
     title="The AllReduces of a decode step",
     worked="8",
-    spec=_spec("inference.w8", derive=_with(_dims, _chip_figures()),
+    spec=spec("inference.w8", derive=_with(_dims, _chip_figures()),
                well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
                                 n_chips=NODE),
                B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
@@ -547,7 +547,7 @@ W8 = Problem(
             Slip("against the rest", distinct_from(_w8_share, lambda v: 100 * _w8(v).t_comm / (
                 _w8(v).time - _w8(v).t_comm)),
                  "the share is of the whole step, AllReduces included."),
-            _percent_slip(_w8_share),
+            percent_slip(_w8_share),
         )),
     ),
     labels={"allreduces": "AllReduces per step, a count",
@@ -609,7 +609,7 @@ W9 = Problem(
     id="inference.w9",
     title="The largest batch under a latency target",
     worked="9",
-    spec=_spec("inference.w9", derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
+    spec=spec("inference.w9", derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
     text=(_W9_SETTING + " What is the largest batch whose time per token stays under "
           "{target_ms:g} ms, and how many tokens per second per GPU does it give?"),
     parts=(
@@ -656,7 +656,7 @@ W10 = Problem(
     id="inference.w10",
     title="The price of a million tokens",
     worked="10",
-    spec=_spec("inference.w10", derive=_chip_figures(), well_posed=_w9_well_posed,
+    spec=spec("inference.w10", derive=_chip_figures(), well_posed=_w9_well_posed,
                price=Choice((3.00, 2.00, 4.50), "price per GPU-hour"), **_W9_SPEC),
     text=(_W9_SETTING + " At the largest batch whose time per token stays under {target_ms:g} "
           "ms, what does a million output tokens cost at {price:.2f} per GPU-hour (an assumed "
@@ -708,7 +708,7 @@ W11 = Problem(
     id="inference.w11",
     title="The floor on time per token",
     worked="11",
-    spec=_spec("inference.w11", derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
+    spec=spec("inference.w11", derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
                gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
                n_gpu=Choice((8, 4, 2), "GPUs"),
                tpu=Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
@@ -756,7 +756,7 @@ W12 = Problem(
     id="inference.w12",
     title="Splitting GPUs between prefill and decode",
     worked="12",
-    spec=_spec("inference.w12",
+    spec=spec("inference.w12",
                well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
                                                   n_chips=NODE) >= v["B"],
                T=Choice((8192, 4096, 16384), "prompt", "tokens"),

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..collectives import collective_cost, has_wraparound
 from ..hardware import bytes_per_element, get_chip
-from ..homework.parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from
+from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..long_context import AttentionShape, ring_attention, ulysses_attention
 from ..moe import (MoEConfig, dense_critical_batch, deepseek_v3, dropped_fraction,
                    ep_fsdp_crossover_tokens, expected_dropped_fraction, expert_capacity,
@@ -24,36 +24,22 @@ from ..moe import (MoEConfig, dense_critical_batch, deepseek_v3, dropped_fractio
                    tokens_per_expert, training_flops, weight_bytes)
 from ..training import llama3_405b
 from ..transformer import kv_cache_bytes, llama3_8b, llama3_70b
-from ..units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
-from ..variants import Choice, VariantSpec
+from ..units import format_bandwidth, format_count, format_flops, format_seconds
+from ..variants import Choice
+from .common import GB, MB, MS, bytes_text, decimal_bytes, in_gib, percent_slip, spec
 from .problem import Problem
 
-GB = 1e9
-MB = 1e6
-GIB = 2**30
-MS = 1e-3
 
 MOES = {"Mixtral 8×7B": mixtral_8x7b, "DeepSeek-V3": deepseek_v3}
 LLAMAS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
 
 
-def _spec(problem_id: str, *, derive=None, well_posed=None, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters,
-                       derive=derive, well_posed=well_posed)
 
 
-def _gib(value_gb) -> Convention:
-    """The same size in GiB, accepted: a reader who divides by 2³⁰ is 6.9% under."""
-    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
 
 
-def _gb(nbytes: float) -> str:
-    return format_bytes(nbytes, binary=False)
 
 
-def _bytes_text(b: float) -> str:
-    """"2 bytes", "1 byte", "0.5 bytes"."""
-    return f"{b:g} byte" + ("" if b == 1 else "s")
 
 
 def _shape(model: str) -> AttentionShape:
@@ -67,7 +53,6 @@ def _llama_figures(v: Mapping[str, Any]) -> dict[str, Any]:
     return {"L": m.n_layers, "H": m.n_heads, "K": m.n_kv_heads, "dh": m.d_head}
 
 
-_FRACTION = "the answer is asked in percent: {answer:.3g} looks like a fraction (× 100)."
 
 
 # --------------------------------------------------------------------------- 1. counting
@@ -111,7 +96,7 @@ W1 = Problem(
     id="moe_long_context.w1",
     title="Active parameters and training FLOPs of an MoE",
     worked="1",
-    spec=_spec("moe_long_context.w1", derive=_w1_derive,
+    spec=spec("moe_long_context.w1", derive=_w1_derive,
                well_posed=lambda v: v["k"] < v["E"],
                E=Choice((8, 16, 64, 128), "E", "experts"),
                k=Choice((2, 1, 4, 8), "k", "experts per token"),
@@ -129,7 +114,7 @@ W1 = Problem(
                  "serve every token. Scale P_routed by k/E and keep the rest."),
             Slip("the share skipped", lambda v: 100.0 - _w1_share_pct(v),
                  "that is the share a token skips; the question asks for the share it uses."),
-            Slip("a fraction", lambda v: _w1_share_pct(v) / 100, _FRACTION),
+            percent_slip(_w1_share_pct),
         )),
         Part("training_flops", _w1_flops, conventions=(
             Convention("6·P_active with the embedding lookup",
@@ -159,7 +144,7 @@ def _w2_derive(v):
     p = moe_param_count(_w2_cfg(v))
     return {"P_total_b": p.total / 1e9, "P_active_b": p.active / 1e9,
             "b": bytes_per_element(v["dtype"]),
-            "b_text": _bytes_text(bytes_per_element(v["dtype"])),
+            "b_text": bytes_text(bytes_per_element(v["dtype"])),
             "hbm_gb": get_chip(v["chip"]).hbm_bytes / GB}
 
 
@@ -180,8 +165,8 @@ def _w2_solution(v):
     w = weight_bytes(_w2_cfg(v), v["dtype"])
     return (
         "Every expert must be resident, so memory follows the total count, not the active one.",
-        f"{v['P_total_b']:.1f}e9 parameters × {v['b_text']} = {_gb(w)}.",
-        f"Against {_gb(hbm)} of HBM per {v['chip']}: {w / hbm:.3g} chips' worth, so at least "
+        f"{v['P_total_b']:.1f}e9 parameters × {v['b_text']} = {decimal_bytes(w)}.",
+        f"Against {decimal_bytes(hbm)} of HBM per {v['chip']}: {w / hbm:.3g} chips' worth, so at least "
         f"{_w2_chips(v)}.",
     )
 
@@ -190,7 +175,7 @@ W2 = Problem(
     id="moe_long_context.w2",
     title="Does the MoE fit?",
     worked="2",
-    spec=_spec("moe_long_context.w2", derive=_w2_derive,
+    spec=spec("moe_long_context.w2", derive=_w2_derive,
                model=Choice(tuple(MOES), "model"),
                dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
@@ -199,7 +184,7 @@ W2 = Problem(
           "weights take, and at least how many {chip} chips ({hbm_gb:g} GB of HBM each) does it "
           "take just to hold them?"),
     parts=(
-        Part("weights_gb", _w2_gb, conventions=(_gib(_w2_gb),), slips=(
+        Part("weights_gb", _w2_gb, conventions=(in_gib(_w2_gb),), slips=(
             Slip("active parameters", lambda v: _w2_active_bytes(v) / GB,
                  "a token uses only the active parameters, but every expert must sit in HBM: "
                  "memory follows the total count."),
@@ -254,7 +239,7 @@ W3 = Problem(
     id="moe_long_context.w3",
     title="The MoE critical batch",
     worked="3",
-    spec=_spec("moe_long_context.w3", derive=_w3_derive,
+    spec=spec("moe_long_context.w3", derive=_w3_derive,
                well_posed=lambda v: v["k"] < v["E"],
                chip=Choice(("TPU v5p", "H100", "TPU v5e", "H200", "B200", "TPU v6e"), "chip"),
                E=Choice((256, 64, 128, 32), "E", "experts"),
@@ -305,7 +290,7 @@ W4 = Problem(
     id="moe_long_context.w4",
     title="Experts a decode step reads",
     worked="4",
-    spec=_spec("moe_long_context.w4",
+    spec=spec("moe_long_context.w4",
                well_posed=lambda v: v["k"] < v["E"],
                E=Choice((256, 64, 128, 32), "E", "experts"),
                k=Choice((8, 2, 4, 6), "k", "experts per token"),
@@ -360,7 +345,7 @@ W5 = Problem(
     id="moe_long_context.w5",
     title="Capacity and dropped tokens",
     worked="5",
-    spec=_spec("moe_long_context.w5", well_posed=_w5_well_posed,
+    spec=spec("moe_long_context.w5", well_posed=_w5_well_posed,
                B=Choice((1024, 2048, 4096, 512), "B", "tokens per chip"),
                E=Choice((32, 64, 16), "E", "experts"),
                k=Choice((4, 2, 1, 8), "k", "experts per token"),
@@ -383,7 +368,7 @@ W5 = Problem(
             Slip("none", lambda v: 0.0,
                  "even a fair router overflows some experts by chance: each expert's load is "
                  "Binomial(B, k/E), and at c = 1 about half the experts get more than the mean."),
-            Slip("a fraction", lambda v: _w5_drop_pct(v) / 100, _FRACTION),
+            percent_slip(_w5_drop_pct),
         )),
     ),
     labels={"slots": "slots per expert at c", "dropped_pct": "share dropped at c = 1, in %"},
@@ -436,7 +421,7 @@ W6 = Problem(
     id="moe_long_context.w6",
     title="The slowest expert sets the step",
     worked="6",
-    spec=_spec("moe_long_context.w6",
+    spec=spec("moe_long_context.w6",
                well_posed=lambda v: imbalance(_w6_loads(v)) > 1.1 * v["c"],
                loads=Choice(W6_LOADS, "loads", "tokens"),
                t_ms=Choice((2.0, 5.0, 1.0, 3.0), "balanced time", "ms"),
@@ -466,7 +451,7 @@ W6 = Problem(
             Slip("a count", distinct_from(_w6_drop_pct, lambda v: _w6_drop_pct(v)
                                           * sum(_w6_loads(v)) / 100),
                  "give the dropped share of all assignments, in %, not the number of tokens."),
-            Slip("a fraction", lambda v: _w6_drop_pct(v) / 100, _FRACTION),
+            percent_slip(_w6_drop_pct),
         )),
     ),
     labels={"time_ms": "time with these loads, in ms", "capped_ms": "time at capacity c, in ms",
@@ -499,9 +484,9 @@ def _w7_ms(v):
 def _w7_solution(v):
     a2a = _w7_a2a(v)
     return (
-        f"V = k·B·D·b = {v['k']} × (8 × {v['t']:,}) × {v['D']:,} × 2 = {_gb(a2a.nbytes)}.",
+        f"V = k·B·D·b = {v['k']} × (8 × {v['t']:,}) × {v['D']:,} × 2 = {decimal_bytes(a2a.nbytes)}.",
         f"Each GPU holds V/8 of copies and keeps the 1/8 bound for its own experts: it sends "
-        f"(7/8)·V/8 = {_gb(a2a.sent_per_chip)}.",
+        f"(7/8)·V/8 = {decimal_bytes(a2a.sent_per_chip)}.",
         f"Over NVLink at {v['nvlink_text']} one way, plus 1 µs: {format_seconds(a2a.dispatch.time)} "
         f"per AllToAll, {format_seconds(a2a.forward)} with the combine.",
     )
@@ -511,7 +496,7 @@ W7 = Problem(
     id="moe_long_context.w7",
     title="Expert parallelism inside one node",
     worked="7",
-    spec=_spec("moe_long_context.w7", derive=_w7_derive,
+    spec=spec("moe_long_context.w7", derive=_w7_derive,
                model=Choice(tuple(MOES), "model"),
                gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
                t=Choice((8192, 4096, 16384, 2048), "tokens per GPU")),
@@ -578,7 +563,7 @@ def _w8_solution(v):
     a2a = _w8_a2a(v)
     return (
         f"Fixed buffers make V = c·k·B·D·b = {v['c']:g} × {v['k']} × ({v['N']} × {v['t']:,}) × "
-        f"{v['D']:,} × 2 = {_gb(a2a.nbytes)}.",
+        f"{v['D']:,} × 2 = {decimal_bytes(a2a.nbytes)}.",
         f"An AllToAll on {v['axis_text']} of {v['N']} chips ({a2a.dispatch.formula}) at "
         f"{v['link_text']} per link, plus {format_seconds(a2a.dispatch.latency_time)} of hops: "
         f"{format_seconds(a2a.dispatch.time)}.",
@@ -589,7 +574,7 @@ W8 = Problem(
     id="moe_long_context.w8",
     title="Expert parallelism on a TPU axis",
     worked="8",
-    spec=_spec("moe_long_context.w8", derive=_w8_derive,
+    spec=spec("moe_long_context.w8", derive=_w8_derive,
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
                N=Choice((16, 8, 4), "N", "chips"),
                model=Choice(tuple(MOES), "model"),
@@ -601,7 +586,7 @@ W8 = Problem(
           "large is the dispatch AllToAll's array V, in GB (10⁹ bytes), and how long does one "
           "dispatch take, in ms?"),
     parts=(
-        Part("array_gb", _w8_gb, conventions=(_gib(_w8_gb),), slips=(
+        Part("array_gb", _w8_gb, conventions=(in_gib(_w8_gb),), slips=(
             Slip("ragged", lambda v: _w8_a2a(v, c=False).nbytes / GB,
                  "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
                  "padding included."),
@@ -645,7 +630,7 @@ def _w9_solution(v):
     per_token = _w9_kv(v) / v["T"]
     return (
         f"Per token 2·L·K·d_h·b = 2 × {v['L']} × {v['K']} × {v['dh']} × 2 = {per_token:,.0f} bytes.",
-        f"× {v['T']:,} tokens = {_gb(_w9_kv(v))}.",
+        f"× {v['T']:,} tokens = {decimal_bytes(_w9_kv(v))}.",
         f"Against {v['hbm_gb']:g} GB per {v['chip']}: at least {_w9_chips(v)} chips, before a "
         "single weight.",
     )
@@ -655,7 +640,7 @@ W9 = Problem(
     id="moe_long_context.w9",
     title="The KV cache of a very long context",
     worked="9",
-    spec=_spec("moe_long_context.w9", derive=_w9_derive,
+    spec=spec("moe_long_context.w9", derive=_w9_derive,
                model=Choice(tuple(LLAMAS), "model"),
                T=Choice((1048576, 131072, 262144, 524288), "T", "tokens"),
                chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
@@ -664,7 +649,7 @@ W9 = Problem(
           "(10⁹ bytes), and the HBM of at least how many {chip} chips ({hbm_gb:g} GB each) does "
           "it fill?"),
     parts=(
-        Part("kv_gb", _w9_gb, conventions=(_gib(_w9_gb),), slips=(
+        Part("kv_gb", _w9_gb, conventions=(in_gib(_w9_gb),), slips=(
             Slip("query heads", lambda v: _w9_gb(v) * v["H"] / v["K"],
                  "grouped-query attention caches only the K = {K} key/value heads, not the "
                  "H = {H} query heads."),
@@ -710,7 +695,7 @@ def _w10_solution(v):
     r = _w10_ring(v)
     blk = v["T"] // v["C"]
     return (
-        f"Blocks of T/C = {blk:,} tokens: 2·(T/C)·K·d_h·b = {_gb(r.kv_block_bytes)} of keys and "
+        f"Blocks of T/C = {blk:,} tokens: 2·(T/C)·K·d_h·b = {decimal_bytes(r.kv_block_bytes)} of keys and "
         "values per send.",
         f"Over one ICI link at {v['link_text']}, plus 1 µs: {format_seconds(r.send.time)}.",
         f"A full block is 4·(T/C)²·H·d_h = {r.block_flops:.3g} FLOPs: "
@@ -724,7 +709,7 @@ W10 = Problem(
     id="moe_long_context.w10",
     title="Is ring attention's send hidden?",
     worked="10",
-    spec=_spec("moe_long_context.w10", derive=_w10_derive,
+    spec=spec("moe_long_context.w10", derive=_w10_derive,
                model=Choice(tuple(LLAMAS), "model"),
                T=Choice((1048576, 524288, 262144, 131072), "T", "tokens"),
                C=Choice((64, 32, 16), "C", "chips"),
@@ -793,9 +778,9 @@ def _w11_solution(v):
     return (
         f"Ulysses: C = {c} divides the K = {v['K']} KV heads. Each GPU holds Q, K, V and the "
         f"output of T/C = {v['T'] // c:,} tokens, (2H + 2K)·(T/C)·d_h·b bytes, and sends the "
-        f"(C − 1)/C of it bound for the others: {_gb(_w11_uly(v).bytes_sent_per_chip)}.",
+        f"(C − 1)/C of it bound for the others: {decimal_bytes(_w11_uly(v).bytes_sent_per_chip)}.",
         f"Ring: C − 1 = {c - 1} sends of one K,V block, 2·(T/C)·K·d_h·b = "
-        f"{_gb(_w11_ring(v).kv_block_bytes)} each: {_gb(_w11_ring(v).bytes_per_layer)}, about the "
+        f"{decimal_bytes(_w11_ring(v).kv_block_bytes)} each: {decimal_bytes(_w11_ring(v).bytes_per_layer)}, about the "
         "whole sequence's KV whatever C.",
     )
 
@@ -804,7 +789,7 @@ W11 = Problem(
     id="moe_long_context.w11",
     title="Ulysses against ring attention",
     worked="11",
-    spec=_spec("moe_long_context.w11", derive=_llama_figures,
+    spec=spec("moe_long_context.w11", derive=_llama_figures,
                model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
                T=Choice((131072, 262144, 65536, 1048576), "T", "tokens"),
                C=Choice((8, 4), "C", "GPUs")),
@@ -875,7 +860,7 @@ def _w12_solution(v):
         f"EP sends 2·k·t·D·b per GPU (dispatch and combine), FSDP gathers E·3·D·F_e·b: equal at "
         f"t = 3·E·F_e/(2k) = {format_count(_w12_cross(v))} tokens per GPU.",
         f"At {v['t']:,} tokens: EP's two AllToAlls take {format_seconds(lay['EP'].comm)}; the "
-        f"AllGather of all {_gb(v['E'] * 3 * v['D'] * v['Fe'] * 2)} of expert weights takes "
+        f"AllGather of all {decimal_bytes(v['E'] * 3 * v['D'] * v['Fe'] * 2)} of expert weights takes "
         f"{format_seconds(lay['FSDP'].comm)}.",
     )
 
@@ -884,7 +869,7 @@ W12 = Problem(
     id="moe_long_context.w12",
     title="Expert parallelism against FSDP",
     worked="12",
-    spec=_spec("moe_long_context.w12", derive=_w12_derive,
+    spec=spec("moe_long_context.w12", derive=_w12_derive,
                model=Choice(tuple(MOES), "model"),
                gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
                t=Choice((8192, 4096, 16384, 32768), "tokens per GPU")),

@@ -17,16 +17,12 @@ from typing import Any, Mapping
 
 from .. import collectives, parallelism as par, training, transformer
 from ..hardware import get_chip
-from ..homework.parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from
-from ..units import format_bytes, format_count, format_flops, format_seconds
+from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
+from ..units import format_count, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
+from .common import DAY, GB, MS, US, decimal_bytes, in_gib, spec
 from .problem import Problem
 
-GB = 1e9
-GIB = 2**30
-MS = 1e-3
-US = 1e-6
-DAY = 86400.0
 COUNT = 0.001  # the tolerance of a count: one off is wrong
 
 #: The chapter's models, by the name a problem prints.
@@ -74,22 +70,16 @@ def _spec(problem_id: str, *, figures: tuple[str, ...] = (), well_posed=None,
     def derive(v):
         return {name: FIGURES[name][0](v) for name in figures}
 
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters,
-                       derive=derive if figures else None, well_posed=well_posed,
-                       derived_labels={name: FIGURES[name][1:] for name in figures})
+    return spec(problem_id, derive=derive if figures else None, well_posed=well_posed,
+                derived_labels={name: FIGURES[name][1:] for name in figures}, **parameters)
 
 
 def _model(v: Mapping[str, Any]):
     return MODELS[v["model"]]
 
 
-def _gib(value_gb) -> Convention:
-    """The same size in GiB, accepted: a reader who divides by 2³⁰ is 7% under."""
-    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
 
 
-def _gb(nbytes: float) -> str:
-    return format_bytes(nbytes, binary=False)
 
 
 def _state(v) -> float:
@@ -169,8 +159,8 @@ def _w2_solution(v):
     p = transformer.param_count(_model(v)).total
     return (
         f"P = {p / 1e9:.3g} billion parameters × {PRECISION.bytes_per_param:g} bytes (bf16 "
-        f"weights and gradients, fp32 master and two moments) = {_gb(_state(v))}.",
-        f"Divided by {_gb(chip.hbm_bytes)} of HBM per {chip.name} and rounded up: "
+        f"weights and gradients, fp32 master and two moments) = {decimal_bytes(_state(v))}.",
+        f"Divided by {decimal_bytes(chip.hbm_bytes)} of HBM per {chip.name} and rounded up: "
         f"{_w2_chips(v)} chips, fully sharded, before activations.",
     )
 
@@ -290,7 +280,7 @@ def _w4_compute_ms(v):
 def _w4_solution(v):
     cost = _w4_ar(v)
     return (
-        f"The bf16 gradients are 2 × P = {_gb(_w4_bytes(v))}.",
+        f"The bf16 gradients are 2 × P = {decimal_bytes(_w4_bytes(v))}.",
         f"AllReduce over {v['N']} chips with wraparound, twice an AllGather: bandwidth "
         f"{format_seconds(cost.bandwidth_time)} + latency {format_seconds(cost.latency_time)} = "
         f"{format_seconds(cost.time)}.",
@@ -352,10 +342,10 @@ def _w5_solution(v):
     p = transformer.param_count(_model(v)).total
     return (
         f"P = {p / 1e9:.3g} billion: bf16 weights 2P, bf16 gradients 2P, fp32 optimizer "
-        f"(master + moments) 12P; ZeRO-0 keeps all of it, {_gb(_w5_state(v, 0))} per GPU.",
-        f"ZeRO-1 shards the optimizer over {v['N']}: {_gb(_w5_state(v, 1))}.",
-        f"ZeRO-2 shards the gradients too: {_gb(_w5_state(v, 2))}.",
-        f"ZeRO-3 shards the weights too: {_gb(_w5_state(v, 3))}.",
+        f"(master + moments) 12P; ZeRO-0 keeps all of it, {decimal_bytes(_w5_state(v, 0))} per GPU.",
+        f"ZeRO-1 shards the optimizer over {v['N']}: {decimal_bytes(_w5_state(v, 1))}.",
+        f"ZeRO-2 shards the gradients too: {decimal_bytes(_w5_state(v, 2))}.",
+        f"ZeRO-3 shards the weights too: {decimal_bytes(_w5_state(v, 3))}.",
     )
 
 
@@ -375,19 +365,19 @@ W5 = Problem(
           "data parallel with ZeRO. How much training state (weights, gradients, optimizer; no "
           "activations) does each GPU hold under ZeRO-1, ZeRO-2 and ZeRO-3, in GB?"),
     parts=(
-        Part("zero1_gb", _w5_gb(1), conventions=(_gib(_w5_gb(1)),), slips=(
+        Part("zero1_gb", _w5_gb(1), conventions=(in_gib(_w5_gb(1)),), slips=(
             _w5_neighbour(1, 2, "ZeRO-1 shards only the optimizer state (fp32 master and "
                                 "moments); the gradients stay whole until ZeRO-2."),
             _w5_neighbour(1, 0, "ZeRO-1 already shards the optimizer state, 12 of the 16 bytes "
                                 "per parameter, over the {N} GPUs."),
         )),
-        Part("zero2_gb", _w5_gb(2), conventions=(_gib(_w5_gb(2)),), slips=(
+        Part("zero2_gb", _w5_gb(2), conventions=(in_gib(_w5_gb(2)),), slips=(
             _w5_neighbour(2, 1, "ZeRO-2 shards the bf16 gradients as well as the optimizer "
                                 "state."),
             _w5_neighbour(2, 3, "ZeRO-2 keeps the bf16 weights whole on every GPU; only ZeRO-3 "
                                 "shards them."),
         )),
-        Part("zero3_gb", _w5_gb(3), conventions=(_gib(_w5_gb(3)),), slips=(
+        Part("zero3_gb", _w5_gb(3), conventions=(in_gib(_w5_gb(3)),), slips=(
             _w5_neighbour(3, 2, "ZeRO-3 (FSDP) shards the weights too: everything divides by "
                                 "{N}."),
         )),
@@ -614,11 +604,11 @@ def _w9_solution(v):
     layers = cfg.n_layers // v["K"]
     per = training.activation_bytes_per_layer(cfg, 1, v["T"], remat="full")
     return (
-        f"Full remat keeps each layer's input, 2·T·D = {_gb(per)} per layer per sequence; a "
-        f"stage has {layers} layers, and the layer being redone holds {_gb(_w9_redo(v))} more.",
-        f"GPipe holds all {v['M']} microbatches: {v['M']} × {layers} × {_gb(per)} + "
-        f"{_gb(_w9_redo(v))} = {_gb(_w9_gpipe(v) * GB)}.",
-        f"1F1B holds at most K = {v['K']}: {_gb(_w9_1f1b(v) * GB)}.",
+        f"Full remat keeps each layer's input, 2·T·D = {decimal_bytes(per)} per layer per sequence; a "
+        f"stage has {layers} layers, and the layer being redone holds {decimal_bytes(_w9_redo(v))} more.",
+        f"GPipe holds all {v['M']} microbatches: {v['M']} × {layers} × {decimal_bytes(per)} + "
+        f"{decimal_bytes(_w9_redo(v))} = {decimal_bytes(_w9_gpipe(v) * GB)}.",
+        f"1F1B holds at most K = {v['K']}: {decimal_bytes(_w9_1f1b(v) * GB)}.",
     )
 
 
@@ -644,13 +634,13 @@ W9 = Problem(
           "1F1B, in GB? (The chapter's accounting: the first stage holds no logits; one layer "
           "is recomputed at a time.)"),
     parts=(
-        Part("gpipe_gb", _w9_gpipe, conventions=(_gib(_w9_gpipe),), slips=(
+        Part("gpipe_gb", _w9_gpipe, conventions=(in_gib(_w9_gpipe),), slips=(
             Slip("K in flight", distinct_from(_w9_gpipe, _w9_1f1b),
                  "GPipe runs all {M} forward passes before any backward pass, so the first "
                  "stage holds all {M} microbatches at once."),
             _w9_no_redo(_w9_gpipe),
         )),
-        Part("onef1b_gb", _w9_1f1b, conventions=(_gib(_w9_1f1b),), slips=(
+        Part("onef1b_gb", _w9_1f1b, conventions=(in_gib(_w9_1f1b),), slips=(
             Slip("M in flight", distinct_from(_w9_1f1b, _w9_gpipe),
                  "1F1B starts each backward pass as soon as it can: the first stage holds at "
                  "most K = {K} microbatches, not {M}."),
@@ -684,8 +674,8 @@ def _w10_compute_ms(v):
 
 def _w10_solution(v):
     return (
-        f"The boundary activation is T·D bf16 numbers: {_gb(_w10_bytes(v))}, "
-        f"{_gb(_w10_bytes(v) / v['slice'])} per chip of the {v['slice']}-chip slice.",
+        f"The boundary activation is T·D bf16 numbers: {decimal_bytes(_w10_bytes(v))}, "
+        f"{decimal_bytes(_w10_bytes(v) / v['slice'])} per chip of the {v['slice']}-chip slice.",
         f"Each chip sends its part through its DCN share, {_w10_dcn(v) / GB:.3g} GB/s: "
         f"{format_seconds(_w10_send_us(v) * US)}.",
         f"The stage computes 6·P·T / ({v['stages']} stages) on {v['slice']} chips at peak: "
@@ -751,11 +741,11 @@ def _w11_solution(v):
     cfg = _model(v)
     return (
         f"No recomputation: every layer keeps its block tensors, "
-        f"{_gb(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='none'))} per layer, "
-        f"× {cfg.n_layers} layers = {_gb(_w11_none(v) * GB)}.",
+        f"{decimal_bytes(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='none'))} per layer, "
+        f"× {cfg.n_layers} layers = {decimal_bytes(_w11_none(v) * GB)}.",
         f"Full remat: each layer's input, "
-        f"{_gb(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='full'))} per layer, plus "
-        f"the one layer being recomputed: {_gb(_w11_full(v) * GB)}.",
+        f"{decimal_bytes(training.activation_bytes_per_layer(cfg, 1, v['T'], remat='full'))} per layer, plus "
+        f"the one layer being recomputed: {decimal_bytes(_w11_full(v) * GB)}.",
         f"{_w11_none(v) / _w11_full(v):.3g} times less, for 8 FLOPs per parameter per token "
         "instead of 6.",
     )
@@ -779,13 +769,13 @@ W11 = Problem(
           "the backward pass with no recomputation, and with full rematerialisation, in GB? "
           "(The chapter's block accounting; logits left out.)"),
     parts=(
-        Part("none_gb", _w11_none, conventions=(_gib(_w11_none),), slips=(
+        Part("none_gb", _w11_none, conventions=(in_gib(_w11_none),), slips=(
             Slip("unfused attention", lambda v: _w11(v, "none", flash_attention=False) / GB,
                  "a flash-style kernel does not keep the T × T attention probabilities; it "
                  "recomputes them in the backward pass."),
             _with_logits(_w11_none),
         )),
-        Part("full_gb", _w11_full, conventions=(_gib(_w11_full),), slips=(
+        Part("full_gb", _w11_full, conventions=(in_gib(_w11_full),), slips=(
             Slip("checkpoints only", lambda v: _w11_full(v) - (
                 training.activation_bytes_per_layer(_model(v), 1, v["T"], remat="none")
                 - training.activation_bytes_per_layer(_model(v), 1, v["T"], remat="full")) / GB,
@@ -814,7 +804,7 @@ def _w12_solution(v):
     return (
         f"Each chip routes k copies of its {v['tok']:,} tokens of {2 * v['D']:,} bytes; an "
         f"AllToAll of V = k·E·tokens·2D bytes over {v['E']} chips.",
-        f"Top-2: {_gb(_w12_cost(v, 2).ragged.nbytes)} in all, "
+        f"Top-2: {decimal_bytes(_w12_cost(v, 2).ragged.nbytes)} in all, "
         f"{format_seconds(_w12_cost(v, 2).ragged.time)}.",
         f"Top-1 halves the bytes: {format_seconds(_w12_cost(v, 1).ragged.time)}.",
     )
@@ -1089,10 +1079,10 @@ def _w17_shard(v):
 
 def _w17_solution(v):
     return (
-        f"The state, 16 bytes per parameter, is {_gb(_state(v))}; FSDP divides it by the group "
-        f"of {v['F']}, not by all {v['N']:,} GPUs: {_gb(_w17_state(v) * GB)} per GPU.",
+        f"The state, 16 bytes per parameter, is {decimal_bytes(_state(v))}; FSDP divides it by the group "
+        f"of {v['F']}, not by all {v['N']:,} GPUs: {decimal_bytes(_w17_state(v) * GB)} per GPU.",
         f"Across groups, each GPU AllReduces its bf16 gradient shard, 2·P / {v['F']} = "
-        f"{_gb(_w17_shard(v) * GB)}, once per step.",
+        f"{decimal_bytes(_w17_shard(v) * GB)}, once per step.",
     )
 
 
@@ -1111,12 +1101,12 @@ W17 = Problem(
           "and how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
           "in GB?"),
     parts=(
-        Part("state_gb", _w17_state, conventions=(_gib(_w17_state),), slips=(
+        Part("state_gb", _w17_state, conventions=(in_gib(_w17_state),), slips=(
             Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
                  "hybrid sharding divides the state by the FSDP group of {F}, not by all {N:,} "
                  "GPUs: the groups hold copies."),
         )),
-        Part("shard_gb", _w17_shard, conventions=(_gib(_w17_shard),), slips=(
+        Part("shard_gb", _w17_shard, conventions=(in_gib(_w17_shard),), slips=(
             Slip("fp32 gradients", lambda v: _w17_shard(v) * 2,
                  "the gradients are bf16, 2 bytes per parameter."),
             Slip("the whole gradient", lambda v: _w17_shard(v) * v["F"],

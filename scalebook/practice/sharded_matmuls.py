@@ -16,24 +16,17 @@ from ..collectives import (DEFAULT_HOP_LATENCY, all_gather, all_gather_first_cut
                            all_reduce_first_cut, all_to_all, all_to_all_first_cut,
                            collective_cost, has_wraparound, ppermute)
 from ..hardware import get_chip
-from ..homework.parts import ACCEPTED, Convention, Part, Slip, distinct_from, merged
+from ..homework.parts import Convention, Part, Slip, distinct_from, merged
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
-from ..variants import Choice, VariantSpec
+from ..variants import Choice
+from .common import MB, US, in_mib, spec
 from .problem import Problem
 
-MB = 1e6
-MIB = 2**20
-US = 1e-6
 
 
-def _spec(problem_id: str, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters)
 
 
-def _mib(value_mb) -> Convention:
-    """The same size in MiB, accepted: a student who divides by 2²⁰ is 4.9% under."""
-    return Convention("MiB instead of MB", lambda v: value_mb(v) * MB / MIB, verdict=ACCEPTED)
 
 
 def _bf16_bytes(v: Mapping[str, Any]) -> float:
@@ -78,7 +71,7 @@ W1 = Problem(
     id="sharded_matmuls.w1",
     title="Where the bytes go",
     worked="1",
-    spec=_spec("sharded_matmuls.w1",
+    spec=spec("sharded_matmuls.w1",
                rows=Choice((16384, 8192, 32768), "D"),
                cols=Choice((65536, 16384, 32768), "F"),
                X=Choice((4, 2, 8), "X"),
@@ -88,7 +81,7 @@ W1 = Problem(
           "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
           "does the whole mesh hold?"),
     parts=(
-        Part("per_chip_mb", _w1_per_chip_mb, conventions=(_mib(_w1_per_chip_mb),), slips=(
+        Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
             *merged(Slip("one byte per element", lambda v: _w1_per_chip_mb(v) / 2,
                          "bf16 takes 2 bytes per element."),
                     Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
@@ -98,7 +91,7 @@ W1 = Problem(
             Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
                  "F is split over Y as well: each chip keeps F / {Y} of the columns."),
         )),
-        Part("mesh_mb", _w1_total_mb, conventions=(_mib(_w1_total_mb),), slips=merged(
+        Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
             Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
                  "nothing splits over Z, so the mesh stores {Z} copies of the array."),
             Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
@@ -143,7 +136,7 @@ W2 = Problem(
     id="sharded_matmuls.w2",
     title="Gathering a weight on a v5p",
     worked="2",
-    spec=_spec("sharded_matmuls.w2",
+    spec=spec("sharded_matmuls.w2",
                **ARRAY,
                N=Choice((16, 4, 8, 12), "N", "chips")),
     text=("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
@@ -193,7 +186,7 @@ W3 = Problem(
     id="sharded_matmuls.w3",
     title="When does latency take over?",
     worked="3",
-    spec=_spec("sharded_matmuls.w3",
+    spec=spec("sharded_matmuls.w3",
                chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
                N=Choice((16, 8, 12, 4), "N", "chips")),
     text=("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
@@ -201,7 +194,7 @@ W3 = Problem(
           "bandwidth term)?"),
     parts=(
         Part("vstar_mb", _w3_mb, conventions=(
-            _mib(_w3_mb),
+            in_mib(_w3_mb),
             Convention("first cut", lambda v: v["N"] // 2 * DEFAULT_HOP_LATENCY
                        * 2 * get_chip(v["chip"]).link_bandwidth_one_way / MB),
         ), slips=(
@@ -243,7 +236,7 @@ W4 = Problem(
     id="sharded_matmuls.w4",
     title="A ring against a line",
     worked="4",
-    spec=_spec("sharded_matmuls.w4",
+    spec=spec("sharded_matmuls.w4",
                chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
                **ARRAY,
                n_line=Choice((8, 4, 12), "chips on the short axis")),
@@ -293,7 +286,7 @@ W5 = Problem(
     id="sharded_matmuls.w5",
     title="AllReduce and AllToAll",
     worked="5",
-    spec=_spec("sharded_matmuls.w5",
+    spec=spec("sharded_matmuls.w5",
                **ARRAY,
                N=Choice((16, 8, 12), "N", "chips")),
     text=("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
@@ -356,7 +349,7 @@ W6 = Problem(
     id="sharded_matmuls.w6",
     title="Reduce over two axes",
     worked="6",
-    spec=_spec("sharded_matmuls.w6",
+    spec=spec("sharded_matmuls.w6",
                X=Choice((4, 8), "X"),
                Y=Choice((4, 8), "Y"),
                B=Choice((8192, 4096, 16384), "B"),
@@ -367,7 +360,7 @@ W6 = Problem(
           "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
           "AllReduce and with a ReduceScatter, in µs?"),
     parts=(
-        Part("partial_mb", _w6_partial_mb, conventions=(_mib(_w6_partial_mb),), slips=(
+        Part("partial_mb", _w6_partial_mb, conventions=(in_mib(_w6_partial_mb),), slips=(
             Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
                  "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
                  "leaves every output element, only unreduced."),
@@ -425,7 +418,7 @@ W7 = Problem(
     id="sharded_matmuls.w7",
     title="Which operand to gather",
     worked="7",
-    spec=_spec("sharded_matmuls.w7",
+    spec=spec("sharded_matmuls.w7",
                N=Choice((8, 4), "N", "chips"),
                B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
                D=Choice((8192, 4096, 16384), "D"),
@@ -479,7 +472,7 @@ W8 = Problem(
     id="sharded_matmuls.w8",
     title="A D-sharded matmul on a TPU",
     worked="8",
-    spec=_spec("sharded_matmuls.w8",
+    spec=spec("sharded_matmuls.w8",
                chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
                B=Choice((4096, 2048, 8192), "B"),
                F=Choice((32768, 16384, 65536), "F")),
@@ -536,7 +529,7 @@ W9 = Problem(
     id="sharded_matmuls.w9",
     title="Tokens per chip for a weight gather",
     worked="9",
-    spec=_spec("sharded_matmuls.w9",
+    spec=spec("sharded_matmuls.w9",
                machine=Choice(tuple(W9_MACHINES), "machine"),
                D=Choice((8192, 4096, 16384), "D"),
                F=Choice((32768, 16384, 65536), "F")),
@@ -587,7 +580,7 @@ W10 = Problem(
     id="sharded_matmuls.w10",
     title="An AllReduce across nodes, three ways",
     worked="10",
-    spec=_spec("sharded_matmuls.w10",
+    spec=spec("sharded_matmuls.w10",
                V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
                nodes=Choice((4, 2, 8, 16), "nodes")),
     text=("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
@@ -623,7 +616,7 @@ W11 = Problem(
     id="sharded_matmuls.w11",
     title="One step of a collective matmul",
     worked="11",
-    spec=_spec("sharded_matmuls.w11",
+    spec=spec("sharded_matmuls.w11",
                **ARRAY,
                N=Choice((16, 8, 12), "N", "chips")),
     text=("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
@@ -673,7 +666,7 @@ W12 = Problem(
     id="sharded_matmuls.w12",
     title="A decode-sized AllReduce",
     worked="12",
-    spec=_spec("sharded_matmuls.w12",
+    spec=spec("sharded_matmuls.w12",
                seqs=Choice((8, 4, 16, 32), "sequences"),
                d=Choice((8192, 4096, 16384), "d_model"),
                chip=Choice(("TPU v5e", "TPU v6e"), "chip"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from ..hardware import get_chip
-from ..homework.parts import (ACCEPTED, PINNED, Convention, Part, Slip, distinct_from,
+from ..homework.parts import (PINNED, Convention, Part, Slip, distinct_from,
                               merged)
 from ..parallelism import pipeline_bubble_fraction, pipeline_schedule_cost
 from ..scaling_laws import CHINCHILLA_TOKENS_PER_PARAM, compute_optimal
@@ -27,12 +27,10 @@ from ..transformer import (TransformerConfig, attention_crossover_context,
                            attention_flops_per_token, flops_per_token, llama3_70b, llama3_8b,
                            param_count, training_flops)
 from ..units import format_bytes, format_count, format_seconds
-from ..variants import Choice, VariantSpec
+from ..variants import Choice
+from .common import DAY, GB, in_gib, percent_slip, spec
 from .problem import Problem
 
-GB = 1e9
-GIB = 2**30
-DAY = 86400.0
 #: The head width of the LLaMA 3 models, which the problems with a drawn D keep: H = D / 128.
 D_HEAD = 128
 
@@ -43,15 +41,11 @@ MODELS: Mapping[str, Callable[[], TransformerConfig]] = {
 NO_CAUSAL = "no causal discount"
 _CAUSAL_HINT = ("the problem counts no causal discount: every query meets all T keys, so the "
                 "core is 4·T·H·d_h per layer forward, not half of it.")
-_PERCENT_HINT = "the answer is asked in percent (40 for 40%), not as a fraction of 1."
 #: A GPU datasheet prints its tensor-core peak "with sparsity", twice the dense one.
 SPARSE_HINT = ("use the chip's dense bf16 peak; a GPU datasheet's larger figure is 'with "
                "sparsity', twice the dense rate.")
 
 
-def _spec(problem_id: str, derive=None, well_posed=None, **parameters: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters, derive=derive,
-                       well_posed=well_posed)
 
 
 def _cfg(v: Mapping[str, Any]) -> TransformerConfig:
@@ -74,13 +68,8 @@ SHAPE = ("{model} (D = {D:,}, L = {L}, H = {H} query heads and K = {K} key/value
 MODEL = Choice(tuple(MODELS), "model")
 
 
-def _gib(value_gb) -> Convention:
-    """The same size in GiB, accepted: 7% under the GB figure."""
-    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
 
 
-def _percent_slip(value) -> Slip:
-    return Slip("a fraction, not a percentage", lambda v: value(v) / 100, _PERCENT_HINT)
 
 
 # --------------------------------------------------------------------------- 1. GQA's weights
@@ -115,7 +104,7 @@ W1 = Problem(
     id="transformers.w1",
     title="The weights of grouped-query attention",
     worked="1",
-    spec=_spec("transformers.w1",
+    spec=spec("transformers.w1",
                derive=lambda p: {"H": p["D"] // D_HEAD},
                D=Choice((8192, 4096, 6144, 12288), "D"),
                K=Choice((8, 4, 16), "K", "key/value heads")),
@@ -210,7 +199,7 @@ W2 = Problem(
     id="transformers.w2",
     title="What a training token costs",
     worked="2",
-    spec=_spec("transformers.w2", derive=_dims,
+    spec=spec("transformers.w2", derive=_dims,
                model=MODEL,
                T=Choice((8192, 4096, 16384, 32768), "T", "tokens")),
     text=("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
@@ -226,7 +215,7 @@ W2 = Problem(
                 _flops(v).attention_core / 2) / (_flops(v).matmul + _flops(v).attention_core / 2)),
                 PINNED, phrase=NO_CAUSAL, hint=_CAUSAL_HINT),
         ), slips=(
-            _percent_slip(_share),
+            percent_slip(_share),
             Slip("against the matmuls", distinct_from(_share, lambda v: 100 * float(
                 _flops(v).attention_core / _flops(v).matmul)),
                  "the share is the core over all the FLOPs, weights' matmuls and core together."),
@@ -256,7 +245,7 @@ W3 = Problem(
     id="transformers.w3",
     title="A long-context token",
     worked="3",
-    spec=_spec("transformers.w3", derive=_dims,
+    spec=spec("transformers.w3", derive=_dims,
                model=MODEL,
                T=Choice((131072, 65536, 262144, 32768), "T", "tokens")),
     text=("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
@@ -329,7 +318,7 @@ W4 = Problem(
     id="transformers.w4",
     title="The fewest chips that hold the training state",
     worked="4",
-    spec=_spec("transformers.w4",
+    spec=spec("transformers.w4",
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
                gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
                tpu=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p"), "TPU")),
@@ -376,7 +365,7 @@ W5 = Problem(
     id="transformers.w5",
     title="The activations of a long sequence",
     worked="5",
-    spec=_spec("transformers.w5", derive=_dims,
+    spec=spec("transformers.w5", derive=_dims,
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
                T=Choice((8192, 4096, 16384), "T", "tokens"),
                seqs=Choice((1, 2, 4), "sequences")),
@@ -386,7 +375,7 @@ W5 = Problem(
           "3), with a flash-style attention kernel, over all layers, in bf16."),
     parts=(
         Part("none_gb", _w5_none, conventions=(
-            _gib(_w5_none),
+            in_gib(_w5_none),
             Convention("unfused softmax", _act_gb("none", flash_attention=False), PINNED,
                        phrase="flash-style attention kernel",
                        hint="the problem assumes a flash-style attention kernel: the T × T "
@@ -399,7 +388,7 @@ W5 = Problem(
         ), slips=(
             Slip("one layer", lambda v: _w5_none(v) / v["L"], _ONE_LAYER),
         )),
-        Part("full_gb", _w5_full, conventions=(_gib(_w5_full),), slips=(
+        Part("full_gb", _w5_full, conventions=(in_gib(_w5_full),), slips=(
             Slip("one layer", lambda v: _w5_full(v) / v["L"], _ONE_LAYER),
             Slip("fp32 input", lambda v: 2 * _w5_full(v),
                  "the layer input is kept in bf16: 2 bytes per element."),
@@ -461,7 +450,7 @@ W6 = Problem(
     id="transformers.w6",
     title="MFU and HFU of a measured step",
     worked="6",
-    spec=_spec("transformers.w6", well_posed=_w6_well_posed,
+    spec=spec("transformers.w6", well_posed=_w6_well_posed,
                derive=lambda p: {"P_b": param_count(llama3_8b()).matmul / 1e9,
                                  "N_b": param_count(llama3_8b()).total / 1e9,
                                  "peak": get_chip("H100").flops("bf16")},
@@ -480,7 +469,7 @@ W6 = Problem(
         ), slips=(
             Slip("sparse peak", lambda v: _w6_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w6_mfu(v) / 3, _FORWARD_HINT),
-            _percent_slip(_w6_mfu),
+            percent_slip(_w6_mfu),
         )),
         Part("hfu_pct", _w6_hfu, conventions=(
             Convention(_ALL_PARAMS, lambda v: _w6_mfu_total(v) * 8 / 6),
@@ -491,7 +480,7 @@ W6 = Problem(
                  "full remat reruns the forward pass, 2 more FLOPs per weight per token: the "
                  "hardware does 8/6 of the model's FLOPs."),
             Slip("sparse peak", lambda v: _w6_hfu(v) / 2, SPARSE_HINT),
-            _percent_slip(_w6_hfu),
+            percent_slip(_w6_hfu),
         )),
     ),
     labels={"mfu_pct": "MFU, in %", "hfu_pct": "HFU with full remat, in %"},
@@ -541,7 +530,7 @@ W7 = Problem(
     id="transformers.w7",
     title="Days of training",
     worked="7",
-    spec=_spec("transformers.w7", derive=_w7_tokens_text,
+    spec=spec("transformers.w7", derive=_w7_tokens_text,
                model=Choice(tuple(W7_N), "model"),
                tokens=Choice((15e12, 10e12, 20e12), "tokens"),
                mfu=Choice((0.4, 0.5, 0.45), "MFU"),
@@ -582,7 +571,7 @@ W8 = Problem(
     id="transformers.w8",
     title="The MFU a run's GPU-hours imply",
     worked="8",
-    spec=_spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
+    spec=spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
                derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
                model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
                tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
@@ -593,7 +582,7 @@ W8 = Problem(
         Part("mfu_pct", _w8_mfu, slips=(
             Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
-            _percent_slip(_w8_mfu),
+            percent_slip(_w8_mfu),
         )),
     ),
     labels={"mfu_pct": "implied MFU, in %"},
@@ -624,7 +613,7 @@ W9 = Problem(
     id="transformers.w9",
     title="The compute-optimal model",
     worked="9",
-    spec=_spec("transformers.w9", derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
+    spec=spec("transformers.w9", derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
                C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
     text=("What is the compute-optimal dense model for {C:.2g} training FLOPs, at {r:g} tokens per "
           "parameter and 6·N·D FLOPs: how many parameters, in billions, on how many tokens, in "
@@ -672,7 +661,7 @@ W10 = Problem(
     id="transformers.w10",
     title="Heads wider than D / H",
     worked="10",
-    spec=_spec("transformers.w10",
+    spec=spec("transformers.w10",
                D=Choice((3072, 2048, 2560), "D"),
                L=Choice((28, 18, 32), "L"),
                H=Choice((16, 8, 32), "H"),
@@ -727,7 +716,7 @@ W11 = Problem(
     id="transformers.w11",
     title="Where attention takes over",
     worked="11",
-    spec=_spec("transformers.w11", derive=lambda p: {"H": p["D"] // D_HEAD},
+    spec=spec("transformers.w11", derive=lambda p: {"H": p["D"] // D_HEAD},
                D=Choice((16384, 8192, 4096, 12288), "D"),
                F=Choice((53248, 28672, 14336), "F"),
                K=Choice((8, 16, 4), "K", "key/value heads")),
@@ -784,7 +773,7 @@ W12 = Problem(
     id="transformers.w12",
     title="The bubble of a deep pipeline",
     worked="12",
-    spec=_spec("transformers.w12",
+    spec=spec("transformers.w12",
                K=Choice((16, 8, 4, 32), "stages"),
                M=Choice((16, 32, 64, 8), "microbatches"),
                v=Choice((4, 2, 8), "virtual stages")),
@@ -796,13 +785,13 @@ W12 = Problem(
             Slip("over the busy time", lambda v: 100 * (v["K"] - 1) / v["M"],
                  "the bubble is a fraction of the whole step, (K − 1) / (M + K − 1), not of the "
                  "busy time M."),
-            _percent_slip(_w12_plain),
+            percent_slip(_w12_plain),
         )),
         Part("interleaved_pct", _w12_interleaved, slips=(
             Slip("plain fraction over v", distinct_from(_w12_interleaved,
                                                         lambda v: _w12_plain(v) / v["v"]),
                  "the idle time shrinks v times, but the step does not: (K − 1) / (v·M + K − 1)."),
-            _percent_slip(_w12_interleaved),
+            percent_slip(_w12_interleaved),
         )),
     ),
     labels={"bubble_pct": "1F1B bubble, in %", "interleaved_pct": "interleaved bubble, in %"},
