@@ -631,8 +631,8 @@ def _w9_solution(v):
     return (
         f"Per token 2·L·K·d_h·b = 2 × {v['L']} × {v['K']} × {v['dh']} × 2 = {per_token:,.0f} bytes.",
         f"× {v['T']:,} tokens = {decimal_bytes(_w9_kv(v))}.",
-        f"Against {v['hbm_gb']:g} GB per {v['chip']}: at least {_w9_chips(v)} chips, before a "
-        "single weight.",
+        f"Against {v['hbm_gb']:g} GB per {v['chip']}: at least {_w9_chips(v)} "
+        f"chip{'' if _w9_chips(v) == 1 else 's'}, before a single weight.",
     )
 
 
