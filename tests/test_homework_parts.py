@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from scalebook.homework import PARTS, check_answer, spec_for
-from scalebook.homework.cells import checked_answer, sync_notebook
+from scalebook.homework.cells import checked_answer, checked_answers, sync_notebook
 from scalebook.homework.parts import (ACCEPTED, PINNED, Convention, Design, Part, Slip, judge,
                                       part_well_posed, test_cell_source)
 from scalebook.variants import default_variant, draw, student_key
@@ -64,8 +64,8 @@ def students(assignment: str) -> list:
 def test_every_declared_part_has_its_generated_test_cell(assignment):
     nb = _notebook(assignment)
     parts = PARTS[assignment]
-    checked = [checked_answer(c, parts) for c in nb["cells"]]
-    assert sorted(n for n in checked if n) == sorted(parts), "a declared part has no grade cell"
+    checked = [n for c in nb["cells"] for n in checked_answers(c, parts)]
+    assert sorted(checked) == sorted(parts), "a declared part has no grade cell, or two"
     path = REPO / "solutions" / assignment / f"{assignment}.ipynb"
     assert sync_notebook(path, assignment, check=True) == [], (
         "test cells differ from their definitions: run `make generate`")
@@ -88,7 +88,7 @@ def _problem_text(nb: dict, answer: str, parts) -> str:
             if _text(cell).startswith("## Problem"):
                 text = []
             text.append(_text(cell))
-        if checked_answer(cell, parts) == answer:
+        if answer in checked_answers(cell, parts):
             return title + "\n".join(text)
     raise AssertionError(f"no grade cell checks {answer}")
 
@@ -160,7 +160,7 @@ def _compiles_jax(section: list[dict]) -> bool:
 
 def _jax_answers(nb: dict, parts) -> set[str]:
     """The declared answers of the problems that compile a JAX program."""
-    return {checked_answer(c, parts) for s in _sections(nb) if _compiles_jax(s) for c in s} - {None}
+    return {n for s in _sections(nb) if _compiles_jax(s) for c in s for n in checked_answers(c, parts)}
 
 
 def _solution_cells(nb: dict) -> list[str]:
