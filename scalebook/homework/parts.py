@@ -38,7 +38,7 @@ from ..units import format_percent
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "distinct_from"]
+           "coinciding", "distinct_from"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -334,6 +334,40 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
             Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
             Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint),
             Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
+
+
+def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
+    """:func:`merged` for any number of slips: at each draw the slips whose values overlap
+    (some value lies within ``rel`` of each, chained) form a group; a slip alone in its group
+    keeps its hint, and a group of several earns one hint that names every cause. Returns one
+    slip per non-empty subset of ``slips`` (2**n − 1 of them; singles first, in order), each
+    NaN (not applying) except at the draws where that subset is a group."""
+    from itertools import combinations
+    nan = float("nan")
+
+    def groups(v) -> list[frozenset[int]]:
+        values = [float(x.value(v)) for x in slips]
+        order = sorted((i for i, x in enumerate(values) if not math.isnan(x)), key=lambda i: values[i])
+        out: list[set[int]] = []
+        for i in order:
+            if out and any(_overlap(values[i], values[j], rel) for j in out[-1]):
+                out[-1].add(i)
+            else:
+                out.append({i})
+        return [frozenset(g) for g in out]
+
+    def member(subset: frozenset[int]):
+        first = slips[min(subset)]
+        return lambda v: float(first.value(v)) if subset in groups(v) else nan
+
+    out = []
+    for size in range(1, len(slips) + 1):
+        for subset in combinations(range(len(slips)), size):
+            chosen = [slips[i] for i in subset]
+            hint = chosen[0].hint if size == 1 else (
+                f"{len(chosen)} slips give about this value: " + " Or: ".join(x.hint for x in chosen))
+            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint))
+    return tuple(out)
 
 
 def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
