@@ -286,3 +286,12 @@ def test_a_cell_may_grade_several_answers():
     cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True}}, "source": source}
     assert checked_answers(cell, {"a": a, "b": b}) == ("a", "b")
     assert checked_answers(cell, {"a": a}) == ()                  # one undeclared: left alone
+
+
+def test_the_list_names_every_part_and_each_pinned_phrase(capsys):
+    from scalebook.homework.__main__ import main
+    assert main(["--list", "hw1-rooflines"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in PARTS["hw1-rooflines"])
+    assert 'pinned -- the text says "A multiply-add counts as **2** FLOPs"' in out
+    assert main(["--list", "hw9-nothing"]) == 2

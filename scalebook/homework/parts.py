@@ -38,7 +38,7 @@ from ..units import format_percent
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "coinciding", "distinct_from"]
+           "coinciding", "distinct_from", "describe"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -423,3 +423,20 @@ def test_cell_source(part: Part | Design, *more: Part | Design) -> str:
 
 
 test_cell_source.__test__ = False  # not a pytest test
+
+
+def describe(part: Part | Design) -> list[str]:
+    """Lines that list what a part declares: its answer and tolerance, each convention with its
+    verdict (and the phrase that pins it), each slip by name; a design part by its form."""
+    if isinstance(part, Design):
+        return [f"{part.answer}: design, {part.form}; judged by the solver"]
+    shape = f", array {part.shape}" if part.shape is not None else ""
+    lines = [f"{part.answer} (within {format_percent(part.rel)}{shape})"]
+    for c in part.conventions:
+        pinned = f' -- the text says "{c.phrase}"' if c.verdict == PINNED else ""
+        lines.append(f"    convention {c.name}: {c.verdict}{pinned}")
+    names = [s.name for s in part.slips]
+    if names:
+        lines.append(f"    slips: {'; '.join(names)}")
+    return lines
+
