@@ -137,6 +137,7 @@ _pcie3 = lambda v: time_bounds(2 * v["q3_B"] * v["q3_D"] * v["q3_F"], 2 * v["q3_
                                flops_per_s=_chip3(v).flops("bf16"),
                                bytes_per_s=_chip3(v).pcie_bandwidth)
 _chip4 = lambda v: get_chip(v["q4_chip"])
+_SUM_4 = "With perfect overlap the bound is the larger of T_math and T_comms, not their sum."
 _t4 = lambda v, B: matmul_time(B, v["q4_D"], v["q4_F"], _chip4(v), x_dtype="int8")
 _W5 = lambda v: get_chip(v["q5_chip"]).link_bandwidth_one_way
 _V5 = lambda v: v["q5_array_bytes"]
@@ -234,8 +235,7 @@ PARTS = (
         Slip("T_math", lambda v: _t4(v, 64).t_math,
              "At B = 64 the weights' bytes dominate: the lower bound is the larger of T_math "
              "and T_comms."),
-        Slip("sum", lambda v: _t4(v, 64).upper,
-             "With perfect overlap the bound is the larger of T_math and T_comms, not their sum."),
+        Slip("sum", lambda v: _t4(v, 64).upper, _SUM_4),
     )),
     Part("t_matmul_b1024", lambda v: _t4(v, 1024).lower, slips=coinciding(
         Slip("bf16 rate", lambda v: matmul_cost(1024, v["q4_D"], v["q4_F"], x_dtype="int8").flops
@@ -244,8 +244,7 @@ PARTS = (
         Slip("T_comms", lambda v: _t4(v, 1024).t_comms,
              "At B = 1024 the math takes longer than the memory traffic: the lower bound is the "
              "larger of the two."),
-        Slip("sum", lambda v: _t4(v, 1024).upper,
-             "With perfect overlap the bound is the larger of T_math and T_comms, not their sum."),
+        Slip("sum", lambda v: _t4(v, 1024).upper, _SUM_4),
     )),
     # P5: leaving out one hop's 1 µs is within a percent of the answer (the bandwidth term is
     # at least 80 µs): accepted.
