@@ -433,7 +433,8 @@ def describe(part: Part | Design) -> list[str]:
     shape = f", array {part.shape}" if part.shape is not None else ""
     lines = [f"{part.answer} (within {format_percent(part.rel)}{shape})"]
     for c in part.conventions:
-        pinned = f' -- the text says "{c.phrase}"' if c.verdict == PINNED else ""
+        phrase = " ".join(c.phrase.split())
+        pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
         lines.append(f"    convention {c.name}: {c.verdict}{pinned}")
     names = [s.name for s in part.slips]
     if names:
