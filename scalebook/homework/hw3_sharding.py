@@ -487,16 +487,21 @@ def check_q1a_local(v: Mapping[str, Any], a_local_shape, a_bytes_per_chip) -> No
     ])
 
 
+def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
+    """Problem 2's matmul ``A ·_J B`` with the shardings ``a`` and ``b`` on the student's X × Y
+    mesh: (X, Y, I, J, K, the solver's plan)."""
+    X, Y, I, J, K = v["q2_X"], v["q2_Y"], v["q2_I"], v["q2_J"], v["q2_K"]
+    plan = plan_matmul(a, b, Mesh({"X": X, "Y": Y}), contracting="J",
+                       shapes={"I": I, "J": J, "K": K}, **kw)
+    return X, Y, I, J, K, plan
+
+
 def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
     """The hidden check of grade cell ``hw3-q2a-case1-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_a``, ``c_bytes_a`` are right for the student with numbers ``v``."""
     from scalebook.checks import check_close
-    from scalebook.sharding import Mesh, bytes_per_device, plan_matmul
-    _X, _Y = v["q2_X"], v["q2_Y"]
-    _I, _J, _K = v["q2_I"], v["q2_J"], v["q2_K"]
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_Y]")
     _mesh = Mesh({"X": _X, "Y": _Y})
-    _plan = plan_matmul("A[I_X, J]", "B[J, K_Y]", _mesh, contracting="J",
-                        shapes={"I": _I, "J": _J, "K": _K})
     _kind = _plan.collectives[0].kind if _plan.collectives else "none"
     assert collective_a.replace(" ", "").lower() == _kind.lower(), (
         "collective_a is not what this matmul needs. Hint: look at the contracting dim J first: "
@@ -512,11 +517,7 @@ def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
     """The hidden check of grade cell ``hw3-q2b-case2-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_b``, ``v_b`` are right for the student with numbers ``v``."""
     from scalebook.checks import check_close
-    from scalebook.sharding import Mesh, plan_matmul
-    _X, _Y = v["q2_X"], v["q2_Y"]
-    _I, _J, _K = v["q2_I"], v["q2_J"], v["q2_K"]
-    _plan = plan_matmul("A[I_X, J_Y]", "B[J, K]", Mesh({"X": _X, "Y": _Y}), contracting="J",
-                        shapes={"I": _I, "J": _J, "K": _K})
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J_Y]", "B[J, K]")
     _step = _plan.collectives[0]
     assert collective_b.replace(" ", "").lower() == _step.kind.lower(), (
         "collective_b is not what this matmul needs. Hint: only A splits the contracting dim J, "
@@ -533,12 +534,8 @@ def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
     """The hidden check of grade cell ``hw3-q2c-case3-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_c``, ``v_c`` are right for the student with numbers ``v``."""
     from scalebook.checks import check_close
-    from scalebook.sharding import Mesh, plan_matmul
-    _X, _Y = v["q2_X"], v["q2_Y"]
-    _I, _J, _K = v["q2_I"], v["q2_J"], v["q2_K"]
-    _plan = plan_matmul("A[I, J_X]", "B[J_X, K]", Mesh({"X": _X, "Y": _Y}), contracting="J",
-                        shapes={"I": _I, "J": _J, "K": _K}, reduce="reduce_scatter",
-                        scatter_dim="K")
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
+                                       scatter_dim="K")
     _step = _plan.collectives[0]
     _answer = collective_c.replace(" ", "").lower()
     assert _answer != "allreduce", (
@@ -559,11 +556,7 @@ def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
     """The hidden check of grade cell ``hw3-q2d-case4-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_d``, ``v_d`` are right for the student with numbers ``v``."""
     from scalebook.checks import check_close
-    from scalebook.sharding import Mesh, plan_matmul
-    _X, _Y = v["q2_X"], v["q2_Y"]
-    _I, _J, _K = v["q2_I"], v["q2_J"], v["q2_K"]
-    _plan = plan_matmul("A[I_X, J]", "B[J, K_X]", Mesh({"X": _X, "Y": _Y}), contracting="J",
-                        shapes={"I": _I, "J": _J, "K": _K})
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_X]")
     _step = _plan.collectives[0]
     assert collective_d.replace(" ", "").lower() == _step.kind.lower(), (
         "collective_d is not what this matmul needs. Hint: J is not split, but both operands split "
