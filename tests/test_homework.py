@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import importlib
+import inspect
 import json
 import math
 import os
@@ -185,6 +187,18 @@ def recorded_checks(assignment: str, cell) -> list:
             run_test_cell(cell, reference_answers(assignment))
         _CACHE[key] = calls
     return _CACHE[key]
+
+
+def checks_called(source: str) -> str:
+    """The source of the homework module functions a hidden test calls
+    (``from scalebook.homework.hw7_moe_long_context import check_q7b_dispatch``): the check a
+    two-line cell hands its answers to."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scalebook.homework."):
+            module = importlib.import_module(node.module)
+            out += [inspect.getsource(getattr(module, a.name)) for a in node.names]
+    return "\n".join(out)
 
 
 def failure(cell, answers: dict) -> str:
@@ -423,7 +437,7 @@ def test_test_cell_is_self_contained_and_passes_reference(assignment, grade_id):
     calls = recorded_checks(assignment, cell)
     # a cell whose only answer is JAX code (hw7 7(b)) is checked against what the grader
     # compiles from it, not against a number: it must compile and read the HLO itself
-    jax_only = "compiled_collectives(" in cell.source
+    jax_only = "compiled_collectives(" in cell.source + checks_called(cell.source)
     assert calls or jax_only, f"{grade_id} has no hidden value check"
     assert {name for _, name, *_ in calls} <= free_names(cell.source)
 
@@ -529,7 +543,7 @@ MISCONCEPTIONS = [
     ("hw2-hardware", "hw2-q5a-neighbour-test", "t_neighbour", V_ICI / 9e10 + 1e-6,
      "both directions"),
     ("hw2-hardware", "hw2-q5b-swap-test", "t_swap", 2 * V_ICI / 4.5e10 + 1e-6,
-     "own 4.5e10 bytes/s"),
+     "own 4.5e+10 bytes/s"),
     ("hw2-hardware", "hw2-q5c-ring-test", "t_ring", V_ICI / 4.5e10 + 8e-6, "half of A"),
     ("hw2-hardware", "hw2-q5d-line-test", "t_line", V_ICI / 9e10 + 7e-6, "no wraparound"),
     ("hw2-hardware", "hw2-q6a-cores-test", "h100_cuda_cores", 132 * 4, "sub-partitions"),

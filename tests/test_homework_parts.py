@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from scalebook.homework import PARTS, check_answer, spec_for
-from scalebook.homework.cells import checked_answer, sync_notebook
+from scalebook.homework.cells import checked_answer, checked_answers, sync_notebook
 from scalebook.homework.parts import (ACCEPTED, PINNED, Convention, Design, Part, Slip, judge,
                                       part_well_posed, test_cell_source)
 from scalebook.variants import default_variant, draw, student_key
@@ -64,8 +64,8 @@ def students(assignment: str) -> list:
 def test_every_declared_part_has_its_generated_test_cell(assignment):
     nb = _notebook(assignment)
     parts = PARTS[assignment]
-    checked = [checked_answer(c, parts) for c in nb["cells"]]
-    assert sorted(n for n in checked if n) == sorted(parts), "a declared part has no grade cell"
+    checked = [n for c in nb["cells"] for n in checked_answers(c, parts)]
+    assert sorted(checked) == sorted(parts), "a declared part has no grade cell, or two"
     path = REPO / "solutions" / assignment / f"{assignment}.ipynb"
     assert sync_notebook(path, assignment, check=True) == [], (
         "test cells differ from their definitions: run `make generate`")
@@ -88,7 +88,7 @@ def _problem_text(nb: dict, answer: str, parts) -> str:
             if _text(cell).startswith("## Problem"):
                 text = []
             text.append(_text(cell))
-        if checked_answer(cell, parts) == answer:
+        if answer in checked_answers(cell, parts):
             return title + "\n".join(text)
     raise AssertionError(f"no grade cell checks {answer}")
 
@@ -160,7 +160,7 @@ def _compiles_jax(section: list[dict]) -> bool:
 
 def _jax_answers(nb: dict, parts) -> set[str]:
     """The declared answers of the problems that compile a JAX program."""
-    return {checked_answer(c, parts) for s in _sections(nb) if _compiles_jax(s) for c in s} - {None}
+    return {n for s in _sections(nb) if _compiles_jax(s) for c in s for n in checked_answers(c, parts)}
 
 
 def _solution_cells(nb: dict) -> list[str]:
@@ -248,3 +248,50 @@ def test_a_rejected_design_is_told_why_as_a_hint():
             check_answer(v, answer, wrong(v))
         message, hint = split_hint(str(info.value))
         assert message.startswith(f"{answer} = ") and reason in hint, str(info.value)
+
+
+def test_an_array_part_is_judged_element_by_element():
+    curve = Part("c", lambda v: (1.0, 2.0, 4.0), shape=(3,), slips=(
+        Slip("no peak", lambda v: (1.0, 2.0, 8.0), "take the peak"),))
+    assert judge(curve, {}, [1.01, 1.98, 4.1]).passed
+    assert judge(curve, {}, (1.0, 2.0, 8.0)) .hints == ("take the peak",)
+    assert judge(curve, {}, (1.0, 2.0, 6.0)) .hints == ()        # one element off: no hint
+    assert not judge(curve, {}, (1.0, 2.0)).passed                # wrong length never passes
+    assert part_well_posed(curve, {})
+    same = Part("c", lambda v: (1.0, 2.0), shape=(2,), slips=(Slip("x", lambda v: (1.0, 2.02), "x"),))
+    assert not part_well_posed(same, {})                          # every element within 6%
+
+
+def test_coinciding_slips_earn_one_hint_that_names_every_cause():
+    from scalebook.homework.parts import coinciding
+    slips = coinciding(Slip("a", lambda v: v["a"], "A."), Slip("b", lambda v: v["b"], "B."),
+                       Slip("c", lambda v: 50.0, "C."))
+    part = Part("t", lambda v: 100.0, slips=slips)
+    assert len(slips) == 7
+    apart, together = {"a": 30.0, "b": 70.0}, {"a": 30.0, "b": 30.5}
+    assert judge(part, apart, 30).hints == ("A.",) and judge(part, apart, 70).hints == ("B.",)
+    assert judge(part, together, 30).hints == ("2 slips give about this value: A. Or: B.",)
+    assert judge(part, together, 50).hints == ("C.",)
+    assert part_well_posed(part, apart) and part_well_posed(part, together)
+
+
+def test_a_cell_may_grade_several_answers():
+    a, b = Part("a", lambda v: 1.0), Part("b", lambda v: 2.0, shape=(14,))
+    source = test_cell_source(a, b)
+    hidden = source.split("### BEGIN HIDDEN TESTS\n")[1].split("### END HIDDEN TESTS")[0]
+    assert hidden.strip().splitlines() == ["from scalebook.homework import check_answer",
+                                           'check_answer(VARIANT, "a", a)',
+                                           'check_answer(VARIANT, "b", b)']
+    assert 'check_array(b, "b", shape=(14,), positive=True)' in source
+    cell = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True}}, "source": source}
+    assert checked_answers(cell, {"a": a, "b": b}) == ("a", "b")
+    assert checked_answers(cell, {"a": a}) == ()                  # one undeclared: left alone
+
+
+def test_the_list_names_every_part_and_each_pinned_phrase(capsys):
+    from scalebook.homework.__main__ import main
+    assert main(["--list", "hw1-rooflines"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in PARTS["hw1-rooflines"])
+    assert 'pinned -- the text says "A multiply-add counts as **2** FLOPs"' in out
+    assert main(["--list", "hw9-nothing"]) == 2

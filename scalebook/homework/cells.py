@@ -1,9 +1,10 @@
 """Writes each declared part's test cell into its source notebook in ``solutions/``.
 
 ``make generate`` runs ``python -m scalebook.homework.cells`` before nbgrader: every graded code
-cell whose answer is a declared :class:`~scalebook.homework.parts.Part` gets the source
-:func:`~scalebook.homework.parts.test_cell_source` writes (a form check and a two-line hidden
-check). Other cells (prompts, solutions, the JAX checks that are no number) are left as they are.
+cell whose answers are all declared parts gets the source
+:func:`~scalebook.homework.parts.test_cell_source` writes (a form check per answer and a hidden
+check of one ``check_answer`` call per answer). Other cells (prompts, solutions, the JAX checks
+that are no number) are left as they are.
 ``--check`` writes nothing and exits 1 if a cell would change.
 """
 
@@ -27,22 +28,28 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def checked_answer(cell: dict, answers) -> str | None:
-    """The declared answer a graded code cell checks (its ``check_answer`` call's, or else its
-    first ``check_number``'s), or None."""
+def checked_answers(cell: dict, answers) -> tuple[str, ...]:
+    """The declared answers a graded code cell checks, in order: its ``check_answer`` calls'
+    (the generated form), or else the answers of its form checks (``check_number``,
+    ``check_array``: a cell written by hand). Empty when it checks none, or when one of them is
+    not declared (such a cell stays as it is)."""
     nbg = cell.get("metadata", {}).get("nbgrader", {})
     if cell.get("cell_type") != "code" or not nbg.get("grade"):
-        return None
+        return ()
     lines = _text(cell.get("source", "")).splitlines()
-    for line in lines:
-        if line.startswith('check_answer(VARIANT, "'):
-            name = line.split('"')[1]
-            return name if name in answers else None
-    for line in lines:
-        if line.startswith("check_number("):
-            name = line[len("check_number("):].split(",")[0].strip()
-            return name if name in answers else None
-    return None
+    names = [line.split('"')[1] for line in lines if line.startswith('check_answer(VARIANT, "')]
+    if not names:
+        names = [line.split("(", 1)[1].split(",")[0].strip() for line in lines
+                 if line.startswith(("check_number(", "check_array("))]
+    names = list(dict.fromkeys(names))
+    return tuple(names) if names and all(n in answers for n in names) else ()
+
+
+def checked_answer(cell: dict, answers) -> str | None:
+    """The first declared answer a graded code cell checks (see :func:`checked_answers`), or
+    None."""
+    names = checked_answers(cell, answers)
+    return names[0] if names else None
 
 
 def sync_notebook(path: Path, assignment: str, *, check: bool = False) -> list[str]:
@@ -52,12 +59,12 @@ def sync_notebook(path: Path, assignment: str, *, check: bool = False) -> list[s
     parts = PARTS.get(assignment, {})
     changed = []
     for cell in nb["cells"]:
-        name = checked_answer(cell, parts)
-        if name is None:
+        names = checked_answers(cell, parts)
+        if not names:
             continue
-        source = test_cell_source(parts[name])
+        source = test_cell_source(*(parts[n] for n in names))
         if _text(cell["source"]) != source:
-            changed.append(name)
+            changed.extend(names)
             cell["source"] = _lines(source)
     if changed and not check:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", "utf-8")

@@ -32,8 +32,15 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ..hardware import get_chip
+from ..collectives import has_wraparound, point_to_point, ppermute
+from ..hardware import cuda_core_flops, get_chip
+from ..roofline import (critical_batch_size, critical_intensity, matmul_cost, matmul_time,
+                        time_bounds, weight_load_time)
+from ..topology import tpu_slice
+from ..training import fewest_chips
 from ..variants import Choice, VariantSpec
+from .parts import ACCEPTED, PINNED, Convention, Part, Slip, coinciding, distinct_from
+from .parts import well_posed as parts_well_posed
 
 #: Problem 5's latency per hop, seconds (the same for every student).
 HOP_LATENCY = 1e-6
@@ -87,59 +94,248 @@ def derive(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bounds(flops: float, bytes_: float, flops_per_s: float, bytes_per_s: float) -> tuple[float, float]:
-    """(T_math, T_comms) of a roofline."""
-    return flops / flops_per_s, bytes_ / bytes_per_s
+# --------------------------------------------------------------------------- the parts
+
+_NaN = float("nan")
+#: The title's conventions, and the hints for an answer under the other one.
+FMA_PHRASE = "A multiply-add counts as **2** FLOPs"
+_FMA_HINT = ("This course counts a multiply-add as 2 FLOPs (a multiply and an add), as the "
+             "title says; counting it as 1 halves the count.")
+GB_PHRASE = "1 GB = 1e9 bytes"
+_DENSE = ("Use the dense rate: the datasheet's tensor-core figures are 'with sparsity', twice "
+          "the dense one.")
+
+
+def _fma_as_one(value, factor: float = 0.5) -> Convention:
+    """A multiply-add counted as 1 FLOP: ``factor`` × the answer, pinned out by the title."""
+    return Convention("multiply-add as 1 FLOP", lambda v: factor * value(v), PINNED,
+                      phrase=FMA_PHRASE, hint=_FMA_HINT)
+
+
+_chip1 = lambda v: get_chip(v["q1_chip"])
+_bytes1 = lambda v: 2 * v["q1_params_b"] * 1e9
+_token1 = lambda v: weight_load_time(_bytes1(v), _chip1(v), n_chips=v["q1_chips"])
+_exact1 = lambda v: _bytes1(v) / _chip1(v).hbm_bytes
+#: (b) with the HBM's GB read as GiB (2**30 bytes): the chip count under that convention.
+_gib1 = lambda v: math.ceil(_bytes1(v) / (v["q1_hbm_gb"] * 2**30))
+_GIB_1 = "This course counts 1 GB = 1e9 bytes (the title says so), not 2**30."
+_COUNT_SLIPS_1 = coinciding(
+    Slip("GiB", lambda v: _gib1(v) if _gib1(v) != fewest_chips(_bytes1(v), _chip1(v)) else _NaN,
+         _GIB_1),
+    Slip("rounded down", lambda v: math.floor(_exact1(v)),
+         "Round up, not down: the weights must fit entirely."),
+    Slip("1 byte per parameter", lambda v: fewest_chips(_bytes1(v) / 2, _chip1(v)),
+         "bf16 stores each parameter in 2 bytes."),
+    rel=0.001)
+#: GB read as GiB, where it gives a count of its own: pinned by the title's "1 GB = 1e9 bytes".
+_pinned_gib1 = Convention("GiB", _COUNT_SLIPS_1[0].value, PINNED, phrase="1 GB = 1e9 bytes",
+                          hint=_GIB_1)
+
+_pod2 = lambda v: tpu_slice(get_chip("TPU v5p"), (v["q2_X"], v["q2_Y"], v["q2_Z"]))
+_chip3 = lambda v: get_chip(v["q3_chip"])
+_pcie3 = lambda v: time_bounds(2 * v["q3_B"] * v["q3_D"] * v["q3_F"], 2 * v["q3_D"] * v["q3_F"],
+                               flops_per_s=_chip3(v).flops("bf16"),
+                               bytes_per_s=_chip3(v).pcie_bandwidth)
+_chip4 = lambda v: get_chip(v["q4_chip"])
+_SUM_4 = "With perfect overlap the bound is the larger of T_math and T_comms, not their sum."
+_t4 = lambda v, B: matmul_time(B, v["q4_D"], v["q4_F"], _chip4(v), x_dtype="int8")
+_W5 = lambda v: get_chip(v["q5_chip"]).link_bandwidth_one_way
+_V5 = lambda v: v["q5_array_bytes"]
+_BIDI = ("A link's {q5_ici_both:.3g} bytes/s counts both directions together; data going one "
+         "way gets {q5_ici:.3g} bytes/s.")
+_ring5 = lambda v: point_to_point(_V5(v), 0, RING_DST, RING, v["q5_chip"],
+                                  wraparound=has_wraparound(v["q5_chip"], RING),
+                                  hop_latency=HOP_LATENCY, multipath=True)
+_line5 = lambda v: point_to_point(_V5(v), 0, v["q5_line"] - 1, v["q5_line"], v["q5_chip"],
+                                  wraparound=has_wraparound(v["q5_chip"], v["q5_line"]),
+                                  hop_latency=HOP_LATENCY, multipath=True)
+_h100 = lambda: get_chip("H100")
+_b200 = lambda: get_chip("B200")
+_vector6 = lambda v: cuda_core_flops(_h100(), "fp32", fma_flops=2)
+_b200_small = lambda v: matmul_time(v["q6_B"], v["q6_D"], v["q6_F"], _b200())
+_b200_large = lambda v: matmul_time(v["q6_N"], v["q6_N"], v["q6_N"], _b200())
+
+
+def _crit_part(answer: str, gpu: str, dtype: str) -> Part:
+    """P6 (d), (e): a GPU's critical intensity, dense peak ÷ HBM bandwidth."""
+    value = lambda v: critical_intensity(get_chip(gpu), dtype)
+    return Part(answer, value, slips=(Slip("sparse rate", lambda v: 2 * value(v), _DENSE),))
+
+
+PARTS = (
+    # P1
+    Part("t_token", _token1, slips=(
+        Slip("1 byte per parameter", lambda v: _token1(v) / 2, "bf16 stores each parameter in 2 bytes."),
+        Slip("one chip's bandwidth", lambda v: _token1(v) * v["q1_chips"],
+             "The {q1_chips} chips read their shards at the same time: divide by the total "
+             "bandwidth of all {q1_chips}."),
+        Slip("fp32", lambda v: 2 * _token1(v), "bf16 is 2 bytes per parameter, not 4 (fp32)."),
+    )),
+    # rounding down, one byte per parameter and GB read as GiB often give one count: each
+    # alone earns its hint, a coincidence one hint naming every cause
+    Part("min_chips_for_weights", lambda v: fewest_chips(_bytes1(v), _chip1(v)), rel=0.001,
+         conventions=(_pinned_gib1,), slips=(
+        Slip("not rounded", _exact1,
+             "A chip count is a whole number: round up, since part of a chip cannot exist."),
+    ) + _COUNT_SLIPS_1[1:]),
+    # P2: (a) grades pod_chips and pod_hosts in one cell; (c) pod_flops and pod_hbm_bytes.
+    Part("pod_chips", lambda v: _pod2(v).chips, rel=0.001, slips=(
+        Slip("TensorCores", lambda v: _pod2(v).tensorcores, "Count chips, not TensorCores."),)),
+    Part("pod_hosts", lambda v: _pod2(v).hosts, rel=0.001, slips=(
+        Slip("8 chips per host", lambda v: _pod2(v).chips / 8,
+             "A v5p host drives 4 chips (a 2 x 2 x 1 block); 8 chips per host is the v5e/v6e "
+             "layout."),
+        Slip("one host per chip", lambda v: _pod2(v).chips, "Several chips share one host."),
+    )),
+    Part("pod_tensorcores", lambda v: _pod2(v).tensorcores, rel=0.001, slips=(
+        Slip("chips", lambda v: _pod2(v).chips,
+             "Each v5p chip carries 2 TensorCores (a 'megacore')."),)),
+    # the int8 rate and 2 TensorCores x the chip's rate are both twice the answer on a v5p:
+    # one slip whose hint names both causes
+    Part("pod_flops", lambda v: _pod2(v).flops("bf16"), slips=(
+        Slip("int8 rate (or per TensorCore)", lambda v: _pod2(v).flops("int8"),
+             "This asks for the bf16 rate; int8 is twice as fast. (Or: 4.59e14 FLOPs/s is per "
+             "chip, both TensorCores together, not per TensorCore.)"),
+    )),
+    Part("pod_hbm_bytes", lambda v: _pod2(v).hbm_bytes, conventions=(
+        Convention("GiB", lambda v: _pod2(v).chips * 96 * 2**30, PINNED, phrase=GB_PHRASE,
+                   hint="1 GB is 1e9 bytes here (the title says so), not 2**30."),), slips=(
+        Slip("per TensorCore", lambda v: _pod2(v).tensorcores * get_chip("TPU v5p").hbm_bytes,
+             "96 GB is per chip, not per TensorCore."),
+    )),
+    # P3
+    Part("critical_batch_pcie", lambda v: critical_intensity(_chip3(v), "bf16",
+                                                              bandwidth=_chip3(v).pcie_bandwidth),
+         conventions=(Convention(
+             "multiply-add as 1 FLOP",
+             lambda v: 2 * critical_intensity(_chip3(v), "bf16", bandwidth=_chip3(v).pcie_bandwidth),
+             PINNED, phrase=FMA_PHRASE, hint=_FMA_HINT),), slips=(
+        Slip("1 byte per weight", lambda v: critical_intensity(
+            _chip3(v), "bf16", bandwidth=_chip3(v).pcie_bandwidth) / 2,
+             "bf16 weights are 2 bytes each, so the intensity is about B, not 2B."),
+        Slip("HBM", lambda v: critical_batch_size(_chip3(v), compute_dtype="bf16"),
+             "That is the HBM answer; here the weights come over PCIe at {q3_pcie:.3g} bytes/s."),
+    )),
+    Part("t_pcie_matmul", lambda v: _pcie3(v).lower, slips=coinciding(
+        Slip("HBM", lambda v: 2 * v["q3_D"] * v["q3_F"] / v["q3_hbm"],
+             "The weights have to cross PCIe ({q3_pcie:.3g} bytes/s) before HBM is of any use."),
+        Slip("T_math", lambda v: _pcie3(v).t_math,
+             "The PCIe transfer takes far longer than the math: the lower bound is the larger "
+             "of the two.")) + (
+        Slip("1 byte per weight", lambda v: v["q3_D"] * v["q3_F"] / v["q3_pcie"],
+             "bf16 is 2 bytes per weight."),
+        Slip("sum", distinct_from(lambda v: _pcie3(v).lower, lambda v: _pcie3(v).upper),
+             "Compute and transfer overlap perfectly, as the part says: the lower bound is the "
+             "larger of the two times, not their sum."),
+    )),
+    # P4
+    Part("t_matmul_b64", lambda v: _t4(v, 64).lower, slips=(
+        Slip("bf16 bytes", lambda v: 2 * _t4(v, 64).t_comms,
+             "int8 takes one byte per element; two bytes is bf16."),
+        Slip("T_math", lambda v: _t4(v, 64).t_math,
+             "At B = 64 the weights' bytes dominate: the lower bound is the larger of T_math "
+             "and T_comms."),
+        Slip("sum", lambda v: _t4(v, 64).upper, _SUM_4),
+    )),
+    Part("t_matmul_b1024", lambda v: _t4(v, 1024).lower, slips=coinciding(
+        Slip("bf16 rate", lambda v: matmul_cost(1024, v["q4_D"], v["q4_F"], x_dtype="int8").flops
+             / _chip4(v).flops("bf16"),
+             "The {q4_chip} does int8 at {q4_int8_ops:.3g} OPs/s, twice its bf16 rate."),
+        Slip("T_comms", lambda v: _t4(v, 1024).t_comms,
+             "At B = 1024 the math takes longer than the memory traffic: the lower bound is the "
+             "larger of the two."),
+        Slip("sum", lambda v: _t4(v, 1024).upper, _SUM_4),
+    )),
+    # P5: leaving out one hop's 1 µs is within a percent of the answer (the bandwidth term is
+    # at least 80 µs): accepted.
+    Part("t_neighbour", lambda v: ppermute(_V5(v), v["q5_chip"], hop_latency=HOP_LATENCY).time,
+         conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),)),
+    Part("t_swap", lambda v: ppermute(_V5(v), v["q5_chip"], n_devices=2, hop_latency=HOP_LATENCY).time,
+         conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
+        Slip("shared link", lambda v: 2 * _V5(v) / _W5(v) + HOP_LATENCY,
+             "Each direction of a link has its own {q5_ici:.3g} bytes/s: the two arrays travel "
+             "in opposite directions and do not share it."),
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),
+    )),
+    Part("t_ring", lambda v: _ring5(v).time, conventions=(
+        Convention("one path", lambda v: _V5(v) / _W5(v) + _ring5(v).hops * HOP_LATENCY, PINNED,
+                   phrase="using every path that helps",
+                   hint="On a ring there are two 8-hop paths from chip 0 to chip 8, one each way "
+                        "round, and the part asks for every path that helps: send half of A "
+                        "along each."),), slips=(
+        Slip("both directions", lambda v: _V5(v) / (4 * _W5(v)) + _ring5(v).hops * HOP_LATENCY,
+             "Each half of A travels one way along its path at {q5_ici:.3g} bytes/s, not "
+             "{q5_ici_both:.3g}."),
+    )),
+    Part("t_line", lambda v: _line5(v).time, slips=(
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + _line5(v).hops * HOP_LATENCY,
+             "A {q5_line}-chip {q5_chip} axis has no wraparound: there is one path and it runs "
+             "one way, at {q5_ici:.3g} bytes/s."),)),
+    # P6
+    Part("h100_cuda_cores", lambda v: _h100().cores * _h100().fp32_cores_per_sm, rel=0.001, slips=(
+        Slip("sub-partitions", lambda v: _h100().cores * 4,
+             "132 x 4 counts the SM sub-partitions (one tensor core each); every sub-partition "
+             "has 32 fp32 CUDA cores."),
+        Slip("32 per SM", lambda v: _h100().cores * 32,
+             "An SM has 4 sub-partitions of 32 CUDA cores each."),
+    )),
+    Part("h100_vector_flops", _vector6, conventions=(
+        Convention("multiply-add as 1 FLOP", lambda v: cuda_core_flops(_h100(), "fp32", fma_flops=1),
+                   PINNED, phrase=FMA_PHRASE,
+                   hint="A fused multiply-add counts as 2 FLOPs in this course (the title says "
+                        "so)."),), slips=(
+        Slip("base clock", lambda v: _vector6(v) * 1.59 / 1.98, "Use the boost clock, 1.98 GHz."),
+    )),
+    Part("tensor_to_vector_ratio", lambda v: _h100().flops("bf16") / _vector6(v), slips=(
+        Slip("twice", lambda v: 2 * _h100().flops("bf16") / _vector6(v),
+             "Twice too high: use the dense bf16 rate (the datasheet's 'with sparsity' figure is "
+             "double), and count a fused multiply-add as 2 FLOPs on the CUDA cores too."),
+        Slip("inverted", lambda v: _vector6(v) / _h100().flops("bf16"),
+             "Divide the tensor-core rate by the CUDA-core rate (the answer is above 1)."),
+    )),
+    _crit_part("crit_h100_bf16", "H100", "bf16"),
+    _crit_part("crit_h100_fp8", "H100", "fp8"),
+    _crit_part("crit_b200_bf16", "B200", "bf16"),
+    _crit_part("crit_b200_fp8", "B200", "fp8"),
+    Part("t_b200_small", lambda v: _b200_small(v).lower, slips=(
+        Slip("1 byte per element", lambda v: _b200_small(v).t_comms / 2,
+             "bf16 takes 2 bytes per element."),
+        Slip("T_math", lambda v: _b200_small(v).t_math,
+             "At B = {q6_B} the weights' bytes dominate: the lower bound is the larger of "
+             "T_math and T_comms."),
+    )),
+    Part("t_b200_large", lambda v: _b200_large(v).lower, slips=(
+        Slip("sparse rate", lambda v: _b200_large(v).t_math / 2,
+             "Use the dense rate: the datasheet's 4.5e15 bf16 FLOPs/s is 'with sparsity', twice "
+             "the dense one."),
+        Slip("T_comms", lambda v: _b200_large(v).t_comms,
+             "A square {q6_N} matmul is compute-bound: the lower bound is the larger of T_math "
+             "and T_comms."),
+    )),
+)
 
 
 def well_posed(v: Mapping[str, Any]) -> bool:
-    """No draw where the problem stops making sense or a slip a hint names lands within the
-    tolerance of the answer.
+    """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`: no
+    slip or pinned convention within 6% of an accepted answer, no two hints on one value),
+    which covers what this function once checked slip by slip (rounding down or not at all,
+    max against min against sum of two times, one direction against both), and what the
+    problems need to make sense:
 
-    - P1 (a): the weights fit in the HBM of the chips they are split over (2·N bytes ≤ chips ×
-      HBM). P1 (b), whose check keeps the default 5% tolerance: the weights need more than one
-      chip; the exact ratio 2·N / HBM lies 6% or more under the whole number it rounds up to,
-      so "did not round up" is a wrong answer; and that whole number is at most 19, so rounding
-      down (one chip fewer) is more than 5% off too.
-    - P3 (b): the layer is PCIe-bound with T_math at most 60% of the PCIe time, so the hinted
-      T_math is a wrong answer (and so is half the PCIe time, the "1 byte per weight" slip).
-    - P4 (a), B = 64: memory-bound with 0.08 ≤ T_math / T_comms ≤ 0.85, so T_math, T_comms and
-      their sum are three distinct answers; (b), B = 1024: compute-bound with
-      0.08 ≤ T_comms / T_math ≤ 0.85 for the same reason.
-    - P5: the array's bandwidth term is at least ten times the ring's 8 hops of latency, so
-      every bandwidth slip (both directions, one path instead of two) stays a factor of about
-      two off.
-    - P6 (f): the small matmul is memory-bound with T_math at most 80% of T_comms, and
-      (g) the square one compute-bound with T_comms at most 80% of T_math, so "the smaller of
-      the two" is a wrong answer.
+    - P1: the weights need more than one chip and fit in the HBM of the chips they are split
+      over (2·N bytes ≤ chips × HBM).
+    - P3 (b): the layer is PCIe-bound (T_math < T_PCIe), as the text says.
+    - P4: B = 64 is memory-bound and B = 1024 compute-bound, as (a)'s and (b)'s hints say.
+    - P6 (f): the small matmul is memory-bound, (g) the square one compute-bound.
     """
-    n_bytes = 2 * v["q1_params_b"] * 1e9
-    hbm_bytes = v["q1_hbm_gb"] * 1e9
-    exact = n_bytes / hbm_bytes
-    whole = math.ceil(exact)
-    p1 = (n_bytes <= v["q1_chips"] * hbm_bytes and exact > 1
-          and whole - exact >= 0.06 * whole and whole <= 19)
-
-    B3, D3, F3 = v["q3_B"], v["q3_D"], v["q3_F"]
-    t_math3, t_pcie3 = _bounds(2 * B3 * D3 * F3, 2 * D3 * F3, v["q3_bf16_flops"], v["q3_pcie"])
-    p3 = t_math3 <= 0.6 * t_pcie3
-
-    D4, F4 = v["q4_D"], v["q4_F"]
-    m64, c64 = _bounds(2 * 64 * D4 * F4, 64 * D4 + D4 * F4 + 64 * F4, v["q4_int8_ops"], v["q4_hbm"])
-    m1k, c1k = _bounds(2 * 1024 * D4 * F4, 1024 * D4 + D4 * F4 + 1024 * F4, v["q4_int8_ops"],
-                       v["q4_hbm"])
-    p4 = 0.08 <= m64 / c64 <= 0.85 and 0.08 <= c1k / m1k <= 0.85
-
-    p5 = v["q5_array_bytes"] / (2 * v["q5_ici"]) >= 10 * RING_DST * HOP_LATENCY
-
-    b200 = get_chip("B200")
-    B6, D6, F6, N6 = v["q6_B"], v["q6_D"], v["q6_F"], v["q6_N"]
-    m_small, c_small = _bounds(2 * B6 * D6 * F6, 2 * (B6 * D6 + D6 * F6 + B6 * F6),
-                               b200.flops("bf16"), b200.hbm_bandwidth)
-    m_large, c_large = _bounds(2 * N6 ** 3, 2 * 3 * N6 ** 2, b200.flops("bf16"), b200.hbm_bandwidth)
-    p6 = m_small <= 0.8 * c_small and c_large <= 0.8 * m_large
-
-    return p1 and p3 and p4 and p5 and p6
+    exact = _exact1(v)
+    fits = 1 < exact and _bytes1(v) <= v["q1_chips"] * _chip1(v).hbm_bytes
+    p3 = _pcie3(v).t_math < _pcie3(v).t_comms
+    p4 = _t4(v, 64).t_math < _t4(v, 64).t_comms and _t4(v, 1024).t_comms < _t4(v, 1024).t_math
+    p6 = (_b200_small(v).t_math < _b200_small(v).t_comms
+          and _b200_large(v).t_comms < _b200_large(v).t_math)
+    return fits and p3 and p4 and p6 and parts_well_posed(PARTS, v)
 
 
 SPEC = VariantSpec(

@@ -457,3 +457,218 @@ SPEC = VariantSpec(
         "q8_Y": ("Y", "devices"),
     },
 )
+
+# --------------------------------------------------------------------------- checks that are no number
+# The hidden checks of the graded cells whose answers are no declared number (shapes,
+# collectives, PartitionSpecs compiled by JAX): each cell calls its function, so the check is
+# written once, here, and a test can call it. JAX is imported inside, as the cell did.
+
+
+def check_q1a_local(v: Mapping[str, Any], a_local_shape, a_bytes_per_chip) -> None:
+    """The hidden check of grade cell ``hw3-q1a-local-test``: raises ``AssertionError`` (with its hint)
+    unless ``a_local_shape``, ``a_bytes_per_chip`` are right for the student with numbers ``v``."""
+    from scalebook.checks import check_allclose, check_close
+    from scalebook.hardware import bytes_per_element
+    from scalebook.sharding import Mesh, bytes_per_device, local_shape
+    _X, _Y, _Z = v["q1_X"], v["q1_Y"], v["q1_Z"]
+    _B, _D, _dtype = v["q1_B"], v["q1_D"], v["q1_dtype"]
+    _size = bytes_per_element(_dtype)
+    _mesh = Mesh({"X": _X, "Y": _Y, "Z": _Z})
+    _local = local_shape((_B, _D), "A[B_XZ, D_Y]", _mesh)
+    _ways = f"B_XZ splits B over X and Z together: {_X} × {_Z} = {_X * _Z} ways."
+    check_allclose(a_local_shape, _local, name="a_local_shape", hints=[
+        ((_B // _X, _D // _Y), _ways),
+        ((_B // (_X * _Z), _D), f"D_Y splits D over the {_Y} chips of Y."),
+    ])
+    _expected = bytes_per_device((_B, _D), _dtype, "A[B_XZ, D_Y]", _mesh)
+    check_close(a_bytes_per_chip, _expected, name="a_bytes_per_chip", hints=[
+        (_expected / _size, f"{_dtype} takes {_size:g} bytes per element."),
+        (_Z * _expected, _ways),
+    ])
+
+
+def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
+    """Problem 2's matmul ``A ·_J B`` with the shardings ``a`` and ``b`` on the student's X × Y
+    mesh: (X, Y, I, J, K, the solver's plan)."""
+    X, Y, I, J, K = v["q2_X"], v["q2_Y"], v["q2_I"], v["q2_J"], v["q2_K"]
+    plan = plan_matmul(a, b, Mesh({"X": X, "Y": Y}), contracting="J",
+                       shapes={"I": I, "J": J, "K": K}, **kw)
+    return X, Y, I, J, K, plan
+
+
+def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
+    """The hidden check of grade cell ``hw3-q2a-case1-test``: raises ``AssertionError`` (with its hint)
+    unless ``collective_a``, ``c_bytes_a`` are right for the student with numbers ``v``."""
+    from scalebook.checks import check_close
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_Y]")
+    _mesh = Mesh({"X": _X, "Y": _Y})
+    _kind = _plan.collectives[0].kind if _plan.collectives else "none"
+    assert collective_a.replace(" ", "").lower() == _kind.lower(), (
+        "collective_a is not what this matmul needs. Hint: look at the contracting dim J first: "
+        "neither A nor B splits it.")
+    _expected = bytes_per_device((_I, _K), "bf16", _plan.output, _mesh)
+    check_close(c_bytes_a, _expected, name="c_bytes_a", hints=[
+        (_I * _K * 2, f"C comes out as C[I_X, K_Y]: split over both axes, 1/{_X * _Y} of C per chip."),
+        (_I * _K * 2 / _X, "C comes out as C[I_X, K_Y]: K is split over Y as well as I over X."),
+    ])
+
+
+def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
+    """The hidden check of grade cell ``hw3-q2b-case2-test``: raises ``AssertionError`` (with its hint)
+    unless ``collective_b``, ``v_b`` are right for the student with numbers ``v``."""
+    from scalebook.checks import check_close
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J_Y]", "B[J, K]")
+    _step = _plan.collectives[0]
+    assert collective_b.replace(" ", "").lower() == _step.kind.lower(), (
+        "collective_b is not what this matmul needs. Hint: only A splits the contracting dim J, "
+        "over Y; the chips of a Y group hold different slices of J that each of them needs.")
+    check_close(v_b, _step.nbytes, name="v_b", hints=[
+        (_I * _J * 2, f"I stays split over X: the AllGather over Y assembles A[I_X, J], 1/{_X} of A, "
+                      "not all of it."),
+        (_I * _J * 2 / (_X * _Y), "V is the gathered array A[I_X, J], not the shard each chip starts "
+                                  "with."),
+    ])
+
+
+def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
+    """The hidden check of grade cell ``hw3-q2c-case3-test``: raises ``AssertionError`` (with its hint)
+    unless ``collective_c``, ``v_c`` are right for the student with numbers ``v``."""
+    from scalebook.checks import check_close
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
+                                       scatter_dim="K")
+    _step = _plan.collectives[0]
+    _answer = collective_c.replace(" ", "").lower()
+    assert _answer != "allreduce", (
+        "collective_c: an AllReduce leaves all of C on every chip and costs twice as much. Hint: "
+        f"C[I, K_X] keeps 1/{_X} of K per chip, which is exactly what a ReduceScatter leaves.")
+    assert _answer == _step.kind.lower(), (
+        "collective_c is not what this matmul needs. Hint: both operands split the contracting dim "
+        "J, so each chip's local matmul gives only partial sums of C, which must be added up.")
+    check_close(v_c, _step.nbytes, name="v_c", hints=[
+        (_step.nbytes / _X, "V is the unreduced C[I, K] that each chip holds before the reduction, "
+                            "not the block it keeps."),
+        (_I * _K * 2 / (_X * _Y), "V is the unreduced C[I, K] that each chip holds before the "
+                                  "reduction, not the block it keeps."),
+    ])
+
+
+def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
+    """The hidden check of grade cell ``hw3-q2d-case4-test``: raises ``AssertionError`` (with its hint)
+    unless ``collective_d``, ``v_d`` are right for the student with numbers ``v``."""
+    from scalebook.checks import check_close
+    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_X]")
+    _step = _plan.collectives[0]
+    assert collective_d.replace(" ", "").lower() == _step.kind.lower(), (
+        "collective_d is not what this matmul needs. Hint: J is not split, but both operands split "
+        "a free dim over X, and no chip can hold C[I_X, K_X]: one operand must be made whole "
+        "along X first.")
+    check_close(v_d, _step.nbytes, name="v_d", hints=[
+        (_J * _K * 2, f"Gather the smaller operand: A is {_K // _I} times smaller than B."),
+        (_I * _J * 2 / _X, "V is the gathered array A[I, J], not the shard each chip starts "
+                           "with."),
+    ])
+
+
+def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None:
+    """The hidden check of grade cell ``hw3-q8a-specs-test``: raises ``AssertionError`` (with its hint)
+    unless ``w_shard_bytes``, ``a_spec``, ``w_spec`` are right for the student with numbers ``v``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    from scalebook.checks import check_close, check_partition_spec
+    from scalebook.hlo import compiled_collectives, summarize
+    from scalebook.sharding import Mesh, bytes_per_device
+
+    _a = check_partition_spec(a_spec, "a_spec", rank=2, axis_names=("X", "Y"))
+    _w = check_partition_spec(w_spec, "w_spec", rank=2, axis_names=("X", "Y"))
+    if jax.device_count() < 8:
+        raise RuntimeError("this check needs 8 JAX devices: start the grader with "
+                           "XLA_FLAGS=--xla_force_host_platform_device_count=8")
+    _X, _Y = v["q8_X"], v["q8_Y"]
+    _B, _D, _F = v["q8_B"], v["q8_D"], v["q8_F"]
+    _mesh = jax.make_mesh((_X, _Y), ("X", "Y"), axis_types=(AxisType.Auto,) * 2,
+                          devices=jax.devices()[:8])
+    _a_host = np.random.default_rng(0).standard_normal((_B, _D)).astype(np.float32)
+    _w_host = np.random.default_rng(1).standard_normal((_D, _F)).astype(np.float32)
+    _A = jax.device_put(_a_host, NamedSharding(_mesh, PartitionSpec(*_a)))
+    _W = jax.device_put(_w_host, NamedSharding(_mesh, PartitionSpec(*_w)))
+    _found = compiled_collectives(jnp.matmul, _A, _W)     # compiled here, by the grader
+    _out = jax.jit(jnp.matmul)(_A, _W)
+    assert np.allclose(np.asarray(_out), _a_host @ _w_host, rtol=1e-4, atol=1e-4), (
+        "With these specs A @ W does not equal NumPy's result.")
+    _out_spec = check_partition_spec(_out.sharding.spec, "the output's spec", rank=2,
+                                     axis_names=("X", "Y"))
+    assert not _found, (
+        f"With these specs the compiled A @ W runs {'; '.join(summarize(_found))}, but the layout "
+        "asked for needs no communication. Hint: a collective is needed when an operand splits the "
+        "contracting dim D (case 2 or 3), or when both split their free dims over the same axis "
+        "(case 4). Keep D whole on both sides.")
+    assert _out_spec == ("X", "Y"), (
+        f"No communication, but the output comes out as P{_out_spec}, not P('X', 'Y'). Hint: the "
+        "output keeps the splits of the free dims: B's from A, F's from W.")
+    _expected = bytes_per_device((_D, _F), "fp32", "W[D, F_Y]", Mesh({"X": _X, "Y": _Y}))
+    check_close(w_shard_bytes, _expected, name="w_shard_bytes", hints=[
+        (_expected / _X, f"Only Y splits W: the {_X} devices along X hold the same block, so each "
+                         f"device holds 1/{_Y} of W, not 1/{_X * _Y}."),
+        (_expected / 4, "Count bytes, not elements: f32 takes 4 bytes."),
+    ])
+
+
+def check_q8b_tp(v: Mapping[str, Any], w_tp_spec, allreduce_bytes) -> None:
+    """The hidden check of grade cell ``hw3-q8b-tp-test``: raises ``AssertionError`` (with its hint)
+    unless ``w_tp_spec``, ``allreduce_bytes`` are right for the student with numbers ``v``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    from scalebook.checks import check_close, check_partition_spec
+    from scalebook.hlo import compiled_collectives, summarize
+    from scalebook.sharding import Mesh, plan_matmul
+
+    _w = check_partition_spec(w_tp_spec, "w_tp_spec", rank=2, axis_names=("X", "Y"))
+    if jax.device_count() < 8:
+        raise RuntimeError("this check needs 8 JAX devices: start the grader with "
+                           "XLA_FLAGS=--xla_force_host_platform_device_count=8")
+    _X, _Y = v["q8_X"], v["q8_Y"]
+    _B, _D, _F = v["q8_B"], v["q8_D"], v["q8_F"]
+    _part = {2: "a half", 4: "a quarter"}[_Y]
+    _mesh = jax.make_mesh((_X, _Y), ("X", "Y"), axis_types=(AxisType.Auto,) * 2,
+                          devices=jax.devices()[:8])
+    _a_host = np.random.default_rng(0).standard_normal((_B, _D)).astype(np.float32)
+    _w_host = np.random.default_rng(1).standard_normal((_D, _F)).astype(np.float32)
+    _A = jax.device_put(_a_host, NamedSharding(_mesh, PartitionSpec("X", "Y")))
+    _W = jax.device_put(_w_host, NamedSharding(_mesh, PartitionSpec(*_w)))
+    _share = _W.addressable_shards[0].data.size / _w_host.size
+    assert _share == 1 / _Y, (
+        f"With w_tp_spec each device holds 1/{round(1 / _share)} of W, not {_part}. Hint: {_part} "
+        f"means W is split over the {_Y} devices of one axis and copied along the other.")
+    _found = compiled_collectives(jnp.matmul, _A, _W)     # compiled here, by the grader
+    _out = jax.jit(jnp.matmul)(_A, _W)
+    assert np.allclose(np.asarray(_out), _a_host @ _w_host, rtol=1e-4, atol=1e-4), (
+        "With this spec A @ W does not equal NumPy's result.")
+    _out_spec = check_partition_spec(_out.sharding.spec, "the output's spec", rank=2,
+                                     axis_names=("X", "Y"))
+    _kinds = [_c.kind for _c in _found]
+    _hint = ""
+    if "AllGather" in _kinds:
+        _hint = (" Hint: an AllGather means some operand had to be made whole along a dim first. "
+                 "A splits the contracting dim D over Y: split W's D over Y too, and each device "
+                 "holds matching slices of D (case 3).")
+    assert [(_c.kind, _c.axes) for _c in _found] == [("AllReduce", ("Y",))], (
+        f"The compiled A @ W runs {'; '.join(summarize(_found)) or 'no collective'}; the layout "
+        f"asked for runs exactly one collective, an AllReduce.{_hint}")
+    assert _out_spec == ("X", None), (
+        f"The output comes out as P{_out_spec}, not P('X', None).")
+    _plan = plan_matmul("A[B_X, D_Y]", "W[D_Y, F]", Mesh({"X": _X, "Y": _Y}), contracting="D",
+                        shapes={"B": _B, "D": _D, "F": _F}, dtype="fp32")
+    _expected = _plan.collectives[0].nbytes            # C[B_X, F] {U_Y} on one device
+    if _found[0].nbytes != _expected:
+        raise RuntimeError("grader: the compiled AllReduce is not the f32[B/X, F] partial output")
+    check_close(allreduce_bytes, _expected, name="allreduce_bytes", hints=[
+        (_X * _expected, "B stays split over X: the AllReduce sums this device's rows C[B_X, F], "
+                         f"1/{_X} of C."),
+        (_expected / _Y, "An AllReduce leaves the whole reduced block on every device, not "
+                         f"{_part} of it."),
+        (_expected / 2, "f32 takes 4 bytes per element."),
+    ])

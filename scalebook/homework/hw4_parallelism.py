@@ -526,3 +526,91 @@ SPEC = VariantSpec(
         "q6_ici": ("W", "bytes/s"),
     },
 )
+
+# --------------------------------------------------------------------------- checks that are no number
+# The hidden checks of the graded cells whose answers are no declared number (shapes,
+# collectives, PartitionSpecs compiled by JAX): each cell calls its function, so the check is
+# written once, here, and a test can call it. JAX is imported inside, as the cell did.
+
+
+def check_q9a_specs(v: Mapping[str, Any], allreduce_bytes, w_in_spec, w_out_spec) -> None:
+    """The hidden check of grade cell ``hw4-q9a-specs-test``: raises ``AssertionError`` (with its hint)
+    unless ``allreduce_bytes``, ``w_in_spec``, ``w_out_spec`` are right for the student with numbers ``v``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    from scalebook.checks import check_close, check_partition_spec
+    from scalebook.hlo import hlo_collectives
+
+    _in = check_partition_spec(w_in_spec, "w_in_spec", rank=2, axis_names=("model",))
+    _out = check_partition_spec(w_out_spec, "w_out_spec", rank=2, axis_names=("model",))
+    assert "model" in _in and "model" in _out, (
+        "Tensor parallelism splits both weights over the 'model' axis: a spec of (None, None) keeps "
+        "a full copy of that weight on every device.")
+    try:
+        jax.config.update("jax_num_cpu_devices", 8)      # possible only before JAX's first use here
+    except RuntimeError:
+        pass
+    _cpus = jax.devices("cpu")
+    if len(_cpus) < 8:
+        raise RuntimeError("this check needs 8 CPU devices in the grader: start it with "
+                           "XLA_FLAGS=--xla_force_host_platform_device_count=8")
+
+    _B, _D, _F = v["q9_B"], v["q9_D"], v["q9_F"]
+
+
+    def _loss(_p, _x, _y):
+        return jnp.mean((jnp.tanh(_x @ _p["w_in"]) @ _p["w_out"] - _y) ** 2)
+
+
+    def _step(_p, _x, _y):
+        _value, _grads = jax.value_and_grad(_loss)(_p, _x, _y)
+        return _value, jax.tree.map(lambda _w, _g: _w - 0.1 * _g, _p, _grads)
+
+
+    _keys = jax.random.split(jax.random.key(0), 4)
+    _params = jax.device_put({"w_in": jax.random.normal(_keys[0], (_D, _F)) / _D ** 0.5,
+                              "w_out": jax.random.normal(_keys[1], (_F, _D)) / _F ** 0.5}, _cpus[0])
+    _x = jax.device_put(jax.random.normal(_keys[2], (_B, _D)), _cpus[0])
+    _y = jax.device_put(jax.random.normal(_keys[3], (_B, _D)), _cpus[0])
+    _mesh = jax.make_mesh((8,), ("model",), axis_types=(AxisType.Auto,), devices=_cpus[:8])
+    _shard = {"w_in": NamedSharding(_mesh, PartitionSpec(*_in)),
+              "w_out": NamedSharding(_mesh, PartitionSpec(*_out))}
+    _rep = NamedSharding(_mesh, PartitionSpec())
+    _sharded = jax.jit(_step, in_shardings=(_shard, _rep, _rep), out_shardings=(_rep, _shard))
+    _p_sh, _xs, _ys = jax.device_put(_params, _shard), jax.device_put(_x, _rep), jax.device_put(_y, _rep)
+    _hlo = _sharded.lower(_p_sh, _xs, _ys).compile().as_text()
+    _found = hlo_collectives(_hlo, _mesh)                # read by the grader from its own compile
+    _plain = jax.jit(_step)
+    _p_ref = _params
+    _losses_ref, _losses_sh = [], []
+    for _ in range(2):
+        _l_ref, _p_ref = _plain(_p_ref, _x, _y)
+        _l_sh, _p_sh = _sharded(_p_sh, _xs, _ys)
+        _losses_ref.append(float(_l_ref))
+        _losses_sh.append(float(_l_sh))
+    assert np.allclose(_losses_sh, _losses_ref, rtol=1e-5, atol=0), (
+        "With these shardings the loss differs from the unsharded step's.")
+    _kinds = [_c.kind for _c in _found]
+    _hint = ""
+    if "AllGather" in _kinds or "AllToAll" in _kinds:
+        _hint = (" Hint: a weight split along the wrong dimension has to be gathered (or reshuffled) "
+                 "before its matmul. Split the F dimension of both weights: then each device "
+                 "computes tanh(In · W_in) for its own slice of F, and only the output needs summing.")
+    elif _kinds.count("AllReduce") > 1:
+        _hint = (" Hint: splitting W_in by its rows (D) makes In · W_in a partial sum, so the "
+                 "[B, F] hidden activations need their own AllReduce before tanh: count the "
+                 "collectives per layer. Split the F dimension of both weights.")
+    assert [(_c.kind, _c.axes) for _c in _found] == [("AllReduce", ("model",))], (
+        f"The compiled step runs {', '.join(_kinds) or 'no collective'}. This layer's "
+        f"tensor-parallel step needs exactly one AllReduce.{_hint}")
+    _expected = _B * _D * 4                               # the AllReduce sums Out: f32[B, D]
+    if _found[0].nbytes != _expected:
+        raise RuntimeError("grader: the compiled AllReduce is not the f32[B, D] output")
+    check_close(allreduce_bytes, _expected, name="allreduce_bytes", hints=[
+        (_expected / 8, "The AllReduce's result is the full sum, f32[B, D], on every device, not "
+                        "1/8 of it."),
+        (_expected / 2, "f32 takes 4 bytes per element."),
+        (_B * _F * 4, "The AllReduce sums the output Out[B, D], not the hidden [B, F] activations."),
+    ])

@@ -402,3 +402,58 @@ SPEC = VariantSpec(
         "q5_link": ("W", "bytes/s of one ICI link, one way"),
     },
 )
+
+# --------------------------------------------------------------------------- checks that are no number
+# The hidden checks of the graded cells whose answers are no declared number (shapes,
+# collectives, PartitionSpecs compiled by JAX): each cell calls its function, so the check is
+# written once, here, and a test can call it. JAX is imported inside, as the cell did.
+
+
+def check_q7b_dispatch(v: Mapping[str, Any], dispatch_shape, dispatch_split_axis, dispatch_concat_axis) -> None:
+    """The hidden check of grade cell ``hw7-q7b-dispatch-test``: raises ``AssertionError`` (with its hint)
+    unless ``dispatch_shape``, ``dispatch_split_axis``, ``dispatch_concat_axis`` are right for the student with numbers ``v``."""
+    import jax
+    import numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    from scalebook.hlo import compiled_collectives, summarize
+    from scalebook.moe import moe_all_to_all
+
+    if jax.device_count() < 8:
+        raise RuntimeError("this check needs 8 JAX devices: start the grader with "
+                           "XLA_FLAGS=--xla_force_host_platform_device_count=8")
+    _D, _E, _t = v["q7_D"], v["q7_E"], v["q7_t"]
+    _k, _c = v["q7_k"], v["q7_c"]
+    _C = round(_c * _k * _t / _E)
+    _shape = tuple(int(_x) for _x in dispatch_shape)
+    _split, _concat = int(dispatch_split_axis), int(dispatch_concat_axis)
+    assert np.prod(_shape) == _E * _C * _D, (
+        f"dispatch_shape {_shape} does not hold the {_E} x {_C} x {_D} numbers of the send buffer.")
+    assert 0 <= _split < 4 and 0 <= _concat < 4 and _shape[_split] == 8, (
+        "The split axis must have 8 entries, one per device. Hint: reshape E into 8 groups of E/8.")
+    _mesh = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,), devices=jax.devices()[:8])
+
+
+    def _dispatch(_s):
+        return jax.lax.all_to_all(_s.reshape(_shape), "x", _split, _concat, tiled=True)
+
+
+    _host = np.random.default_rng(7).standard_normal((8 * _E, _C, _D)).astype(np.float32)
+    _send = jax.device_put(_host, NamedSharding(_mesh, PartitionSpec("x")))
+    _run = jax.shard_map(_dispatch, mesh=_mesh, in_specs=PartitionSpec("x"),
+                         out_specs=PartitionSpec("x"))
+    _found = compiled_collectives(_run, _send, mesh=_mesh)     # compiled here, by the grader
+    _got = np.asarray(jax.jit(_run)(_send))
+    _g = _E // 8
+    _want = np.stack([_host.reshape(8, _E, _C, _D)[_i, _j * _g:(_j + 1) * _g]
+                      for _j in range(8) for _i in range(8)]).reshape(8 * 8, _g, _C, _D)
+    _a2a = [_op for _op in _found if _op.kind == "AllToAll"]
+    assert len(_found) == 1 and len(_a2a) == 1, (
+        f"The compiled dispatch runs {'; '.join(summarize(_found)) or 'no collective'}; it should run "
+        "exactly one AllToAll.")
+    assert _got.shape == _want.shape and np.allclose(_got, _want), (
+        "The dispatch moves the wrong blocks. Hint: split the buffer's E experts into 8 groups of "
+        "E/8 along a new leading axis, and exchange that axis: each device must end up with one "
+        "block of its own experts from every sender, stacked along the same axis.")
+    _bytes = moe_all_to_all(_t, _D, _k, 8, "TPU v5e", dtype="fp32", capacity_factor=_c).nbytes / 8
+    assert _a2a[0].nbytes == round(_bytes), (
+        f"The AllToAll moves {_a2a[0].nbytes} bytes per device, not the whole send buffer.")

@@ -38,7 +38,7 @@ from ..units import format_percent
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "distinct_from"]
+           "coinciding", "distinct_from", "describe"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -88,6 +88,9 @@ class Part:
     ``answer``: the variable the student binds (unique within a homework; the hidden test cell
     checks it). ``expected(v)``: the reference value. ``rel``: the relative tolerance (0.05 for
     napkin math, 0.001 for counts). ``positive``: the visible form check wants a value above 0.
+    ``shape``: None for a number; for an array answer (a roofline curve at 14 batch sizes) its
+    shape, ``(14,)``. An array part's values are sequences of that length, judged element by
+    element: a value matches a target when every element lies within ``rel`` of the target's.
     """
 
     answer: str
@@ -96,6 +99,7 @@ class Part:
     conventions: tuple[Convention, ...] = ()
     slips: tuple[Slip, ...] = ()
     positive: bool = True
+    shape: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.rel < 1:
@@ -162,6 +166,21 @@ def _near(value: float, target: float, rel: float) -> bool:
     return abs(value - target) <= rel * abs(target)
 
 
+def _floats(x: Any) -> tuple[float, ...]:
+    """A number or a sequence of numbers (a list, a tuple, a NumPy array) as a tuple of floats."""
+    try:
+        return tuple(float(e) for e in x)
+    except TypeError:
+        return (float(x),)
+
+
+def _matches(value: Any, target: Any, rel: float) -> bool:
+    """Whether ``value`` lies within ``rel`` of ``target``: a number, or every element of an
+    array of the same length (NaN, the sign of a hint that does not apply, matches nothing)."""
+    a, b = _floats(value), _floats(target)
+    return len(a) == len(b) and all(_near(x, y, rel) for x, y in zip(a, b))
+
+
 def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
     return hint.format(**dict(v), answer=answer)
 
@@ -170,12 +189,12 @@ def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
     """Whether ``value`` is right for the student with numbers ``v``, under the reference or
     an accepted convention; if not, the hints of the pinned conventions and slips it matches."""
     targets = [part.expected(v)] + [c.value(v) for c in part.accepted]
-    if any(_near(value, float(t), part.rel) for t in targets):
+    if any(_matches(value, t, part.rel) for t in targets):
         return Verdict(True)
     hints: list[str] = []
     for _name, wrong, hint in part.hinted():
         text = _fill(hint, v, value)
-        if _near(value, float(wrong(v)), part.rel) and text not in hints:  # NaN never near
+        if _matches(value, wrong(v), part.rel) and text not in hints:  # NaN never near
             hints.append(text)
     return Verdict(False, tuple(hints))
 
@@ -198,14 +217,19 @@ def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
             raise AssertionError(" ".join([f"{answer} = {value!r} does not meet the problem's "
                                            "conditions.", *(f"Hint: {h}" for h in reasons)]))
         return
-    from ..checks import _as_number  # NumPy-aware: only the notebook's check needs it
-
-    message = feedback(part, v, _as_number(value, answer, positive=False))
+    if part.shape is not None:
+        from ..checks import _as_array  # NumPy-aware: only the notebook's check needs it
+        message = feedback(part, v, tuple(float(x) for x in
+                                          _as_array(value, answer, shape=part.shape,
+                                                    positive=False).ravel()))
+    else:
+        from ..checks import _as_number
+        message = feedback(part, v, _as_number(value, answer, positive=False))
     if message is not None:
         raise AssertionError(message)
 
 
-def feedback(part: Part, v: Mapping[str, Any], value: float) -> str | None:
+def feedback(part: Part, v: Mapping[str, Any], value: Any) -> str | None:
     """What the grader says of ``value`` for the part ``part`` on the numbers ``v``: None when it
     is right (the reference or an accepted convention, within the part's tolerance), else a
     message naming the answer, the value and the tolerance (never the expected value),
@@ -214,47 +238,67 @@ def feedback(part: Part, v: Mapping[str, Any], value: float) -> str | None:
     verdict = judge(part, v, value)
     if verdict.passed:
         return None
-    message = (f"{part.answer} = {value:.4g} is not within {format_percent(part.rel)} "
-               f"of the expected answer.")
+    if part.shape is not None:
+        target = _floats(part.expected(v))
+        values = _floats(value)
+        bad = [i for i, (x, t) in enumerate(zip(values, target)) if not _near(x, t, part.rel)]
+        message = (f"{len(bad)} of {len(values)} values of {part.answer} are not within "
+                   f"{format_percent(part.rel)} of the expected answers (the first is at index "
+                   f"{bad[0] if bad else 0}).")
+    else:
+        message = (f"{part.answer} = {value:.4g} is not within {format_percent(part.rel)} "
+                   f"of the expected answer.")
     return " ".join([message, *(f"Hint: {h}" for h in verdict.hints)])
 
 
-def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[float], list[tuple[float, str]]] | None:
-    """(accepted values, (hinted value, hint) of the hints that apply) at ``v``; None if a value
-    is not a number (or its solver call rejects the draw)."""
+Vector = tuple[float, ...]
+
+
+def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[Vector], list[tuple[Vector, str]]] | None:
+    """(accepted values, (hinted value, hint) of the hints that apply) at ``v``, each a tuple of
+    floats (one for a number); None if a value is not a number (or its solver call rejects
+    the draw)."""
     try:
-        accepted = [float(part.expected(v))] + [float(c.value(v)) for c in part.accepted]
-        hinted = [(float(wrong(v)), hint) for _n, wrong, hint in part.hinted()]
+        accepted = [_floats(part.expected(v))] + [_floats(c.value(v)) for c in part.accepted]
+        hinted = [(_floats(wrong(v)), hint) for _n, wrong, hint in part.hinted()]
     except (ValueError, ZeroDivisionError):
         return None
-    hinted = [(x, hint) for x, hint in hinted if not math.isnan(x)]
-    if not all(math.isfinite(x) for x in accepted + [x for x, _ in hinted]):
+    hinted = [(x, hint) for x, hint in hinted if not any(math.isnan(e) for e in x)]
+    if not all(math.isfinite(e) for x in accepted + [x for x, _ in hinted] for e in x):
         return None
     return accepted, hinted
 
 
-def _overlap(a: float, b: float, rel: float) -> bool:
-    """Whether some value lies within ``rel`` of both ``a`` and ``b``."""
+def _overlap_one(a: float, b: float, rel: float) -> bool:
     lo_a, hi_a = sorted((a * (1 - rel), a * (1 + rel)))
     lo_b, hi_b = sorted((b * (1 - rel), b * (1 + rel)))
     return lo_a <= hi_b and lo_b <= hi_a
+
+
+def _overlap(a: Any, b: Any, rel: float) -> bool:
+    """Whether some value lies within ``rel`` of both ``a`` and ``b`` (element by element for
+    arrays)."""
+    x, y = _floats(a), _floats(b)
+    return len(x) == len(y) and all(_overlap_one(p, q, rel) for p, q in zip(x, y))
 
 
 def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
     """The generic rule for one part at ``v``: every value computable and finite; no hinted
     value (slip or pinned convention) within ``MARGIN × rel`` of an accepted one; neither twice
     nor half the reference accepted; no two different hints that fire on one value (the same
-    hint declared for two conventions' slips may)."""
+    hint declared for two conventions' slips may). For an array part "within" means every
+    element within, so a hinted array must differ from the answer in one element at least."""
     values = _values(part, v)
     if values is None:
         return False
     accepted, hinted = values
     rel = part.rel
     reference = accepted[0]
-    if reference == 0:
+    if any(x == 0 for x in reference):
         return False
-    for h in [x for x, _ in hinted] + [2 * reference, reference / 2]:
-        if any(_near(h, a, MARGIN * rel) for a in accepted):
+    doubled, halved = tuple(2 * x for x in reference), tuple(x / 2 for x in reference)
+    for h in [x for x, _ in hinted] + [doubled, halved]:
+        if any(_matches(h, a, MARGIN * rel) for a in accepted):
             return False
     return not any(_overlap(a, b, rel) and ha != hb
                    for i, (a, ha) in enumerate(hinted) for b, hb in hinted[i + 1:])
@@ -292,6 +336,40 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
             Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
 
 
+def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
+    """:func:`merged` for any number of slips: at each draw the slips whose values overlap
+    (some value lies within ``rel`` of each, chained) form a group; a slip alone in its group
+    keeps its hint, and a group of several earns one hint that names every cause. Returns one
+    slip per non-empty subset of ``slips`` (2**n − 1 of them; singles first, in order), each
+    NaN (not applying) except at the draws where that subset is a group."""
+    from itertools import combinations
+    nan = float("nan")
+
+    def groups(v) -> list[frozenset[int]]:
+        values = [float(x.value(v)) for x in slips]
+        order = sorted((i for i, x in enumerate(values) if not math.isnan(x)), key=lambda i: values[i])
+        out: list[set[int]] = []
+        for i in order:
+            if out and any(_overlap(values[i], values[j], rel) for j in out[-1]):
+                out[-1].add(i)
+            else:
+                out.append({i})
+        return [frozenset(g) for g in out]
+
+    def member(subset: frozenset[int]):
+        first = slips[min(subset)]
+        return lambda v: float(first.value(v)) if subset in groups(v) else nan
+
+    out = []
+    for size in range(1, len(slips) + 1):
+        for subset in combinations(range(len(slips)), size):
+            chosen = [slips[i] for i in subset]
+            hint = chosen[0].hint if size == 1 else (
+                f"{len(chosen)} slips give about this value: " + " Or: ".join(x.hint for x in chosen))
+            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint))
+    return tuple(out)
+
+
 def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
     """``value``, or NaN (no hint, no check) in the draws where it lies within ``MARGIN × rel``
     of ``expected``: a convention that no check can tell from the answer at those numbers (the
@@ -312,23 +390,54 @@ def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
     return out
 
 
-def test_cell_source(part: Part | Design) -> str:
-    """The source of the part's test cell: a visible form check and a two-line hidden check."""
+def _visible(part: Part | Design) -> list[str]:
+    """The visible form check of one answer."""
     name = part.answer
     if isinstance(part, Design) and part.length is not None:
-        visible = [f"assert isinstance({name}, (list, tuple)) and len({name}) == {part.length}, (",
-                   f"    {f'{name} should be {part.form}.'!r})"]
-    else:
-        visible = ["from scalebook.checks import check_number",
-                   f'check_number({name}, "{name}")' if isinstance(part, Design) or part.positive else
-                   f'check_number({name}, "{name}", positive=False)']
+        return [f"assert isinstance({name}, (list, tuple)) and len({name}) == {part.length}, (",
+                f"    {f'{name} should be {part.form}.'!r})"]
+    if isinstance(part, Part) and part.shape is not None:
+        return ["from scalebook.checks import check_array",
+                f'check_array({name}, "{name}", shape={part.shape!r}, positive={part.positive})']
+    return ["from scalebook.checks import check_number",
+            f'check_number({name}, "{name}")' if isinstance(part, Design) or part.positive else
+            f'check_number({name}, "{name}", positive=False)']
+
+
+def test_cell_source(part: Part | Design, *more: Part | Design) -> str:
+    """The source of a graded test cell: a visible form check of each answer and a hidden check
+    of one import and one ``check_answer`` call per answer. One part per cell as a rule; a cell
+    that grades several answers for one point (hw1's ``bytes_read`` and ``bytes_written``)
+    passes them all, in the order the prompt names them."""
+    parts = (part, *more)
+    visible: list[str] = []
+    for p in parts:
+        visible += [line for line in _visible(p) if line not in visible or not line.startswith("from ")]
     return "\n".join([
         *visible,
         "### BEGIN HIDDEN TESTS",
         "from scalebook.homework import check_answer",
-        f'check_answer(VARIANT, "{name}", {name})',
+        *(f'check_answer(VARIANT, "{p.answer}", {p.answer})' for p in parts),
         "### END HIDDEN TESTS",
     ])
 
 
 test_cell_source.__test__ = False  # not a pytest test
+
+
+def describe(part: Part | Design) -> list[str]:
+    """Lines that list what a part declares: its answer and tolerance, each convention with its
+    verdict (and the phrase that pins it), each slip by name; a design part by its form."""
+    if isinstance(part, Design):
+        return [f"{part.answer}: design, {part.form}; judged by the solver"]
+    shape = f", array {part.shape}" if part.shape is not None else ""
+    lines = [f"{part.answer} (within {format_percent(part.rel)}{shape})"]
+    for c in part.conventions:
+        phrase = " ".join(c.phrase.split())
+        pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
+        lines.append(f"    convention {c.name}: {c.verdict}{pinned}")
+    names = [s.name for s in part.slips]
+    if names:
+        lines.append(f"    slips: {'; '.join(names)}")
+    return lines
+
