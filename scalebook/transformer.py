@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Union
+from typing import Mapping, Union, overload
 
 from scalebook._np import np
 
@@ -84,8 +84,11 @@ class TransformerConfig:
     n_heads: int
     d_ff: int
     vocab_size: int
-    n_kv_heads: int | None = None
-    d_head: int | None = None
+    # Left out, these two are derived in __post_init__ (n_kv_heads = n_heads, d_head = D // H), so
+    # every constructed config holds ints: the annotation states that, the None default is only
+    # the constructor's "derive it" marker.
+    n_kv_heads: int = None  # type: ignore[assignment]
+    d_head: int = None  # type: ignore[assignment]
     gated_mlp: bool = True
     tied_embeddings: bool = False
     name: str = ""
@@ -174,6 +177,10 @@ def param_count(cfg: TransformerConfig) -> ParamCount:
     )
 
 
+@overload
+def attention_flops_per_token(cfg: TransformerConfig, context_len: float) -> float: ...
+@overload
+def attention_flops_per_token(cfg: TransformerConfig, context_len: np.ndarray) -> np.ndarray: ...
 def attention_flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) -> ArrayLike:
     """Forward FLOPs one token spends in attention scores and mixing, over all layers.
 

@@ -7,13 +7,19 @@ raises ``ValueError`` with a message that names the argument and shows what was 
 from __future__ import annotations
 
 import numbers
-from typing import Union
+from typing import Union, overload
 
 from scalebook._np import np
 
 ArrayLike = Union[float, np.ndarray]
 
 
+@overload
+def positive(value: float, what: str, *, allow_zero: bool = False) -> float: ...
+@overload
+def positive(value: np.ndarray, what: str, *, allow_zero: bool = False) -> np.ndarray: ...
+@overload
+def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike: ...
 def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike:
     """``value`` as a float, or a float array when it is array-like.
 
