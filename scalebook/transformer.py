@@ -30,7 +30,7 @@ from typing import Mapping, Union, overload
 from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, get_chip
-from scalebook.validation import positive, positive_int
+from scalebook.validation import FloatOrArray, positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
 
@@ -191,8 +191,8 @@ def attention_flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) ->
     return 4.0 * cfg.n_layers * t * cfg.n_heads * cfg.d_head
 
 
-def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attention: bool = False,
-                   seq_len: int | None = None) -> ArrayLike:
+def training_flops(cfg: TransformerConfig, tokens: FloatOrArray, *, include_attention: bool = False,
+                   seq_len: int | None = None) -> FloatOrArray:
     """Training FLOPs (forward + backward) for ``tokens`` tokens.
 
     ``6 · P_matmul · tokens`` where ``P_matmul`` = :attr:`ParamCount.matmul` (2 FLOPs per weight
@@ -203,7 +203,7 @@ def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attenti
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
     tokens = positive(tokens, "tokens")
-    flops = 6.0 * param_count(cfg).matmul * tokens
+    flops: FloatOrArray = 6.0 * param_count(cfg).matmul * tokens
     if include_attention:
         if seq_len is None:
             raise ValueError("include_attention=True needs seq_len (tokens per sequence)")
@@ -214,6 +214,10 @@ def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attenti
     return flops
 
 
+@overload
+def inference_flops_per_token(cfg: TransformerConfig, *, context_len: float = 0) -> float: ...
+@overload
+def inference_flops_per_token(cfg: TransformerConfig, *, context_len: np.ndarray) -> np.ndarray: ...
 def inference_flops_per_token(cfg: TransformerConfig, *, context_len: ArrayLike = 0) -> ArrayLike:
     """Forward FLOPs to process one token: ``2 · P_matmul + 4 · L · context_len · H · d_h``.
 

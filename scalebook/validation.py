@@ -7,11 +7,14 @@ raises ``ValueError`` with a message that names the argument and shows what was 
 from __future__ import annotations
 
 import numbers
-from typing import Union, overload
+from typing import TypeVar, Union, overload
 
 from scalebook._np import np
 
 ArrayLike = Union[float, np.ndarray]
+
+#: For a function of one size that may be an array: a float in gives a float out, an array an array.
+FloatOrArray = TypeVar("FloatOrArray", float, np.ndarray)
 
 
 @overload
