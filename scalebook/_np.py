@@ -17,12 +17,19 @@ only :mod:`scalebook.hardware`.
 
 from __future__ import annotations
 
-try:
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # The type checker checks the solver modules against the real NumPy; the stand-in answers
+    # the same scalar calls with the same semantics (tests/test_numpy_free.py runs them on it).
     import numpy as np
-except ModuleNotFoundError as error:
-    if error.name != "numpy":
-        raise
-    from scalebook import _scalar_np as np
+else:
+    try:
+        import numpy as np
+    except ModuleNotFoundError as error:
+        if error.name != "numpy":
+            raise
+        from scalebook import _scalar_np as np
 
 #: True when ``np`` is the real NumPy, False under the scalar stand-in.
 HAVE_NUMPY: bool = np.__name__ == "numpy"

@@ -161,27 +161,28 @@ def shape(value: object) -> tuple:
 
 # --------------------------------------------------------------------------- arithmetic
 
-def _extreme(a: object, b: object, *, larger: bool) -> object:
+def _extreme(a: float, b: float, *, larger: bool) -> float64 | int64:
     """NumPy's ``maximum``/``minimum`` of two scalars: NaN wins; two ints give an int64."""
-    a, b = _scalar(a), _scalar(b)
-    if isnan(a) or isnan(b):  # type: ignore[arg-type]
+    _scalar(a), _scalar(b)  # refuse array input
+    if isnan(a) or isnan(b):
         return float64(math.nan)
-    pick = a if (a >= b if larger else a <= b) else b  # type: ignore[operator]
-    both_int = isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral)
-    return int64(pick) if both_int else float64(pick)  # type: ignore[arg-type]
+    pick = a if (a >= b if larger else a <= b) else b
+    if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral):
+        return int64(int(pick))
+    return float64(pick)
 
 
-def maximum(a: float, b: float) -> object:
+def maximum(a: float, b: float) -> float64 | int64:
     """The larger of a and b; NaN if either is NaN."""
     return _extreme(a, b, larger=True)
 
 
-def minimum(a: float, b: float) -> object:
+def minimum(a: float, b: float) -> float64 | int64:
     """The smaller of a and b; NaN if either is NaN."""
     return _extreme(a, b, larger=False)
 
 
-def clip(value: float, lo: float, hi: float) -> object:
+def clip(value: float, lo: float, hi: float) -> float64 | int64:
     """``minimum(maximum(value, lo), hi)``."""
     return minimum(maximum(value, lo), hi)
 

@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Sequence, TypedDict, Union
 
 from scalebook._np import np
 
@@ -445,7 +445,7 @@ class Transfer:
 def _check_coordinate(coordinate: int | Sequence[int], sizes: Sequence[int],
                       what: str) -> tuple[int, ...]:
     if isinstance(coordinate, numbers.Integral) and not isinstance(coordinate, (bool, np.bool_)):
-        coordinate = (coordinate,)
+        coordinate = (int(coordinate),)
     if isinstance(coordinate, (str, bytes)) or not isinstance(coordinate, Sequence):
         raise ValueError(f"{what} must be a sequence of integers (one per axis), got "
                          f"{coordinate!r}")
@@ -462,7 +462,7 @@ def _check_coordinate(coordinate: int | Sequence[int], sizes: Sequence[int],
 
 def _sizes(axis_sizes: int | Sequence[int]) -> list[int]:
     if isinstance(axis_sizes, numbers.Integral) and not isinstance(axis_sizes, (bool, np.bool_)):
-        axis_sizes = [axis_sizes]
+        return _check_axis_sizes([int(axis_sizes)])
     return _check_axis_sizes(axis_sizes)
 
 
@@ -713,7 +713,7 @@ def all_reduce_multi_axis(nbytes: Bytes, axis_sizes: Sequence[int],
     return _doubled(cost, "AllReduce")
 
 
-def _check_axis_sizes(axis_sizes: Sequence[int]) -> list[int]:
+def _check_axis_sizes(axis_sizes: object) -> list[int]:
     if isinstance(axis_sizes, (str, bytes)) or not isinstance(axis_sizes, Sequence):
         raise ValueError(f"axis_sizes must be a sequence of integers, got {axis_sizes!r}")
     if len(axis_sizes) == 0:
@@ -745,6 +745,22 @@ def has_wraparound(chip: Chip | str, axis_size: int) -> bool:
 
 
 # --------------------------------------------------------------------------- GPUs
+
+class _GpuOptions(TypedDict):
+    """The keyword options every GPU collective takes, passed on together."""
+
+    gpus_per_node: int | None
+    nvlink_bandwidth: float | None
+    nic_bandwidth: float | None
+    hop_latency: float
+
+
+class _TorusOptions(TypedDict):
+    """The keyword options every TPU-axis collective takes, passed on together."""
+
+    hop_latency: float
+    bandwidth: float | None
+
 
 def _gpu_setup(chip: Chip | str, n_gpus: int, gpus_per_node: int | None,
                nvlink_bandwidth: float | None, nic_bandwidth: float | None,
@@ -933,8 +949,8 @@ def gpu_all_reduce(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
     :func:`gpu_hierarchical_all_reduce` (7.66 ms), ``scheme="flat"`` one ring paced by one
     NIC, ``2·V·(N−1)/N / W_nic`` (38.8 ms).
     """
-    kwargs = dict(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
-                  nic_bandwidth=nic_bandwidth, hop_latency=hop_latency)
+    kwargs = _GpuOptions(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
+                         nic_bandwidth=nic_bandwidth, hop_latency=hop_latency)
     n, g, *_ = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth, nic_bandwidth,
                           hop_latency)
     if n > g and _check_scheme(scheme) == "hierarchical":
@@ -1087,8 +1103,7 @@ def _all_to_all_on(chip: Chip | str | None, n: int, *, wraparound: bool, directi
                    hop_latency: float, bandwidth: float | None, gpus_per_node: int | None,
                    nvlink_bandwidth: float | None, nic_bandwidth: float | None):
     """The AllToAll cost function (bytes -> CollectiveCost) for ``chip``: TPU axis or GPUs."""
-    is_gpu = chip is not None and get_chip(chip).has_nvlink_domain
-    if is_gpu:
+    if chip is not None and get_chip(chip).has_nvlink_domain:
         tpu_only = {"bandwidth": bandwidth is not None, "wraparound": wraparound is not True,
                     "direction": direction != BIDIRECTIONAL}
         given = [name for name, used in tpu_only.items() if used]
@@ -1202,8 +1217,8 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
                              "give gpus_per_node / nvlink_bandwidth / nic_bandwidth / scheme")
         if gpus_per_node is None:
             gpus_per_node = n if n <= chip.chips_per_host else chip.chips_per_host
-        kwargs = dict(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
-                      nic_bandwidth=nic_bandwidth, hop_latency=latency)
+        kwargs = _GpuOptions(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
+                             nic_bandwidth=nic_bandwidth, hop_latency=latency)
         if kind == "AllGather":
             return gpu_all_gather(nbytes, n, chip, scheme=scheme, **kwargs)
         if kind == "ReduceScatter":
@@ -1242,7 +1257,7 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
     else:
         flags = _wraparound_list(wraparound, len(sizes))
     directions = _direction_list(direction, len(sizes))
-    common = dict(hop_latency=latency, bandwidth=bandwidth)
+    common = _TorusOptions(hop_latency=latency, bandwidth=bandwidth)
     if kind in ("AllGather", "ReduceScatter", "AllReduce"):
         function = {"AllGather": all_gather_multi_axis,
                     "ReduceScatter": reduce_scatter_multi_axis,

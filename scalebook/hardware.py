@@ -255,9 +255,10 @@ class Chip:
         if unknown:
             raise ValueError(f"Chip has no field(s) {sorted(unknown)}")
         if "flops_per_s" in changes:
-            merged = dict(self.flops_per_s)
-            merged.update(dict(changes["flops_per_s"]))  # type: ignore[arg-type]
-            changes["flops_per_s"] = merged
+            partial = changes["flops_per_s"]
+            if not isinstance(partial, Mapping):
+                raise ValueError(f"flops_per_s must map dtypes to FLOPs/s, got {partial!r}")
+            changes["flops_per_s"] = {**self.flops_per_s, **partial}
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -489,7 +490,7 @@ def _check_fma_flops(fma_flops: object) -> int:
             "core per cycle) or 2 (it counts as two, NVIDIA's datasheet convention), "
             f"got {fma_flops!r}"
         )
-    return int(fma_flops)  # type: ignore[arg-type]
+    return 1 if fma_flops == 1 else 2
 
 
 def cuda_core_flops(chip: Chip | str, dtype: str = "fp32", *, fma_flops: int = 2) -> float:

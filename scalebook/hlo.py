@@ -31,14 +31,17 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
 from scalebook.units import format_bytes
 
+if TYPE_CHECKING:  # JAX is imported where it is used, so importing this module stays cheap
+    import jax
+
 __all__ = [
-    "HloCollective", "hlo_collectives", "compiled_collectives", "summarize",
+    "HloCollective", "hlo_collectives", "compiled_collectives", "compiled_text", "summarize",
     "KINDS", "DTYPE_BYTES",
     "MatmulCase", "Comparison", "MATMUL_CASES", "MATMUL_SHAPES",
     "predicted_matmul_kinds", "compiled_matmul_kinds", "planner_vs_compiler",
@@ -377,8 +380,16 @@ def compiled_collectives(fn: Any, *args: Any, mesh: Any = None, **jit_kwargs: An
     if mesh is None:
         mesh = _mesh_of(args, jit_kwargs)
     _check_mesh(mesh)
-    text = jax.jit(fn, **jit_kwargs).lower(*args).compile().as_text()
+    text = compiled_text(jax.jit(fn, **jit_kwargs).lower(*args).compile())
     return hlo_collectives(text, mesh)
+
+
+def compiled_text(compiled: jax.stages.Compiled) -> str:
+    """The optimised HLO text of a compiled computation (JAX gives None where a backend has none)."""
+    text = compiled.as_text()
+    if text is None:
+        raise RuntimeError("this JAX backend gives no HLO text for a compiled computation")
+    return text
 
 
 def summarize(collectives: Iterable[HloCollective]) -> list[str]:
@@ -453,7 +464,11 @@ def _planned(a: Any, b: Any, c: Any, mesh: Any, gather: str) -> tuple[float, lis
                           scatter_dim=scatter[0] if scatter else None,
                           shapes=MATMUL_SHAPES, dtype="f32")
     labels = [_label(p.kind, p.axes) for p in plan.collectives]
-    moved = sum(_moved(p.kind, p.nbytes, p.group_size) for p in plan.collectives)
+    moved = 0.0
+    for p in plan.collectives:
+        if p.nbytes is None:
+            raise RuntimeError("plan_matmul was given shapes, so it must size every collective")
+        moved += _moved(p.kind, p.nbytes, p.group_size)
     result = sh.parse_sharding(plan.output)
     for dim in result.dims:
         dropped = tuple(ax for ax in dim.axes if ax not in c.axes_of(dim.name))

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 from scalebook.collectives import collective_cost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
@@ -499,6 +499,16 @@ def latency_throughput(cfg: TransformerConfig, chip: Chip | str, *, batches: Seq
                         compute_dtype=compute_dtype, kv_sharding=kv_sharding) for b in batches]
 
 
+class _ServingOptions(TypedDict):
+    """The options :func:`max_batch` and :func:`decode_step` share, passed on together."""
+
+    context_len: int
+    n_chips: int
+    weight_dtype: str
+    cache_dtype: str
+    kv_sharding: str
+
+
 def best_batch(cfg: TransformerConfig, chip: Chip | str, *, latency_target: float,
                context_len: int, n_chips: int = 1, weight_dtype: str = "bf16",
                cache_dtype: str = "bf16", compute_dtype: str = "bf16",
@@ -510,8 +520,8 @@ def best_batch(cfg: TransformerConfig, chip: Chip | str, *, latency_target: floa
     The step time grows with ``B``, so this is a bisection over ``1 ≤ B ≤ max_batch``.
     """
     target = positive(latency_target, "latency_target")
-    kw = dict(context_len=context_len, n_chips=n_chips, weight_dtype=weight_dtype,
-              cache_dtype=cache_dtype, kv_sharding=kv_sharding)
+    kw = _ServingOptions(context_len=context_len, n_chips=n_chips, weight_dtype=weight_dtype,
+                         cache_dtype=cache_dtype, kv_sharding=kv_sharding)
     fits = max_batch(cfg, chip, reserve=reserve, **kw)
 
     def meets(b: int) -> bool:

@@ -148,7 +148,7 @@ class RingAttention:
     @property
     def overlapped(self) -> bool:
         """True when a full block's compute hides its send (the overlap condition)."""
-        return self.t_block >= self.send.time
+        return bool(self.t_block >= self.send.time)
 
 
 def ring_attention(seq_len: int, cp: int, shape: AttentionShape, chip: Chip | str, *,
@@ -179,7 +179,8 @@ def ring_attention(seq_len: int, cp: int, shape: AttentionShape, chip: Chip | st
         per_step = [1.0] * c
     else:
         per_step = [max(row) for row in schedule.work]
-    time = sum(max(w * t_block, send.time if s < c - 1 else 0.0)
+    t_send = float(send.time)
+    time = sum(max(w * t_block, t_send if s < c - 1 else 0.0)
                for s, w in enumerate(per_step)) if c > 1 else per_step[0] * t_block
     memory = 2.0 * blk * shape.n_heads * shape.d_head * b * bt + 3.0 * kv
     return RingAttention(kv, c - 1, (c - 1) * kv, send, flops, t_block, memory, schedule, time)
@@ -229,7 +230,7 @@ class UlyssesAttention:
 
     @property
     def time(self) -> float:
-        return self.qkv.time + self.out.time
+        return float(self.qkv.time + self.out.time)
 
 
 def ulysses_attention(seq_len: int, cp: int | Sequence[int], shape: AttentionShape,

@@ -151,7 +151,7 @@ class MoEConfig:
     top_k: int
     d_expert: int
     n_shared_experts: int = 0
-    d_shared: int | None = None
+    d_shared: int = None  # type: ignore[assignment]  # None: __post_init__ sets d_expert
     n_dense_layers: int = 0
     mla: MLA | None = None
     router_bias: bool = False
@@ -569,7 +569,7 @@ class MoEAllToAll:
 
     @property
     def forward(self) -> float:
-        return self.dispatch.time + self.combine.time
+        return float(self.dispatch.time + self.combine.time)
 
     @property
     def training(self) -> float:
@@ -593,7 +593,8 @@ def moe_all_to_all(tokens_per_chip: float, d_model: int, top_k: int,
     then right, and the NVLink fan-out is not counted. Priced by :func:`~scalebook.collectives.collective_cost`.
     """
     t = positive(tokens_per_chip, "tokens_per_chip")
-    D, k = positive_int(d_model, "d_model"), positive_int(top_k, "top_k")
+    D = positive_int(d_model, "d_model")
+    k: float = positive_int(top_k, "top_k")
     if copies_per_token is not None:
         k = positive(copies_per_token, "copies_per_token")
     sizes = [ep_axes] if isinstance(ep_axes, int) else list(ep_axes)
@@ -660,9 +661,9 @@ def expert_weight_layouts(cfg: MoEConfig, chip: Chip | str, *, n_chips: int,
     return {
         "EP": ExpertLayout("EP", E_bytes / n, ep.forward, compute,
                            "AllToAll dispatch + combine of k·B·D·b"),
-        "FSDP": ExpertLayout("FSDP", E_bytes / n, fsdp.time, compute,
+        "FSDP": ExpertLayout("FSDP", E_bytes / n, float(fsdp.time), compute,
                              "AllGather of all expert weights E·3·D·F_e·b"),
-        "TP": ExpertLayout("TP", E_bytes / n, tp_in.time + tp_out.time, compute,
+        "TP": ExpertLayout("TP", E_bytes / n, float(tp_in.time + tp_out.time), compute,
                            "AllGather of B·D·b in, ReduceScatter of k·B·D·b out"),
     }
 

@@ -73,7 +73,7 @@ def _count(value: object, what: str) -> int:
 
 def _positive(value: object, what: str) -> float:
     if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
-            or not value > 0 or math.isinf(value)):
+            or not float(value) > 0 or math.isinf(value)):
         raise ValueError(f"{what} must be a positive finite number, got {value!r}")
     return float(value)
 
@@ -164,7 +164,7 @@ class ClusterNetwork:
         """Bytes/s one GPU sends to the rest of its node over NVLink, one way."""
         if self.nvlink_bandwidth is not None:
             return float(self.nvlink_bandwidth)
-        return self.chip.interconnect_bandwidth_one_way
+        return get_chip(self.chip).interconnect_bandwidth_one_way
 
     @property
     def node_nic_bandwidth(self) -> float:
@@ -270,7 +270,7 @@ def bisection_bandwidth(cluster: ClusterNetwork, n_nodes: int | None = None, *,
         raise ValueError(f"both_directions must be True or False, got {both_directions!r}")
     per_su = cluster.nodes_per_su
     if nodes == 1:
-        chip = cluster.chip
+        chip = get_chip(cluster.chip)
         if "nvswitch" not in chip.topology.lower():
             raise ValueError(f"{chip.name} nodes are wired as '{chip.topology}', not through "
                              "NVSwitches; the node-level bisection formula does not apply")
@@ -417,11 +417,14 @@ def cluster_all_to_all(nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | Non
 # --------------------------------------------------------------------------- reference designs
 
 _H100 = get_chip("H100")
+if _H100.nics_per_host is None:
+    raise ValueError("the chip catalog's H100 needs nics_per_host for the SuperPOD designs")
+_H100_NICS: int = _H100.nics_per_host
 H100_SUPERPOD_SU = ClusterNetwork(
     # the node, its NICs and their rate as the chip catalog has them (one 400 Gb/s NIC per GPU)
     name="DGX H100 SuperPOD scalable unit", chip=_H100, gpus_per_node=_H100.chips_per_host,
-    nodes_per_su=32, n_sus=1, nics_per_node=_H100.nics_per_host,
-    nic_bandwidth=_H100.host_network_bandwidth / _H100.nics_per_host, switch_radix=QM9700_PORTS,
+    nodes_per_su=32, n_sus=1, nics_per_node=_H100_NICS,
+    nic_bandwidth=_H100.host_network_bandwidth / _H100_NICS, switch_radix=QM9700_PORTS,
     oversubscription=1.0,
     sources=(_SUPERPOD_RA, _HSYM_12),
     notes=("32 DGX H100 nodes x 8 H100 = 256 GPUs; 8 ConnectX-7 NICs of 400 Gb/s per node "

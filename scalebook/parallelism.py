@@ -108,6 +108,11 @@ def _scalar_or_array(value: ArrayLike) -> ArrayLike:
     return arr.item() if arr.ndim == 0 else arr
 
 
+def _label_or_array(labels: np.ndarray) -> str | np.ndarray:
+    """An array of labels, or its one label as a str when it is 0-d."""
+    return str(labels.item()) if labels.ndim == 0 else labels
+
+
 # --------------------------------------------------------------------------- model and layout
 
 
@@ -440,7 +445,7 @@ def estimate(model: MLPStack, layout: Layout, chip: Chip | str, global_batch_tok
         bubble_fraction=float(bubble),
         compute_time=_scalar_or_array(compute_time),
         step_time=_scalar_or_array(step_time),
-        bound=_scalar_or_array(np.where(comms_bound, "comms", "compute")),
+        bound=_label_or_array(np.where(comms_bound, "comms", "compute")),
     )
 
 
@@ -682,10 +687,10 @@ def max_chips_compute_bound(global_batch_tokens: ArrayLike, chip: Chip | str,
         raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     if key in ("tp", "fsdp_tp") and d_ff is None:
         raise ValueError(f"strategy {key!r} needs d_ff")
-    if key == "tp":
+    if key == "tp" and d_ff is not None:  # (d_ff is given: checked just above)
         limit = max_tensor_parallel(chip, d_ff, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
         return _scalar_or_array(np.full(np.shape(tokens), limit, dtype=np.int64))
-    if key == "fsdp_tp":
+    if key == "fsdp_tp" and d_ff is not None:
         per_chip = min_batch_per_chip_fsdp_tp(chip, d_ff, fsdp_axes=n_axes,
                                               tensor_axes=tensor_axes, bandwidth=bandwidth,
                                               dtype=dtype)

@@ -207,7 +207,7 @@ class Mesh:
             raise ValueError(f"Mesh takes a mapping such as {{'X': 4, 'Y': 8}}, got {axis_sizes!r}")
         if not axis_sizes:
             raise ValueError("a Mesh needs at least one axis, e.g. Mesh({'X': 4})")
-        pairs = []
+        pairs: list[tuple[str, int]] = []
         for name, size in axis_sizes.items():
             if not isinstance(name, str) or not re.fullmatch(r"[A-Z]", name):
                 raise ValueError(f"mesh axis name {name!r} must be a single uppercase letter")
@@ -543,7 +543,7 @@ def plan_matmul(lhs: str | Sharding, rhs: str | Sharding, mesh: Mesh, *, contrac
             compute_time = flops / chip.flops(dtype)
     comms_time = None
     if chip is not None and sizes is not None:
-        comms_time = float(sum(step.time for step in planner.steps))
+        comms_time = float(sum(step.cost.time for step in planner.steps if step.cost is not None))
     description = _CASE_TEXT[case]
     if notes:
         description += " " + "; ".join(notes) + "."
@@ -610,7 +610,7 @@ def _check_dim_sizes(shapes: Mapping[str, int], a: Sharding, b: Sharding,
                      mesh: Mesh) -> dict[str, int]:
     if not isinstance(shapes, Mapping):
         raise ValueError(f"shapes must map dim names to sizes, e.g. {{'I': 1024}}, got {shapes!r}")
-    sizes = {}
+    sizes: dict[str, int] = {}
     for operand in (a, b):
         missing = [name for name in operand.dim_names if name not in shapes]
         if missing:
@@ -643,8 +643,9 @@ class _Planner:
     def choose_side(self, gather: str | None, a: Sharding, b: Sharding, gathered) -> str:
         if gather is not None:
             return gather
-        if self.sizes is not None:
-            return "lhs" if self.nbytes(gathered(a)) < self.nbytes(gathered(b)) else "rhs"
+        lhs_bytes, rhs_bytes = self.nbytes(gathered(a)), self.nbytes(gathered(b))
+        if lhs_bytes is not None and rhs_bytes is not None:  # shapes known
+            return "lhs" if lhs_bytes < rhs_bytes else "rhs"
         return "rhs"
 
     def gather_dims(self, sharding: Sharding, which, axes: set[str]) -> Sharding:
@@ -808,7 +809,7 @@ def reshard_candidates(partial: tuple[str, ...], target: Sharding
                        ) -> list[tuple[str | None, str, str | None]]:
     """``(gather, reduce, scatter_dim)`` choices to try: which operand to AllGather when
     one must be (the planner's pick first), and how to reduce partial sums."""
-    reductions = [("all_reduce", None)]
+    reductions: list[tuple[str, str | None]] = [("all_reduce", None)]
     if partial:
         reductions += [("reduce_scatter", "B"), ("reduce_scatter", "F")]
         if target.unreduced:

@@ -333,8 +333,10 @@ def batch_spec(strategy: str) -> P:
 def make_mesh(strategy: str) -> jax.sharding.Mesh | None:
     """The 8-device Auto mesh of a strategy (:data:`MESHES`); None for "single"."""
     strategy = _check_strategy(strategy)
-    if strategy == "single":
-        return None
+    return None if strategy == "single" else _sharded_mesh(strategy)
+
+
+def _sharded_mesh(strategy: str) -> jax.sharding.Mesh:
     shape, names = MESHES[strategy]
     if len(jax.devices()) < math.prod(shape):
         raise ValueError(f"strategy {strategy!r} needs {math.prod(shape)} devices, JAX sees "
@@ -381,7 +383,7 @@ def train(strategy: str, *, steps: int = 20, cfg: Config = Config(),
         mesh = None
     else:
         if mesh is None:
-            mesh = make_mesh(strategy)
+            mesh = _sharded_mesh(strategy)
         needed = set(MESHES[strategy][1])
         if not needed <= set(mesh.axis_names):
             raise ValueError(f"strategy {strategy!r} needs mesh axes {sorted(needed)}, "
@@ -396,7 +398,7 @@ def train(strategy: str, *, steps: int = 20, cfg: Config = Config(),
                          out_shardings=(p_sh, p_sh, p_sh, rep))
     t0 = jnp.asarray(1.0, jnp.float32)
     compiled = jitted.lower(params, m, v, batch, t0).compile()
-    step_hlo = compiled.as_text()
+    step_hlo = hlo.compiled_text(compiled)
     collectives = [] if mesh is None else hlo.hlo_collectives(step_hlo, mesh)
     losses = []
     for i in range(steps):
@@ -558,5 +560,5 @@ def pipeline_forward(params: dict, x: jax.Array, *, stages: int = 4, microbatche
     outputs, idle = compiled(stacked, micro)
     return PipelineResult(output=outputs[-1].reshape(B, T, D), idle_ticks=int(idle.sum()),
                           total_ticks=K * ticks, stages=K, microbatches=M,
-                          step_hlo=compiled.as_text())
+                          step_hlo=hlo.compiled_text(compiled))
 

@@ -119,7 +119,7 @@ from scalebook.transformer import (
     param_count,
     training_flops,
 )
-from scalebook.validation import positive, positive_int
+from scalebook.validation import ArrayLike, positive, positive_int
 
 __all__ = [
     "TrainingLayout",
@@ -1104,7 +1104,7 @@ def training_memory(cfg: TransformerConfig, *,
     remat = TrainingLayout(remat=remat).remat
     P = param_count(cfg).total
     activations = 0.0
-    if global_batch is not None:
+    if global_batch is not None and seq_len is not None:  # given together (checked above)
         global_batch = positive_int(global_batch, "global_batch")
         activations = activation_memory(cfg, global_batch, seq_len, remat=remat)
     return TrainingFootprint(
@@ -1118,11 +1118,10 @@ def training_memory(cfg: TransformerConfig, *,
 def _fraction(value: object, what: str, *, allow_zero: bool, allow_one: bool) -> float:
     lo = "[0" if allow_zero else "(0"
     hi = "1]" if allow_one else "1)"
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)) and math.isfinite(value)
-    ok = (ok and (value >= 0 if allow_zero else value > 0)
-          and (value <= 1 if allow_one else value < 1))
-    if not ok:
+    if (not isinstance(value, (int, float, np.integer, np.floating))
+            or isinstance(value, (bool, np.bool_)) or not math.isfinite(value)
+            or not (value >= 0 if allow_zero else value > 0)
+            or not (value <= 1 if allow_one else value < 1)):
         raise ValueError(f"{what} must be a number in {lo}, {hi}, got {value!r}")
     return float(value)
 

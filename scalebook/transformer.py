@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Union
+from typing import Mapping, Union, overload
 
 from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, get_chip
-from scalebook.validation import positive, positive_int
+from scalebook.validation import FloatOrArray, positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
 
@@ -84,8 +84,11 @@ class TransformerConfig:
     n_heads: int
     d_ff: int
     vocab_size: int
-    n_kv_heads: int | None = None
-    d_head: int | None = None
+    # Left out, these two are derived in __post_init__ (n_kv_heads = n_heads, d_head = D // H), so
+    # every constructed config holds ints: the annotation states that, the None default is only
+    # the constructor's "derive it" marker.
+    n_kv_heads: int = None  # type: ignore[assignment]
+    d_head: int = None  # type: ignore[assignment]
     gated_mlp: bool = True
     tied_embeddings: bool = False
     name: str = ""
@@ -174,6 +177,10 @@ def param_count(cfg: TransformerConfig) -> ParamCount:
     )
 
 
+@overload
+def attention_flops_per_token(cfg: TransformerConfig, context_len: float) -> float: ...
+@overload
+def attention_flops_per_token(cfg: TransformerConfig, context_len: np.ndarray) -> np.ndarray: ...
 def attention_flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) -> ArrayLike:
     """Forward FLOPs one token spends in attention scores and mixing, over all layers.
 
@@ -184,8 +191,8 @@ def attention_flops_per_token(cfg: TransformerConfig, context_len: ArrayLike) ->
     return 4.0 * cfg.n_layers * t * cfg.n_heads * cfg.d_head
 
 
-def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attention: bool = False,
-                   seq_len: int | None = None) -> ArrayLike:
+def training_flops(cfg: TransformerConfig, tokens: FloatOrArray, *, include_attention: bool = False,
+                   seq_len: int | None = None) -> FloatOrArray:
     """Training FLOPs (forward + backward) for ``tokens`` tokens.
 
     ``6 · P_matmul · tokens`` where ``P_matmul`` = :attr:`ParamCount.matmul` (2 FLOPs per weight
@@ -196,7 +203,7 @@ def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attenti
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
     tokens = positive(tokens, "tokens")
-    flops = 6.0 * param_count(cfg).matmul * tokens
+    flops: FloatOrArray = 6.0 * param_count(cfg).matmul * tokens
     if include_attention:
         if seq_len is None:
             raise ValueError("include_attention=True needs seq_len (tokens per sequence)")
@@ -207,6 +214,10 @@ def training_flops(cfg: TransformerConfig, tokens: ArrayLike, *, include_attenti
     return flops
 
 
+@overload
+def inference_flops_per_token(cfg: TransformerConfig, *, context_len: float = 0) -> float: ...
+@overload
+def inference_flops_per_token(cfg: TransformerConfig, *, context_len: np.ndarray) -> np.ndarray: ...
 def inference_flops_per_token(cfg: TransformerConfig, *, context_len: ArrayLike = 0) -> ArrayLike:
     """Forward FLOPs to process one token: ``2 · P_matmul + 4 · L · context_len · H · d_h``.
 

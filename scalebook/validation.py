@@ -7,13 +7,22 @@ raises ``ValueError`` with a message that names the argument and shows what was 
 from __future__ import annotations
 
 import numbers
-from typing import Union
+from typing import TypeVar, Union, overload
 
 from scalebook._np import np
 
 ArrayLike = Union[float, np.ndarray]
 
+#: For a function of one size that may be an array: a float in gives a float out, an array an array.
+FloatOrArray = TypeVar("FloatOrArray", float, np.ndarray)
 
+
+@overload
+def positive(value: float, what: str, *, allow_zero: bool = False) -> float: ...
+@overload
+def positive(value: np.ndarray, what: str, *, allow_zero: bool = False) -> np.ndarray: ...
+@overload
+def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike: ...
 def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike:
     """``value`` as a float, or a float array when it is array-like.
 

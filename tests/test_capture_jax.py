@@ -129,6 +129,7 @@ def test_check_partition_spec_never_shows_the_answer():
 
 # --- the grader's environment ------------------------------------------------------------------
 
+@pytest.mark.slow  # starts the autograder CLI with JAX
 def test_autograder_cli_sets_jax_defaults(monkeypatch):
     import subprocess
 

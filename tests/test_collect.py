@@ -90,6 +90,7 @@ MOODLE_BOB = f"Bob Brown_202_assignsubmission_file_/{NB}"
 # --- a student cannot name another student ---------------------------------------------------
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_file_named_after_another_student_in_a_moodle_folder_is_the_folders_student(course, tmp_path):
     add_student(course, "bob", lms_user_id="202")  # e.g. collected before, or from a roster
     download = make_zip(tmp_path / "moodle.zip", {
@@ -106,6 +107,7 @@ def test_a_file_named_after_another_student_in_a_moodle_folder_is_the_folders_st
     assert ids["mallory_jones_666"] == "666"
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_file_named_after_another_student_cannot_make_their_submission_a_duplicate(course, tmp_path):
     download = make_zip(tmp_path / "moodle.zip", {
         MOODLE_ALICE: notebook("alice"),
@@ -140,12 +142,14 @@ def test_only_the_canvas_prefix_names_the_student():
     assert why is None and (item.student, item.details["lms_user_id"]) == ("jonesmallory_666", "666")
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_moodle_zip_of_one_submission_keeps_its_folder(course, tmp_path):
     download = make_zip(tmp_path / "one.zip", {"Mallory Jones_666_assignsubmission_file_/bob.ipynb": notebook("m")})
     report = collect([download], course, A)
     assert report.students == ["mallory_jones_666"], report.render(course)
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_moodle_folder_given_as_the_source_names_the_student(course, tmp_path):
     folder = tmp_path / "Mallory Jones_666_assignsubmission_file_"
     folder.mkdir()
@@ -157,6 +161,7 @@ def test_a_moodle_folder_given_as_the_source_names_the_student(course, tmp_path)
 # --- students are keyed by their LMS user id ------------------------------------------------
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_two_students_of_one_name_are_two_students(course, tmp_path):
     download = make_zip(tmp_path / "lms.zip", {
         f"Wei Zhang_111_assignsubmission_file_/{NB}": notebook("wei 111"),
@@ -189,6 +194,7 @@ def test_names_without_latin_letters_get_an_id_from_the_lms_user_id(name, studen
     assert why is None and item.student == student and item.details["participant"] == "777"
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_non_latin_name_is_collected_with_its_name_recorded(course, tmp_path):
     download = make_zip(tmp_path / "lms.zip", {
         f"Вэй Чжан_777_assignsubmission_file_/{NB}": notebook("wei"),
@@ -207,6 +213,7 @@ def test_slug():
     assert len(lms_student_id("x" * 300, "12345")) <= 128
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_the_gradebook_student_of_an_lms_user_id_keeps_their_id(course, tmp_path):
     add_student(course, "jdoe", lms_user_id="4242", first_name="Janet")
     download = make_zip(tmp_path / "lms.zip", {f"doejane_4242_1_{NB}": notebook("jane")})
@@ -218,6 +225,7 @@ def test_the_gradebook_student_of_an_lms_user_id_keeps_their_id(course, tmp_path
     assert "doejane_4242" not in lms_ids(course)
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_moodle_participant_id_is_never_taken_for_a_user_id(course, tmp_path):
     add_student(course, "jdoe", lms_user_id="4242")  # Canvas-style user id 4242
     download = make_zip(tmp_path / "lms.zip", {f"Jane Doe_4242_assignsubmission_file_/{NB}": notebook("jane")})
@@ -226,6 +234,7 @@ def test_a_moodle_participant_id_is_never_taken_for_a_user_id(course, tmp_path):
     assert "participant id" in report.render(course)  # and it says why --worksheet is better
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_an_existing_students_lms_user_id_is_never_changed(course, tmp_path):
     add_student(course, "doejane", lms_user_id="5")
     add_student(course, "leesam_4242", lms_user_id="9")
@@ -244,6 +253,7 @@ def test_an_existing_students_lms_user_id_is_never_changed(course, tmp_path):
     assert (ids["doejane"], ids["leesam_4242"], ids["doejane_6"]) == ("5", "9", "6")
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_two_files_of_one_lms_user_id_are_one_student(course, tmp_path):
     # two downloads, the student renamed in between: one student, two files -> duplicates
     report = collect([
@@ -284,6 +294,7 @@ def test_lms_readings_are_every_way_a_name_reads():
     assert not read_lms_name(lms_readings(f"doe_12_34_LATE_{NB}"), Claims())[0].late  # the student's own name
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_name_ending_in_another_students_lms_user_id_does_not_hold_them_back(course, tmp_path):
     download = make_zip(tmp_path / "canvas.zip", {
         ALICE: notebook("alice"), MALLORY: notebook("mallory"), BOB: notebook("bob")})
@@ -295,6 +306,7 @@ def test_a_name_ending_in_another_students_lms_user_id_does_not_hold_them_back(c
     assert (ids["smithalice_1234"], ids["mallory_1234_5555"]) == ("1234", "5555")
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 @pytest.mark.parametrize("roster", [False, True])
 def test_a_name_that_reads_as_two_students_is_reported_and_collected_for_no_one(course, tmp_path, roster):
     if roster:  # alice is in the gradebook already (a roster, an earlier collect) but has not submitted
@@ -311,6 +323,7 @@ def test_a_name_that_reads_as_two_students_is_reported_and_collected_for_no_one(
     assert set(lms_ids(course)) == {"brownbob_2002"} | ({"alice"} if roster else set())
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_name_imitating_another_students_name_and_id_is_ambiguous(course, tmp_path):
     impostor = f"smithalice_1234_5555_99_{NB}"  # user 5555 took alice's name and id as their name
     download = make_zip(tmp_path / "canvas.zip", {ALICE: notebook("alice"), impostor: notebook("mallory")})
@@ -319,6 +332,7 @@ def test_a_name_imitating_another_students_name_and_id_is_ambiguous(course, tmp_
     assert [origin for origin, _ in report.ambiguous] == [f"{download}:{impostor}"] and not report.duplicates
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_moodle_names_ending_in_another_students_id(course, tmp_path):
     download = make_zip(tmp_path / "moodle.zip", {
         f"Alice Smith_1234_assignsubmission_file_{NB}": notebook("alice"),
@@ -361,6 +375,7 @@ def raw_controls(text: str) -> list[str]:
     return sorted({c for c in text if not c.isprintable() and c != "\n"})
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_names_from_a_submission_are_printed_escaped(course, tmp_path):
     download = make_zip(tmp_path / "lms.zip", HOSTILE_NAMES)
     rc, out = run_cli("collect", download, "-a", A, "--course", course.root)
@@ -373,11 +388,13 @@ def test_names_from_a_submission_are_printed_escaped(course, tmp_path):
     assert sum(f"{download}:" in line for line in out.splitlines()) == len(HOSTILE_NAMES)  # one line each
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_an_error_about_a_source_is_printed_escaped(course, tmp_path):
     rc, out = run_cli("collect", tmp_path / "no\x1b[2Jwhere\u202e", "-a", A, "--course", course.root)
     assert rc == 2 and raw_controls(out) == [] and "no\\x1b[2Jwhere\\u202e: no such file" in out, out
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path):
     path = make_zip(tmp_path / "bad.zip", {"a\u00e9b.ipynb": notebook("x")})  # flagged UTF-8
     path.write_bytes(path.read_bytes().replace("a\u00e9b".encode(), b"a\xff\xfeb"))
@@ -385,6 +402,7 @@ def test_a_zip_whose_member_name_is_not_utf8_is_refused_cleanly(course, tmp_path
     assert rc == 2 and "cannot read the zip file" in out and raw_controls(out) == [], out
 
 
+@pytest.mark.slow  # nbgrader prepares the course (the prepared fixture: ~20 s)
 def test_copies_of_one_notebook_give_the_newest_by_the_lms_order(course, tmp_path):
     download = make_zip(tmp_path / "lms.zip", {
         f"doejane_4242_70_{NB}": notebook("first"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from gradecells import run_cli
 
 from autograder.course import DB_FILE, REPO, Course, default_course
@@ -25,6 +27,7 @@ def config_url(course_root) -> str:
     return config.CourseDirectory.db_url
 
 
+@pytest.mark.slow  # runs the autograder CLI on a course database
 def test_the_course_remembers_its_database_and_refuses_another(tmp_path, monkeypatch):
     monkeypatch.delenv("SCALEBOOK_DB", raising=False)
     root, url = tmp_path / "course", f"sqlite:///{tmp_path / 'elsewhere.db'}"
@@ -46,6 +49,7 @@ def test_the_course_remembers_its_database_and_refuses_another(tmp_path, monkeyp
     assert run_cli("keys", "--course", root)[0] == 0
 
 
+@pytest.mark.slow  # runs the autograder CLI on a course database
 def test_a_sqlite_course_is_not_split_by_a_later_url(tmp_path, monkeypatch):
     monkeypatch.delenv("SCALEBOOK_DB", raising=False)
     root = tmp_path / "course"
@@ -64,6 +68,7 @@ def test_a_mistyped_course_is_an_error_and_is_not_created(tmp_path):
         assert not (tmp_path / "cuorse").exists()
 
 
+@pytest.mark.slow  # writes 3,000 keys through a pipe to a closing reader
 def test_a_closed_pipe_ends_quietly(tmp_path):
     root = tmp_path / "course"
     assert run_cli("keys", "--roster", roster(tmp_path, 3000), "--course", root)[0] == 0

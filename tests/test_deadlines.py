@@ -232,6 +232,7 @@ def test_an_override_counts_everywhere_survives_a_regrade_and_leaves_a_trail(gra
     assert rc == 2 and "worth 0 to" in err
 
 
+@pytest.mark.slow  # runs the autograder CLI three times on a course database (~10 s)
 def test_each_assignment_keeps_its_own_policy_and_due_changes_only_what_it_is_given(tmp_path):
     from autograder.course import Course
     from autograder.deadlines import LatePolicy, load_policy, policy_path, save_policy

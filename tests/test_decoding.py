@@ -33,7 +33,7 @@ def tokens():
 # --------------------------------------------------------------------------- shape and counts
 
 
-@pytest.mark.parametrize("cfg", [SMALL, dec.DecoderConfig()])
+@pytest.mark.parametrize("cfg", [SMALL, pytest.param(dec.DecoderConfig(), marks=pytest.mark.slow)])
 def test_matmul_weights_are_the_solvers(cfg):
     params = dec.init_params(cfg)
     assert dec.matmul_weight_count(params) == transformer.param_count(cfg.shape()).matmul
@@ -63,6 +63,7 @@ def test_init_is_deterministic_in_the_key():
 # --------------------------------------------------------------------------- the cache is exact
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_prefill_then_decode_matches_the_full_forward(small_params, tokens):
     full = forward(small_params, tokens, SMALL)
     logits, cache = prefill(small_params, tokens[:, :7], SMALL, max_len=12)
@@ -73,6 +74,7 @@ def test_prefill_then_decode_matches_the_full_forward(small_params, tokens):
         cache = dec.write_cache(cache, new, t)
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_decode_ignores_what_lies_past_the_position(small_params, tokens):
     _, cache = prefill(small_params, tokens[:, :5], SMALL, max_len=12)
     garbage = tuple({name: c[name].at[:, :, 5:].set(1e3) for name in ("k", "v")} for c in cache)
@@ -81,6 +83,7 @@ def test_decode_ignores_what_lies_past_the_position(small_params, tokens):
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_the_position_matters(small_params, tokens):
     # rotary embeddings: the same cache and token at another position give other logits, so a
     # decoder that lost track of positions would fail the test above
@@ -92,6 +95,7 @@ def test_the_position_matters(small_params, tokens):
     assert float(jnp.max(jnp.abs(a - b))) > 1e-3
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_generate_equals_greedy_recomputation(small_params, tokens):
     prompt = tokens[:, :4]
     out = dec.generate(small_params, prompt, 6, SMALL)
@@ -103,6 +107,7 @@ def test_generate_equals_greedy_recomputation(small_params, tokens):
     np.testing.assert_array_equal(out, seq[:, 4:])
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_multi_head_attention_is_the_k_equals_h_case():
     mha = dec.DecoderConfig(vocab=32, d_model=32, n_layers=1, n_heads=4, n_kv_heads=4, d_ff=64)
     params = dec.init_params(mha)
@@ -125,6 +130,7 @@ def _analysis(params, cfg, batch, context_len):
     return analysis[0] if isinstance(analysis, list) else analysis
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 @pytest.mark.parametrize("batch, context_len", [(1, 64), (8, 256)])
 def test_xla_counts_the_solvers_flops_and_bytes(batch, context_len):
     cfg = dec.DecoderConfig(vocab=512, d_model=256, n_layers=2, n_heads=8, n_kv_heads=2,
@@ -141,6 +147,7 @@ def test_xla_counts_the_solvers_flops_and_bytes(batch, context_len):
     assert 0.98 < ratio < 1.4, ratio
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_a_step_reads_the_whole_cache_whatever_the_position():
     # the cache's length sets the bytes: twice the context, about twice the cache bytes
     cfg = dec.DecoderConfig(vocab=64, d_model=256, n_layers=1, n_heads=4, n_kv_heads=4, d_ff=64)
@@ -179,6 +186,7 @@ def test_measured_chip_refuses_nonsense():
         dec.measured_chip(1e11, 1e10, dtype="fp13")
 
 
+@pytest.mark.slow  # JAX compiles and runs a decoder
 def test_measurements_are_positive_and_finite():
     peak = dec.measure_peak_flops(128, repeats=2)
     bandwidth = dec.measure_bandwidth(1e6, repeats=2)

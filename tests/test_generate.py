@@ -53,6 +53,7 @@ def fresh(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # nbgrader generates every assignment (the fresh fixture: ~1 min)
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_committed_exercises_match_a_fresh_generation(fresh, assignment):
     changes = compare_trees(fresh / assignment, EXERCISES / assignment)

@@ -112,12 +112,14 @@ def test_run_test_injects_only_answer_names():
     assert checker.run_test(test, {"answer": {"value": 5}, "_expected": {"value": 5}}) == (False, "wrong")
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_hidden_test_names_never_reach_the_sandbox(spec):
     v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     assert fixture.HIDDEN_NAME not in json.dumps(v.job(LIMITS))
     assert spec.test("q3-test").names == ("answer",)
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_spec_of_the_fixture(spec):
     assert [t.grade_id for t in spec.tests] == ["q1-test", "q2-test", "q3-test", "q4-test"]
     assert spec.max_scores == fixture.POINTS
@@ -127,6 +129,7 @@ def test_spec_of_the_fixture(spec):
     assert set(spec.locked) == {"intro", "given", "q1-prompt", "q2-prompt", "q3-prompt", "q4-prompt"}
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_checksum_is_nbgraders(spec):
     for cell in spec.release["cells"]:
         meta = cell["metadata"].get("nbgrader", {})
@@ -187,6 +190,7 @@ def test_parse_notebook_cleans_surrogates():
     json.dumps(nb, ensure_ascii=False).encode("utf-8")  # writable as UTF-8
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_read_records_cleans_surrogates(spec):
     v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     code = next(s["index"] for s in v.steps if s["kind"] == "code")
@@ -261,6 +265,7 @@ def test_seccomp_program(arch):
         runner.seccomp_program("riscv64")
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_validate_finds_tampering_and_plans_the_run(spec):
     nb = fixture.honest(spec.release)
     cells = nb["cells"]
@@ -285,6 +290,7 @@ def test_validate_finds_tampering_and_plans_the_run(spec):
     assert not any("harmless" in s.get("source", "") for s in v.steps)
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_validate_captures_where_each_test_stands(spec):
     v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     assert v.tampered == {} and v.problems == []
@@ -294,6 +300,7 @@ def test_validate_captures_where_each_test_stands(spec):
                      ("capture", "q4-test")]
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_validate_refuses_other_notebooks(spec):
     v = checker.validate(spec, json.dumps({"cells": [], "nbformat": 4}).encode())
     assert v.invalid and "not the hw0-tiny notebook" in v.invalid
@@ -301,6 +308,7 @@ def test_validate_refuses_other_notebooks(spec):
     assert v.invalid == "no file"
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_read_records_survives_garbage(spec):
     v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     rng = random.Random(0)
@@ -318,6 +326,7 @@ def test_read_records_survives_garbage(spec):
     assert rep.junk >= 300
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_a_job_stopped_by_its_cgroup_is_a_memory_limit(spec):
     """The sandbox says the job's cgroup hit its cap: the status is "memory limit" with the
     job's cap in the message (not "crashed: SIGKILL"), and answers captured before keep points."""
@@ -336,6 +345,7 @@ def test_a_job_stopped_by_its_cgroup_is_a_memory_limit(spec):
     assert checker.score(spec, "s", v, crashed, Limits())[0].status == checker.CRASHED
 
 
+@pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_run_test_outcomes(spec):
     q1, q2 = spec.test("q1-test"), spec.test("q2-test")
     assert checker.run_test(q1, {"intensity": {"value": 240.5}}) == (True, "")

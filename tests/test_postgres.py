@@ -83,6 +83,7 @@ def tiny_solutions(tmp_path: Path) -> Path:
 # --- every gradebook row refers to rows that exist -------------------------------------------
 
 
+@pytest.mark.slow  # writes and checks a whole gradebook
 def test_every_gradebook_row_refers_to_rows_that_exist(tmp_path, sqlite_foreign_keys):
     """nbgrader's CourseDirectory.course_id is '' and its Gradebook creates no course row for
     '': an assignment created by generate_assignment referred to a missing course (PostgreSQL

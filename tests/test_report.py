@@ -414,6 +414,7 @@ def test_report_on_the_sample_submissions(graded):
     assert "copied: " in text and "lost parts fit correct's numbers" in text
 
 
+@pytest.mark.slow  # runs the autograder CLI on a course database
 def test_report_of_an_assignment_never_graded_is_a_usage_error(tmp_path):
     course = Course(tmp_path / "course")
     course.prepare(ASSIGNMENT)
@@ -505,6 +506,7 @@ def expected_analysis(truth: dict, questions: list[tuple[str, float]]) -> dict:
     return out
 
 
+@pytest.mark.slow  # grades a generated class of 500 students
 def test_a_generated_class_of_500_matches_a_direct_computation(tmp_path, capsys):
     course = Course(tmp_path / "course")
     truth = generate_class(course, 500)

@@ -41,6 +41,7 @@ def test_init_is_deterministic_in_the_key():
     assert not bool(jnp.array_equal(a["embed"], c["embed"]))
 
 
+@pytest.mark.slow  # runs the model op by op under JAX
 def test_initial_loss_is_near_log_vocab():
     # random init predicts roughly uniformly: about ln(64) = 4.16 nats
     loss = float(tt.loss_fn(tt.init_params(CFG), tt.make_batch(CFG), CFG))
@@ -68,6 +69,7 @@ def test_specs_match_parameter_structure():
 # --------------------------------------------------------------------------- training
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_every_strategy_matches_single_device_losses(runs):
     base = np.array(runs["single"].losses)
     assert len(base) == 20
@@ -75,20 +77,24 @@ def test_every_strategy_matches_single_device_losses(runs):
         np.testing.assert_allclose(runs[strategy].losses, base, rtol=1e-4, err_msg=strategy)
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_losses_decrease(runs):
     losses = np.array(runs["single"].losses)
     assert np.all(np.diff(losses) < 0)
     assert losses[-1] < 0.2 * losses[0]
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_single_has_no_collectives(runs):
     assert runs["single"].collectives == []
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_dp_allreduces_gradients_over_data(runs):
     assert kinds(runs["dp"]) == {("AllReduce", ("data",))}
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_fsdp_gathers_weights_and_reduces_gradients(runs):
     k = kinds(runs["fsdp"])
     assert ("AllGather", ("data",)) in k
@@ -96,12 +102,14 @@ def test_fsdp_gathers_weights_and_reduces_gradients(runs):
     assert all(axes == ("data",) for _, axes in k)
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_tp_allreduces_over_model_only(runs):
     assert kinds(runs["tp"]) == {("AllReduce", ("model",))}
     # two per layer forward, two backward
     assert len(runs["tp"].collectives) == 4 * CFG.n_layers
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_fsdp_tp_uses_both_axes(runs):
     k = kinds(runs["fsdp_tp"])
     assert ("AllGather", ("data",)) in k
@@ -122,6 +130,7 @@ def test_predicted_bytes_by_hand():
     assert tt.predicted_comm_bytes("single", CFG) == {}
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_compiled_bytes_equal_predicted(runs):
     for strategy in tt.STRATEGIES:
         compiled = tt.compiled_comm_bytes(runs[strategy].collectives)
@@ -129,6 +138,7 @@ def test_compiled_bytes_equal_predicted(runs):
         assert compiled == tt.predicted_comm_bytes(strategy, CFG, reduce_scatter=has_rs), strategy
 
 
+@pytest.mark.slow  # trains every strategy under JAX (the runs fixture: minutes)
 def test_step_hlo_reparses_to_the_same_collectives(runs):
     r = runs["fsdp_tp"]
     assert hlo_collectives(r.step_hlo, r.mesh) == r.collectives
@@ -137,6 +147,7 @@ def test_step_hlo_reparses_to_the_same_collectives(runs):
 # --------------------------------------------------------------------------- pipeline
 
 
+@pytest.mark.slow  # JAX compiles a shard_map pipeline per microbatch count
 @pytest.mark.parametrize("microbatches", [1, 2, 4, 8])
 def test_pipeline_matches_forward_and_bubble(microbatches):
     params = tt.init_params(CFG)

@@ -214,6 +214,7 @@ def test_llama3_405b_preset_and_8_h100s_with_dp_only():
         best_training_layout(cfg, "H100", 8, global_batch=8, seq_len=8192)
 
 
+@pytest.mark.slow  # searches every layout of a 70B model on 1,024 chips
 @pytest.mark.parametrize("chip", ["TPU v5p", "H100"])
 def test_llama3_70b_best_layout_on_1024_chips_is_plausible(chip):
     cfg = PRESETS["LLaMA-3 70B"]

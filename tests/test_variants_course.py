@@ -48,6 +48,7 @@ def test_a_roster_needs_an_id_column_and_unique_safe_ids(tmp_path):
             read_roster(path)
 
 
+@pytest.mark.slow  # lists keys for a class through the CLI
 def test_keys_are_listed_per_student_and_stable(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("id\nalice\nbob\n")

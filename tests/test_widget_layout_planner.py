@@ -94,6 +94,7 @@ def test_editing_a_model_field_switches_to_custom(planner):
     ("overlap", False, lambda s: s.plan.step_time.comms_exposed == pytest.approx(
         s.plan.comms_time)),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_every_control_recomputes(planner, name, value, check):
     before = planner.state
     old_png = planner.png
@@ -255,6 +256,7 @@ def _rect(bar) -> list[float]:
     ({"overlap": False, "n_chips": 512}, "overlap"),  # degrees do not multiply to the chips
     ({"seq_len": 2048, "global_batch": 512}, "best"),  # the search sets the layout fields
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_live_view_is_the_jupyter_widget(planner, changes, changed):
     """What the static page draws and writes back for these control values equals what the
     Jupyter planner shows after a reader makes the same changes."""
@@ -305,6 +307,7 @@ def test_live_view_links_the_preset_and_the_model_fields():
     assert "controls" not in render(LIVE, values, None)
 
 
+@pytest.mark.slow  # searches every layout of the model (seconds)
 def test_live_best_button_sets_the_searched_layout():
     values = layout_planner(dpi=20).values()
     out = render(LIVE, values, "best")
@@ -325,6 +328,7 @@ def test_live_best_button_sets_the_searched_layout():
     # the preset fills its fields even though they are then rejected, in both
     ({"pp": 100}, "preset", "pp=100 is more pipeline stages than the 80 layers"),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_live_view_rejects_bad_input_as_the_widget_does(planner, changes, changed, message):
     values = {**planner.values(), **changes}
     if changed == "preset":  # from 405B (126 layers, 100 stages fit) back to 70B

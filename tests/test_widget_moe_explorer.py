@@ -54,6 +54,7 @@ def test_default_is_deepseek_v3_on_64_h100s(explorer):
     {"ep": 8}, {"top_k": 16}, {"capacity_factor": 2.0}, {"chip": "TPU v5p"},
     {"chip": "TPU v5p", "ep": 16, "tokens_per_chip": 2 ** 12.5}, {"ep": 1, "n_experts": 8},
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_moving_controls_follows_the_solver(explorer, changes):
     for name, value in changes.items():
         explorer.controls[name].value = value

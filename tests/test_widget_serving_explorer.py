@@ -181,6 +181,7 @@ def test_default_figure_and_summary(explorer):
     ("preset", "LLaMA-3 8B", lambda s: s.weight_bytes == 2 * 8_030_261_248),
     ("preset", "LLaMA-3 405B", lambda s: not s.fits and s.max_batch == 0),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_every_control_recomputes_what_the_solver_says(explorer, name, value, check):
     before = explorer.state
     explorer.controls[name].value = value
@@ -269,6 +270,7 @@ def test_a_batch_sharded_cache_halves_the_cache_per_chip_on_16_v5e(explorer):
     {"preset": "LLaMA-3 405B", "weight_dtype": "fp8", "batch": 1},
     {"preset": "LLaMA-3 405B", "chip": "B200", "weight_dtype": "fp8", "batch": 1024},
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_the_flag_appears_exactly_when_the_cache_does_not_fit(explorer, settings):
     for name, value in settings.items():
         explorer.controls[name].value = value
@@ -322,6 +324,7 @@ def test_a_batch_of_exactly_the_limit_fits_and_one_more_does_not():
 # --------------------------------------------------------------------------- presets
 
 
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_presets_load_the_model(explorer, preset):
     explorer.controls["preset"].value = preset
@@ -344,6 +347,7 @@ def test_presets_load_the_model(explorer, preset):
     ([("compute_dtype", "int8")], "matmuls run in int8 only with int8 weights"),
     ([("chip", "TPU v5e"), ("n_chips", 1024)], "a TPU v5e slice has at most 256 chips"),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_bad_input_shows_a_message_and_keeps_the_picture(explorer, steps, message):
     *setup, (name, value) = steps
     for n, v in setup:

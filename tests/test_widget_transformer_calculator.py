@@ -127,6 +127,7 @@ def test_every_control_recomputes(calc):
     ("d_model", 0, "d_model must be a positive integer"),
     ("n_kv_heads", 7, "must divide n_heads"),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_bad_input_shows_a_message_and_keeps_the_picture(calc, name, value, message):
     good, png = calc.state, calc.png
     calc.controls[name].value = value
@@ -172,6 +173,7 @@ def _xy(artist) -> list[list[float]]:
     ({"preset": CUSTOM, "d_model": 2048, "n_heads": 16, "n_kv_heads": 4, "d_ff": 5504,
       "n_layers": 24, "vocab_size": 32000, "seq_len": 512}, "seq_len"),
 ])
+@pytest.mark.slow  # builds a matplotlib widget per parameter set (many figures)
 def test_live_view_is_the_jupyter_widget(calc, changes, changed):
     """What the static page draws for these control values, and the controls it writes back,
     equal what the Jupyter widget shows after a reader makes the same changes."""
