@@ -412,10 +412,10 @@ def overlap_bound_limit(cfg: TransformerConfig, chip: Chip | str, *,
     in bf16: 394 tokens. A property of the overlapped bound; the weight matmuls alone still
     turn compute-bound near ``C·b_w / (2·W_hbm)`` at any context.
     """
-    kw = dict(weight_dtype=weight_dtype, cache_dtype=cache_dtype, compute_dtype=compute_dtype)
-
     def finds_none(s: int) -> bool:
-        return math.isinf(decode_critical_batch(cfg, chip, context_len=s, **kw))
+        return math.isinf(decode_critical_batch(cfg, chip, context_len=s, weight_dtype=weight_dtype,
+                                                cache_dtype=cache_dtype,
+                                                compute_dtype=compute_dtype))
 
     low, high = 0, 1
     while not finds_none(high):

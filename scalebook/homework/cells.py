@@ -57,7 +57,7 @@ def sync_notebook(path: Path, assignment: str, *, check: bool = False) -> list[s
     raw = path.read_text("utf-8")
     nb = json.loads(raw)
     parts = PARTS.get(assignment, {})
-    changed = []
+    changed: list[str] = []
     for cell in nb["cells"]:
         names = checked_answers(cell, parts)
         if not names:

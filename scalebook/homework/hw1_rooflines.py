@@ -110,7 +110,8 @@ def _roofline3(v, D: int, bytes_scale: float = 1.0, clip: bool = True) -> tuple[
     out = []
     for b in BATCH_SIZES:
         intensity = matmul_cost(b, D, D).intensity / bytes_scale
-        out.append(attainable_flops(intensity, chip) if clip else intensity * chip.hbm_bandwidth)
+        out.append(float(attainable_flops(intensity, chip) if clip
+                         else intensity * chip.hbm_bandwidth))
     return tuple(out)
 
 

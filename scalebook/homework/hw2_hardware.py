@@ -273,7 +273,7 @@ PARTS = (
              "A {q5_line}-chip {q5_chip} axis has no wraparound: there is one path and it runs "
              "one way, at {q5_ici:.3g} bytes/s."),)),
     # P6
-    Part("h100_cuda_cores", lambda v: _h100().cores * _h100().fp32_cores_per_sm, rel=0.001, slips=(
+    Part("h100_cuda_cores", lambda v: _h100().cores * (_h100().fp32_cores_per_sm or 0), rel=0.001, slips=(
         Slip("sub-partitions", lambda v: _h100().cores * 4,
              "132 x 4 counts the SM sub-partitions (one tensor core each); every sub-partition "
              "has 32 fp32 CUDA cores."),
@@ -335,8 +335,8 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     p4 = _t4(v, 64).t_math < _t4(v, 64).t_comms and _t4(v, 1024).t_comms < _t4(v, 1024).t_math
     p6 = (_b200_small(v).t_math < _b200_small(v).t_comms
           and _b200_large(v).t_comms < _b200_large(v).t_math)
-    return (fits and p3 and p4 and p6 and parts_well_posed(PARTS, v)
-            and drawn_as_first_published(v))
+    return bool(fits and p3 and p4 and p6 and parts_well_posed(PARTS, v)
+                and drawn_as_first_published(v))
 
 
 def drawn_as_first_published(v: Mapping[str, Any]) -> bool:
@@ -361,7 +361,7 @@ def drawn_as_first_published(v: Mapping[str, Any]) -> bool:
     p5 = v["q5_array_bytes"] / (2 * v["q5_ici"]) >= 10 * RING_DST * HOP_LATENCY
     p6 = (_b200_small(v).t_math <= 0.8 * _b200_small(v).t_comms
           and _b200_large(v).t_comms <= 0.8 * _b200_large(v).t_math)
-    return p1 and p3 and p4 and p5 and p6
+    return bool(p1 and p3 and p4 and p5 and p6)
 
 
 SPEC = VariantSpec(

@@ -299,7 +299,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     """The generic rule over :data:`PARTS` (:func:`scalebook.homework.parts.well_posed`), and
     P5 (c)-(d): the MFU of the measured step lies between 0.25 and 0.6, so it is a plausible
     measurement and the HFU (8/6 of it) stays under 1."""
-    return 0.25 <= _mfu5(v) <= 0.6 and parts_well_posed(PARTS, v)
+    return bool(0.25 <= _mfu5(v) <= 0.6 and parts_well_posed(PARTS, v))
 
 
 SPEC = VariantSpec(

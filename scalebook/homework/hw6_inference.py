@@ -369,7 +369,7 @@ PARTS = (
     )),
     Part("smallest_slice", _slice7, rel=0.001, slips=(
         Slip("weights only", distinct_from(_slice7, lambda v: smallest_power_of_two(
-            weight_bytes(_m7(v), "bf16"), v["q7_hbm"]), 0.001),
+            weight_bytes(_m7(v), "bf16"), v["q7_hbm"]) or float("nan"), 0.001),
              "The caches need room too: B sequences of S tokens each, beside the weights."),
         Slip("not a slice size", distinct_from(_slice7, lambda v: -(-_need7(v) // v["q7_hbm"]), 0.001),
              "Slices come in 1, 2, 4 or 8 GPUs: take the smallest of these that holds "

@@ -32,18 +32,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, SupportsFloat, Union
 
 from ..units import format_percent
+from ..variants import Variant
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "coinciding", "distinct_from", "describe"]
+           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
 
-Value = Callable[[Mapping[str, Any]], float]
+#: A value: a number (a float, or what the solver returns for one: an int, a NumPy scalar or 0-d
+#: array), or, for an array part, a sequence of numbers.
+Number = Union[SupportsFloat, Sequence[SupportsFloat]]
+#: A value function: the student's numbers in, the value out.
+Value = Callable[[Mapping[str, Any]], Number]
 #: The margin, beyond a check's tolerance, that a slip keeps from an accepted answer in a
 #: well-posed draw (6% for a 5% check), so napkin rounding of a slip never scores.
 MARGIN = 1.2
@@ -162,6 +167,14 @@ class Design:
     examples: tuple[Example, ...] = ()
 
 
+def as_float(x: Number) -> float:
+    """A scalar value as a float; ``TypeError`` for a sequence (an array part's value where a
+    number belongs: a definition error)."""
+    if isinstance(x, Sequence):
+        raise TypeError("a number is expected here, not a sequence")
+    return float(x)
+
+
 def _near(value: float, target: float, rel: float) -> bool:
     return abs(value - target) <= rel * abs(target)
 
@@ -199,7 +212,7 @@ def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
     return Verdict(False, tuple(hints))
 
 
-def check_answer(v: Mapping[str, Any], answer: str, value: Any) -> None:
+def check_answer(v: Variant, answer: str, value: Any) -> None:
     """The hidden check of one part: the part named ``answer`` of the homework ``v`` belongs to
     (``v.assignment``), judged on the student's numbers ``v``. Raises ``AssertionError`` whose
     message names the answer, the student's value and the tolerance (never the expected value),
@@ -328,7 +341,7 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
     nan = float("nan")
 
     def close(v) -> bool:
-        return _overlap(float(a.value(v)), float(b.value(v)), rel)
+        return _overlap(as_float(a.value(v)), as_float(b.value(v)), rel)
 
     return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint),
             Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
@@ -346,7 +359,7 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
     nan = float("nan")
 
     def groups(v) -> list[frozenset[int]]:
-        values = [float(x.value(v)) for x in slips]
+        values = [as_float(x.value(v)) for x in slips]
         order = sorted((i for i, x in enumerate(values) if not math.isnan(x)), key=lambda i: values[i])
         out: list[set[int]] = []
         for i in order:
@@ -358,7 +371,7 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
 
     def member(subset: frozenset[int]):
         first = slips[min(subset)]
-        return lambda v: float(first.value(v)) if subset in groups(v) else nan
+        return lambda v: as_float(first.value(v)) if subset in groups(v) else nan
 
     out = []
     for size in range(1, len(slips) + 1):
@@ -375,14 +388,14 @@ def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
     of ``expected``: a convention that no check can tell from the answer at those numbers (the
     first cut of a ring over 64 chips is 1.6% off the exact cost)."""
     def value_or_nan(v) -> float:
-        x, e = float(value(v)), float(expected(v))
+        x, e = as_float(value(v)), as_float(expected(v))
         return float("nan") if _near(x, e, MARGIN * rel) else x
     return value_or_nan
 
 
-def parts_by_answer(parts: Iterable[Part]) -> dict[str, Part]:
-    """``answer -> Part``; raises ``ValueError`` if two parts bind the same answer."""
-    out: dict[str, Part] = {}
+def parts_by_answer(parts: Iterable[Part | Design]) -> dict[str, Part | Design]:
+    """``answer -> Part`` (or Design); raises ``ValueError`` if two parts bind the same answer."""
+    out: dict[str, Part | Design] = {}
     for part in parts:
         if part.answer in out:
             raise ValueError(f"two parts answer {part.answer!r}")
@@ -422,7 +435,7 @@ def test_cell_source(part: Part | Design, *more: Part | Design) -> str:
     ])
 
 
-test_cell_source.__test__ = False  # not a pytest test
+setattr(test_cell_source, "__test__", False)  # not a pytest test
 
 
 def describe(part: Part | Design) -> list[str]:

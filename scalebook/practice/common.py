@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..homework.parts import ACCEPTED, Convention, Slip
+from ..homework.parts import ACCEPTED, Convention, Slip, Value, as_float
 from ..units import format_bytes
 from ..variants import Choice, VariantSpec
 
@@ -27,8 +27,6 @@ DAY = 86400.0
 
 PERCENT_HINT = "the answer is asked in percent: {answer:.3g} looks like a fraction (× 100)."
 
-Value = Callable[[Mapping[str, Any]], float]
-
 
 def spec(problem_id: str, *, derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
          well_posed: Callable[[Mapping[str, Any]], bool] | None = None,
@@ -43,17 +41,17 @@ def spec(problem_id: str, *, derive: Callable[[Mapping[str, Any]], Mapping[str, 
 
 def in_gib(value_gb: Value) -> Convention:
     """A size asked in GB, given in GiB: accepted."""
-    return Convention("GiB instead of GB", lambda v: value_gb(v) * GB / GIB, verdict=ACCEPTED)
+    return Convention("GiB instead of GB", lambda v: as_float(value_gb(v)) * GB / GIB, verdict=ACCEPTED)
 
 
 def in_mib(value_mb: Value) -> Convention:
     """A size asked in MB, given in MiB: accepted."""
-    return Convention("MiB instead of MB", lambda v: value_mb(v) * MB / MIB, verdict=ACCEPTED)
+    return Convention("MiB instead of MB", lambda v: as_float(value_mb(v)) * MB / MIB, verdict=ACCEPTED)
 
 
 def percent_slip(value_pct: Value) -> Slip:
     """A share asked in percent, given as a fraction of 1."""
-    return Slip("a fraction, not a percentage", lambda v: value_pct(v) / 100, PERCENT_HINT)
+    return Slip("a fraction, not a percentage", lambda v: as_float(value_pct(v)) / 100, PERCENT_HINT)
 
 
 def decimal_bytes(nbytes: float) -> str:

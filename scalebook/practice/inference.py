@@ -432,7 +432,7 @@ W6 = Problem(
 
 #: The 8-GPU tensor-parallel node of the chapter's running example, with the model and the
 #: cached context drawn: problems 7 and 8.
-_NODE_SPEC = dict(model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+_NODE_SPEC: dict[str, Any] = dict(model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
                   chip=Choice(("H100", "H200", "B200"), "GPU"),
                   S=Choice((4096, 2048, 8192), "S", "cached tokens"))
 
@@ -588,7 +588,7 @@ def _w9_solution(v):
     )
 
 
-_W9_SPEC = dict(
+_W9_SPEC: dict[str, Any] = dict(
     chip=Choice(("H100", "H200", "B200"), "GPU"),
     target_ms=Choice((20, 15, 30, 25), "latency target", "ms"),
     S=Choice((4096, 2048, 8192), "S", "cached tokens"))

@@ -34,7 +34,7 @@ def _bf16_bytes(v: Mapping[str, Any]) -> float:
 
 
 #: The array of the chapter's running example, bf16[8192, 8192], and the others drawn with it.
-ARRAY = {"rows": Choice((8192, 4096, 16384), "rows"),
+ARRAY: dict[str, Any] = {"rows": Choice((8192, 4096, 16384), "rows"),
          "cols": Choice((8192, 16384, 32768), "columns")}
 
 
@@ -385,6 +385,13 @@ W6 = Problem(
 
 # --------------------------------------------------------------------------- 7. which operand
 
+def _comms(plan) -> float:
+    """A plan's communication time, in s (every plan here is given its shapes and chip)."""
+    if plan.comms_time is None:
+        raise ValueError("the plan has no chip or shapes to time")
+    return plan.comms_time
+
+
 def _w7_plans(v):
     mesh = Mesh({"X": v["N"]})
     shapes = {"B": v["B"], "D": v["D"], "F": v["F"]}
@@ -394,11 +401,11 @@ def _w7_plans(v):
 
 
 def _w7_best_us(v):
-    return min(p.comms_time for p in _w7_plans(v).values()) / US
+    return min(_comms(p) for p in _w7_plans(v).values()) / US
 
 
 def _w7_worst_us(v):
-    return max(p.comms_time for p in _w7_plans(v).values()) / US
+    return max(_comms(p) for p in _w7_plans(v).values()) / US
 
 
 def _w7_solution(v):
@@ -431,9 +438,9 @@ W7 = Problem(
             Slip("the other operand", distinct_from(_w7_best_us, _w7_worst_us),
                  "gathering the other operand moves more bytes: compare B·D (A) with D·F (W)."),
             Slip("as a ring", lambda v: min(
-                plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
-                            shapes={"B": v["B"], "D": v["D"], "F": v["F"]}, chip="TPU v5e",
-                            gather=side, wraparound=True).comms_time
+                _comms(plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
+                                   shapes={"B": v["B"], "D": v["D"], "F": v["F"]},
+                                   chip="TPU v5e", gather=side, wraparound=True))
                 for side in ("lhs", "rhs")) / US,
                  "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
         )),
