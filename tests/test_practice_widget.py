@@ -16,7 +16,8 @@ from scalebook.live import render, render_json
 from scalebook.live import practice as live
 from scalebook.practice import CHAPTERS, PROBLEMS, check, draw, get_problem, question
 from scalebook.practice import embed
-from scalebook.widgets.practice import PracticeWidget, block_html, practice_set, set_html
+from scalebook.widgets.practice import (PracticeWidget, block_html, practice, practice_set,
+                                        set_html)
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEW = "scalebook.live.practice"
@@ -163,8 +164,20 @@ def test_the_static_block_is_the_books_numbers_with_a_hidden_form():
     for part in problem.parts:  # every input has its label
         field = f"practice-sharded_matmuls-w6-{part.answer}"
         assert f"<label for='{field}'>" in text and f"id='{field}'" in text
-    bundle = PracticeWidget("sharded_matmuls.w6")._repr_mimebundle_()
+    bundle = practice("sharded_matmuls.w6")._repr_mimebundle_()
     assert bundle["text/html"] == text and "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_the_chapter_cell_shows_a_button_that_opens_the_widget():
+    """The chapter's cell makes one button (the book stores every widget a page makes); its
+    click opens the practice widget, in place."""
+    cell = practice("rooflines.intensity")
+    assert list(cell.children) == [cell.button]
+    cell.button.click()
+    (widget,) = cell.children
+    assert isinstance(widget, PracticeWidget) and widget.problem.id == "rooflines.intensity"
+    cell.button.click()  # a second click opens nothing more
+    assert cell.children == (widget,)
 
 
 @pytest.mark.parametrize("chapter", [c for c, p in CHAPTERS.items() if p])
@@ -175,8 +188,9 @@ def test_the_practice_set_lists_every_problem_of_the_chapter(chapter):
     for p in problems:
         anchor = f"#{live.dom_id(p)}'"
         assert (anchor in text) if p.worked else (f"data-problem='{p.id}'" in text)
-    widget = practice_set(chapter)
-    assert len(widget.problems) == sum(not p.worked for p in problems)
+    cell = practice_set(chapter)
+    assert cell._repr_mimebundle_()["text/html"] == text
+    assert [w.problem.id for w in cell.start()] == [p.id for p in problems if not p.worked]
 
 
 # --------------------------------------------------------------------------- the chapters

@@ -13,6 +13,13 @@ from ..variants import Choice, VariantSpec
 from .problem import Problem
 
 
+#: The hints several problems share: the chapter's classic slips, said once.
+_FMA_HINT = "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."
+_BF16_HINT = "bf16 takes 2 bytes per element."
+_US_HINT = "the answer is asked in µs (1 s = 1e6 µs)."
+_OUTPUT_HINT = "the output C[B, F] is written back to HBM too: 2·B·F more bytes."
+
+
 def _bf16_matmul(v: Mapping[str, Any]):
     return matmul_time(v["B"], v["D"], v["F"], v["chip"])
 
@@ -67,12 +74,12 @@ MATMUL_TIME = Problem(
             slips=(
                 Slip("one FLOP per multiply-add", distinct_from(_lower_us, lambda v: max(
                     _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6),
-                     "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
+                     _FMA_HINT),
                 Slip("one byte per element", distinct_from(_lower_us, lambda v: max(
                     _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6),
-                     "bf16 takes 2 bytes per element."),
+                     _BF16_HINT),
                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
-                     "the answer is asked in µs (1 s = 1e6 µs)."),
+                     _US_HINT),
             ),
         ),
     ),
@@ -133,7 +140,7 @@ MATMUL_UPPER = Problem(
              ),
              slips=(
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
-                      "the answer is asked in µs (1 s = 1e6 µs)."),
+                      _US_HINT),
              )),
     ),
     labels={"t_upper_us": "upper bound on the runtime, in µs"},
@@ -163,9 +170,9 @@ T_MATH = Problem(
         Part(answer="t_math_us", expected=_t_math_us,
              slips=(
                  Slip("one FLOP per multiply-add", lambda v: _t_math_us(v) / 2,
-                      "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
+                      _FMA_HINT),
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
-                      "the answer is asked in µs (1 s = 1e6 µs)."),
+                      _US_HINT),
              )),
     ),
     labels={"t_math_us": "T_math, in µs"},
@@ -200,9 +207,9 @@ T_COMMS = Problem(
         Part(answer="t_comms_us", expected=_t_comms_us,
              slips=(
                  Slip("one byte per element", lambda v: _t_comms_us(v) / 2,
-                      "bf16 takes 2 bytes per element."),
+                      _BF16_HINT),
                  Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
-                      "the output C[B, F] is written back to HBM too: 2·B·F more bytes."),
+                      _OUTPUT_HINT),
              )),
     ),
     labels={"t_comms_us": "T_comms, in µs"},
@@ -233,9 +240,9 @@ INTENSITY = Problem(
         Part(answer="intensity", expected=_intensity,
              slips=(
                  Slip("one FLOP per multiply-add", lambda v: _intensity(v) / 2,
-                      "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
+                      _FMA_HINT),
                  Slip("one byte per element", lambda v: _intensity(v) * 2,
-                      "bf16 takes 2 bytes per element."),
+                      _BF16_HINT),
                  Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
                       "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
                       "2·(B·D + D·F + B·F)."),
@@ -395,7 +402,7 @@ LINK_TIME = Problem(
         Part(answer="link_us", expected=_link_us,
              slips=(
                  Slip("one byte per element", lambda v: _link_us(v) / 2,
-                      "bf16 takes 2 bytes per element."),
+                      _BF16_HINT),
                  Slip("sent the weight shard", distinct_from(
                      _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
                       "the weights stay where they are: what crosses the link is the partial "
@@ -435,7 +442,7 @@ HBM_BYTES = Problem(
              ),
              slips=(
                  Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
-                      "bf16 takes 2 bytes per element."),
+                      _BF16_HINT),
                  Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
                                                   rel=0.02),
                       "the weights are not all: X[B, D] is read and C[B, F] written too, "

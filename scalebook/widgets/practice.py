@@ -7,11 +7,12 @@ In a chapter, one hidden cell per block::
     practice("sharded_matmuls.w6")          # after worked problem 6's answer
     practice_set("sharded_matmuls")         # at the end of the chapter
 
-Each returns a widget whose ``text/html`` is the static block (the problem with the book's
-numbers, its answer inputs hidden until ``web/src/practice.js`` makes it live in the reader's
-browser); Jupyter shows the widget itself, which runs the same
-:func:`scalebook.live.practice.view` on every click, so the page, the notebook and the grader
-cannot disagree. Nothing here computes a number: the view does.
+Each returns a :class:`Launcher` whose ``text/html`` is the static block (the problem with the
+book's numbers, its answer inputs hidden until ``web/src/practice.js`` makes it live in the
+reader's browser); Jupyter shows its "Practise here" button, which opens a
+:class:`PracticeWidget` per problem, running the same :func:`scalebook.live.practice.view` on
+every click, so the page, the notebook and the grader cannot disagree. Nothing here computes a
+number: the view does.
 
 The static block::
 
@@ -37,8 +38,7 @@ from ..live import practice as live
 from ..live import render
 from ..practice import CHAPTERS, Problem, get_problem
 
-__all__ = ["practice", "practice_set", "PracticeWidget", "PracticeSet", "block_html",
-           "set_html"]
+__all__ = ["practice", "practice_set", "PracticeWidget", "Launcher", "block_html", "set_html"]
 
 _NOTE = ("These are the book's own numbers. With JavaScript on, “New numbers” draws the problem "
          "again and “Check” judges your answers in your browser with the course grader's own "
@@ -96,8 +96,7 @@ def set_html(chapter: str) -> str:
 class PracticeWidget(widgets.VBox):
     """A practice problem in Jupyter: its text, one text box per answer, New numbers, Check
     and Show the solution, each click one call of :func:`scalebook.live.practice.view`
-    (through :func:`scalebook.live.render`, as the page calls it). ``text/html`` is the static
-    block, for the book's HTML pages."""
+    (through :func:`scalebook.live.render`, as the page calls it)."""
 
     def __init__(self, problem_id: str, seed: int = 0, rng: random.Random | None = None):
         self.problem = get_problem(problem_id)
@@ -158,36 +157,48 @@ class PracticeWidget(widgets.VBox):
     def show_solution(self) -> None:
         self._show(self._call("solution"))
 
+
+
+class Launcher(widgets.VBox):
+    """What a chapter's practice cell displays: in Jupyter one button, "Practise here", that
+    opens the practice widgets (``start()``); on the book's pages its ``text/html``, the static
+    block. The widgets are made on the click, not when the chapter runs: the book's build
+    stores the state of every widget a page created in the page itself (tens of kB per
+    practice widget), so a page of practice carries only this button's few models."""
+
+    def __init__(self, problem_ids: tuple[str, ...], static_html: str, label: str):
+        self.problem_ids = tuple(problem_ids)
+        self.static_html = static_html
+        self.label = label
+        self.problems: list[PracticeWidget] = []
+        self.button = widgets.Button(description="Practise here", tooltip=label)
+        self.button.on_click(lambda _b: self.start())
+        super().__init__(children=[self.button])
+
+    def start(self) -> list[PracticeWidget]:
+        """Show the practice widget of each problem in place of the button; returns them."""
+        if not self.problems:
+            self.problems = [PracticeWidget(pid) for pid in self.problem_ids]
+            self.children = self.problems
+        return self.problems
+
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = block_html(self.problem.id)
-        bundle["text/plain"] = f"{self.problem.title} (practice)"
+        bundle["text/html"] = self.static_html
+        bundle["text/plain"] = self.label
         return bundle
 
 
-class PracticeSet(widgets.VBox):
-    """A chapter's practice set in Jupyter: a widget per problem of the set only (the worked
-    problems have theirs under their answers). ``text/html``: :func:`set_html`."""
-
-    def __init__(self, chapter: str):
-        if chapter not in CHAPTERS:
-            raise ValueError(f"no chapter {chapter!r}; chapters: {', '.join(CHAPTERS)}")
-        self.chapter = chapter
-        self.problems = [PracticeWidget(p.id) for p in CHAPTERS[chapter] if not p.worked]
-        super().__init__(children=self.problems)
-
-    def _repr_mimebundle_(self, **kwargs: object) -> dict:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/html"] = set_html(self.chapter)
-        bundle["text/plain"] = f"practice set of {self.chapter}"
-        return bundle
-
-
-def practice(problem_id: str) -> PracticeWidget:
+def practice(problem_id: str) -> Launcher:
     """The practice block of problem ``problem_id`` (module docstring)."""
-    return PracticeWidget(problem_id)
+    problem = get_problem(problem_id)
+    return Launcher((problem.id,), block_html(problem.id), f"{problem.title} (practice)")
 
 
-def practice_set(chapter: str) -> PracticeSet:
-    """The practice set of ``chapter`` ("sharded_matmuls")."""
-    return PracticeSet(chapter)
+def practice_set(chapter: str) -> Launcher:
+    """The practice set of ``chapter`` ("sharded_matmuls"): its score and a block for each
+    problem of the set only (the worked problems have theirs under their answers)."""
+    if chapter not in CHAPTERS:
+        raise ValueError(f"no chapter {chapter!r}; chapters: {', '.join(CHAPTERS)}")
+    only = tuple(p.id for p in CHAPTERS[chapter] if not p.worked)
+    return Launcher(only, set_html(chapter), f"practice set of {chapter}")

@@ -22,12 +22,16 @@
   let loaderScript = null;
   function loadRuntime() {
     if (loaderScript === null) {
+      // one loader per page, shared with widgets.js (it may be adding the same script now)
       loaderScript = window.sbLiveLoader ? Promise.resolve() : new Promise((resolve, reject) => {
-        const script = document.createElement("script");
-        script.src = base + "loader.js";
-        script.onload = () => resolve();
-        script.onerror = () => reject(new Error("could not load " + script.src));
-        document.head.appendChild(script);
+        const adding = [...document.scripts].find(s => s.src === base + "loader.js");
+        const script = adding || document.createElement("script");
+        script.addEventListener("load", () => resolve());
+        script.addEventListener("error", () => reject(new Error("could not load " + script.src)));
+        if (!adding) {
+          script.src = base + "loader.js";
+          document.head.appendChild(script);
+        }
       });
     }
     return loaderScript.then(() => window.sbLiveLoader.load(base));
@@ -155,10 +159,6 @@
     const warm = () => { loadRuntime().catch(() => {}); };
     form.addEventListener("focusin", warm, {once: true});
     form.addEventListener("pointerdown", warm, {once: true});
-    const note = root.querySelector(".practice-note");
-    if (note) note.textContent = "These are the book's own numbers. “New numbers” draws the " +
-      "problem again; “Check” judges your answers here in your browser, with the course " +
-      "grader's own tolerance and hints. Nothing leaves the page.";
   }
 
   function start() {
