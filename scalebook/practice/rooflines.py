@@ -10,6 +10,7 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_intensit
                         matmul_time, two_chip_sharded_matmul)
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
+from .common import in_mib, percent_slip
 from .problem import Problem
 
 
@@ -360,8 +361,7 @@ PEAK_FRACTION = Problem(
                                  "max(T_math, T_comms), not their sum."),
              ),
              slips=(
-                 Slip("a fraction, not a percentage", lambda v: _peak_percent(v) / 100,
-                      "the answer is asked in % (0.5 is 50%)."),
+                 percent_slip(_peak_percent),
              )),
     ),
     labels={"peak_percent": "share of the peak, in %"},
@@ -437,9 +437,7 @@ HBM_BYTES = Problem(
           "MB (10^6 bytes)?"),
     parts=(
         Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
-             conventions=(
-                 Convention("MiB", lambda v: _cost(v).total_bytes / 2 ** 20),
-             ),
+             conventions=(in_mib(_hbm_mb),),
              slips=(
                  Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
                       _BF16_HINT),

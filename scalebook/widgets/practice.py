@@ -42,7 +42,8 @@ __all__ = ["practice", "practice_set", "PracticeWidget", "Launcher", "block_html
 
 _NOTE = ("These are the book's own numbers. With JavaScript on, “New numbers” draws the problem "
          "again and “Check” judges your answers in your browser with the course grader's own "
-         "tolerance and hints; nothing leaves the page. In Jupyter this block is a widget.")
+         "tolerance and hints; nothing leaves the page. In the chapter's notebook, "
+         "“Practise here” runs the same practice as a widget.")
 
 
 def _buttons_html(problem: Problem) -> str:
