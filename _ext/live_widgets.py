@@ -25,6 +25,8 @@ from sphinx.util import logging
 _LOG = logging.getLogger(__name__)
 _RUNTIME_KEY = "live_widgets_runtime"
 _MARKER = "class='sb-live'"
+#: A practice block (scalebook/widgets/practice.py): its own small script and style sheet.
+_PRACTICE_MARKER = "class='practice"
 
 
 def _build_module(srcdir: Path):
@@ -52,6 +54,9 @@ def _add_assets(app: Sphinx, pagename: str, templatename: str, context: dict[str
     if _MARKER in context.get("body", ""):
         app.add_js_file("live/widgets.js", defer="defer")
         app.add_css_file("live/widgets.css")
+    if _PRACTICE_MARKER in context.get("body", ""):
+        app.add_js_file("live/practice.js", defer="defer")
+        app.add_css_file("live/practice.css")
 
 
 def _copy_runtime(app: Sphinx, exception: Exception | None) -> None:

@@ -54,7 +54,9 @@ EMBEDDED = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "stdlib.zip", "s
 #: A scalebook module whose source imports one of these at top level never runs in the
 #: browser (it needs real arrays or JAX), so it is left out of the bundle.
 _HEAVY_IMPORT = re.compile(r"^(import|from)\s+(numpy|jax|ipywidgets|matplotlib|PIL)\b", re.M)
-_SKIP_DIRS = ("widgets", "homework")
+#: scalebook/homework is bundled: the practice view (scalebook.live.practice) checks with its
+#: parts, the grader's own checker and hints.
+_SKIP_DIRS = ("widgets",)
 
 
 def scalebook_sources(repo: Path = REPO) -> dict[str, bytes]:

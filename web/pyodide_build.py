@@ -66,6 +66,13 @@ def smoke_run(src_dir: str) -> None:
         module = importlib.import_module(info.name)
         if callable(getattr(module, "view", None)):
             live.render_json(info.name, json.dumps({}))
+    # the practice view draws and checks a problem of every chapter (scalebook.practice)
+    practice = importlib.import_module("scalebook.practice")
+    for problems in practice.CHAPTERS.values():
+        for problem in problems[:1]:
+            for changed in ("seed", "check"):
+                live.render_json("scalebook.live.practice",
+                                 json.dumps({"problem": problem.id, "seed": 1}), changed)
     for name in ALWAYS:
         importlib.import_module(name)
 
