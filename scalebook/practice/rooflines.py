@@ -292,7 +292,7 @@ CRITICAL_BATCH = Problem(
 
 
 def _attainable_tflops(v: Mapping[str, Any]) -> float:
-    return attainable_flops(v["I"], v["chip"]) / 1e12
+    return float(attainable_flops(v["I"], v["chip"])) / 1e12
 
 
 def _attainable_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
