@@ -35,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import json
 import sys
 import time
 
@@ -45,9 +46,9 @@ from .course import Course, ensure_tools_on_path
 from .plan import (Task, graded_digest, has_submissions, load_result, plan_grading, read_submission,
                    unchanged)
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, graded_submissions, write_files)
+                     gradebook_layout, graded_submission, write_files)
 from .runners import RunnerError, start_runner
-from .sandbox import Limits, check_sandbox, memory_cap
+from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -114,6 +115,16 @@ def check_solutions(spec: checker.Spec, limits: Limits, run) -> SubmissionResult
     return result
 
 
+def template_imports(course: Course, assignment: str) -> tuple[str, ...]:
+    """What each template imports once: the defaults and the ``scalebook`` modules the
+    assignment's release notebook imports (:func:`sandbox.notebook_preload`)."""
+    try:
+        nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
+    except (OSError, ValueError):
+        return DEFAULT_PRELOAD
+    return notebook_preload([nb] if isinstance(nb, dict) else [])
+
+
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
                      scheduler: str | None = None, timeout: float | None = None,
                      progress: bool = True, students: list[str] | None = None,
@@ -142,7 +153,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     if has_submissions(course, assignment, students):
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course=course)
+                                  scheduler=scheduler, course=course,
+                                  preload=template_imports(course, assignment))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:
@@ -253,7 +265,7 @@ class _GradingRun:
 
     def graded_meanwhile(self, task: Task) -> bool:
         """Whether another grader recorded this submission since the plan was made."""
-        done = graded_submissions(self.gb, self.spec.assignment, task.student)
+        done = graded_submission(self.gb, self.layout, task.student)
         if task.student in done and unchanged(
                 done[task.student], task.timestamp, digest=task.digest,
                 graded_digest=graded_digest(self.course, task.student, self.spec.assignment)):
