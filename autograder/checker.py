@@ -179,12 +179,21 @@ def _nbg(cell: dict) -> dict:
 
 
 def checksum(cell: dict) -> str:
-    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell."""
+    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell.
+
+    A pure function of the cell's type, source and nbgrader metadata, remembered for the
+    cells every submission repeats (nbgrader's own takes 0.4 ms a cell: 18 ms a notebook)."""
+    meta = json.dumps(_nbg(cell), sort_keys=True)
+    return _checksum(str(cell.get("cell_type")), _text(cell.get("source")), meta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
     import nbformat
     from nbgrader.utils import compute_checksum
 
-    node = nbformat.from_dict({"cell_type": cell.get("cell_type"), "source": _text(cell.get("source")),
-                               "metadata": {"nbgrader": dict(_nbg(cell))}})
+    node = nbformat.from_dict({"cell_type": cell_type, "source": source,
+                               "metadata": {"nbgrader": json.loads(nbgrader_json)}})
     return compute_checksum(node)
 
 

@@ -18,6 +18,7 @@ import concurrent.futures as cf
 import os
 import queue
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -67,15 +68,18 @@ class LocalRunner:
         finally:
             self.pool.put(sb)
 
-    def _run(self, job: dict):
+    def _run(self, job: dict, submitted: float):
         sb = self.pool.get()
         try:
-            return sb.run(job, self.limits, self.cancel)
+            waited = time.monotonic() - submitted
+            outcome = sb.run(job, self.limits, self.cancel)
+            outcome.phases["wait"] = waited
+            return outcome
         finally:
             self.pool.put(sb)
 
     def submit(self, student: str, job: dict) -> cf.Future:
-        return self.executor.submit(self._run, job)
+        return self.executor.submit(self._run, job, time.monotonic())
 
     def wait_any(self, futures: set) -> set:
         done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
