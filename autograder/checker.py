@@ -30,7 +30,6 @@ import math
 import re
 import signal
 
-from scalebook.homework import spec_for
 from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
 
 from .course import is_identity_cell
@@ -360,6 +359,7 @@ def load_spec(course, assignment: str) -> Spec:
                                      checksum(cell))
     if not tests:
         raise SpecError(f"{src_path} has no autograder test cells")
+    from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
     variants = spec_for(assignment)
     if variants is None:
         return Spec(assignment, name, tests, locked, release, source_nb)

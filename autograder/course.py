@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from scalebook.homework import spec_for
 from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
 from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
@@ -149,6 +148,7 @@ class Course:
         """notebook -> the notebook as this course's class gets it (its ``{{...}}``
         placeholders and identity cell filled in: :func:`render_source`), or None when the
         homework has no per-student numbers."""
+        from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
         spec = spec_for(assignment)
         if spec is None:
             return None
