@@ -61,3 +61,44 @@ def test_grading_stages_are_modules_named_in_grade_docstring():
         assert (PACKAGE / module).is_file()
         assert module in grade.__doc__
     assert {"plan", "record", "runners", "claims", "checker"} <= import_graph()["grade"]
+
+
+def test_course_lists_every_homework():
+    from autograder.course import ASSIGNMENTS, available_assignments
+
+    assert list(ASSIGNMENTS) == available_assignments()
+
+
+def test_export_formats_are_said_once():
+    """The CLI offers exactly export.FORMATS, which it reads rather than repeats."""
+    from autograder.cli import build_parser
+    from autograder.export import FORMATS
+
+    args = build_parser().parse_args(["export", "-a", "hw1-rooflines", "--format", FORMATS[-1]])
+    assert args.format == FORMATS[-1]
+    assert '"canvas", "moodle"' not in (PACKAGE / "cli.py").read_text("utf-8")
+
+
+MAX_FUNCTION_LINES = 90
+
+
+def test_no_function_in_the_grader_is_over_90_lines():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.name} ({lines} lines)")
+    assert long == []
+
+
+def test_each_command_declares_its_arguments_beside_its_code():
+    import autograder.cli as cli
+
+    source = (PACKAGE / "cli.py").read_text("utf-8")
+    for action in cli.build_parser()._subparsers._group_actions[0].choices:
+        verb = action.replace("-", "_")
+        add, cmd = source.index(f"def add_{verb}(sub)"), source.index(f"def cmd_{verb}(args)")
+        between = source[add:cmd]
+        assert between.count("\ndef ") == 0, f"add_{verb} is not right above cmd_{verb}"
