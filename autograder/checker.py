@@ -363,10 +363,10 @@ def load_spec(course, assignment: str) -> Spec:
     variants = spec_for(assignment)
     if variants is None:
         return Spec(assignment, name, tests, locked, release, source_nb)
-    from .course import course_secret, variants_enabled
+    from .course import variants_secret
 
-    on = variants_enabled(course)
-    secret = course_secret(course) if on else None
+    secret = variants_secret(course)
+    on = secret is not None
     template_path = course.templates(assignment) / name
     template = json.loads(template_path.read_text("utf-8")) if template_path.is_file() else None
     return Spec(assignment, name, tests, locked, release, source_nb, variants, on, secret, template)

@@ -90,11 +90,13 @@ class Course:
     # --- additions (not part of nbgrader's layout) -------------------------------------------
 
     def submitted_students(self, assignment: str) -> list[str]:
-        """Students with a ``submitted/<student>/<assignment>/`` folder, sorted."""
+        """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (dot-names
+        skipped)."""
         base = Path(self.root) / "submitted"
         if not base.is_dir():
             return []
-        return sorted(p.name for p in base.iterdir() if (p / assignment).is_dir())
+        return sorted(p.name for p in base.iterdir()
+                      if not p.name.startswith(".") and (p / assignment).is_dir())
 
     def coursedir(self, assignment: str = ""):
         """nbgrader's ``CourseDirectory`` for this course (and optionally one assignment)."""
@@ -218,6 +220,11 @@ def variants_enabled(course: "Course") -> bool:
     if not isinstance(value, bool):
         raise CourseError(f"{path} must be {{\"enabled\": true}} or {{\"enabled\": false}}")
     return value
+
+
+def variants_secret(course: "Course") -> bytes | None:
+    """The secret that draws the course's per-student numbers, or None when they are off."""
+    return course_secret(course) if variants_enabled(course) else None
 
 
 def set_variants_enabled(course: "Course", on: bool) -> None:

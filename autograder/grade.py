@@ -43,10 +43,9 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import (Task, graded_digest, has_submissions, load_result, plan_grading, read_submission,
-                   unchanged)
+from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, graded_submission, write_files)
+                     gradebook_layout, write_files)
 from .runners import RunnerError, start_runner
 from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload
 
@@ -150,7 +149,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
     # process reads the notebooks and the gradebook; closed at once if there is nothing to grade.
     runner = None
-    if has_submissions(course, assignment, students):
+    folders = course.submitted_students(assignment)  # any that might be graded?
+    if folders if students is None else set(folders) & set(students):
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
                                   scheduler=scheduler, course=course,
@@ -243,11 +243,17 @@ class _GradingRun:
         """Read and validate one claimed submission: (future, validation) if its code must
         run, else None (already recorded, by another grader or here)."""
         student = task.student
-        if not self.force and self.graded_meanwhile(task):
+        opened = open_task(self.course, self.gb, self.layout, task, self.spec.assignment,
+                           force=self.force)
+        if opened.graded_meanwhile:
+            self.report.skipped_already_graded.append(student)
+            if opened.previous is not None:
+                self.report.previous.append(opened.previous)
             return None
         try:
-            data, why = read_submission(self.course, student, self.spec.assignment)
-            validation = checker.validate(self.spec, data, missing=why, student=student)
+            if opened.failed is not None:
+                raise opened.failed
+            validation = checker.validate(self.spec, opened.data, missing=opened.why, student=student)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))
@@ -262,19 +268,6 @@ class _GradingRun:
                                            f"{type(exc).__name__}: {exc}")[:500]
             return None
         return future, validation
-
-    def graded_meanwhile(self, task: Task) -> bool:
-        """Whether another grader recorded this submission since the plan was made."""
-        done = graded_submission(self.gb, self.layout, task.student)
-        if task.student in done and unchanged(
-                done[task.student], task.timestamp, digest=task.digest,
-                graded_digest=graded_digest(self.course, task.student, self.spec.assignment)):
-            self.report.skipped_already_graded.append(task.student)
-            previous = load_result(self.course, task.student, self.spec.assignment)
-            if previous is not None:
-                self.report.previous.append(previous)
-            return True
-        return False
 
     def finish(self, task: Task, validation: checker.Validation, future) -> None:
         """The sandbox's outcome -> check -> record. A sandbox failure is the grader's, not the
