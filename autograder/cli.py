@@ -79,7 +79,28 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (add_generate, add_keys, add_variants, add_validate, add_collect, add_grade,
+                add_due, add_override, add_export, add_feedback, add_report, add_demo):
+        add(sub)  # each command's arguments are declared beside its code
+    return parser
 
+
+def _assignment(args) -> str:
+    check_assignment(args.assignment)
+    return args.assignment
+
+
+def _course(args, *, create: bool = False):
+    """The course of ``--course``/``--db``; only commands that start a course (keys --roster,
+    collect, variants, generate --roster) make its directory: a mistyped --course is an error."""
+    return default_course(args.course, args.db, create=create)
+
+
+# --- commands -----------------------------------------------------------------------------
+
+
+def add_generate(sub) -> None:
+    """The ``generate`` command's arguments."""
     p = sub.add_parser(
         "generate", help="regenerate the student notebooks exercises/ from solutions/",
         description="Run nbgrader generate_assignment on solutions/<A>/ in a temporary course and make "
@@ -101,225 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
                         f"or {DEFAULT_COURSE_ROOT})")
     p.add_argument("--db", metavar="URL", help="with --roster: the course's gradebook URL, as for grade")
     p.set_defaults(func=cmd_generate)
-
-    p = sub.add_parser(
-        "keys", help="list each student's homework key (per-student numbers)",
-        description="Add the students of a roster to the course and write student,name,lms_id,email,"
-                    "homework_key for each (without --roster: every student of the gradebook). The roster "
-                    "is the LMS's own file: a Canvas gradebook export (students keyed by Canvas user id, "
-                    "'Points Possible' row or not), a Moodle participants export or grading worksheet "
-                    "(keyed by ID number, else email), or any CSV with an 'id' column. One key per student "
-                    "serves every homework of the course; hand them out through the LMS or a mail merge. "
-                    "Keys follow from the course's secret, <course>/variants.secret: back it up, never "
-                    "share it.",
-    )
-    _course_options(p, assignment=False)
-    p.add_argument("--roster", metavar="CSV",
-                   help="the LMS's roster file (default: the students in the gradebook)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the CSV here (default: print it)")
-    p.set_defaults(func=cmd_keys)
-
-    p = sub.add_parser(
-        "variants", help="turn per-student numbers on or off for the course, or show which",
-        description="With --on (the default for a new course) each student answers their own numbers, "
-                    "drawn from their homework key; with --off everyone answers the book's numbers and "
-                    "the notebooks ask for no key. Run generate/collect after changing it, before "
-                    "handing notebooks out.",
-    )
-    _course_options(p, assignment=False)
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--on", dest="on", action="store_true", default=None)
-    group.add_argument("--off", dest="on", action="store_false")
-    p.set_defaults(func=cmd_variants)
-
-    p = sub.add_parser(
-        "validate", help="check a notebook before submitting it (students)",
-        description="Run your notebook top to bottom and say, for each graded question, whether it is "
-                    "answered in the right form. It runs only the checks you can see, so it never tells "
-                    "whether an answer is right. Exit 0 when every question is answered.",
-    )
-    p.add_argument("notebook", metavar="NOTEBOOK", help="your .ipynb file")
-    p.add_argument("--timeout", type=float, default=120, metavar="S",
-                   help="stop a cell that runs longer than S seconds (default 120)")
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser(
-        "collect", help="copy submissions (folder, nbgrader layout or LMS .zip) into the course",
-        description="Copy the notebooks of one assignment into <course>/submitted/<student>/<A>/ and add "
-                    "the students to the gradebook. The originals are never modified.",
-        epilog=textwrap.dedent("""\
-            how a file's student id is found (first rule that applies; only names the LMS or
-            nbgrader wrote count, never a file name the student chose inside them):
-              Jane Doe_4242_assignsubmission_file_/<any>     Moodle folder: the folder alone names the
-                                                             student (jane_doe_4242), whatever is inside
-              [submitted/]<student>/<A>/<A>.ipynb            nbgrader layout: the folder name
-              doejane_12345_67890_<file>.ipynb               Canvas: doejane_12345
-              Jane Doe_4242_assignsubmission_file_<file>     Moodle file: jane_doe_4242
-              <student>.ipynb, <student>_<anything>.ipynb    at the top: the name up to the first '_'
-            Canvas students are keyed by Canvas user id: the student of the course roster
-            (keys --roster <Canvas gradebook export>) with that id; a user id not on the roster is
-            reported by name and collected for no one. Without a roster: <name>_<user id>, the name
-            lower case with accents dropped (lms_<user id> if nothing is left).
-            Moodle's number is the assignment's participant id, not the student's: give the
-            assignment's grading worksheet (--worksheet), whose 'Participant <n>' rows name each
-            student by email, so every assignment finds the same student (and its 'Last modified
-            (submission)' is the submission time). A course with a Moodle roster requires it.
-            Copies of one notebook for one student: the newest by the LMS's order is kept (Canvas:
-            x-1.ipynb, with the larger file id, after x.ipynb; Moodle: 'x (1).ipynb' after
-            'x.ipynb') and both are named; two other files are reported as duplicates and neither
-            is collected.
-            LMS names are read from their fixed end (user id, submission id), so a display name
-            cannot pass for another student's id; a file name that still reads as two LMS users
-            is reported as AMBIGUOUS and collected for no one. Every name from a submission is
-            printed with control and bidi characters escaped (\\x1b, \\u202e).
-            Zip members that would leave the archive (../, absolute paths) or are links are refused."""),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="folder, .zip file or .ipynb notebook")
-    _course_options(p)
-    p.add_argument("--force", action="store_true",
-                   help="replace a notebook collected before whose contents differ (a resubmission; "
-                        "grade then regrades it and keeps the earlier result)")
-    p.add_argument("--worksheet", metavar="CSV",
-                   help="Moodle: this assignment's grading worksheet (View all submissions > Download "
-                        "grading worksheet); maps its 'Participant <n>' ids to students and gives each "
-                        "submission's time")
-    p.add_argument("--tz", type=float, metavar="HOURS",
-                   help="with --worksheet: the UTC offset of its times, e.g. 1 or -5 (default 0, UTC)")
-    p.set_defaults(func=cmd_collect)
-
-    p = sub.add_parser(
-        "grade", help="autograde the collected submissions of an assignment",
-        description="Grade every submission in <course>/submitted/*/<A>/ (students' code runs sandboxed; "
-                    "see autograder/DESIGN.md), record the scores in the gradebook, write autograded "
-                    "notebooks, and list the submissions that could not be fully graded.",
-    )
-    _course_options(p)
-    p.add_argument("--workers", type=int, metavar="N", help="grade N submissions at a time (default: per CPU)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="a dask.distributed scheduler (tcp://host:8786) to spread the work over")
-    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit per submission, seconds")
-    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
-    p.add_argument("--force", action="store_true",
-                   help="grade again the submissions already graded (by default they are skipped)")
-    p.add_argument("--drop-overrides", action="store_true",
-                   help="clear the instructor's overrides (see override) of every submission graded in "
-                        "this run, so the autograder's scores count again (the trail keeps them)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.set_defaults(func=cmd_grade)
-
-    p = sub.add_parser(
-        "due", help="set or show an assignment's due date, late penalty and students' extensions",
-        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and this "
-                    "assignment's late policy in <course>/late_policy.json (each option changes only its "
-                    "own field; other assignments keep theirs). Without options, show both. Late work is "
-                    "penalised when exported and shown on the feedback page, computed from the raw scores "
-                    "each time (never stored): a submission d started days after the student's due date "
-                    "(with their extension) keeps max(0, 1 - d * PCT/100) of its score, nothing after "
-                    "--zero-after days. The submission time is its timestamp.txt (nbgrader layout; collect "
-                    "--worksheet writes Moodle's) or the one the gradebook recorded.",
-    )
-    _course_options(p)
-    p.add_argument("--date", metavar="WHEN",
-                   help="due date with its time zone, e.g. '2026-02-01 23:59 UTC' or '2026-02-01T23:59+01:00'")
-    p.add_argument("--per-day", type=float, metavar="PCT",
-                   help="this assignment's policy: percent of the score lost per started day late "
-                        "(default 0); other fields and assignments are left as they are")
-    p.add_argument("--zero-after", metavar="DAYS",
-                   help="this assignment's policy: a submission more than DAYS days late scores zero "
-                        "('none' removes the cut-off)")
-    p.add_argument("--extend", metavar="STUDENT",
-                   help="grant STUDENT an extension of --days/--hours (nbgrader's own; 0 removes it)")
-    p.add_argument("--days", type=float, default=0, help="with --extend")
-    p.add_argument("--hours", type=float, default=0, help="with --extend")
-    p.set_defaults(func=cmd_due)
-
-    p = sub.add_parser(
-        "override", help="set one part's score by hand, with a reason (kept in an audit trail)",
-        description="Set STUDENT's score of one part (its grade_id, or the start of it such as hw1-q2a) in "
-                    "the gradebook as nbgrader's manual score: export, feedback and report use it, a "
-                    "regrade keeps it, --clear removes it. Every change is appended to "
-                    "<course>/overrides/<A>.jsonl with the time, who and why; --list prints it.",
-    )
-    _course_options(p)
-    p.add_argument("-s", "--student", metavar="ID")
-    p.add_argument("--part", metavar="ID")
-    p.add_argument("--points", type=float, metavar="P")
-    p.add_argument("--clear", action="store_true", help="remove the override (the autograder's score counts)")
-    p.add_argument("--reason", metavar="TEXT", default="")
-    p.add_argument("--list", action="store_true", help="print the assignment's override trail")
-    p.set_defaults(func=cmd_override)
-
-    p = sub.add_parser(
-        "export", help="write the grades of an assignment as CSV (ours, Canvas's or Moodle's)",
-        description="csv (default): one row per student in the gradebook: student, one column per question "
-                    "(grade_id), total, max, status; with a due date also raw, days_late and penalty "
-                    "(total is then the penalised score). canvas: Canvas's gradebook import CSV; moodle: "
-                    "Moodle's assignment grading worksheet; both keyed by the LMS user id collect read "
-                    "from the download (autograder/export.py says which layouts). Students without an "
-                    "LMS id are listed on stderr and the exit status is 1.",
-    )
-    _course_options(p)
-    p.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
-                   help="file layout (default csv)")
-    p.add_argument("--missing", choices=("blank", "zero"), default="blank",
-                   help="canvas/moodle: a roster student with no submission gets an empty cell (the LMS "
-                        "leaves their grade alone; default) or 0")
-    p.add_argument("--lms-assignment-id", metavar="ID",
-                   help="canvas: the Canvas assignment id, so the column reads '<A> (<ID>)' and Canvas "
-                        "fills that assignment instead of creating a new one")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="CSV file to write, '-' for standard output (default: <course>/grades-<A>.csv, "
-                        "canvas-<A>.csv or moodle-<A>.csv)")
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser(
-        "feedback", help="write an HTML feedback page per student",
-        description="Write <course>/feedback/<student>/<A>/feedback.html: each question's points, result "
-                    "and hint.",
-    )
-    _course_options(p)
-    p.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
-    p.add_argument("--release-solutions", action="store_true",
-                   help="also show, for each part a student missed, the expected answers and the worked "
-                        "solution (refused before the due date)")
-    p.add_argument("--force", action="store_true", help="release solutions even before the due date")
-    p.set_defaults(func=cmd_feedback)
-
-    p = sub.add_parser(
-        "report", help="write the item analysis of an assignment (HTML page and CSV)",
-        description="From the recorded results (nothing is graded again): per graded part, how many "
-                    "attempted it, mean points, full-credit share, discrimination (upper-lower 27%) and "
-                    "the most common wrong answers grouped by the misconception their hint names; a "
-                    "histogram of the totals. Writes report-<A>.html and report-<A>.csv.",
-    )
-    _course_options(p)
-    p.add_argument("--output-dir", metavar="DIR", help="folder to write into (default: the course directory)")
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser(
-        "demo", help="run the whole loop on the sample submissions (make grade-demo)",
-        description="Build the sample submissions of tests/submissions/ into a temporary course, collect, "
-                    "grade, export and write feedback, then print the grade table.",
-    )
-    p.add_argument("--keep", metavar="DIR", help="build the demo course in DIR and keep it")
-    p.add_argument("--workers", type=int, metavar="N", help="as for grade")
-    p.set_defaults(func=cmd_demo)
-    return parser
-
-
-def _assignment(args) -> str:
-    check_assignment(args.assignment)
-    return args.assignment
-
-
-def _course(args, *, create: bool = False):
-    """The course of ``--course``/``--db``; only commands that start a course (keys --roster,
-    collect, variants, generate --roster) make its directory: a mistyped --course is an error."""
-    return default_course(args.course, args.db, create=create)
-
-
-# --- commands -----------------------------------------------------------------------------
 
 
 def cmd_generate(args) -> int:
@@ -368,6 +170,26 @@ def _generate_roster(args) -> int:
     return 0
 
 
+def add_keys(sub) -> None:
+    """The ``keys`` command's arguments."""
+    p = sub.add_parser(
+        "keys", help="list each student's homework key (per-student numbers)",
+        description="Add the students of a roster to the course and write student,name,lms_id,email,"
+                    "homework_key for each (without --roster: every student of the gradebook). The roster "
+                    "is the LMS's own file: a Canvas gradebook export (students keyed by Canvas user id, "
+                    "'Points Possible' row or not), a Moodle participants export or grading worksheet "
+                    "(keyed by ID number, else email), or any CSV with an 'id' column. One key per student "
+                    "serves every homework of the course; hand them out through the LMS or a mail merge. "
+                    "Keys follow from the course's secret, <course>/variants.secret: back it up, never "
+                    "share it.",
+    )
+    _course_options(p, assignment=False)
+    p.add_argument("--roster", metavar="CSV",
+                   help="the LMS's roster file (default: the students in the gradebook)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the CSV here (default: print it)")
+    p.set_defaults(func=cmd_keys)
+
+
 def cmd_keys(args) -> int:
     from .lms import RosterStudent, read_roster_file, register_roster
     from .variants import keys_csv
@@ -400,6 +222,22 @@ def cmd_keys(args) -> int:
     return 0
 
 
+def add_variants(sub) -> None:
+    """The ``variants`` command's arguments."""
+    p = sub.add_parser(
+        "variants", help="turn per-student numbers on or off for the course, or show which",
+        description="With --on (the default for a new course) each student answers their own numbers, "
+                    "drawn from their homework key; with --off everyone answers the book's numbers and "
+                    "the notebooks ask for no key. Run generate/collect after changing it, before "
+                    "handing notebooks out.",
+    )
+    _course_options(p, assignment=False)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--on", dest="on", action="store_true", default=None)
+    group.add_argument("--off", dest="on", action="store_false")
+    p.set_defaults(func=cmd_variants)
+
+
 def cmd_variants(args) -> int:
     from .course import set_variants_enabled, variants_enabled
 
@@ -412,12 +250,74 @@ def cmd_variants(args) -> int:
     return 0
 
 
+def add_validate(sub) -> None:
+    """The ``validate`` command's arguments."""
+    p = sub.add_parser(
+        "validate", help="check a notebook before submitting it (students)",
+        description="Run your notebook top to bottom and say, for each graded question, whether it is "
+                    "answered in the right form. It runs only the checks you can see, so it never tells "
+                    "whether an answer is right. Exit 0 when every question is answered.",
+    )
+    p.add_argument("notebook", metavar="NOTEBOOK", help="your .ipynb file")
+    p.add_argument("--timeout", type=float, default=120, metavar="S",
+                   help="stop a cell that runs longer than S seconds (default 120)")
+    p.set_defaults(func=cmd_validate)
+
+
 def cmd_validate(args) -> int:
     from .validate import main
 
     if not Path(args.notebook).is_file():
         raise UsageError(f"{args.notebook}: no such file")
     return main(args.notebook, timeout=args.timeout)
+
+
+def add_collect(sub) -> None:
+    """The ``collect`` command's arguments."""
+    p = sub.add_parser(
+        "collect", help="copy submissions (folder, nbgrader layout or LMS .zip) into the course",
+        description="Copy the notebooks of one assignment into <course>/submitted/<student>/<A>/ and add "
+                    "the students to the gradebook. The originals are never modified.",
+        epilog=textwrap.dedent("""\
+            how a file's student id is found (first rule that applies; only names the LMS or
+            nbgrader wrote count, never a file name the student chose inside them):
+              Jane Doe_4242_assignsubmission_file_/<any>     Moodle folder: the folder alone names the
+                                                             student (jane_doe_4242), whatever is inside
+              [submitted/]<student>/<A>/<A>.ipynb            nbgrader layout: the folder name
+              doejane_12345_67890_<file>.ipynb               Canvas: doejane_12345
+              Jane Doe_4242_assignsubmission_file_<file>     Moodle file: jane_doe_4242
+              <student>.ipynb, <student>_<anything>.ipynb    at the top: the name up to the first '_'
+            Canvas students are keyed by Canvas user id: the student of the course roster
+            (keys --roster <Canvas gradebook export>) with that id; a user id not on the roster is
+            reported by name and collected for no one. Without a roster: <name>_<user id>, the name
+            lower case with accents dropped (lms_<user id> if nothing is left).
+            Moodle's number is the assignment's participant id, not the student's: give the
+            assignment's grading worksheet (--worksheet), whose 'Participant <n>' rows name each
+            student by email, so every assignment finds the same student (and its 'Last modified
+            (submission)' is the submission time). A course with a Moodle roster requires it.
+            Copies of one notebook for one student: the newest by the LMS's order is kept (Canvas:
+            x-1.ipynb, with the larger file id, after x.ipynb; Moodle: 'x (1).ipynb' after
+            'x.ipynb') and both are named; two other files are reported as duplicates and neither
+            is collected.
+            LMS names are read from their fixed end (user id, submission id), so a display name
+            cannot pass for another student's id; a file name that still reads as two LMS users
+            is reported as AMBIGUOUS and collected for no one. Every name from a submission is
+            printed with control and bidi characters escaped (\\x1b, \\u202e).
+            Zip members that would leave the archive (../, absolute paths) or are links are refused."""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="folder, .zip file or .ipynb notebook")
+    _course_options(p)
+    p.add_argument("--force", action="store_true",
+                   help="replace a notebook collected before whose contents differ (a resubmission; "
+                        "grade then regrades it and keeps the earlier result)")
+    p.add_argument("--worksheet", metavar="CSV",
+                   help="Moodle: this assignment's grading worksheet (View all submissions > Download "
+                        "grading worksheet); maps its 'Participant <n>' ids to students and gives each "
+                        "submission's time")
+    p.add_argument("--tz", type=float, metavar="HOURS",
+                   help="with --worksheet: the UTC offset of its times, e.g. 1 or -5 (default 0, UTC)")
+    p.set_defaults(func=cmd_collect)
 
 
 def cmd_collect(args) -> int:
@@ -434,6 +334,29 @@ def cmd_collect(args) -> int:
                      worksheet=Path(args.worksheet) if args.worksheet else None, tz=tz)
     print(report.render(course))
     return 0 if report.ok else 1
+
+
+def add_grade(sub) -> None:
+    """The ``grade`` command's arguments."""
+    p = sub.add_parser(
+        "grade", help="autograde the collected submissions of an assignment",
+        description="Grade every submission in <course>/submitted/*/<A>/ (students' code runs sandboxed; "
+                    "see autograder/DESIGN.md), record the scores in the gradebook, write autograded "
+                    "notebooks, and list the submissions that could not be fully graded.",
+    )
+    _course_options(p)
+    p.add_argument("--workers", type=int, metavar="N", help="grade N submissions at a time (default: per CPU)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a dask.distributed scheduler (tcp://host:8786) to spread the work over")
+    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit per submission, seconds")
+    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="grade again the submissions already graded (by default they are skipped)")
+    p.add_argument("--drop-overrides", action="store_true",
+                   help="clear the instructor's overrides (see override) of every submission graded in "
+                        "this run, so the autograder's scores count again (the trail keeps them)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_grade)
 
 
 def cmd_grade(args) -> int:
@@ -544,6 +467,35 @@ def render_grade_summary(report, elapsed: float) -> str:
     return "\n".join(visible(line) for line in lines)
 
 
+def add_due(sub) -> None:
+    """The ``due`` command's arguments."""
+    p = sub.add_parser(
+        "due", help="set or show an assignment's due date, late penalty and students' extensions",
+        description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and this "
+                    "assignment's late policy in <course>/late_policy.json (each option changes only its "
+                    "own field; other assignments keep theirs). Without options, show both. Late work is "
+                    "penalised when exported and shown on the feedback page, computed from the raw scores "
+                    "each time (never stored): a submission d started days after the student's due date "
+                    "(with their extension) keeps max(0, 1 - d * PCT/100) of its score, nothing after "
+                    "--zero-after days. The submission time is its timestamp.txt (nbgrader layout; collect "
+                    "--worksheet writes Moodle's) or the one the gradebook recorded.",
+    )
+    _course_options(p)
+    p.add_argument("--date", metavar="WHEN",
+                   help="due date with its time zone, e.g. '2026-02-01 23:59 UTC' or '2026-02-01T23:59+01:00'")
+    p.add_argument("--per-day", type=float, metavar="PCT",
+                   help="this assignment's policy: percent of the score lost per started day late "
+                        "(default 0); other fields and assignments are left as they are")
+    p.add_argument("--zero-after", metavar="DAYS",
+                   help="this assignment's policy: a submission more than DAYS days late scores zero "
+                        "('none' removes the cut-off)")
+    p.add_argument("--extend", metavar="STUDENT",
+                   help="grant STUDENT an extension of --days/--hours (nbgrader's own; 0 removes it)")
+    p.add_argument("--days", type=float, default=0, help="with --extend")
+    p.add_argument("--hours", type=float, default=0, help="with --extend")
+    p.set_defaults(func=cmd_due)
+
+
 def cmd_due(args) -> int:
     import dataclasses
     from datetime import timedelta
@@ -582,6 +534,25 @@ def cmd_due(args) -> int:
     return 0
 
 
+def add_override(sub) -> None:
+    """The ``override`` command's arguments."""
+    p = sub.add_parser(
+        "override", help="set one part's score by hand, with a reason (kept in an audit trail)",
+        description="Set STUDENT's score of one part (its grade_id, or the start of it such as hw1-q2a) in "
+                    "the gradebook as nbgrader's manual score: export, feedback and report use it, a "
+                    "regrade keeps it, --clear removes it. Every change is appended to "
+                    "<course>/overrides/<A>.jsonl with the time, who and why; --list prints it.",
+    )
+    _course_options(p)
+    p.add_argument("-s", "--student", metavar="ID")
+    p.add_argument("--part", metavar="ID")
+    p.add_argument("--points", type=float, metavar="P")
+    p.add_argument("--clear", action="store_true", help="remove the override (the autograder's score counts)")
+    p.add_argument("--reason", metavar="TEXT", default="")
+    p.add_argument("--list", action="store_true", help="print the assignment's override trail")
+    p.set_defaults(func=cmd_override)
+
+
 def cmd_override(args) -> int:
     from .safe_text import visible
     from .overrides import set_override, trail
@@ -604,16 +575,44 @@ def cmd_override(args) -> int:
     return 0
 
 
+def add_export(sub) -> None:
+    """The ``export`` command's arguments."""
+    from .export import FORMATS
+
+    p = sub.add_parser(
+        "export", help="write the grades of an assignment as CSV (ours, Canvas's or Moodle's)",
+        description="csv (default): one row per student in the gradebook: student, one column per question "
+                    "(grade_id), total, max, status; with a due date also raw, days_late and penalty "
+                    "(total is then the penalised score). canvas: Canvas's gradebook import CSV; moodle: "
+                    "Moodle's assignment grading worksheet; both keyed by the LMS user id collect read "
+                    "from the download (autograder/export.py says which layouts). Students without an "
+                    "LMS id are listed on stderr and the exit status is 1.",
+    )
+    _course_options(p)
+    p.add_argument("--format", choices=FORMATS, default="csv",
+                   help="file layout (default csv)")
+    p.add_argument("--missing", choices=("blank", "zero"), default="blank",
+                   help="canvas/moodle: a roster student with no submission gets an empty cell (the LMS "
+                        "leaves their grade alone; default) or 0")
+    p.add_argument("--lms-assignment-id", metavar="ID",
+                   help="canvas: the Canvas assignment id, so the column reads '<A> (<ID>)' and Canvas "
+                        "fills that assignment instead of creating a new one")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="CSV file to write, '-' for standard output (default: <course>/grades-<A>.csv, "
+                        "canvas-<A>.csv or moodle-<A>.csv)")
+    p.set_defaults(func=cmd_export)
+
+
 def cmd_export(args) -> int:
     from .safe_text import visible
     from .deadlines import due_date
-    from .export import export_csv, missing_lms_ids, without_time
+    from .export import default_file_name, export_csv, missing_lms_ids, without_time
 
     assignment = _assignment(args)
     course = _course(args)
     to_stdout = args.output == "-"
-    name = {"csv": "grades", "canvas": "canvas", "moodle": "moodle"}[args.format]
-    output = None if to_stdout else Path(args.output or Path(course.root) / f"{name}-{assignment}.csv")
+    name = default_file_name(args.format, assignment)
+    output = None if to_stdout else Path(args.output or Path(course.root) / name)
     text, rows = export_csv(course, assignment, output, fmt=args.format, lms_assignment_id=args.lms_assignment_id,
                             missing=args.missing)
     if to_stdout:
@@ -642,6 +641,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def add_feedback(sub) -> None:
+    """The ``feedback`` command's arguments."""
+    p = sub.add_parser(
+        "feedback", help="write an HTML feedback page per student",
+        description="Write <course>/feedback/<student>/<A>/feedback.html: each question's points, result "
+                    "and hint.",
+    )
+    _course_options(p)
+    p.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    p.add_argument("--release-solutions", action="store_true",
+                   help="also show, for each part a student missed, the expected answers and the worked "
+                        "solution (refused before the due date)")
+    p.add_argument("--force", action="store_true", help="release solutions even before the due date")
+    p.set_defaults(func=cmd_feedback)
+
+
 def cmd_feedback(args) -> int:
     from .feedback import write_feedback
 
@@ -654,6 +669,20 @@ def cmd_feedback(args) -> int:
             raise UsageError(f"nothing graded for {', '.join(missing)} in {assignment}")
     print(f"wrote {len(written)} feedback page(s) of {assignment} under {Path(course.root) / 'feedback'}")
     return 0
+
+
+def add_report(sub) -> None:
+    """The ``report`` command's arguments."""
+    p = sub.add_parser(
+        "report", help="write the item analysis of an assignment (HTML page and CSV)",
+        description="From the recorded results (nothing is graded again): per graded part, how many "
+                    "attempted it, mean points, full-credit share, discrimination (upper-lower 27%) and "
+                    "the most common wrong answers grouped by the misconception their hint names; a "
+                    "histogram of the totals. Writes report-<A>.html and report-<A>.csv.",
+    )
+    _course_options(p)
+    p.add_argument("--output-dir", metavar="DIR", help="folder to write into (default: the course directory)")
+    p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args) -> int:
@@ -677,6 +706,18 @@ def cmd_report(args) -> int:
                  f"and {csv_path} in {elapsed:.1f} s")
     print(terminal_text("\n".join(lines)))  # hint labels and answers may hold what students wrote
     return 0
+
+
+def add_demo(sub) -> None:
+    """The ``demo`` command's arguments."""
+    p = sub.add_parser(
+        "demo", help="run the whole loop on the sample submissions (make grade-demo)",
+        description="Build the sample submissions of tests/submissions/ into a temporary course, collect, "
+                    "grade, export and write feedback, then print the grade table.",
+    )
+    p.add_argument("--keep", metavar="DIR", help="build the demo course in DIR and keep it")
+    p.add_argument("--workers", type=int, metavar="N", help="as for grade")
+    p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args) -> int:

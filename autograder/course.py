@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from scalebook.homework import spec_for
 from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
 from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
@@ -32,7 +31,9 @@ from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_co
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware")
+# the course's homework, in order (solutions/<a>/<a>.ipynb; tests check the two agree)
+ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware", "hw3-sharding", "hw4-parallelism",
+               "hw5-transformers", "hw6-inference", "hw7-moe-long-context")
 # Where the instructor's course lives unless --course or $SCALEBOOK_COURSE says otherwise
 # (ignored by git: it holds students' work and grades).
 DEFAULT_COURSE_ROOT = REPO / "autograder" / "course"
@@ -89,11 +90,13 @@ class Course:
     # --- additions (not part of nbgrader's layout) -------------------------------------------
 
     def submitted_students(self, assignment: str) -> list[str]:
-        """Students with a ``submitted/<student>/<assignment>/`` folder, sorted."""
+        """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (dot-names
+        skipped)."""
         base = Path(self.root) / "submitted"
         if not base.is_dir():
             return []
-        return sorted(p.name for p in base.iterdir() if (p / assignment).is_dir())
+        return sorted(p.name for p in base.iterdir()
+                      if not p.name.startswith(".") and (p / assignment).is_dir())
 
     def coursedir(self, assignment: str = ""):
         """nbgrader's ``CourseDirectory`` for this course (and optionally one assignment)."""
@@ -149,6 +152,7 @@ class Course:
         """notebook -> the notebook as this course's class gets it (its ``{{...}}``
         placeholders and identity cell filled in: :func:`render_source`), or None when the
         homework has no per-student numbers."""
+        from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
         spec = spec_for(assignment)
         if spec is None:
             return None
@@ -216,6 +220,11 @@ def variants_enabled(course: "Course") -> bool:
     if not isinstance(value, bool):
         raise CourseError(f"{path} must be {{\"enabled\": true}} or {{\"enabled\": false}}")
     return value
+
+
+def variants_secret(course: "Course") -> bytes | None:
+    """The secret that draws the course's per-student numbers, or None when they are off."""
+    return course_secret(course) if variants_enabled(course) else None
 
 
 def set_variants_enabled(course: "Course", on: bool) -> None:

@@ -171,6 +171,11 @@ MOODLE_HEAD = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modifi
 FORMATS = ("csv", "canvas", "moodle")
 
 
+def default_file_name(fmt: str, assignment: str) -> str:
+    """Where ``export`` writes a format by default, in the course directory."""
+    return f"{'grades' if fmt == 'csv' else fmt}-{assignment}.csv"
+
+
 def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
     return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import json
 import sys
 import time
 
@@ -42,12 +43,11 @@ from . import checker
 from .checker import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
 from .course import Course, ensure_tools_on_path
-from .plan import (Task, graded_digest, has_submissions, load_result, plan_grading, read_submission,
-                   unchanged)
+from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, graded_submissions, write_files)
+                     gradebook_layout, write_files)
 from .runners import RunnerError, start_runner
-from .sandbox import Limits, check_sandbox, memory_cap
+from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -114,6 +114,16 @@ def check_solutions(spec: checker.Spec, limits: Limits, run) -> SubmissionResult
     return result
 
 
+def template_imports(course: Course, assignment: str) -> tuple[str, ...]:
+    """What each template imports once: the defaults and the ``scalebook`` modules the
+    assignment's release notebook imports (:func:`sandbox.notebook_preload`)."""
+    try:
+        nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
+    except (OSError, ValueError):
+        return DEFAULT_PRELOAD
+    return notebook_preload([nb] if isinstance(nb, dict) else [])
+
+
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
                      scheduler: str | None = None, timeout: float | None = None,
                      progress: bool = True, students: list[str] | None = None,
@@ -139,10 +149,12 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
     # process reads the notebooks and the gradebook; closed at once if there is nothing to grade.
     runner = None
-    if has_submissions(course, assignment, students):
+    folders = course.submitted_students(assignment)  # any that might be graded?
+    if folders if students is None else set(folders) & set(students):
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course=course)
+                                  scheduler=scheduler, course=course,
+                                  preload=template_imports(course, assignment))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:
@@ -231,11 +243,17 @@ class _GradingRun:
         """Read and validate one claimed submission: (future, validation) if its code must
         run, else None (already recorded, by another grader or here)."""
         student = task.student
-        if not self.force and self.graded_meanwhile(task):
+        opened = open_task(self.course, self.gb, self.layout, task, self.spec.assignment,
+                           force=self.force)
+        if opened.graded_meanwhile:
+            self.report.skipped_already_graded.append(student)
+            if opened.previous is not None:
+                self.report.previous.append(opened.previous)
             return None
         try:
-            data, why = read_submission(self.course, student, self.spec.assignment)
-            validation = checker.validate(self.spec, data, missing=why, student=student)
+            if opened.failed is not None:
+                raise opened.failed
+            validation = checker.validate(self.spec, opened.data, missing=opened.why, student=student)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))
@@ -250,19 +268,6 @@ class _GradingRun:
                                            f"{type(exc).__name__}: {exc}")[:500]
             return None
         return future, validation
-
-    def graded_meanwhile(self, task: Task) -> bool:
-        """Whether another grader recorded this submission since the plan was made."""
-        done = graded_submissions(self.gb, self.spec.assignment, task.student)
-        if task.student in done and unchanged(
-                done[task.student], task.timestamp, digest=task.digest,
-                graded_digest=graded_digest(self.course, task.student, self.spec.assignment)):
-            self.report.skipped_already_graded.append(task.student)
-            previous = load_result(self.course, task.student, self.spec.assignment)
-            if previous is not None:
-                self.report.previous.append(previous)
-            return True
-        return False
 
     def finish(self, task: Task, validation: checker.Validation, future) -> None:
         """The sandbox's outcome -> check -> record. A sandbox failure is the grader's, not the

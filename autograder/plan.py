@@ -27,7 +27,7 @@ from pathlib import Path
 from . import checker
 from .checker import SubmissionResult
 from .course import DIGEST_FILE, GRADING_RECORD, Course
-from .record import graded_submissions
+from .record import GradebookLayout, graded_submission, graded_submissions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,22 +46,6 @@ class Plan:
     previous: list[SubmissionResult]            # ... their recorded results
     unreadable: dict[str, str]                  # ascii(folder name) -> why it cannot be graded
     resubmitted: list[str] = dataclasses.field(default_factory=list)  # graded before, content changed
-
-
-def submission_folders(course: Course, assignment: str) -> list[str]:
-    """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (dot-names skipped)."""
-    base = Path(course.root) / "submitted"
-    if not base.is_dir():
-        return []
-    return sorted(p.name for p in base.iterdir()
-                  if not p.name.startswith(".") and (p / assignment).is_dir())
-
-
-def has_submissions(course: Course, assignment: str, students: list[str] | None = None) -> bool:
-    """Whether any submission folder (of ``students``, if given) might be graded: known before
-    the gradebook says which are graded already."""
-    folders = submission_folders(course, assignment)
-    return bool(folders if students is None else set(folders) & set(students))
 
 
 def unchanged(recorded: datetime | None, submitted: datetime | None, *, graded_digest: str | None = None,
@@ -92,7 +76,7 @@ def graded_digest(course: Course, student: str, assignment: str) -> str | None:
 def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | None = None,
                  force: bool = False) -> Plan:
     """Sort the class's submissions into to-do, already graded, and unreadable."""
-    everyone = submission_folders(course, assignment)
+    everyone = course.submitted_students(assignment)
     if students is not None:
         wanted = set(students)
         everyone = [s for s in everyone if s in wanted]
@@ -118,6 +102,37 @@ def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | N
                 resubmitted.append(s)
     previous = [r for r in (load_result(course, s, assignment) for s in skipped) if r]
     return Plan(todo, skipped, previous, unreadable, resubmitted)
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """A claimed task looked at again: graded meanwhile by another grader (``previous``: its
+    recorded result, if readable), or its notebook (``data``, else ``why`` not, or ``failed``:
+    what reading it raised)."""
+
+    graded_meanwhile: bool
+    previous: SubmissionResult | None = None
+    data: bytes | None = None
+    why: str | None = None
+    failed: Exception | None = None
+
+
+def open_task(course: Course, gb, layout: GradebookLayout, task: Task, assignment: str, *,
+              force: bool) -> Opened:
+    """Whether another grader recorded ``task`` since the plan was made (unless ``force``),
+    else its notebook's bytes: the plan's last word on one submission, once it is claimed.
+    The gradebook's errors propagate (nothing can be graded); reading's stay with the task."""
+    if not force:
+        done = graded_submission(gb, layout, task.student)
+        if task.student in done and unchanged(
+                done[task.student], task.timestamp, digest=task.digest,
+                graded_digest=graded_digest(course, task.student, assignment)):
+            return Opened(True, previous=load_result(course, task.student, assignment))
+    try:
+        data, why = read_submission(course, task.student, assignment)
+    except Exception as exc:  # an input reading did not foresee: this submission only
+        return Opened(False, failed=exc)
+    return Opened(False, data=data, why=why)
 
 
 def read_submission(course: Course, student: str, assignment: str) -> tuple[bytes | None, str | None]:

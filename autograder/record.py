@@ -209,6 +209,33 @@ def graded_submissions(gb, assignment: str, student: str | None = None) -> dict[
     return out
 
 
+def graded_submission(gb, layout: "GradebookLayout", student: str) -> dict[str, datetime | None]:
+    """:func:`graded_submissions` for one student, each row found through a unique index, so
+    that its cost does not grow with the class: nbgrader's ``grade`` table has no index on
+    ``notebook_id`` alone, and the join above scans it (15 rows a student, for every student)."""
+    from nbgrader.api import Grade, SubmittedAssignment, SubmittedNotebook
+    from sqlalchemy import func, select
+
+    s, out = gb.db, {}
+    row = s.execute(select(SubmittedAssignment.id, SubmittedAssignment.timestamp).where(
+        SubmittedAssignment.assignment_id == layout.assignment_id,
+        SubmittedAssignment.student_id == student)).first()
+    if row is not None:
+        cells = [c for nb in layout.notebooks for c, _ in nb.grade_cells + nb.task_cells]
+        notebooks = s.execute(select(SubmittedNotebook.id).where(
+            SubmittedNotebook.notebook_id.in_([nb.id for nb in layout.notebooks]),
+            SubmittedNotebook.assignment_id == row[0])).scalars().all()
+        n = scored = 0
+        for nb_id in notebooks:
+            rows, with_score = s.execute(select(func.count(Grade.id), func.count(Grade.auto_score))
+                                         .where(Grade.notebook_id == nb_id, Grade.cell_id.in_(cells))).one()
+            n, scored = n + rows, scored + with_score
+        if n and n == scored:
+            out[student] = row[1]
+    s.commit()  # end the read transaction
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class NotebookLayout:
     """One notebook of an assignment as the gradebook records it: row ids of its cells."""
@@ -311,14 +338,21 @@ def _write_rows(gb, layout: GradebookLayout, result: SubmissionResult, timestamp
     else:
         s.execute(update(SubmittedAssignment).where(SubmittedAssignment.id == sub_id)
                   .values(timestamp=timestamp))
-        s.execute(update(SubmittedNotebook).where(SubmittedNotebook.assignment_id == sub_id)
-                  .values(flagged=flagged))
-        notebooks = select(SubmittedNotebook.id).where(SubmittedNotebook.assignment_id == sub_id)
-        rows = [{"cell": cell_id, "score": float(scores[name])} for nb in layout.notebooks
+        # each row by a unique index, (notebook_id, assignment_id) and (cell_id, notebook_id):
+        # not a scan of the class's rows
+        mine = dict(s.execute(select(SubmittedNotebook.notebook_id, SubmittedNotebook.id).where(
+            SubmittedNotebook.notebook_id.in_([nb.id for nb in layout.notebooks]),
+            SubmittedNotebook.assignment_id == sub_id)).all())
+        if mine:
+            s.execute(update(SubmittedNotebook.__table__)
+                      .where(SubmittedNotebook.__table__.c.id == bindparam("nb"))
+                      .values(flagged=flagged), [{"nb": nb} for nb in mine.values()])
+        rows = [{"nb": mine[nb.id], "cell": cell_id, "score": float(scores[name])}
+                for nb in layout.notebooks if nb.id in mine
                 for cell_id, name in nb.grade_cells + nb.task_cells if name in scores]
         if rows:  # one UPDATE run for every row (on the table: plain executemany)
             grade = Grade.__table__.c
             s.execute(update(Grade.__table__)
-                      .where(and_(grade.notebook_id.in_(notebooks), grade.cell_id == bindparam("cell")))
+                      .where(and_(grade.notebook_id == bindparam("nb"), grade.cell_id == bindparam("cell")))
                       .values(auto_score=bindparam("score"),
                               needs_manual_grade=grade.manual_score.is_not(None)), rows)

@@ -893,11 +893,12 @@ def serve(sock_fd: int, config_json: str) -> None:
             continue
         ready, _, _ = select.select([sock, pidfd], [], [])
         if pidfd in ready:
-            _, status = os.waitpid(child, 0)
+            _, status, usage = os.wait4(child, 0)
             os.close(pidfd)
             child, pidfd = None, None
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-            send({"exit": code})
+            # the CPU seconds of the job's processes (those waited for), for the bench
+            send({"exit": code, "cpu": usage.ru_utime + usage.ru_stime})
             continue
         data = sock.recv(65536)
         if not data:

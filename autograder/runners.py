@@ -18,11 +18,12 @@ import concurrent.futures as cf
 import os
 import queue
 import threading
+import time
 import uuid
 from pathlib import Path
 
 from .course import REPO, SOLUTIONS, Course
-from .sandbox import Limits, make_sandbox
+from .sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
 
 
 class RunnerError(RuntimeError):
@@ -48,12 +49,13 @@ def forbidden_paths(course: Course | None = None) -> list[Path]:
 class LocalRunner:
     """Sandboxes on this machine, one per worker thread."""
 
-    def __init__(self, workers: int, kind: str, forbidden: list[Path], limits: Limits):
+    def __init__(self, workers: int, kind: str, forbidden: list[Path], limits: Limits,
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
         self.limits = limits
         self.workers = workers
         self.cancel = threading.Event()
         self.pool: queue.SimpleQueue = queue.SimpleQueue()
-        self.sandboxes = [make_sandbox(kind, forbidden) for _ in range(workers)]
+        self.sandboxes = [make_sandbox(kind, forbidden, preload) for _ in range(workers)]
         self.executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="grade")
         # every sandbox gets ready at once, in the background; a job waits for a ready one
         for sb in self.sandboxes:
@@ -66,15 +68,18 @@ class LocalRunner:
         finally:
             self.pool.put(sb)
 
-    def _run(self, job: dict):
+    def _run(self, job: dict, submitted: float):
         sb = self.pool.get()
         try:
-            return sb.run(job, self.limits, self.cancel)
+            waited = time.monotonic() - submitted
+            outcome = sb.run(job, self.limits, self.cancel)
+            outcome.phases["wait"] = waited
+            return outcome
         finally:
             self.pool.put(sb)
 
     def submit(self, student: str, job: dict) -> cf.Future:
-        return self.executor.submit(self._run, job)
+        return self.executor.submit(self._run, job, time.monotonic())
 
     def wait_any(self, futures: set) -> set:
         done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -131,9 +136,11 @@ class DaskRunner:
 
 
 def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
-                 scheduler: str | None = None, course: Course | None = None):
+                 scheduler: str | None = None, course: Course | None = None,
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
-    ``workers`` sandboxes (default: one per core) that may not see ``course``."""
+    ``workers`` sandboxes (default: one per core) that may not see ``course``, each template
+    having imported ``preload``."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
-    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload)

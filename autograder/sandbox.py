@@ -87,6 +87,37 @@ SANDBOX_MPL = "/tmp/.mpl"
 DEFAULT_PRELOAD = ("numpy", "numpy.random", "matplotlib", "matplotlib.pyplot", "scalebook",
                    "scalebook.checks")
 
+
+def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
+    """:data:`DEFAULT_PRELOAD` and the ``scalebook`` modules that code cells of ``notebooks``
+    (an assignment's release copy: the instructor's) import, in order.
+
+    A template that has imported them does not import them again in every child: a homework's
+    setup cell imports ``scalebook.homework`` (90 ms, three times a whole job's own work).
+    Only ``scalebook`` modules, which import no JAX: JAX is imported only if the student does.
+    """
+    import ast
+
+    found = list(DEFAULT_PRELOAD)
+    for nb in notebooks:
+        for cell in nb.get("cells", []):
+            source = cell.get("source", "")
+            if cell.get("cell_type") != "code":
+                continue
+            try:
+                tree = ast.parse("".join(source) if isinstance(source, list) else source)
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                found += [n for n in names if n == "scalebook" or n.startswith("scalebook.")]
+    return tuple(dict.fromkeys(found))
+
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -153,6 +184,12 @@ class Outcome:
     error: str | None = None            # the sandbox itself failed (not the student's doing)
     memory_exceeded: bool = False       # the job's cgroup ran out of memory: the kernel killed in it
     memory_cap: str = ""                # which memory cap held for this run (see memory_cap())
+    # seconds per phase, measured here, for bench/grading.py's breakdown: "wait" (for a free
+    # sandbox), "cgroup" (set-up, reads, tear-down), "fork" (a template's child), "setup" (to the
+    # runner's ready record: namespaces, mounts, limits; for a fresh sandbox bwrap and Python's
+    # start), "cells" (the student's cells and captures), "teardown" (to the job's exit); and
+    # "job CPU", the CPU seconds of a template's job (its processes, as the template waited them)
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 # --- what the sandbox may see ------------------------------------------------------------------
@@ -300,6 +337,11 @@ def sandbox_env() -> dict:
         "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2",
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "--xla_force_host_platform_device_count=8"),
     }
+    pkg = _scalebook_dir()
+    if pkg is not None:
+        # the scalebook this process imports (the one bound in), found first inside too: an
+        # editable install's finder may name another checkout, which is not bound
+        env["PYTHONPATH"] = str(pkg.parent)
     return env
 
 
@@ -722,6 +764,8 @@ class _Pump:
         self.lines: list[bytes] = []
         self.results_total = 0
         self.output_exceeded = False
+        self.ready_at: float | None = None     # when the first record came (the runner's ready)
+        self.done_at: float | None = None      # when the last record came
 
     def feed_raw(self, data: bytes) -> bool:
         self.raw_total += len(data)
@@ -741,6 +785,9 @@ class _Pump:
                 break
             self.lines.append(bytes(self.buf[:i]))
             del self.buf[:i + 1]
+            self.done_at = time.monotonic()
+            if self.ready_at is None:
+                self.ready_at = self.done_at
         return True
 
     def finish(self) -> None:
@@ -845,10 +892,13 @@ def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits
             proc.wait()
     p.finish()
     sig, cpu = _decode_status(proc.returncode)
+    end = time.monotonic()
+    ready, done = p.ready_at or end, p.done_at or end
     return Outcome(lines=p.lines, raw_output=p.raw.decode("utf-8", "replace"),
                    returncode=proc.returncode, timed_out=timed_out,
                    output_exceeded=p.output_exceeded, cpu_exceeded=cpu,
-                   signal=None if killed else sig, wall=time.monotonic() - t0)
+                   signal=None if killed else sig, wall=end - t0,
+                   phases={"setup": ready - t0, "cells": done - ready, "teardown": end - done})
 
 
 READY_LINE = b'{"t":"ready"}'   # runner.READY as runner.Channel writes it
@@ -885,15 +935,20 @@ class FreshSandbox:
         uid = sandbox_uid()
         config = json.dumps({"uid": uid if as_root() else None, "rlimits": limits.rlimits()})
         job_bytes = json.dumps(job).encode()
+        t = time.monotonic()
         try:
             cgroup, cap = job_cgroup(limits)
         except SandboxError as exc:
             return Outcome([], "", None, error=str(exc))
+        made = time.monotonic() - t
         try:
-            return self._run(cgroup, config, job_bytes, limits, cancel, cap)
+            outcome = self._run(cgroup, config, job_bytes, limits, cancel, cap)
         finally:
+            t = time.monotonic()
             if cgroup is not None:
                 cgroup.close()
+        outcome.phases["cgroup"] = made + time.monotonic() - t
+        return outcome
 
     def _run(self, cgroup: JobCgroup | None, config: str, job_bytes: bytes, limits: Limits,
              cancel: threading.Event | None, cap: str) -> Outcome:
@@ -1061,16 +1116,19 @@ class TemplateSandbox:
         if not self._ready():
             return self.fallback.run(job, limits, cancel)
         cap = memory_cap(limits)
+        t = time.monotonic()
         if self.cgroup is not None:
             try:  # the job may use job_memory beyond what the template itself holds
                 self.cgroup.set_limit(self.baseline + limits.job_memory_bytes())
             except OSError:
                 self.close()
                 return self.fallback.run(job, limits, cancel)
+        limit_set = time.monotonic() - t
         outcome = self._run(job, limits, cancel)
         if outcome is None:  # the template failed before the job started
             return self.fallback.run(job, limits, cancel)
         outcome.memory_cap = cap
+        outcome.phases["cgroup"] = outcome.phases.get("cgroup", 0.0) + limit_set
         return outcome
 
     def _run(self, job: dict, limits: Limits, cancel: threading.Event | None) -> Outcome | None:
@@ -1090,7 +1148,10 @@ class TemplateSandbox:
         for fd in (in_r, out_w, result_w):
             os.close(fd)
         cgroup = self.cgroup
+        t = time.monotonic()
         kills = cgroup.oom_kills() if cgroup is not None else 0
+        t_fork = time.monotonic()
+        reads = t_fork - t
         started = self._recv(timeout=30) if sent else None
         if not started or started.get("started") is not True:
             for fd in (result_r, in_w, out_r):
@@ -1098,9 +1159,14 @@ class TemplateSandbox:
             self.close()
             return None
         child = _TemplateChild(self, out_r, in_w)
+        forked = time.monotonic() - t_fork
         outcome = pump(child, json.dumps(job).encode(), result_r, limits, cancel)
+        t = time.monotonic()
         if cgroup is not None:  # read before a close() below removes it
             outcome.memory_exceeded = cgroup.oom_kills() > kills
+        outcome.phases.update(fork=forked, cgroup=reads + time.monotonic() - t)
+        if child.cpu is not None:
+            outcome.phases["job CPU"] = child.cpu
         if child.killed or outcome.returncode is None or outcome.returncode in (70, 71, 72):
             self.close()  # a job had to be killed, or the protocol went wrong: start afresh
         return _require_ready(outcome)
@@ -1115,6 +1181,7 @@ class _TemplateChild:
         self.stdin = os.fdopen(in_w, "wb", buffering=0)
         self.returncode: int | None = None
         self.killed = False
+        self.cpu: float | None = None   # the job's CPU seconds, as the template measured them
 
     def poll(self):
         return self.returncode
@@ -1137,6 +1204,8 @@ class _TemplateChild:
                 self.killed = True
             else:
                 self.returncode = msg["exit"]
+                cpu = msg.get("cpu")
+                self.cpu = float(cpu) if isinstance(cpu, (int, float)) else None
         return self.returncode
 
 
@@ -1175,8 +1244,10 @@ def check_sandbox() -> str | None:
     return None
 
 
-def make_sandbox(kind: str = "template", forbidden: list[Path] = ()):
-    """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``.
+def make_sandbox(kind: str = "template", forbidden: list[Path] = (),
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
+    """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
+    ``preload`` once.
 
     The template needs root (it gives each child a uid of its own); as an ordinary user every
     job gets a fresh sandbox instead.
@@ -1184,7 +1255,7 @@ def make_sandbox(kind: str = "template", forbidden: list[Path] = ()):
     if kind == "fresh" or (kind == "template" and not as_root()):
         return FreshSandbox(forbidden)
     if kind == "template":
-        return TemplateSandbox(forbidden)
+        return TemplateSandbox(forbidden, preload=preload)
     raise ValueError(f"unknown sandbox kind {kind!r}")
 
 

@@ -173,28 +173,130 @@ def run_nbgrader(root: Path, assignment: str) -> float:
     return elapsed
 
 
-def grading_script(root: Path, assignment: str, workers: int, sandbox: str = "template") -> str:
-    """A Python program that grades the course at ``root`` (exit status 1 if any errors)."""
+# Stage timers for the breakdown, installed in the grading process by wrapping the stages'
+# entry points (measurement only: the grader itself is unchanged). Each records, per student,
+# seconds spent; the sandbox's own phases come with each run's Outcome.phases.
+STAGE_TIMERS = r'''
+import collections, json, os, threading, time
+from autograder import grade as _g, record as _r
+STAGES = collections.defaultdict(lambda: collections.defaultdict(float))
+_fsync, _local = os.fsync, threading.local()
+
+def _timed(fn, key, who):
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            STAGES[who(a)][key] += time.perf_counter() - t
+    return wrapper
+
+def _fsync_timed(fd):
+    t = time.perf_counter()
+    try:
+        return _fsync(fd)
+    finally:
+        _local.fsync = getattr(_local, "fsync", 0.0) + time.perf_counter() - t
+
+def _write_files(fn):
+    def wrapper(course, spec, record, *a, **k):
+        _local.fsync, t = 0.0, time.perf_counter()
+        try:
+            return fn(course, spec, record, *a, **k)
+        finally:
+            row = STAGES[record.result.student]
+            row["record: fsync"] += _local.fsync
+            row["record: files"] += time.perf_counter() - t - _local.fsync
+    return wrapper
+
+def _commit(fn):
+    def wrapper(gb, layout, results, *a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(gb, layout, results, *a, **k)
+        finally:
+            share = (time.perf_counter() - t) / max(1, len(results))
+            for result, _ in results:
+                STAGES[result.student]["record: SQL"] += share
+    return wrapper
+
+def _finish(fn):
+    def wrapper(self, task, validation, future):
+        try:
+            return fn(self, task, validation, future)
+        finally:
+            try:
+                for k, v in future.result().phases.items():
+                    STAGES[task.student]["sandbox: " + k] += v
+            except Exception:
+                pass
+    return wrapper
+
+os.fsync = _fsync_timed
+_g.write_files = _write_files(_g.write_files)
+_g.commit_results = _commit(_g.commit_results)
+_g.build_record = _timed(_g.build_record, "checking", lambda a: a[1])
+_g._GradingRun.start = _timed(_g._GradingRun.start, "read, validate, gradebook check", lambda a: a[1].student)
+_g._GradingRun.finish = _finish(_g._GradingRun.finish)
+'''
+
+
+def grading_script(root: Path, assignment: str, workers: int, sandbox: str = "template",
+                   stages: Path | None = None) -> str:
+    """A Python program that grades the course at ``root`` (exit status 1 if any errors);
+    with ``stages``, it also writes there each student's seconds per stage (JSON)."""
     return (
-        "import sys\n"
+        "import sys, time, json\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
+        + (STAGE_TIMERS if stages else "") +
         "from pathlib import Path\n"
         "from autograder.course import Course\n"
         "from autograder.grade import grade_assignment\n"
+        "cpu0 = time.thread_time()\n"
         f"r = grade_assignment(Course(Path({str(root)!r})), {assignment!r}, workers={workers}, "
         f"sandbox={sandbox!r}, progress=False)\n"
+        + (f"json.dump({{'students': STAGES, 'main_cpu': time.thread_time() - cpu0, "
+           f"'order': [x.student for x in r.results]}}, open({str(stages)!r}, 'w'))\n"
+           if stages else "") +
         "sys.exit(1 if r.errors else 0)\n"
     )
 
 
-def run_ours(root: Path, assignment: str, workers: int, sandbox: str) -> float:
+STAGE_ORDER = ("sandbox: wait", "sandbox: fork", "sandbox: cgroup", "sandbox: setup",
+               "sandbox: cells", "sandbox: teardown", "sandbox: job CPU", "read, validate, gradebook check",
+               "checking", "record: SQL", "record: files", "record: fsync")
+
+
+def print_breakdown(path: Path, label: str) -> None:
+    """Where each notebook's time went (from :data:`STAGE_TIMERS`): summed over the class, per
+    notebook, and per notebook in the first and the last 10% graded (growth with the class)."""
+    data = json.loads(path.read_text())
+    stages, order = data["students"], [s for s in sorted(data["students"])]
+    n = len(order)
+    tenth = max(1, n // 10)
+    print(f"breakdown, {label}: {n} notebooks; seconds summed over the class (sandbox phases "
+          f"run on every worker at once), ms per notebook, ms per notebook in the first and last "
+          f"10% (by student id, the order the grader takes them)")
+    for key in STAGE_ORDER:
+        total = sum(stages[s].get(key, 0.0) for s in order)
+        first = sum(stages[s].get(key, 0.0) for s in order[:tenth]) / tenth
+        last = sum(stages[s].get(key, 0.0) for s in order[-tenth:]) / tenth
+        print(f"  {key:34s} {total:8.2f} s  {1000 * total / n:7.2f} ms  "
+              f"first 10% {1000 * first:7.2f} ms  last 10% {1000 * last:7.2f} ms")
+    print(f"  {'grader main thread, CPU':34s} {data['main_cpu']:8.2f} s  "
+          f"{1000 * data['main_cpu'] / n:7.2f} ms")
+
+
+def run_ours(root: Path, assignment: str, workers: int, sandbox: str,
+             stages: Path | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", grading_script(root, assignment, workers, sandbox)],
+    subprocess.run([sys.executable, "-c", grading_script(root, assignment, workers, sandbox, stages)],
                    check=True, env=ENV, cwd=root)
     return time.perf_counter() - t
 
 
-def run_ours_measured(root: Path, assignment: str, workers: int) -> tuple[float, int]:
+def run_ours_measured(root: Path, assignment: str, workers: int,
+                      stages: Path | None = None) -> tuple[float, int]:
     """Like :func:`run_ours`; also the peak total RSS (bytes) of its process tree."""
     import threading
 
@@ -202,7 +304,8 @@ def run_ours_measured(root: Path, assignment: str, workers: int) -> tuple[float,
 
     peak, stop = [0], threading.Event()
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", grading_script(root, assignment, workers)],
+    proc = subprocess.Popen([sys.executable, "-c", grading_script(root, assignment, workers,
+                                                                  stages=stages)],
                             env=ENV, cwd=root)
 
     def sample():
@@ -239,7 +342,7 @@ def class_scale(tmp: Path, assignment: str, size: int, workers: int, reference: 
     t = time.perf_counter()
     students = build_submissions(root, assignment, size)
     built = time.perf_counter() - t
-    wall, peak = run_ours_measured(root, assignment, workers)
+    wall, peak = run_ours_measured(root, assignment, workers, stages=tmp / "stages-class.json")
     got = scores(root, assignment)
     # build_submissions is deterministic in the student's index: the first n students here have
     # the notebooks of the side-by-side run, so their scores must match it; and all are graded
@@ -248,6 +351,7 @@ def class_scale(tmp: Path, assignment: str, size: int, workers: int, reference: 
           f"{wall:.1f} s wall, {1000 * wall / size:.1f} ms per notebook, "
           f"peak memory {peak / 2 ** 30:.2f} GiB (grader + sandboxes); "
           f"every student graded and scores as in the side-by-side run: {same}")
+    print_breakdown(tmp / "stages-class.json", f"class of {size}")
     return same
 
 
@@ -285,7 +389,7 @@ def main(argv=None) -> int:
         n = len(students)
         print(f"{n} submissions of {args.assignment}, {os.cpu_count()} cores, {workers} workers", flush=True)
         t_nb = run_nbgrader(courses["nbgrader"], args.assignment)
-        t_ours = run_ours(courses["ours"], args.assignment, workers, "template")
+        t_ours = run_ours(courses["ours"], args.assignment, workers, "template", tmp / "stages.json")
         rows = [("nbgrader autograde", t_nb, 1, courses["nbgrader"]),
                 (f"grade_assignment ({workers} workers)", t_ours, workers, courses["ours"])]
         marginal = []
@@ -317,6 +421,7 @@ def main(argv=None) -> int:
             print(f"{label:44s} start-up {t1:5.2f} s, then {(totals[label] - t1) / max(1, n - 1):6.3f} s "
                   f"per further notebook")
         print(f"speed-up over nbgrader autograde: {t_nb / t_ours:.2f}x")
+        print_breakdown(tmp / "stages.json", f"{n} notebooks, {workers} workers")
         reference = scores(courses["nbgrader"], args.assignment)
         ok = len(reference) == n
         for label, _, _, course in rows[1:]:
