@@ -34,7 +34,7 @@ from ..moe import (
     tpu_ep_axes,
 )
 from ..transformer import TransformerConfig
-from ..units import format_bytes, format_count, format_seconds
+from ..units import format_bytes, format_count, format_integer, format_seconds
 from ..validation import positive, positive_int
 from . import chart
 
@@ -167,7 +167,7 @@ def moe_chart(state: MoEState) -> dict:
         series.append(chart.line([[state.critical_per_chip, lo], [state.critical_per_chip, hi]],
                                  MARK_COLOUR, width=1, dash=[1, 3]))
         series.append(chart.annotations([[state.critical_per_chip * 1.1, lo * 1.5]],
-                                        [f"B*/EP ≈ {state.critical_per_chip:,.0f}"],
+                                        [f"B*/EP ≈ {format_integer(state.critical_per_chip)}"],
                                         MARK_COLOUR, size=10))
     left = chart.panel(
         f"one step, forward, {L} MoE layers, per chip (EP = {ep})",
@@ -205,11 +205,11 @@ def moe_summary(state: MoEState) -> str:
                     f"{state.bound}-bound"),
         ("AllToAlls", f"{format_seconds(state.a2a_time)} (dispatch + combine, every layer): "
                       f"{100 * share:.0f}% of the step if not overlapped"),
-        ("capacity", f"{state.capacity:,} slots per expert per chip; a uniform router drops "
+        ("capacity", f"{format_integer(state.capacity)} slots per expert per chip; a uniform router drops "
                      f"{100 * state.dropped:.2f}% of the assignments"),
-        ("critical batch", f"{state.critical:,.0f} tokens per step of the EP group "
-                           f"({state.critical_per_chip:,.0f} per chip); dense: "
-                           f"{state.dense_critical:,.0f}"),
+        ("critical batch", f"{format_integer(state.critical)} tokens per step of the EP group "
+                           f"({format_integer(state.critical_per_chip)} per chip); dense: "
+                           f"{format_integer(state.dense_critical)}"),
     ]
     body = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{v}</td></tr>" for k, v in rows)
     return f"<table class='sb-summary'>{body}</table>"
