@@ -2,7 +2,7 @@
 
 Plain Python on :mod:`scalebook.transformer` and :mod:`scalebook.training` (no ipywidgets,
 no matplotlib, no NumPy arrays), shared by the Jupyter widget
-(:func:`scalebook.widgets.transformer_calculator.transformer_calculator`, drawn with
+(:func:`scalebook.widgets.calculator.transformer_calculator`, drawn with
 matplotlib) and the book's static site (:func:`view`, drawn in the reader's browser).
 
 What it shows for a model, a context length T, a token budget, a cluster and an MFU:
@@ -25,6 +25,7 @@ from ..hardware import chip_names, get_chip
 from ..training import (
     MIXED_PRECISION_ADAM,
     PRESETS,
+    REMAT_MODES,
     TrainingFootprint,
     fewest_chips,
     run_time,
@@ -40,13 +41,14 @@ from ..transformer import (
 )
 from ..units import format_bytes, format_count, format_integer, format_seconds
 from . import chart, summary
+from .options import refused_options
 from .comparison import _power_of_ten
 
 __all__ = [
     "CalculatorState", "calculator_state", "param_fractions", "flops_curves",
     "calculator_series", "calculator_summary", "calculator_chart", "linked_controls", "view",
     "MODEL_FIELDS", "CUSTOM", "DEFAULT_PRESET", "PARAM_BLOCKS", "MEMORY_KINDS", "CONTEXT_RANGE",
-    "CONTEXTS", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM", "CALCULATOR_CHIPS", "FIGURE_PX",
+    "CONTEXTS", "disabled_options", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM", "CALCULATOR_CHIPS", "FIGURE_PX",
 ]
 
 #: The preset dropdown's entry for a hand-edited model; the preset a bare view starts from.
@@ -361,6 +363,15 @@ def calculator_chart(series: dict) -> dict:
                        height=FIGURE_PX[1], texts=[chart.text(series["heading"])])
 
 
+def disabled_options(values: Mapping[str, object]) -> dict[str, list[list]]:
+    """The model, remat and chip choices the calculator would refuse with the other controls
+    at ``values``, each with the refusal's message
+    (:func:`scalebook.live.options.refused_options`; the chips offered all have a bf16
+    figure, so today a choice is refused only where the inputs already are at a limit)."""
+    choices = {"preset": list(PRESETS), "remat": REMAT_MODES, "chip": CALCULATOR_CHIPS}
+    return refused_options(calculator_state, values, choices, linked_controls)
+
+
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its controls (the Jupyter names: ``preset``, the model
     fields :data:`MODEL_FIELDS`, ``seq_len``, ``tokens_trillions``, ``global_batch``,
@@ -384,7 +395,8 @@ def view(controls: dict, changed: str | None = None) -> dict:
         # the preset filled its fields before another input was rejected: Jupyter keeps them
         return {"error": str(exc), "controls": written}
     out = {"summary_html": calculator_summary(state),
-           "chart": calculator_chart(calculator_series(state))}
+           "chart": calculator_chart(calculator_series(state)),
+           "disabled": disabled_options(values)}
     if written:
         out["controls"] = written
     return out

@@ -4,7 +4,7 @@ One mixture-of-experts layer stack, expert-parallel over ``ep`` chips, each hold
 ``tokens_per_chip`` tokens of a step: from :mod:`scalebook.moe` (:func:`moe_layer_roofline`,
 :func:`moe_all_to_all`, :func:`moe_critical_batch`, :func:`expected_dropped_fraction`,
 :func:`expert_memory_per_chip`). Plain Python (no ipywidgets, matplotlib or NumPy), so the same
-functions feed the Jupyter widget (:func:`scalebook.widgets.moe_explorer.moe_explorer`, which
+functions feed the Jupyter widget (:func:`scalebook.widgets.moe.moe_explorer`, which
 draws :func:`moe_chart` with matplotlib) and the book's static site (:func:`view`, drawn in
 the reader's browser).
 

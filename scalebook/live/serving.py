@@ -4,7 +4,7 @@ What one copy of a model costs to serve on a slice of chips, from :mod:`scaleboo
 (:func:`decode_step`, :func:`prefill`, :func:`latency_throughput`, :func:`max_batch`,
 :func:`decode_critical_batch`, :func:`weight_bytes`, :func:`kv_bytes_per_token`). Plain Python
 (no ipywidgets, no matplotlib, no NumPy arrays), so the same functions feed the Jupyter widget
-(:func:`scalebook.widgets.serving_explorer.serving_explorer`, drawn with matplotlib) and the
+(:func:`scalebook.widgets.serving.serving_explorer`, drawn with matplotlib) and the
 book's static site (:func:`view`, drawn in the reader's browser by Chart.js).
 
 The decode step is costed at the full context, ``prompt_len + gen_len`` cached tokens: the last

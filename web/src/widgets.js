@@ -166,23 +166,46 @@
   }
 
   // Prints each text of a dataset with `sbTexts` at its element (a bar's end, a point), as
-  // the matplotlib figure annotates its bars and writes its labels.
+  // the matplotlib figure annotates its bars and writes its labels. A text never runs out of
+  // the plot area: one that would (a long bar's label past the right edge) is pulled back in
+  // and written on a white box over the bar. The boxes drawn are kept in chart.sbTextBoxes
+  // ({text, left, right, top, bottom}, canvas pixels) for the tests.
   const barTexts = {
     id: "sbBarTexts",
     afterDatasetsDraw(chart) {
       const ctx = chart.ctx;
+      const area = chart.chartArea;
+      const boxes = [];
       chart.data.datasets.forEach((set, i) => {
         if (!set.sbTexts) return;
         const style = set.sbTextStyle;
+        const size = style.size || 11;
         ctx.save();
-        ctx.font = `${style.size || 11}px sans-serif`;
-        ctx.fillStyle = style.colour || "#000";
-        ctx.textAlign = style.align;
-        ctx.textBaseline = style.baseline;
-        chart.getDatasetMeta(i).data.forEach((element, j) =>
-          ctx.fillText(set.sbTexts[j], element.x + style.dx, element.y + style.dy));
+        ctx.font = `${size}px sans-serif`;
+        ctx.textBaseline = "alphabetic";
+        chart.getDatasetMeta(i).data.forEach((element, j) => {
+          const text = set.sbTexts[j];
+          const width = ctx.measureText(text).width;
+          const anchor = element.x + style.dx;
+          let left = style.align === "left" ? anchor
+            : style.align === "right" ? anchor - width : anchor - width / 2;
+          const moved = left + width > area.right || left < area.left;
+          left = Math.max(area.left + 1, Math.min(left, area.right - width - 1));
+          // the baseline: under the point ("bottom") or through its middle ("middle")
+          let base = style.baseline === "middle" ? element.y + size * 0.35 : element.y + style.dy;
+          base = Math.max(area.top + size, Math.min(base, area.bottom - 2));
+          if (moved) {
+            ctx.fillStyle = "rgba(255, 255, 255, 0.9)";
+            ctx.fillRect(left - 2, base - size, width + 4, size * 1.3);
+          }
+          ctx.fillStyle = style.colour || "#000";
+          ctx.textAlign = "left";
+          ctx.fillText(text, left, base);
+          boxes.push({text, left, right: left + width, top: base - size, bottom: base + size * 0.3});
+        });
         ctx.restore();
       });
+      chart.sbTextBoxes = boxes;
     },
   };
 
@@ -293,12 +316,18 @@
         frame.className = "sb-live-canvas";
         const canvas = document.createElement("canvas");
         canvas.setAttribute("role", "img");
-        frame.append(canvas);
+        const note = document.createElement("div");  // why the plot is empty, over it
+        note.className = "sb-live-note";
+        note.hidden = true;
+        frame.append(canvas, note);
         cell.append(title, frame);
         return cell;
       });
     spec.panels.forEach((panel, i) => {
       cells[i].querySelector(".sb-live-title").textContent = panel.title;
+      const note = cells[i].querySelector(".sb-live-note");
+      note.textContent = panel.note || "";
+      note.hidden = !panel.note;
       cells[i].style.flexGrow = String(panel.width || 1);
       // the text alternative: what the panel shows; its numbers are in the summary below
       cells[i].querySelector("canvas").setAttribute("aria-label",
