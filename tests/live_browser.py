@@ -284,12 +284,20 @@ def viewport(driver, width: int, height: int, *, mobile: bool = False) -> None:
 
 
 #: Records every long task (a main-thread task over 50 ms, the browser's own definition)
-#: from now on in window.sbLongTasks as [start ms, duration ms].
+#: from now on in window.sbLongTasks as [start ms, duration ms], and every long animation
+#: frame's scripts (Chromium's Long Animation Frames API: which script ran how long in a frame
+#: over 50 ms) in window.sbLongScripts as [start ms, duration ms, source URL, invoker].
 _WATCH_LONG_TASKS = """
 window.sbLongTasks = [];
+window.sbLongScripts = [];
 new PerformanceObserver(list => {
   for (const e of list.getEntries()) window.sbLongTasks.push([e.startTime, e.duration]);
 }).observe({type: 'longtask'});
+new PerformanceObserver(list => {
+  for (const frame of list.getEntries())
+    for (const s of frame.scripts || [])
+      window.sbLongScripts.push([s.startTime, s.duration, s.sourceURL || '', s.invoker || '']);
+}).observe({type: 'long-animation-frame'});
 return performance.now();
 """
 
@@ -297,6 +305,18 @@ return performance.now();
 def watch_long_tasks(driver) -> float:
     """Start recording the page's long tasks; returns the page's clock (ms) now."""
     return driver.execute_script(_WATCH_LONG_TASKS)
+
+
+def own_script_blocks(driver, since: float = 0.0, until: float = float("inf")
+                      ) -> list[list]:
+    """The main-thread blocks the live widgets' own scripts caused between ``since`` and
+    ``until`` (the page's clock, ms): [[start, ms, script, invoker], ...] for each script of
+    the site's ``_static/live/`` (widgets.js, loader.js, Chart.js, the embedded runtime's
+    chunks) that ran in a long animation frame. What the browser does for other reasons in
+    the same stretch (a garbage collection, another page's work on a loaded machine, axe
+    itself) is not the widgets' to answer for, and is left out."""
+    return [s for s in driver.execute_script("return window.sbLongScripts || []")
+            if since <= s[0] < until and "/_static/live/" in s[2]]
 
 
 def long_tasks(driver, since: float = 0.0) -> list[list[float]]:

@@ -4,7 +4,7 @@ The book's HTML pages cannot run an ipywidget, so an :class:`~scalebook.widgets.
 that has a live view (a :mod:`scalebook.live` module) also offers this ``text/html``::
 
     <div class="sb-live" data-widget="scalebook.live.roofline" data-controls='[spec, ...]'
-         data-frame='{"texts": [...], "titles": [...], "widths": [...]}'>
+         data-frame='{"texts": [text, ...], "titles": [...], "widths": [...]}'>
       <form class="sb-live-controls" hidden> the controls as <select>/<input> </form>
       <div class="sb-live-message"> the last error, if any </div>
       <div class="sb-live-figure"> <img> the PNG of the current state </div>
@@ -146,7 +146,8 @@ def controls_html(specs: Mapping[str, Mapping], layout_rows: Iterable[Sequence[s
 def chart_frame(chart: Mapping) -> dict:
     """What the page needs to reserve a chart's room before it is live: its own lines of
     text, its panels' titles and their width shares (``data-frame``, module docstring)."""
-    return {"texts": [t["text"] for t in chart.get("texts", [])],
+    return {"texts": [{"text": t["text"], "colour": t["colour"], "bold": t["bold"]}
+                      for t in chart.get("texts", [])],
             "titles": [p["title"] for p in chart.get("panels", [])],
             "widths": [p["width"] for p in chart.get("panels", [])]}
 

@@ -297,6 +297,53 @@
     return new Promise(resolve => setTimeout(resolve, 0));
   }
 
+  // One panel's cell: its title, then its canvas (and the note saying why it is empty).
+  function panelCell() {
+    const cell = document.createElement("div");
+    cell.className = "sb-live-panel";
+    const title = document.createElement("div");
+    title.className = "sb-live-title";
+    const frame = document.createElement("div");
+    frame.className = "sb-live-canvas";
+    const canvas = document.createElement("canvas");
+    canvas.setAttribute("role", "img");
+    const note = document.createElement("div");  // why the plot is empty, over it
+    note.className = "sb-live-note";
+    note.hidden = true;
+    frame.append(canvas, note);
+    cell.append(title, frame);
+    return cell;
+  }
+
+  // The height the live picture will take in `figure`, whose static picture is `staticHeight`
+  // tall: its texts and panel titles at the book's settings (`frame`, the data-frame that
+  // scalebook/widgets/live_html.py wrote) laid out unseen at the figure's width, its canvases
+  // sized as sizeFrames sizes them. Reserved before the first touch, so going live moves
+  // nothing below the figure.
+  function liveHeight(figure, frame, staticHeight) {
+    const probe = document.createElement("div");
+    probe.className = "sb-live-figure";
+    probe.setAttribute("aria-hidden", "true");
+    probe.style.cssText = `position:absolute;visibility:hidden;left:0;top:0;width:${figure.clientWidth}px`;
+    const texts = document.createElement("div");
+    texts.className = "sb-live-texts";
+    drawTexts(texts, frame.texts);
+    const box = document.createElement("div");
+    box.className = "sb-live-chart";
+    box.append(...frame.titles.map((title, i) => {
+      const cell = panelCell();
+      cell.querySelector(".sb-live-title").textContent = title;
+      cell.style.flexGrow = String(frame.widths[i] || 1);
+      return cell;
+    }));
+    probe.append(texts, box);
+    figure.parentElement.appendChild(probe);
+    sizeFrames(probe, staticHeight);
+    const height = probe.offsetHeight;
+    probe.remove();
+    return Math.max(staticHeight, height);
+  }
+
   // Draw `spec` (scalebook/live/chart.py) into the figure's chart box: one cell per panel,
   // its title as text over a canvas; sizeFrames puts them side by side or stacks them. The
   // charts already there are reused when the panels keep their kind; a new chart is made
@@ -307,22 +354,7 @@
     const reusable = charts.length === configs.length &&
       charts.every((chart, i) => chart.config.type === configs[i].type);
     const cells = reusable ? charts.map(chart => chart.canvas.closest(".sb-live-panel"))
-      : spec.panels.map(() => {
-        const cell = document.createElement("div");
-        cell.className = "sb-live-panel";
-        const title = document.createElement("div");
-        title.className = "sb-live-title";
-        const frame = document.createElement("div");
-        frame.className = "sb-live-canvas";
-        const canvas = document.createElement("canvas");
-        canvas.setAttribute("role", "img");
-        const note = document.createElement("div");  // why the plot is empty, over it
-        note.className = "sb-live-note";
-        note.hidden = true;
-        frame.append(canvas, note);
-        cell.append(title, frame);
-        return cell;
-      });
+      : spec.panels.map(() => panelCell());
     spec.panels.forEach((panel, i) => {
       cells[i].querySelector(".sb-live-title").textContent = panel.title;
       const note = cells[i].querySelector(".sb-live-note");
@@ -461,6 +493,7 @@
     const initial = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
       .map(spec => [spec.name, spec.value]));
     const key = urlKey(root);
+    const frame = root.dataset.frame ? JSON.parse(root.dataset.frame) : null;
     let rt = null;
     let chartBox = null;
     let textBox = null;
@@ -641,6 +674,31 @@
       }
       touch();
       request(null);
+    }
+
+    // Before the first touch, reserve the live picture's height under the static one (its
+    // texts and titles take room the PNG holds inside its own height; on a phone the panels
+    // stack), and follow the page's width until the picture is live.
+    function reserve() {
+      if (chartBox !== null || !frame) return;
+      const img = figure.querySelector("img");
+      if (!img || !img.naturalWidth) return;
+      const width = Math.min(img.naturalWidth, figure.clientWidth);
+      const staticHeight = Math.round(width * img.naturalHeight / img.naturalWidth);
+      const height = Math.ceil(liveHeight(figure, frame, staticHeight)) + "px";
+      if (figure.style.minHeight !== height) figure.style.minHeight = height;
+      state.reserved = true;
+    }
+    const staticImage = figure.querySelector("img");
+    if (staticImage) {
+      staticImage.decode().catch(() => {}).then(reserve);
+      let lastWidth = 0;
+      new ResizeObserver(() => {
+        if (figure.clientWidth !== lastWidth) {
+          lastWidth = figure.clientWidth;
+          reserve();
+        }
+      }).observe(figure);
     }
 
     const onCommit = new Set(["int", "float", "text"]);
