@@ -1,7 +1,8 @@
-"""The live widgets on the static site, measured in headless Chromium from disk (file://).
+"""The live widgets on the static site, measured in headless Chromium from disk (file://) and
+over HTTP (a local static server, as a reader's static host serves the site).
 
 Prints, per built site (the current one, and with ``--before DIR`` an older build measured in
-the same run, side by side):
+the same run, side by side) and per way of opening it (file://, http):
 
 1. each widget page's weight before any touch (site files read from disk, and gzip);
 2. first-touch bytes: the site files a page loads after the first touch (the runtime);
@@ -13,6 +14,7 @@ the same run, side by side):
 5. redraw time per control move (from the move to its picture): median and 95th percentile.
 
     make book && .venv/bin/python bench/live_widgets.py [--before DIR] [--runs 3] [--moves 30]
+        [--only file|http] [--pages rooflines,inference]
 
 Timings are wall-clock on whatever machine runs this: compare the columns of one run only.
 """
@@ -161,10 +163,24 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="an older build's _build/html, measured too")
     parser.add_argument("--runs", type=int, default=3, help="fresh browsers per page")
     parser.add_argument("--moves", type=int, default=30, help="slider moves per page")
+    parser.add_argument("--only", choices=("file", "http"), help="one way of opening pages")
+    parser.add_argument("--pages", help="comma-separated pages (default: every widget page)")
     args = parser.parse_args()
+    if args.pages:
+        for page in set(PAGES) - set(args.pages.split(",")):
+            del PAGES[page]
     sites = ([("before: " + str(args.before), args.before)] if args.before else []) + [
         ("now: " + str(lb.HTML), lb.HTML)]
-    results = [(name, measure(html, args.runs, args.moves)) for name, html in sites]
+    results = []
+    for name, html in sites:
+        if args.only != "http":
+            lb.SERVER = None
+            results.append((f"{name} (file://)", measure(html, args.runs, args.moves)))
+        if args.only != "file":
+            with lb.http_server(html) as address:
+                lb.SERVER = address
+                results.append((f"{name} (http)", measure(html, args.runs, args.moves)))
+            lb.SERVER = None
     for name, m in results:
         report(name, m)
 

@@ -8,10 +8,14 @@ that leave the site, :func:`page_weight` adds up the bytes of what a page loaded
 
 from __future__ import annotations
 
+import functools
+import http.server
+
 import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,8 +70,38 @@ def chromium() -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+#: Where pages are opened: None, from disk (file://, the default); else the address of a
+#: static HTTP server of HTML (:func:`http_server`), as a reader's static host serves them.
+SERVER: str | None = None
+
+
 def page_url(page: str) -> str:
+    if SERVER is not None:
+        return f"{SERVER}/book/{page}.html"
     return (HTML / "book" / f"{page}.html").as_uri()
+
+
+@contextmanager
+def http_server(root: Path) -> Iterator[str]:
+    """A static HTTP server of ``root`` on a free local port, for the time of the block: its
+    address ("http://127.0.0.1:PORT"). ``.wasm`` goes out as application/wasm."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".js": "text/javascript"}
+
+    def log_message(self, *args) -> None:  # the bench prints its own lines
+        pass
 
 
 #: Documents of the browser itself (its new-tab page loads chrome:// resources on start-up),
@@ -91,6 +125,9 @@ def requests(driver) -> list[str]:
 def _site_file(url: str) -> Path | None:
     """The file under _build/html that a file:// URL names, or None."""
     parsed = urlparse(url)
+    if SERVER is not None and url.startswith(SERVER + "/"):
+        path = (HTML / unquote(parsed.path).lstrip("/")).resolve()
+        return path if path.is_relative_to(HTML.resolve()) else None
     if parsed.scheme != "file":
         return None
     path = Path(unquote(parsed.path)).resolve()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from widget_box import Box
 
 from scalebook import training, transformer
 from scalebook.live import render
@@ -59,27 +60,6 @@ def test_default_state_matches_the_solver(calc):
     assert calc.png.startswith(PNG_SIGNATURE)
 
 
-class _Box:
-    """A filled rectangle of the figure (a stacked bar's segment) read as a bar."""
-
-    def __init__(self, polygon):
-        xy = polygon.get_xy()
-        self._x = (min(p[0] for p in xy), max(p[0] for p in xy))
-        self._y = (min(p[1] for p in xy), max(p[1] for p in xy))
-
-    def get_x(self):
-        return self._x[0]
-
-    def get_width(self):
-        return self._x[1] - self._x[0]
-
-    def get_y(self):
-        return self._y[0]
-
-    def get_height(self):
-        return self._y[1] - self._y[0]
-
-
 def _named(calc) -> dict:
     """The calculator figure's artists by what they show, in the live view's chart order."""
     (bars,), flops, memory = calc.drawing.series
@@ -87,7 +67,7 @@ def _named(calc) -> dict:
     names = [name for name, *_ in FLOPS_STYLES]
     out.update({f"flops/{name}": s[0] for name, s in zip(names, flops)})
     out["crossover"], out["now"] = flops[len(names)][0], flops[len(names) + 1][0]
-    out.update({f"memory/{kind}": _Box(s[0]) for (kind, _), s in zip(MEMORY_KINDS, memory)})
+    out.update({f"memory/{kind}": Box(s[0]) for (kind, _), s in zip(MEMORY_KINDS, memory)})
     out["hbm"] = memory[len(MEMORY_KINDS)][0]
     out.update(zip(("param_title", "flops_title", "memory_title"), calc.drawing.titles))
     out["heading"] = calc.drawing.texts[0]

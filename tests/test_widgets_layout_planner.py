@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from widget_box import Box
 
 from scalebook.live import render
 from scalebook.training import PRESETS, TrainingLayout, best_training_layout, plan_training
@@ -26,37 +27,12 @@ def _height(artist):
     return artist.get_height()
 
 
-class _Box:
-    """A filled rectangle of the figure (a stacked bar's segment) read as a bar."""
-
-    def __init__(self, polygon):
-        xy = polygon.get_xy()
-        self._x = (min(p[0] for p in xy), max(p[0] for p in xy))
-        self._y = (min(p[1] for p in xy), max(p[1] for p in xy))
-        self.polygon = polygon
-
-    def get_x(self):
-        return self._x[0]
-
-    def get_width(self):
-        return self._x[1] - self._x[0]
-
-    def get_y(self):
-        return self._y[0]
-
-    def get_height(self):
-        return self._y[1] - self._y[0]
-
-    def get_facecolor(self):
-        return self.polygon.get_facecolor()
-
-
 def _named(drawing) -> dict:
     """The planner figure's artists by what they show, in the live view's chart order."""
     memory, time = drawing.series
-    out = {f"memory/{kind}": _Box(s[0]) for (kind, _), s in zip(MEMORY_KINDS, memory)}
+    out = {f"memory/{kind}": Box(s[0]) for (kind, _), s in zip(MEMORY_KINDS, memory)}
     out["hbm"] = memory[len(MEMORY_KINDS)][0]
-    out.update({f"time/{kind}": _Box(s[0]) for (kind, _), s in zip(TIME_KINDS, time)})
+    out.update({f"time/{kind}": Box(s[0]) for (kind, _), s in zip(TIME_KINDS, time)})
     out["ideal"] = time[len(TIME_KINDS)][0]
     out.update(zip(("memory_title", "time_title"), drawing.titles))
     out.update(zip(("heading", "flags"), drawing.texts))

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from widget_box import Box
 
 from scalebook import inference as inf
 from scalebook.training import PRESETS
@@ -39,35 +40,13 @@ def explorer():
     return serving_explorer(dpi=40)
 
 
-class _Box:
-    """A filled polygon of the figure (a stacked bar's segment, the no-fit band) read as a
-    rectangle: ``get_x``, ``get_width``, ``get_y``, ``get_height``."""
-
-    def __init__(self, polygon):
-        xy = np.asarray(polygon.get_xy(), float)
-        self.x0, self.x1 = xy[:, 0].min(), xy[:, 0].max()
-        self.y0, self.y1 = xy[:, 1].min(), xy[:, 1].max()
-
-    def get_x(self):
-        return self.x0
-
-    def get_width(self):
-        return self.x1 - self.x0
-
-    def get_y(self):
-        return self.y0
-
-    def get_height(self):
-        return self.y1 - self.y0
-
-
 def _named(drawing) -> dict:
     """The serving figure's artists by what they show, in the order of the live view's chart
     (scalebook.live.serving.serving_chart), as scalebook.widgets.figure drew them."""
     memory, step, curve = drawing.series
-    out = {f"memory/{kind}": _Box(memory[i][0]) for i, (kind, _) in enumerate(MEMORY_KINDS)}
+    out = {f"memory/{kind}": Box(memory[i][0]) for i, (kind, _) in enumerate(MEMORY_KINDS)}
     out["hbm"] = memory[len(MEMORY_KINDS)][0]
-    out["no_fit"] = _Box(step[0][0])
+    out["no_fit"] = Box(step[0][0])
     out.update(zip(("time", "critical", "time_now", "rate", "rate_now"),
                    (s[0] for s in step[1:])))
     out.update(zip(("curve", "curve_over", "curve_now"), (s[0] for s in curve)))
