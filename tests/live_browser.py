@@ -85,6 +85,7 @@ def page_url(page: str) -> str:
 def http_server(root: Path) -> Iterator[str]:
     """A static HTTP server of ``root`` on a free local port, for the time of the block: its
     address ("http://127.0.0.1:PORT"). ``.wasm`` goes out as application/wasm."""
+    SERVED.clear()
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -96,9 +97,18 @@ def http_server(root: Path) -> Iterator[str]:
         server.server_close()
 
 
+#: The paths :func:`http_server` served, in order (a worker's requests included, which the
+#: DevTools log of the page leaves out).
+SERVED: list[str] = []
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
                       ".wasm": "application/wasm", ".js": "text/javascript"}
+
+    def do_GET(self) -> None:
+        SERVED.append(self.path)
+        super().do_GET()
 
     def log_message(self, *args) -> None:  # the bench prints its own lines
         pass

@@ -1,7 +1,8 @@
 """The chart description a live widget returns: plain dicts and lists, ready for ``json.dumps``.
 
-The browser (``web/src/widgets.js``) draws this with Chart.js and computes nothing: every
-point, tick, label and colour is decided here, in Python, by scalebook. The schema:
+The browser (``web/src/widgets.js``) draws this with Chart.js, and the Jupyter widget with
+matplotlib (:mod:`scalebook.widgets.figure`); neither computes anything: every point, tick,
+label and colour is decided here, in Python, by scalebook. The schema:
 
 ``chart``
     ``{"panels": [panel, ...], "width": px, "height": px, "texts": [text, ...]}``: panels side
