@@ -48,7 +48,8 @@ __all__ = [
     "CalculatorState", "calculator_state", "param_fractions", "flops_curves",
     "calculator_series", "calculator_summary", "calculator_chart", "linked_controls", "view",
     "MODEL_FIELDS", "CUSTOM", "DEFAULT_PRESET", "PARAM_BLOCKS", "MEMORY_KINDS", "CONTEXT_RANGE",
-    "CONTEXTS", "disabled_options", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM", "CALCULATOR_CHIPS", "FIGURE_PX",
+    "CONTEXTS", "disabled_options", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM",
+    "CALCULATOR_CHIPS", "FIGURE_PX",
 ]
 
 #: The preset dropdown's entry for a hand-edited model; the preset a bare view starts from.
@@ -307,7 +308,8 @@ def calculator_summary(state: CalculatorState) -> str:
     return (
         "<div style='font-size:90%'>"
         f"<b>{html.escape(state.config.name)}</b>: "
-        f"{format_count(state.training_flops, unit='FLOPs')} of training (6·P plus the attention core per token) "
+        f"{format_count(state.training_flops, unit='FLOPs')} of training "
+        "(6·P plus the attention core per token) "
         f"for {format_count(state.tokens)} tokens → <b>{format_seconds(state.seconds)}</b> on "
         f"{state.n_chips:,} {html.escape(state.chip_name)} at {state.mfu:.0%} MFU "
         f"({format_seconds(state.seconds_at_peak)} at peak; "

@@ -12,8 +12,8 @@ label and colour is decided here, in Python, by scalebook. The schema:
     ``{"text": str, "colour": "#rrggbb", "bold": bool}``.
 ``panel``
     ``{"title": str, "x": axis, "y": axis, "series": [series, ...], "legend": str | None,
-    "y2": axis | None, "width": float, "note": str | None}``; ``legend`` is where the legend of the labelled series
-    goes ("lower right") or None; ``y2`` is a second y axis on the right (matplotlib's
+    "y2": axis | None, "width": float, "note": str | None}``; ``legend`` is where the legend
+    of the labelled series goes ("lower right") or None; ``y2`` is a second y axis on the right (matplotlib's
     ``twinx``); ``width`` is the panel's share of the figure width, relative to the others';
     ``note`` is a message printed in the middle of the plot area, saying why a panel has
     nothing to draw (no chip chosen has the metric), so an empty chart is never just blank.

@@ -19,7 +19,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..hardware import chip_names, get_chip
-from ..training import PRESETS, REMAT_MODES, TrainingLayout, TrainingPlan, best_training_layout, plan_training
+from ..training import (PRESETS, REMAT_MODES, TrainingLayout, TrainingPlan, best_training_layout,
+                        plan_training)
 from ..transformer import TransformerConfig
 from ..units import format_bytes, format_count, format_seconds
 from . import chart
@@ -27,7 +28,8 @@ from .options import refused_options
 
 __all__ = [
     "PlannerState", "planner_state", "ideal_step", "linked_controls", "best_layout_controls",
-    "planner_series", "planner_summary", "planner_chart", "wrap_line", "view", "disabled_options", "CUSTOM",
+    "planner_series", "planner_summary", "planner_chart", "wrap_line", "view", "disabled_options",
+    "CUSTOM",
     "MODEL_FIELDS", "LAYOUT_FIELDS", "PLANNER_CHIPS", "MEMORY_KINDS", "TIME_KINDS",
     "TIME_LABELS", "MEMORY_AXIS_HBM", "TIME_AXIS_IDEAL", "GIB", "BEST", "FIGURE_PX", "X_RANGE",
     "BAR_HALF_WIDTH", "DEFAULTS", "axis_ticks",

@@ -205,7 +205,8 @@ def moe_summary(state: MoEState) -> str:
                     f"{state.bound}-bound"),
         ("AllToAlls", f"{format_seconds(state.a2a_time)} (dispatch + combine, every layer): "
                       f"{100 * share:.0f}% of the step if not overlapped"),
-        ("capacity", f"{format_integer(state.capacity)} slots per expert per chip; a uniform router drops "
+        ("capacity", f"{format_integer(state.capacity)} slots per expert per chip; "
+                     "a uniform router drops "
                      f"{100 * state.dropped:.2f}% of the assignments"),
         ("critical batch", f"{format_integer(state.critical)} tokens per step of the EP group "
                            f"({format_integer(state.critical_per_chip)} per chip); dense: "

@@ -291,8 +291,8 @@ def serving_summary(state: ServingState) -> str:
     flag = not_fit_message(state)
     flag_html = f"<br><b style='color:{RED}'>⚠ {html.escape(flag)}</b>" if flag else ""
     b_star = state.critical_batch
-    critical = (f"The weight matmuls turn compute-bound at B* = {format_integer(b_star)}; attention "
-                "against the cache stays memory-bound at any batch")
+    critical = (f"The weight matmuls turn compute-bound at B* = {format_integer(b_star)}; "
+                "attention against the cache stays memory-bound at any batch")
     table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
              "margin-right:2em'>")
     memory = "".join(f"<tr><td>{k}</td><td>{gb(v)}</td></tr>" for k, v in (
@@ -312,7 +312,8 @@ def serving_summary(state: ServingState) -> str:
         f"{flag_html}<br>"
         f"{table}<tr><th>per chip</th><th></th></tr>{memory}"
         f"<tr><td>cache per token</td><td>{gb(state.kv_bytes_per_token)}</td></tr>"
-        f"<tr><td>largest batch (no HBM reserve)</td><td>{format_integer(state.max_batch)}</td></tr></table>"
+        "<tr><td>largest batch (no HBM reserve)</td>"
+        f"<td>{format_integer(state.max_batch)}</td></tr></table>"
         f"{table}<tr><th>step</th><th>matmuls</th><th>attention</th><th>AllReduce</th>"
         f"<th>time</th><th>matmuls are</th><th>FLOPs/byte</th></tr>"
         f"{_step_row(f'decode, B = {state.batch:,}', d)}"
@@ -391,8 +392,8 @@ def serving_series(state: ServingState) -> dict:
         "time_title": (f"decode at {state.context_len:,} cached tokens: matmuls "
                        f"{d.weights_bound}-bound\n"
                        f"{format_seconds(d.time)} per token at B = {state.batch:,}; {critical}"),
-        "curve_title": (f"B = {state.batch:,}: {format_integer(d.tokens_per_s_per_chip)} tokens/s per "
-                        f"chip\nat {format_seconds(d.time)} per token, "
+        "curve_title": (f"B = {state.batch:,}: {format_integer(d.tokens_per_s_per_chip)} "
+                        f"tokens/s per chip\nat {format_seconds(d.time)} per token, "
                         f"{state.comm_share:.0%} in AllReduces"),
         "heading": (f"{state.config.name} on {state.n_chips} × {state.chip_name}: "
                     f"{state.batch:,} sequences of {state.prompt_len:,} + {state.gen_len:,} "

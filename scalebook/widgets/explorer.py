@@ -135,7 +135,8 @@ class Explorer(widgets.VBox):
         when its frame is unchanged, else a full drawing that saves a new background."""
         size = (chart["width"] / fig.DPI, chart["height"] / fig.DPI)
         if self.figure is None or tuple(self.figure.get_size_inches()) != size:
-            self.figure, self.drawing, self._background = fig.new_figure(chart, self._dpi), None, None
+            self.figure = fig.new_figure(chart, self._dpi)
+            self.drawing, self._background = None, None
         canvas = self.figure.canvas
         dynamic = fig.update(self.drawing, chart) if self.drawing is not None else None
         if dynamic is None:

@@ -35,9 +35,10 @@ def layout_planner(preset: str = "LLaMA-3 70B", chip: str = "TPU v5p", n_chips: 
 
     Controls (``w.controls``): ``preset`` (LLaMA-3 8B/70B/405B or "custom"), the model fields
     :data:`MODEL_FIELDS`, ``seq_len``, ``global_batch`` (sequences), ``chip``, ``n_chips``, the
-    layout fields :data:`~scalebook.live.layout_planner.LAYOUT_FIELDS` and ``overlap``. ``w.buttons["best"].click()`` runs the
-    search. ``w.state`` is a :class:`~scalebook.live.layout_planner.PlannerState`. Raises
-    ``ValueError`` for bad initial inputs (unknown preset or chip, a degree below 1, ...).
+    layout fields :data:`~scalebook.live.layout_planner.LAYOUT_FIELDS` and ``overlap``.
+    ``w.buttons["best"].click()`` runs the search. ``w.state`` is a
+    :class:`~scalebook.live.layout_planner.PlannerState`. Raises ``ValueError`` for bad
+    initial inputs (unknown preset or chip, a degree below 1, ...).
     """
     preset, config = preset_model(preset, config)
     chip_name = offered_chip(chip, PLANNER_CHIPS)

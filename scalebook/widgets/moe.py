@@ -30,7 +30,8 @@ def moe_explorer(chip: str = DEFAULTS["chip"], *, n_experts: int = DEFAULTS["n_e
     """The MoE explorer (default: DeepSeek-V3's MoE layers on 64 H100s, 4,096 tokens each).
 
     ``w.controls`` holds the controls by the names of :func:`scalebook.live.moe.moe_state`'s
-    arguments; ``w.state`` is a :class:`~scalebook.live.moe.MoEState`. Raises ``ValueError`` for bad initial inputs.
+    arguments; ``w.state`` is a :class:`~scalebook.live.moe.MoEState`. Raises ``ValueError``
+    for bad initial inputs.
     """
     moe_state(chip, n_experts, top_k, d_model, d_expert, n_layers, capacity_factor, ep,
               tokens_per_chip)   # refuse bad initial inputs with the state's own message
