@@ -234,7 +234,7 @@ def roofline_series(state: RooflineState) -> dict:
 
 def roofline_summary(state: RooflineState) -> str:
     """An HTML table of the numbers behind the plot."""
-    head = (f"<b>{format_count(state.flops)}FLOPs</b>, "
+    head = (f"<b>{format_count(state.flops, unit='FLOPs')}</b>, "
             f"<b>{format_bytes(state.nbytes, binary=False)}</b> moved, intensity "
             f"<b>{fmt_intensity(state.intensity)} FLOPs/byte</b>")
     rows = "".join(
