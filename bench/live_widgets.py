@@ -10,7 +10,8 @@ the same run, side by side) and per way of opening it (file://, http):
    browser profile) and on a second page (the same profile: the runtime's decoded files in
    its IndexedDB cache, where the site has one);
 4. the longest main-thread block (longest "long task", PerformanceObserver) from the touch to
-   the first live picture, and while "best layout" searches (touch to picture);
+   the first live picture, and while "best layout" searches (touch to picture); and the
+   longest block of the widgets' own scripts (Long Animation Frames' script attribution);
 5. redraw time per control move (from the move to its picture): median and 95th percentile.
 
     make book && .venv/bin/python bench/live_widgets.py [--before DIR] [--runs 3] [--moves 30]
@@ -63,6 +64,7 @@ def _live(driver, page: str, touch: str) -> dict:
     longest long task meanwhile, and the bytes loaded after the touch."""
     lb.open_page(driver, page)
     lb.watch_long_tasks(driver)
+    served = len(lb.SERVED)
     lb.touch(driver, 0, touch)
     deadline = time.monotonic() + 180
     while True:
@@ -77,8 +79,12 @@ def _live(driver, page: str, touch: str) -> dict:
     drawn = driver.execute_script("return performance.now()")
     touched = state["t"]["touch"]
     blocks = [d for s, d in lb.long_tasks(driver, touched) if s <= drawn]
+    own = [b[1] for b in lb.own_script_blocks(driver, touched, drawn)]
+    loaded = lb.requests(driver)
+    if lb.SERVER is not None:  # the worker's own fetches (the .wasm) too, which the log misses
+        loaded = [lb.SERVER + path for path in lb.SERVED[served:]]
     return {"ms": drawn - touched, "block": max(blocks, default=0.0),
-            "bytes": lb.page_weight(lb.requests(driver))}
+            "own": max(own, default=0.0), "bytes": lb.page_weight(loaded)}
 
 
 def _best(driver) -> dict:
@@ -148,7 +154,8 @@ def report(name: str, m: dict) -> None:
     for page in m["first"]:
         print(f"   {page:<16}first {_row(m['first'][page], 'ms')}  second "
               f"{_row(m['second'][page], 'ms')}  block first {_row(m['first'][page], 'block')}"
-              f"  second {_row(m['second'][page], 'block')}")
+              f"  second {_row(m['second'][page], 'block')}  widgets' own scripts: first "
+              f"{_row(m['first'][page], 'own')}  second {_row(m['second'][page], 'own')}")
     if m["best"]:
         print(f"best layout: press to picture {_row(m['best'], 'ms')} ms, longest main-thread "
               f"block {_row(m['best'], 'block')} ms")
