@@ -18,7 +18,8 @@
 // "loading" | "live" | "failed", busy (a render queued or running), done (requests
 // finished, drawn or refused), last: {values, changed, result} of the last render,
 // timings: {touch, ready, answered (the last answer from Python)}, redraws: [ms from the
-// move to its picture], charts: [Chart]};
+// move to its picture], charts: [Chart] (each with sbTextBoxes: where its bar and point
+// texts were written), reserved (the live picture's room is reserved, before the touch)};
 // window.sbLiveMarks holds the loader's marks.
 (function () {
   "use strict";
