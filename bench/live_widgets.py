@@ -1,7 +1,8 @@
-"""The live widgets on the static site, measured in headless Chromium from disk (file://).
+"""The live widgets on the static site, measured in headless Chromium from disk (file://) and
+over HTTP (a local static server, as a reader's static host serves the site).
 
 Prints, per built site (the current one, and with ``--before DIR`` an older build measured in
-the same run, side by side):
+the same run, side by side) and per way of opening it (file://, http):
 
 1. each widget page's weight before any touch (site files read from disk, and gzip);
 2. first-touch bytes: the site files a page loads after the first touch (the runtime);
@@ -9,10 +10,12 @@ the same run, side by side):
    browser profile) and on a second page (the same profile: the runtime's decoded files in
    its IndexedDB cache, where the site has one);
 4. the longest main-thread block (longest "long task", PerformanceObserver) from the touch to
-   the first live picture, and while "best layout" searches (touch to picture);
+   the first live picture, and while "best layout" searches (touch to picture); and the
+   longest block of the widgets' own scripts (Long Animation Frames' script attribution);
 5. redraw time per control move (from the move to its picture): median and 95th percentile.
 
     make book && .venv/bin/python bench/live_widgets.py [--before DIR] [--runs 3] [--moves 30]
+        [--only file|http] [--pages rooflines,inference]
 
 Timings are wall-clock on whatever machine runs this: compare the columns of one run only.
 """
@@ -61,6 +64,7 @@ def _live(driver, page: str, touch: str) -> dict:
     longest long task meanwhile, and the bytes loaded after the touch."""
     lb.open_page(driver, page)
     lb.watch_long_tasks(driver)
+    served = len(lb.SERVED)
     lb.touch(driver, 0, touch)
     deadline = time.monotonic() + 180
     while True:
@@ -75,8 +79,12 @@ def _live(driver, page: str, touch: str) -> dict:
     drawn = driver.execute_script("return performance.now()")
     touched = state["t"]["touch"]
     blocks = [d for s, d in lb.long_tasks(driver, touched) if s <= drawn]
+    own = [b[1] for b in lb.own_script_blocks(driver, touched, drawn)]
+    loaded = lb.requests(driver)
+    if lb.SERVER is not None:  # the worker's own fetches (the .wasm) too, which the log misses
+        loaded = [lb.SERVER + path for path in lb.SERVED[served:]]
     return {"ms": drawn - touched, "block": max(blocks, default=0.0),
-            "bytes": lb.page_weight(lb.requests(driver))}
+            "own": max(own, default=0.0), "bytes": lb.page_weight(loaded)}
 
 
 def _best(driver) -> dict:
@@ -146,7 +154,8 @@ def report(name: str, m: dict) -> None:
     for page in m["first"]:
         print(f"   {page:<16}first {_row(m['first'][page], 'ms')}  second "
               f"{_row(m['second'][page], 'ms')}  block first {_row(m['first'][page], 'block')}"
-              f"  second {_row(m['second'][page], 'block')}")
+              f"  second {_row(m['second'][page], 'block')}  widgets' own scripts: first "
+              f"{_row(m['first'][page], 'own')}  second {_row(m['second'][page], 'own')}")
     if m["best"]:
         print(f"best layout: press to picture {_row(m['best'], 'ms')} ms, longest main-thread "
               f"block {_row(m['best'], 'block')} ms")
@@ -161,10 +170,24 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="an older build's _build/html, measured too")
     parser.add_argument("--runs", type=int, default=3, help="fresh browsers per page")
     parser.add_argument("--moves", type=int, default=30, help="slider moves per page")
+    parser.add_argument("--only", choices=("file", "http"), help="one way of opening pages")
+    parser.add_argument("--pages", help="comma-separated pages (default: every widget page)")
     args = parser.parse_args()
+    if args.pages:
+        for page in set(PAGES) - set(args.pages.split(",")):
+            del PAGES[page]
     sites = ([("before: " + str(args.before), args.before)] if args.before else []) + [
         ("now: " + str(lb.HTML), lb.HTML)]
-    results = [(name, measure(html, args.runs, args.moves)) for name, html in sites]
+    results = []
+    for name, html in sites:
+        if args.only != "http":
+            lb.SERVER = None
+            results.append((f"{name} (file://)", measure(html, args.runs, args.moves)))
+        if args.only != "file":
+            with lb.http_server(html) as address:
+                lb.SERVER = address
+                results.append((f"{name} (http)", measure(html, args.runs, args.moves)))
+            lb.SERVER = None
     for name, m in results:
         report(name, m)
 

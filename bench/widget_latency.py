@@ -23,8 +23,9 @@ import numpy as np  # noqa: E402
 from scalebook.hardware import chip_names  # noqa: E402
 from scalebook.widgets import METRICS, chip_comparison, roofline_explorer  # noqa: E402
 from scalebook.widgets.layout_planner import layout_planner  # noqa: E402
-from scalebook.widgets.sharded_matmul import LAYOUTS, sharded_matmul_explorer  # noqa: E402
-from scalebook.widgets.transformer_calculator import transformer_calculator  # noqa: E402
+from scalebook.live.sharded_matmul import LAYOUTS  # noqa: E402
+from scalebook.widgets.sharded_matmul import sharded_matmul_explorer  # noqa: E402
+from scalebook.widgets.calculator import transformer_calculator  # noqa: E402
 
 BUDGET_MS = 100.0
 

@@ -18,14 +18,22 @@ _TIME = ((86400.0, "days"), (3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms
          (1e-9, "ns"))
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def _number(value: float, digits: int) -> str:
-    """``value`` with ``digits`` significant figures, without a trailing '.0'."""
+    """``value`` with ``digits`` significant figures, without a trailing '.0', readable at
+    any size: a plain integer where rounding up made an exponent (999.9 -> "1000"), and a
+    power of ten beyond that ("8×10³³", never 30 digits; "1.5×10⁻⁷", never "0")."""
     if value == 0:
         return "0"
     text = f"{value:.{digits}g}"
-    if "e" in text:  # e.g. 1e+03 from rounding up: fall back to a plain integer
-        text = f"{value:.0f}"
-    return text
+    if "e" not in text:
+        return text
+    if 1 <= abs(value) < 10 ** (digits + 1):  # 1e+03 from rounding up
+        return f"{value:.0f}"
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def _check(value: float, what: str) -> float:
@@ -67,18 +75,33 @@ def format_flops(flops_per_s: float, digits: int = 3) -> str:
     return _decimal(_check(flops_per_s, "FLOPs/s"), "FLOP/s", digits)
 
 
-def format_count(value: float, digits: int = 3) -> str:
-    """A plain count (FLOPs, parameters, tokens) with a decimal prefix: 6.0e9 -> '6 G'."""
-    return _decimal(_check(value, "count"), "", digits).rstrip()
+def format_count(value: float, digits: int = 3, unit: str = "") -> str:
+    """A plain count (FLOPs, parameters, tokens) with a decimal prefix: 6.0e9 -> '6 G', or
+    with ``unit`` '6 GFLOPs'; past the prefixes a power of ten: 7.2e24 -> '7.2×10²⁴ FLOPs'."""
+    return _decimal(_check(value, "count"), unit, digits).rstrip()
 
 
 def _decimal(value: float, unit: str, digits: int) -> str:
     if math.isinf(value):
         return f"∞ {unit}"
+    if value >= 1e3 * _DECIMAL[0][0]:  # past the largest prefix: a power of ten, no prefix
+        return f"{_number(value, digits)} {unit}"
     for scale, prefix in _DECIMAL:
         if value >= scale:
             return f"{_number(value / scale, digits)} {prefix}{unit}"
     return f"{_number(value, digits)} {unit}"
+
+
+def format_integer(value: float) -> str:
+    """A whole number (chips, sequences, tokens) with thousands separators up to 10¹⁵
+    ("16,384"), as a power of ten beyond ("8×10³³"): a count from absurd inputs stays one
+    readable word, never 30 digits."""
+    value = _check(value, "count")
+    if math.isinf(value):
+        return "∞"
+    if value < 1e15:
+        return f"{round(value):,}"
+    return _number(value, 3)
 
 
 def format_percent(fraction: float) -> str:

@@ -8,10 +8,14 @@ that leave the site, :func:`page_weight` adds up the bytes of what a page loaded
 
 from __future__ import annotations
 
+import functools
+import http.server
+
 import json
 import re
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,8 +70,48 @@ def chromium() -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+#: Where pages are opened: None, from disk (file://, the default); else the address of a
+#: static HTTP server of HTML (:func:`http_server`), as a reader's static host serves them.
+SERVER: str | None = None
+
+
 def page_url(page: str) -> str:
+    if SERVER is not None:
+        return f"{SERVER}/book/{page}.html"
     return (HTML / "book" / f"{page}.html").as_uri()
+
+
+@contextmanager
+def http_server(root: Path) -> Iterator[str]:
+    """A static HTTP server of ``root`` on a free local port, for the time of the block: its
+    address ("http://127.0.0.1:PORT"). ``.wasm`` goes out as application/wasm."""
+    SERVED.clear()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+#: The paths :func:`http_server` served, in order (a worker's requests included, which the
+#: DevTools log of the page leaves out).
+SERVED: list[str] = []
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".js": "text/javascript"}
+
+    def do_GET(self) -> None:
+        SERVED.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *args) -> None:  # the bench prints its own lines
+        pass
 
 
 #: Documents of the browser itself (its new-tab page loads chrome:// resources on start-up),
@@ -91,6 +135,9 @@ def requests(driver) -> list[str]:
 def _site_file(url: str) -> Path | None:
     """The file under _build/html that a file:// URL names, or None."""
     parsed = urlparse(url)
+    if SERVER is not None and url.startswith(SERVER + "/"):
+        path = (HTML / unquote(parsed.path).lstrip("/")).resolve()
+        return path if path.is_relative_to(HTML.resolve()) else None
     if parsed.scheme != "file":
         return None
     path = Path(unquote(parsed.path)).resolve()
@@ -284,12 +331,20 @@ def viewport(driver, width: int, height: int, *, mobile: bool = False) -> None:
 
 
 #: Records every long task (a main-thread task over 50 ms, the browser's own definition)
-#: from now on in window.sbLongTasks as [start ms, duration ms].
+#: from now on in window.sbLongTasks as [start ms, duration ms], and every long animation
+#: frame's scripts (Chromium's Long Animation Frames API: which script ran how long in a frame
+#: over 50 ms) in window.sbLongScripts as [start ms, duration ms, source URL, invoker].
 _WATCH_LONG_TASKS = """
 window.sbLongTasks = [];
+window.sbLongScripts = [];
 new PerformanceObserver(list => {
   for (const e of list.getEntries()) window.sbLongTasks.push([e.startTime, e.duration]);
 }).observe({type: 'longtask'});
+new PerformanceObserver(list => {
+  for (const frame of list.getEntries())
+    for (const s of frame.scripts || [])
+      window.sbLongScripts.push([s.startTime, s.duration, s.sourceURL || '', s.invoker || '']);
+}).observe({type: 'long-animation-frame'});
 return performance.now();
 """
 
@@ -297,6 +352,18 @@ return performance.now();
 def watch_long_tasks(driver) -> float:
     """Start recording the page's long tasks; returns the page's clock (ms) now."""
     return driver.execute_script(_WATCH_LONG_TASKS)
+
+
+def own_script_blocks(driver, since: float = 0.0, until: float = float("inf")
+                      ) -> list[list]:
+    """The main-thread blocks the live widgets' own scripts caused between ``since`` and
+    ``until`` (the page's clock, ms): [[start, ms, script, invoker], ...] for each script of
+    the site's ``_static/live/`` (widgets.js, loader.js, Chart.js, the embedded runtime's
+    chunks) that ran in a long animation frame. What the browser does for other reasons in
+    the same stretch (a garbage collection, another page's work on a loaded machine, axe
+    itself) is not the widgets' to answer for, and is left out."""
+    return [s for s in driver.execute_script("return window.sbLongScripts || []")
+            if since <= s[0] < until and "/_static/live/" in s[2]]
 
 
 def long_tasks(driver, since: float = 0.0) -> list[list[float]]:

@@ -236,12 +236,13 @@ def array_battery() -> dict[str, object]:
 
 def widget_battery() -> dict[str, object]:
     """The widgets' scalar state, summary and per-point functions for many control states."""
-    import scalebook.widgets as W
+    from scalebook.live import comparison as C
+    from scalebook.live import roofline as R
     from scalebook.training import PRESETS
-    from scalebook.widgets import layout_planner as LP
-    from scalebook.widgets import serving_explorer as SE
-    from scalebook.widgets import sharded_matmul as SM
-    from scalebook.widgets import transformer_calculator as TC
+    from scalebook.live import layout_planner as LP
+    from scalebook.live import serving as SE
+    from scalebook.live import sharded_matmul as SM
+    from scalebook.live import calculator as TC
 
     out: dict[str, object] = {}
 
@@ -256,22 +257,22 @@ def widget_battery() -> dict[str, object]:
                                    (100.5, 1024, 4096, "bf16", "bf16", True)):
             key = f"{chip} {compare} {B} {D} {F} {x} {w} {per}"
             kw = dict(B=B, D=D, F=F, x_dtype=x, w_dtype=w, per_example=per, compare=compare)
-            add(f"roofline_state {key}", lambda: W.roofline_state(chip, **kw))
-            add(f"roofline_summary {key}", lambda: W._roofline_summary(W.roofline_state(chip, **kw)))
+            add(f"roofline_state {key}", lambda: R.roofline_state(chip, **kw))
+            add(f"roofline_summary {key}", lambda: R.roofline_summary(R.roofline_state(chip, **kw)))
             for b in (1.0, 300.0, 65536.0):
-                add(f"utilisation {key} {b}", lambda: W.utilisation(
-                    W.roofline_state(chip, **kw), W.roofline_state(chip, **kw).main, b))
+                add(f"utilisation {key} {b}", lambda: R.utilisation(
+                    R.roofline_state(chip, **kw), R.roofline_state(chip, **kw).main, b))
     for bad in (dict(B=0), dict(D=float("nan")), dict(F="8"), dict(x_dtype="bf17")):
-        add(f"roofline bad {bad}", lambda: W.roofline_state("H100", **bad))
+        add(f"roofline bad {bad}", lambda: R.roofline_state("H100", **bad))
 
     for chips, metric, log in (((("TPU v5e", "TPU v5p", "H100", "B200")), "flops:bf16", False),
                                (("V100", "A100", "TPU v4"), "flops:fp8", True),
                                (("H100",), "hbm_bytes", False), ((), "flops:bf16", False),
                                (("H100",), "nonsense", False)):
-        add(f"comparison_state {chips} {metric} {log}", lambda: W.comparison_state(
+        add(f"comparison_state {chips} {metric} {log}", lambda: C.comparison_state(
             chips, metric, log=log))
-        add(f"comparison_html {chips} {metric} {log}", lambda: W._comparison_html(
-            W.comparison_state(chips, metric, log=log)))
+        add(f"comparison_html {chips} {metric} {log}", lambda: C.comparison_html(
+            C.comparison_state(chips, metric, log=log)))
 
     for preset in PRESETS:
         cfg = PRESETS[preset]

@@ -1,5 +1,6 @@
 """The book's widgets, driven the way a reader drives them: set a control's value, then check
-the computed state and the data of the matplotlib artists. No browser, no kernel."""
+the computed state and the data of the matplotlib artists (drawn from the live view's chart by
+scalebook.widgets.figure). No browser, no kernel."""
 
 from __future__ import annotations
 
@@ -10,18 +11,21 @@ import numpy as np
 import pytest
 
 from scalebook import get_chip, roofline
+from scalebook.live.comparison import comparison_state
+from scalebook.live.roofline import roofline_state
+from scalebook.live.roofline import utilisation as _utilisation
 from scalebook.widgets import (
     METRICS,
     chip_comparison,
-    comparison_state,
     comparison_table,
-    draw_comparison,
     roofline_explorer,
-    roofline_state,
     table_markdown,
-    update_comparison,
-    utilisation,
 )
+
+
+def utilisation(state, point, batches):
+    """The roofline utilisation at each batch of ``batches``."""
+    return np.array([_utilisation(state, point, float(b)) for b in np.ravel(batches)])
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -106,20 +110,37 @@ def _xy(artist):
     return np.asarray(artist.get_xdata(), float), np.asarray(artist.get_ydata(), float)
 
 
+def _roofline_artist(explorer, chip: int, what: str):
+    """The artist of chip ``chip`` (0: the main one): ``roof``, ``ridge``, ``point`` on the
+    left panel (after the intensity line), ``util``, ``critical``, ``now`` on the right (the
+    critical line only where the batch is finite), in the view's chart order."""
+    if what in ("roof", "ridge", "point"):
+        return explorer.drawing.series[0][1 + 3 * chip + ("roof", "ridge", "point").index(what)][0]
+    right = [s for s in explorer.drawing.series[1]]
+    order = []
+    for c, point in enumerate(explorer.state.points):
+        order += [(c, "util")] + ([(c, "critical")] if not math.isinf(point.critical_batch)
+                                  else []) + [(c, "now")]
+    return right[order.index((chip, what))][0] if (chip, what) in order else None
+
+
+def _legend(explorer) -> list[str]:
+    return [t.get_text() for t in explorer.figure.axes[0].get_legend().get_texts()]
+
+
 def test_explorer_default_figure(explorer):
     state = explorer.state
     assert explorer.error == ""
-    for point in state.points:
-        x, y = _xy(explorer.artists[f"roof/{point.chip}"])
+    for i, point in enumerate(state.points):
+        x, y = _xy(_roofline_artist(explorer, i, "roof"))
         np.testing.assert_allclose(y, np.minimum(point.peak_flops, x * point.bandwidth))
-        mx, my = _xy(explorer.artists[f"point/{point.chip}"])
+        mx, my = _xy(_roofline_artist(explorer, i, "point"))
         assert mx[0] == pytest.approx(state.intensity)
         assert my[0] == pytest.approx(point.attainable_flops)
-        rx, _ = _xy(explorer.artists[f"ridge/{point.chip}"])
+        rx, _ = _xy(_roofline_artist(explorer, i, "ridge"))
         assert rx[0] == pytest.approx(point.critical_intensity)
-    assert "memory-bound" in explorer.artists["title"].get_text()
-    assert [t.get_text() for t in explorer.artists["legend"].get_texts()] == [
-        "TPU v5e (bf16)", "H100 (bf16)"]
+    assert "memory-bound" in explorer.drawing.titles[0].get_text()
+    assert _legend(explorer) == ["TPU v5e (bf16)", "H100 (bf16)"]
 
 
 def test_moving_b_recomputes_and_moves_the_markers(explorer):
@@ -127,26 +148,25 @@ def test_moving_b_recomputes_and_moves_the_markers(explorer):
     explorer.controls["B"].value = 1024
     state = explorer.state
     assert state.B == 1024 and state.main.bound == "compute"
-    mx, my = _xy(explorer.artists["point/TPU v5e"])
+    mx, my = _xy(_roofline_artist(explorer, 0, "point"))
     assert mx[0] == pytest.approx(roofline.matmul_cost(1024, 8192, 8192).intensity)
     assert my[0] == pytest.approx(get_chip("v5e").flops("bf16"))
-    nx, ny = _xy(explorer.artists["now/TPU v5e"])
+    nx, ny = _xy(_roofline_artist(explorer, 0, "now"))
     assert nx[0] == 1024 and ny[0] == pytest.approx(1.0)
-    assert "compute-bound" in explorer.artists["title"].get_text()
-    assert "B = 1,024" in explorer.artists["util_title"].get_text()
+    assert "compute-bound" in explorer.drawing.titles[0].get_text()
+    assert "B = 1,024" in explorer.drawing.titles[1].get_text()
     assert explorer.png != old_png and explorer.image.value == explorer.png
     explorer.controls["B"].value = 64
 
 
 def test_moving_d_and_f_changes_the_utilisation_curve(explorer):
-    before = _xy(explorer.artists["util/TPU v5e"])[1].copy()
+    before = _xy(_roofline_artist(explorer, 0, "util"))[1].copy()
     explorer.controls["D"].value = 512
     explorer.controls["F"].value = 512
     state = explorer.state
     assert (state.D, state.F) == (512, 512)
-    after = _xy(explorer.artists["util/TPU v5e"])[1]
-    np.testing.assert_allclose(after, utilisation(state, state.main,
-                                                  _xy(explorer.artists["util/TPU v5e"])[0]))
+    x, after = _xy(_roofline_artist(explorer, 0, "util"))
+    np.testing.assert_allclose(after, utilisation(state, state.main, x))
     assert not np.allclose(before, after)
     explorer.controls["D"].value = explorer.controls["F"].value = 8192
 
@@ -154,24 +174,23 @@ def test_moving_d_and_f_changes_the_utilisation_curve(explorer):
 def test_changing_chips_rebuilds_the_lines(explorer):
     explorer.controls["compare"].value = ""
     assert [p.chip for p in explorer.state.points] == ["TPU v5e"]
-    assert not any(name.endswith("/H100") for name in explorer.artists)
+    assert len(explorer.drawing.series[0]) == 1 + 3 and _legend(explorer) == ["TPU v5e (bf16)"]
     explorer.controls["chip"].value = "B200"
     explorer.controls["compare"].value = "TPU v6e"
     assert [p.chip for p in explorer.state.points] == ["B200", "TPU v6e"]
-    x, y = _xy(explorer.artists["roof/B200"])
+    x, y = _xy(_roofline_artist(explorer, 0, "roof"))
     assert y.max() == get_chip("B200").flops("bf16")
-    assert [t.get_text() for t in explorer.artists["legend"].get_texts()] == [
-        "B200 (bf16)", "TPU v6e (bf16)"]
+    assert _legend(explorer) == ["B200 (bf16)", "TPU v6e (bf16)"]
     explorer.controls["chip"].value = "TPU v5e"
     explorer.controls["compare"].value = "H100"
 
 
 def test_int8_weights_move_the_critical_batch_line(explorer):
     explorer.controls["w_dtype"].value = "int8"
-    cx, _ = _xy(explorer.artists["critical/TPU v5e"])
+    cx, _ = _xy(_roofline_artist(explorer, 0, "critical"))
     assert cx[0] == pytest.approx(121.6, rel=1e-3)
     explorer.controls["per_example"].value = True
-    assert len(explorer.artists["critical/TPU v5e"].get_xdata()) == 0  # no batch is enough
+    assert _roofline_artist(explorer, 0, "critical") is None  # no batch is enough
     assert math.isinf(explorer.state.main.critical_batch)
     explorer.controls["per_example"].value = False
     explorer.controls["w_dtype"].value = "bf16"
@@ -199,6 +218,8 @@ def test_static_pages_get_a_png_next_to_the_widget_view(explorer):
     assert png.startswith(PNG_SIGNATURE) and png == explorer.png
     width, height = explorer.figure.canvas.get_width_height()
     assert (width, height) == (1000, 390)
+    # the page gets the chart's texts and titles, to reserve the live picture's room
+    assert "data-frame=" in bundle["text/html"]
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -234,27 +255,33 @@ def test_bad_comparison_input_is_a_clear_error(chips, metric, message):
         comparison_state(chips, metric)
 
 
-def test_draw_comparison_bars_are_relative_and_labelled():
-    from matplotlib.figure import Figure
+def _bars(w):
+    """Heights and texts of the comparison's bars, as the figure draws them."""
+    artists = w.drawing.series[0][0]
+    n = len(artists) // 2
+    return [b.get_height() for b in artists[:n]], [t.get_text() for t in artists[n:]]
 
+
+def test_comparison_bars_are_relative_and_labelled():
     state = comparison_state(["TPU v5p", "V100", "B200"], "hbm_bandwidth")
     assert state.relative == pytest.approx((2.8 / 8.0, 0.9 / 8.0, 1.0))
     assert state.labels == ("2.8 TB/s", "900 GB/s", "8 TB/s")
-    ax = Figure().subplots()
-    artists = draw_comparison(ax, state)
-    np.testing.assert_allclose([b.get_height() for b in artists["bars"]], state.relative)
-    assert [t.get_text() for t in artists["values"]] == list(state.labels)
-    assert [t.get_text() for t in artists["names"]] == list(state.chips)
-    assert artists["title"].get_text() == "HBM bandwidth"
+    w = chip_comparison(["TPU v5p", "V100", "B200"], metric="hbm_bandwidth")
+    heights, texts = _bars(w)
+    np.testing.assert_allclose(heights, state.relative)
+    assert texts == list(state.labels)
+    assert [t.get_text() for t in w.figure.axes[0].get_xticklabels()] == list(state.chips)
+    assert w.drawing.titles[0].get_text() == "HBM bandwidth"
 
-    missing = comparison_state(["TPU v5p", "V100"], "flops:fp8")
-    assert update_comparison(ax, artists, missing) is not None
-    assert [b.get_height() for b in artists["bars"]] == [0.0, 0.0]
-    assert [t.get_text() for t in artists["values"]] == ["n/a", "n/a"]
-    # the old bars, values and names were removed: 2 bars, 2 values + 2 names + the title
-    assert len(ax.patches) == 2 and len(ax.texts) == 2 + 2 + 1
-    # a log axis cannot be patched in place: the caller must redraw
-    assert update_comparison(ax, artists, comparison_state(["TPU v5p"], log=True)) is None
+    w.controls["chips"].value = ("TPU v5p", "V100")
+    w.controls["metric"].value = "flops:fp8"
+    assert _bars(w) == ([0.0, 0.0], ["n/a", "n/a"])
+    # an empty chart says why, in the middle of the plot (not a blank picture)
+    note = w.drawing.notes[0]
+    assert note.get_visible() and "no chip chosen has a figure for fp8" in note.get_text()
+    assert w.chart["panels"][0]["note"] == note.get_text()
+    w.controls["chips"].value = ("TPU v5p", "H100")
+    assert not w.drawing.notes[0].get_visible()
 
 
 def test_comparison_table_and_markdown():
@@ -269,20 +296,19 @@ def test_comparison_table_and_markdown():
 
 def test_chip_comparison_widget_follows_its_controls():
     w = chip_comparison(["TPU v5e", "H100"], metric="flops:bf16")
-    assert [b.get_height() for b in w.artists["bars"]] == pytest.approx([197 / 989, 1.0])
-    assert [t.get_text() for t in w.artists["values"]] == ["197 TFLOP/s", "989 TFLOP/s"]
+    assert _bars(w)[0] == pytest.approx([197 / 989, 1.0])
+    assert _bars(w)[1] == ["197 TFLOP/s", "989 TFLOP/s"]
     w.controls["chips"].value = ("TPU v5e", "TPU v6e", "B200")
     assert w.state.chips == ("TPU v5e", "TPU v6e", "B200")
-    assert len(w.artists["bars"]) == 3
+    assert len(_bars(w)[0]) == 3
     w.controls["metric"].value = "critical:bf16"
     critical = [roofline.critical_intensity(c) for c in w.state.chips]
-    assert [b.get_height() for b in w.artists["bars"]] == pytest.approx(
-        [c / max(critical) for c in critical])
-    assert w.artists["values"][0].get_text() == "243 FLOPs/byte"
+    assert _bars(w)[0] == pytest.approx([c / max(critical) for c in critical])
+    assert _bars(w)[1][0] == "243 FLOPs/byte"
     w.controls["log"].value = True
     assert w.figure.axes[0].get_yscale() == "log"
     w.controls["metric"].value = "hbm_bytes"  # the fast path again, on the log axis
-    assert [b.get_height() for b in w.artists["bars"]] == pytest.approx([16 / 192, 32 / 192, 1.0])
+    assert _bars(w)[0] == pytest.approx([16 / 192, 32 / 192, 1.0])
     assert "<table" in w.summary.value and "TPU v6e" in w.summary.value
     w.controls["chips"].value = ()
     assert "at least one chip" in w.error and w.state.chips == ("TPU v5e", "TPU v6e", "B200")

@@ -25,6 +25,9 @@ Files written (paths relative to ``_static/live/``, all loaded by ``<script>`` t
   ``stdlib.zip.N.js``, ``scalebook.zip.N.js``: embedded gzip+base64 in chunks of at most
   :data:`CHUNK` characters (N = 0, 1, ...; their counts in lock.js), on first use of a page
   whose worker does not find the runtime in its IndexedDB cache already;
+- ``pyodide.asm.wasm``: the WebAssembly itself, fetched and compiled while it streams in by a
+  page served over http(s) (the browser caches the compiled code for the next page); a page
+  from disk never loads it (it may not fetch) and takes the embedded chunks;
 - ``manifest.json``: the bytes of each file and the key (for tests and the benchmark).
 """
 
@@ -140,6 +143,11 @@ def _build_into(out: Path, repo: Path, key: str) -> None:
     built["pyodide.js"] = (pyodide / "pyodide.js").read_bytes()
     built["pyodide.asm.js"] = (pyodide / "pyodide.asm.js").read_bytes()
     built["pyodide.asm.wasm"] = (pyodide / "pyodide.asm.wasm").read_bytes()
+    # The same WebAssembly as a file of its own, for pages served over http(s): the worker
+    # fetches it and compiles it as it streams in, which lets the browser keep the compiled
+    # code for the next page (its code cache serves only streamed http(s) responses). From
+    # disk (file://) a page may not fetch it, and the embedded copy above is used instead.
+    (out / "pyodide.asm.wasm").write_bytes(built["pyodide.asm.wasm"])
     chunks = {}
     for name in EMBEDDED:
         scripts = embed_scripts(name, built[name])

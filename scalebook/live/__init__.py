@@ -27,8 +27,9 @@ becomes ``{"error": message}``, never a silent stale picture; a message is cut t
 
 The modules import only scalebook's solver (which runs without NumPy: :mod:`scalebook._np`),
 so the same functions run in Jupyter, under pytest, and in the reader's browser on the
-static site (Pyodide, loaded by ``web/src/loader.js``). The Jupyter widgets draw the same
-series with matplotlib, so the two pictures cannot disagree.
+static site (Pyodide, loaded by ``web/src/loader.js``). The Jupyter widgets ask the same
+:func:`render` and draw its chart with matplotlib (:mod:`scalebook.widgets.figure`), so the
+two pictures come from one ``view()`` output and cannot disagree.
 """
 
 from __future__ import annotations

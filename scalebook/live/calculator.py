@@ -2,7 +2,7 @@
 
 Plain Python on :mod:`scalebook.transformer` and :mod:`scalebook.training` (no ipywidgets,
 no matplotlib, no NumPy arrays), shared by the Jupyter widget
-(:func:`scalebook.widgets.transformer_calculator.transformer_calculator`, drawn with
+(:func:`scalebook.widgets.calculator.transformer_calculator`, drawn with
 matplotlib) and the book's static site (:func:`view`, drawn in the reader's browser).
 
 What it shows for a model, a context length T, a token budget, a cluster and an MFU:
@@ -25,6 +25,7 @@ from ..hardware import chip_names, get_chip
 from ..training import (
     MIXED_PRECISION_ADAM,
     PRESETS,
+    REMAT_MODES,
     TrainingFootprint,
     fewest_chips,
     run_time,
@@ -38,15 +39,17 @@ from ..transformer import (
     flops_per_token,
     param_count,
 )
-from ..units import format_bytes, format_seconds
-from . import chart
+from ..units import format_bytes, format_count, format_integer, format_seconds
+from . import chart, summary
+from .options import refused_options
 from .comparison import _power_of_ten
 
 __all__ = [
     "CalculatorState", "calculator_state", "param_fractions", "flops_curves",
     "calculator_series", "calculator_summary", "calculator_chart", "linked_controls", "view",
     "MODEL_FIELDS", "CUSTOM", "DEFAULT_PRESET", "PARAM_BLOCKS", "MEMORY_KINDS", "CONTEXT_RANGE",
-    "CONTEXTS", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM", "CALCULATOR_CHIPS", "FIGURE_PX",
+    "CONTEXTS", "disabled_options", "FLOPS_AXIS", "MEMORY_AXIS_HBM", "MEMORY_XLIM",
+    "CALCULATOR_CHIPS", "FIGURE_PX",
 ]
 
 #: The preset dropdown's entry for a hand-edited model; the preset a bare view starts from.
@@ -276,15 +279,16 @@ def calculator_series(state: CalculatorState) -> dict:
         "now": [float(state.seq_len),
                 flops_curves(state, (float(state.seq_len),))["attention"][0]],
         "memory": memory_stack(state),
-        "param_title": f"{p.total / 1e9:,.1f} billion parameters\n({p.norms:,} in norms)",
+        "param_title": (f"{format_count(p.total)} parameters\n"
+                        f"({format_integer(p.norms)} in norms)"),
         "flops_title": (f"T = {state.seq_len:,}: attention core {share:.0%} of FLOPs\n"
-                        f"it passes the MLP at T = {state.crossover:,.0f}"),
-        "memory_title": (f"{state.memory_per_chip / _GIB:,.1f} GiB per chip, {verdict}{off}\n"
-                         f"the run needs ≥ {state.min_chips:,} chips"),
+                        f"it passes the MLP at T = {format_integer(state.crossover)}"),
+        "memory_title": (f"{format_bytes(state.memory_per_chip)} per chip, {verdict}{off}\n"
+                         f"the run needs ≥ {format_integer(state.min_chips)} chips"),
         "heading": (f"{state.config.name}, {state.tokens / 1e12:g}T tokens of "
-                    f"{state.seq_len:,}: {state.training_flops:.2e} FLOPs → {state.days:,.1f} "
-                    f"days on {state.n_chips:,} {state.chip_name} at {state.mfu:.0%} MFU "
-                    f"({state.seconds_at_peak / _DAY:,.1f} at peak)"),
+                    f"{state.seq_len:,}: {format_count(state.training_flops, unit='FLOPs')} → "
+                    f"{format_seconds(state.seconds)} on {state.n_chips:,} {state.chip_name} at "
+                    f"{state.mfu:.0%} MFU ({format_seconds(state.seconds_at_peak)} at peak)"),
     }
 
 
@@ -292,32 +296,30 @@ def calculator_summary(state: CalculatorState) -> str:
     """HTML: parameters by block, FLOPs per token (forward, backward; matmul, attention),
     training memory by kind, and the time to train."""
     p, f = state.params, state.per_token
-    rows = "".join(f"<tr><td>{label}</td><td>{fn(p):,}</td></tr>" for label, fn in PARAM_BLOCKS)
-    rows += f"<tr><td>norms</td><td>{p.norms:,}</td></tr>"
-    rows += f"<tr><td><b>total</b></td><td><b>{p.total:,}</b></td></tr>"
-    flops = "".join(
-        f"<tr><td>{name}</td><td>{fwd:.3e}</td><td>{2 * fwd:.3e}</td></tr>"
-        for name, fwd in (("weight matmuls", float(f.matmul)),
-                          ("attention core", float(f.attention_core)),
-                          ("total", float(f.forward))))
-    mem = "".join(f"<tr><td>{kind}</td><td>{format_bytes(getattr(state.memory, kind))}</td>"
-                  f"<td>{format_bytes(getattr(state.memory, kind) / state.n_chips)}</td></tr>"
-                  for kind, _ in MEMORY_KINDS)
-    table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
-             "margin-right:2em'>")
+    params = [(label, format_integer(fn(p))) for label, fn in PARAM_BLOCKS]
+    params += [("norms", format_integer(p.norms)), ("total", format_integer(p.total))]
+    flops = [(name, format_count(fwd, unit="FLOPs"), format_count(2 * fwd, unit="FLOPs"))
+             for name, fwd in (("weight matmuls", float(f.matmul)),
+                               ("attention core", float(f.attention_core)),
+                               ("total", float(f.forward)))]
+    mem = [(kind, format_bytes(getattr(state.memory, kind)),
+            format_bytes(getattr(state.memory, kind) / state.n_chips)) for kind, _ in MEMORY_KINDS]
+    style = "border-collapse:collapse;display:inline-block;vertical-align:top;margin-right:2em"
     return (
         "<div style='font-size:90%'>"
-        f"<b>{html.escape(state.config.name)}</b>: {state.training_flops:.3e} training FLOPs "
-        f"(6·P plus the attention core per token) "
-        f"for {state.tokens:.3g} tokens → <b>{state.days:,.1f} days</b> on {state.n_chips:,} "
-        f"{html.escape(state.chip_name)} at {state.mfu:.0%} MFU "
+        f"<b>{html.escape(state.config.name)}</b>: "
+        f"{format_count(state.training_flops, unit='FLOPs')} of training "
+        "(6·P plus the attention core per token) "
+        f"for {format_count(state.tokens)} tokens → <b>{format_seconds(state.seconds)}</b> on "
+        f"{state.n_chips:,} {html.escape(state.chip_name)} at {state.mfu:.0%} MFU "
         f"({format_seconds(state.seconds_at_peak)} at peak; "
-        f"{state.seconds_6nd / _DAY:,.1f} days by 6·N·D alone)<br>"
-        f"{table}<tr><th>parameters</th><th>count</th></tr>{rows}</table>"
-        f"{table}<tr><th>FLOPs per token at T = {state.seq_len:,}</th><th>forward</th>"
-        f"<th>backward</th></tr>{flops}</table>"
-        f"{table}<tr><th>memory ({html.escape(state.remat)} remat, {state.global_batch:,} "
-        f"sequences)</th><th>whole run</th><th>per chip</th></tr>{mem}</table></div>")
+        f"{format_seconds(state.seconds_6nd)} by 6·N·D alone)<br>"
+        + summary.table(("parameters", "count"), params, style=style)
+        + summary.table((f"FLOPs per token at T = {state.seq_len:,}", "forward", "backward"),
+                        flops, style=style)
+        + summary.table((f"memory ({state.remat} remat, {state.global_batch:,} sequences)",
+                         "whole run", "per chip"), mem, style=style)
+        + "</div>")
 
 
 # --------------------------------------------------------------------------- the live view
@@ -363,6 +365,15 @@ def calculator_chart(series: dict) -> dict:
                        height=FIGURE_PX[1], texts=[chart.text(series["heading"])])
 
 
+def disabled_options(values: Mapping[str, object]) -> dict[str, list[list]]:
+    """The model, remat and chip choices the calculator would refuse with the other controls
+    at ``values``, each with the refusal's message
+    (:func:`scalebook.live.options.refused_options`; the chips offered all have a bf16
+    figure, so today a choice is refused only where the inputs already are at a limit)."""
+    choices = {"preset": list(PRESETS), "remat": REMAT_MODES, "chip": CALCULATOR_CHIPS}
+    return refused_options(calculator_state, values, choices, linked_controls)
+
+
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its controls (the Jupyter names: ``preset``, the model
     fields :data:`MODEL_FIELDS`, ``seq_len``, ``tokens_trillions``, ``global_batch``,
@@ -386,7 +397,8 @@ def view(controls: dict, changed: str | None = None) -> dict:
         # the preset filled its fields before another input was rejected: Jupyter keeps them
         return {"error": str(exc), "controls": written}
     out = {"summary_html": calculator_summary(state),
-           "chart": calculator_chart(calculator_series(state))}
+           "chart": calculator_chart(calculator_series(state)),
+           "disabled": disabled_options(values)}
     if written:
         out["controls"] = written
     return out

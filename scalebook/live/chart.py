@@ -1,7 +1,8 @@
 """The chart description a live widget returns: plain dicts and lists, ready for ``json.dumps``.
 
-The browser (``web/src/widgets.js``) draws this with Chart.js and computes nothing: every
-point, tick, label and colour is decided here, in Python, by scalebook. The schema:
+The browser (``web/src/widgets.js``) draws this with Chart.js, and the Jupyter widget with
+matplotlib (:mod:`scalebook.widgets.figure`); neither computes anything: every point, tick,
+label and colour is decided here, in Python, by scalebook. The schema:
 
 ``chart``
     ``{"panels": [panel, ...], "width": px, "height": px, "texts": [text, ...]}``: panels side
@@ -11,9 +12,11 @@ point, tick, label and colour is decided here, in Python, by scalebook. The sche
     ``{"text": str, "colour": "#rrggbb", "bold": bool}``.
 ``panel``
     ``{"title": str, "x": axis, "y": axis, "series": [series, ...], "legend": str | None,
-    "y2": axis | None, "width": float}``; ``legend`` is where the legend of the labelled series
-    goes ("lower right") or None; ``y2`` is a second y axis on the right (matplotlib's
-    ``twinx``); ``width`` is the panel's share of the figure width, relative to the others'.
+    "y2": axis | None, "width": float, "note": str | None}``; ``legend`` is where the legend
+    of the labelled series goes ("lower right") or None; ``y2`` is a second y axis on the right (matplotlib's
+    ``twinx``); ``width`` is the panel's share of the figure width, relative to the others';
+    ``note`` is a message printed in the middle of the plot area, saying why a panel has
+    nothing to draw (no chip chosen has the metric), so an empty chart is never just blank.
 ``axis``
     ``{"scale": "log" | "linear" | "category", "min": float, "max": float, "label": str,
     "ticks": [[value, text], ...] | None, "categories": [str, ...] | None}``; with ``ticks``
@@ -126,15 +129,17 @@ def annotations(xy: Sequence[Point], texts: Sequence[str], colour: str, *,
 
 
 def panel(title: str, x: dict, y: dict, series: Sequence[dict], *,
-          legend: str | None = None, y2: dict | None = None, width: float = 1.0) -> dict:
+          legend: str | None = None, y2: dict | None = None, width: float = 1.0,
+          note: str | None = None) -> dict:
     """One plot: axes, series drawn in order, a title above it; ``y2`` a right-hand y axis
-    for the series marked ``y2``, ``width`` the panel's relative share of the figure width."""
+    for the series marked ``y2``, ``width`` the panel's relative share of the figure width,
+    ``note`` why the plot is empty (printed in its middle)."""
     if any(s.get("axis") == "y2" for s in series) and y2 is None:
         raise ValueError("a series on y2 needs the panel's y2 axis")
     if not width > 0:
         raise ValueError(f"a panel's width share must be positive, got {width!r}")
     return {"title": title, "x": x, "y": y, "series": list(series), "legend": legend,
-            "y2": y2, "width": float(width)}
+            "y2": y2, "width": float(width), "note": note}
 
 
 def text(value: str, *, colour: str = "#000000", bold: bool = False) -> dict:

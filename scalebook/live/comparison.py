@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from .. import roofline
-from ..hardware import Chip, get_chip
+from ..hardware import Chip, chip_names, get_chip
 from ..units import format_bandwidth, format_bytes, format_flops
 from . import chart
 from .roofline import fmt_intensity
@@ -169,7 +169,16 @@ def comparison_series(state: ComparisonState) -> dict:
         "names": list(state.chips),
         "title": state.label,
         "ylim": LOG_RANGE if state.log else LINEAR_RANGE,
+        "note": (None if any(not math.isnan(v) for v in state.values) else
+                 f"no chip chosen has a figure for {state.label}: add one that has"
+                 + (f" ({', '.join(_having(state.metric)[:3])})" if _having(state.metric) else "")),
     }
+
+
+def _having(metric: str) -> list[str]:
+    """The catalog chips with a figure for ``metric``, in catalog order."""
+    m = get_metric(metric)
+    return [name for name in chip_names() if not math.isnan(m.value(get_chip(name)))]
 
 
 def comparison_html(state: ComparisonState) -> str:
@@ -197,7 +206,8 @@ def comparison_chart(series: dict, log: bool) -> dict:
                           else chart.linear_ticks(*series["ylim"], 0.2)))
     return chart.chart([chart.panel(
         series["title"], chart.axis("category", label="", categories=series["names"]), y,
-        [chart.bars(series["heights"], series["colours"], series["texts"])])],
+        [chart.bars(series["heights"], series["colours"], series["texts"])],
+        note=series["note"])],
         width=FIGURE_PX[0], height=FIGURE_PX[1])
 
 

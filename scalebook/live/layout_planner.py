@@ -19,14 +19,17 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..hardware import chip_names, get_chip
-from ..training import PRESETS, TrainingLayout, TrainingPlan, best_training_layout, plan_training
+from ..training import (PRESETS, REMAT_MODES, TrainingLayout, TrainingPlan, best_training_layout,
+                        plan_training)
 from ..transformer import TransformerConfig
 from ..units import format_bytes, format_count, format_seconds
 from . import chart
+from .options import refused_options
 
 __all__ = [
     "PlannerState", "planner_state", "ideal_step", "linked_controls", "best_layout_controls",
-    "planner_series", "planner_summary", "planner_chart", "wrap_line", "view", "CUSTOM",
+    "planner_series", "planner_summary", "planner_chart", "wrap_line", "view", "disabled_options",
+    "CUSTOM",
     "MODEL_FIELDS", "LAYOUT_FIELDS", "PLANNER_CHIPS", "MEMORY_KINDS", "TIME_KINDS",
     "TIME_LABELS", "MEMORY_AXIS_HBM", "TIME_AXIS_IDEAL", "GIB", "BEST", "FIGURE_PX", "X_RANGE",
     "BAR_HALF_WIDTH", "DEFAULTS", "axis_ticks",
@@ -256,7 +259,8 @@ def planner_summary(state: PlannerState) -> str:
         f"<b>{html.escape(plan.config.name)}</b> on {plan.n_chips} × "
         f"{html.escape(plan.chip_name)}: "
         f"{html.escape(lay.describe())}; {format_count(plan.tokens_per_step)} tokens per step, "
-        f"{format_count(plan.flops_per_step)}FLOPs; step {format_seconds(plan.step_time.total)} "
+        f"{format_count(plan.flops_per_step, unit='FLOPs')}; "
+        f"step {format_seconds(plan.step_time.total)} "
         f"(compute {format_seconds(plan.step_time.compute)}, exposed comms "
         f"{format_seconds(plan.step_time.comms_exposed)}, bubble "
         f"{format_seconds(plan.step_time.bubble)}); <b>MFU {plan.mfu:.1%}</b>"
@@ -313,6 +317,15 @@ def planner_chart(series: dict) -> dict:
 # --------------------------------------------------------------------------- the live view
 
 
+def disabled_options(values: Mapping[str, object]) -> dict[str, list[list]]:
+    """The model, chip, DP-sharding and remat choices that the planner would refuse with the
+    other controls at ``values`` (a preset with fewer layers than the pipeline stages, say),
+    each with the refusal's message (:func:`scalebook.live.options.refused_options`)."""
+    choices = {"preset": list(PRESETS), "chip": PLANNER_CHIPS, "zero_stage": (0, 1, 2, 3),
+               "remat": REMAT_MODES}
+    return refused_options(planner_state, values, choices, linked_controls)
+
+
 def view(controls: dict, changed: str | None = None) -> dict:
     """The live widget's answer to its controls (the Jupyter names: ``preset``, the model
     fields, ``seq_len``, ``global_batch``, ``chip``, ``n_chips``, the layout fields,
@@ -332,7 +345,8 @@ def view(controls: dict, changed: str | None = None) -> dict:
         if not updates:
             raise
         return {"error": str(exc), "controls": updates}
-    out = {"summary_html": planner_summary(state), "chart": planner_chart(planner_series(state))}
+    out = {"summary_html": planner_summary(state), "chart": planner_chart(planner_series(state)),
+           "disabled": disabled_options({**controls, **updates})}
     if updates:
         out["controls"] = updates
     return out

@@ -4,7 +4,7 @@ One mixture-of-experts layer stack, expert-parallel over ``ep`` chips, each hold
 ``tokens_per_chip`` tokens of a step: from :mod:`scalebook.moe` (:func:`moe_layer_roofline`,
 :func:`moe_all_to_all`, :func:`moe_critical_batch`, :func:`expected_dropped_fraction`,
 :func:`expert_memory_per_chip`). Plain Python (no ipywidgets, matplotlib or NumPy), so the same
-functions feed the Jupyter widget (:func:`scalebook.widgets.moe_explorer.moe_explorer`, which
+functions feed the Jupyter widget (:func:`scalebook.widgets.moe.moe_explorer`, which
 draws :func:`moe_chart` with matplotlib) and the book's static site (:func:`view`, drawn in
 the reader's browser).
 
@@ -34,7 +34,7 @@ from ..moe import (
     tpu_ep_axes,
 )
 from ..transformer import TransformerConfig
-from ..units import format_bytes, format_count, format_seconds
+from ..units import format_bytes, format_count, format_integer, format_seconds
 from ..validation import positive, positive_int
 from . import chart
 
@@ -167,7 +167,7 @@ def moe_chart(state: MoEState) -> dict:
         series.append(chart.line([[state.critical_per_chip, lo], [state.critical_per_chip, hi]],
                                  MARK_COLOUR, width=1, dash=[1, 3]))
         series.append(chart.annotations([[state.critical_per_chip * 1.1, lo * 1.5]],
-                                        [f"B*/EP ≈ {state.critical_per_chip:,.0f}"],
+                                        [f"B*/EP ≈ {format_integer(state.critical_per_chip)}"],
                                         MARK_COLOUR, size=10))
     left = chart.panel(
         f"one step, forward, {L} MoE layers, per chip (EP = {ep})",
@@ -205,11 +205,12 @@ def moe_summary(state: MoEState) -> str:
                     f"{state.bound}-bound"),
         ("AllToAlls", f"{format_seconds(state.a2a_time)} (dispatch + combine, every layer): "
                       f"{100 * share:.0f}% of the step if not overlapped"),
-        ("capacity", f"{state.capacity:,} slots per expert per chip; a uniform router drops "
+        ("capacity", f"{format_integer(state.capacity)} slots per expert per chip; "
+                     "a uniform router drops "
                      f"{100 * state.dropped:.2f}% of the assignments"),
-        ("critical batch", f"{state.critical:,.0f} tokens per step of the EP group "
-                           f"({state.critical_per_chip:,.0f} per chip); dense: "
-                           f"{state.dense_critical:,.0f}"),
+        ("critical batch", f"{format_integer(state.critical)} tokens per step of the EP group "
+                           f"({format_integer(state.critical_per_chip)} per chip); dense: "
+                           f"{format_integer(state.dense_critical)}"),
     ]
     body = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{v}</td></tr>" for k, v in rows)
     return f"<table class='sb-summary'>{body}</table>"

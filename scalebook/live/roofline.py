@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from .. import roofline
 from ..hardware import Chip, bytes_per_element, canonical_dtype, get_chip
-from ..units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
+from ..units import (format_bandwidth, format_bytes, format_count, format_flops,
+                     format_integer, format_seconds)
 from . import chart
 
 __all__ = [
@@ -48,11 +49,11 @@ def fmt_intensity(value: float) -> str:
     """FLOPs/byte for people: "243", "0.5", "∞"."""
     if math.isinf(value):
         return "∞"
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+    return format_integer(value) if value >= 10 else f"{value:.2g}"
 
 
 def _fmt_tokens(value: float) -> str:
-    return "never (∞)" if math.isinf(value) else f"{value:,.0f}"
+    return "never (∞)" if math.isinf(value) else format_integer(value)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def roofline_series(state: RooflineState) -> dict:
 
 def roofline_summary(state: RooflineState) -> str:
     """An HTML table of the numbers behind the plot."""
-    head = (f"<b>{format_count(state.flops)}FLOPs</b>, "
+    head = (f"<b>{format_count(state.flops, unit='FLOPs')}</b>, "
             f"<b>{format_bytes(state.nbytes, binary=False)}</b> moved, intensity "
             f"<b>{fmt_intensity(state.intensity)} FLOPs/byte</b>")
     rows = "".join(

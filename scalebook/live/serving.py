@@ -4,7 +4,7 @@ What one copy of a model costs to serve on a slice of chips, from :mod:`scaleboo
 (:func:`decode_step`, :func:`prefill`, :func:`latency_throughput`, :func:`max_batch`,
 :func:`decode_critical_batch`, :func:`weight_bytes`, :func:`kv_bytes_per_token`). Plain Python
 (no ipywidgets, no matplotlib, no NumPy arrays), so the same functions feed the Jupyter widget
-(:func:`scalebook.widgets.serving_explorer.serving_explorer`, drawn with matplotlib) and the
+(:func:`scalebook.widgets.serving.serving_explorer`, drawn with matplotlib) and the
 book's static site (:func:`view`, drawn in the reader's browser by Chart.js).
 
 The decode step is costed at the full context, ``prompt_len + gen_len`` cached tokens: the last
@@ -32,7 +32,7 @@ from ..inference import (
 )
 from ..training import PRESETS
 from ..transformer import TransformerConfig
-from ..units import format_bytes, format_count, format_seconds
+from ..units import format_bytes, format_count, format_integer, format_seconds
 from ..validation import positive_int
 from . import chart
 
@@ -259,7 +259,7 @@ def not_fit_message(state: ServingState) -> str:
     if state.max_batch == 0:
         return (f"the weights alone do not fit: {format_bytes(state.weight_bytes, binary=False)}"
                 f" on {state.n_chips} × {format_bytes(state.hbm_bytes, binary=False)} of HBM")
-    return (f"the cache does not fit: at most {state.max_batch:,} sequences of "
+    return (f"the cache does not fit: at most {format_integer(state.max_batch)} sequences of "
             f"{state.context_len:,} tokens")
 
 
@@ -279,7 +279,7 @@ def linked_controls(controls: Mapping[str, object], changed: str | None) -> dict
 def _step_row(label: str, step: StepCost) -> str:
     cells = (label, format_seconds(step.t_weights), format_seconds(step.t_attention),
              format_seconds(step.t_comm), f"<b>{format_seconds(step.time)}</b>",
-             f"{step.weights_bound}-bound", f"{step.intensity:,.0f}")
+             f"{step.weights_bound}-bound", f"{format_integer(step.intensity)}")
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
@@ -291,8 +291,8 @@ def serving_summary(state: ServingState) -> str:
     flag = not_fit_message(state)
     flag_html = f"<br><b style='color:{RED}'>⚠ {html.escape(flag)}</b>" if flag else ""
     b_star = state.critical_batch
-    critical = (f"The weight matmuls turn compute-bound at B* = {b_star:,.0f}; attention "
-                "against the cache stays memory-bound at any batch")
+    critical = (f"The weight matmuls turn compute-bound at B* = {format_integer(b_star)}; "
+                "attention against the cache stays memory-bound at any batch")
     table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
              "margin-right:2em'>")
     memory = "".join(f"<tr><td>{k}</td><td>{gb(v)}</td></tr>" for k, v in (
@@ -304,15 +304,16 @@ def serving_summary(state: ServingState) -> str:
         f"{html.escape(state.chip_name)}, B = {state.batch:,} at {state.context_len:,} tokens: "
         f"the weight matmuls are <b>{d.weights_bound}-bound</b>, "
         f"<b>{format_seconds(d.time)} per output token</b>, "
-        f"<b>{d.tokens_per_s_per_chip:,.0f} tokens/s per chip</b> "
-        f"({d.tokens_per_s:,.0f} for the slice); AllReduces take "
+        f"<b>{format_integer(d.tokens_per_s_per_chip)} tokens/s per chip</b> "
+        f"({format_integer(d.tokens_per_s)} for the slice); AllReduces take "
         f"<b>{state.comm_share:.0%}</b> of each step. {critical}. "
         f"Phases run in turn (matmuls, attention, AllReduces); overlapping them all would give "
         f"at best {format_seconds(d.time_overlapped)}."
         f"{flag_html}<br>"
         f"{table}<tr><th>per chip</th><th></th></tr>{memory}"
         f"<tr><td>cache per token</td><td>{gb(state.kv_bytes_per_token)}</td></tr>"
-        f"<tr><td>largest batch (no HBM reserve)</td><td>{state.max_batch:,}</td></tr></table>"
+        "<tr><td>largest batch (no HBM reserve)</td>"
+        f"<td>{format_integer(state.max_batch)}</td></tr></table>"
         f"{table}<tr><th>step</th><th>matmuls</th><th>attention</th><th>AllReduce</th>"
         f"<th>time</th><th>matmuls are</th><th>FLOPs/byte</th></tr>"
         f"{_step_row(f'decode, B = {state.batch:,}', d)}"
@@ -369,7 +370,7 @@ def serving_series(state: ServingState) -> dict:
     left = max(float(state.max_batch), BATCH_RANGE[0])
     per_chip = state.weights_per_chip + state.kv_per_chip
     off = " (off the scale)" if per_chip > MEMORY_AXIS_HBM * state.hbm_bytes else ""
-    critical = (f"matmuls compute-bound from B* = {b_star:,.0f}" if math.isfinite(b_star)
+    critical = (f"matmuls compute-bound from B* = {format_integer(b_star)}" if math.isfinite(b_star)
                 else "matmuls never compute-bound")
     time_lim, rate_lim = plot_limits(state)
     return {
@@ -387,12 +388,12 @@ def serving_series(state: ServingState) -> dict:
         "curve_now": [d.tokens_per_s_per_chip, d.time],
         "memory_title": (f"{format_bytes(per_chip, binary=False)} of "
                          f"{format_bytes(state.hbm_bytes, binary=False)}{off}\n"
-                         f"room for ≤ {state.max_batch:,} sequences"),
+                         f"room for ≤ {format_integer(state.max_batch)} sequences"),
         "time_title": (f"decode at {state.context_len:,} cached tokens: matmuls "
                        f"{d.weights_bound}-bound\n"
                        f"{format_seconds(d.time)} per token at B = {state.batch:,}; {critical}"),
-        "curve_title": (f"B = {state.batch:,}: {d.tokens_per_s_per_chip:,.0f} tokens/s per "
-                        f"chip\nat {format_seconds(d.time)} per token, "
+        "curve_title": (f"B = {state.batch:,}: {format_integer(d.tokens_per_s_per_chip)} "
+                        f"tokens/s per chip\nat {format_seconds(d.time)} per token, "
                         f"{state.comm_share:.0%} in AllReduces"),
         "heading": (f"{state.config.name} on {state.n_chips} × {state.chip_name}: "
                     f"{state.batch:,} sequences of {state.prompt_len:,} + {state.gen_len:,} "

@@ -3,12 +3,17 @@
 The book's HTML pages cannot run an ipywidget, so an :class:`~scalebook.widgets.Explorer`
 that has a live view (a :mod:`scalebook.live` module) also offers this ``text/html``::
 
-    <div class="sb-live" data-widget="scalebook.live.roofline" data-controls='[spec, ...]'>
+    <div class="sb-live" data-widget="scalebook.live.roofline" data-controls='[spec, ...]'
+         data-frame='{"texts": [text, ...], "titles": [...], "widths": [...]}'>
       <form class="sb-live-controls" hidden> the controls as <select>/<input> </form>
       <div class="sb-live-message"> the last error, if any </div>
       <div class="sb-live-figure"> <img> the PNG of the current state </div>
       <div class="sb-live-summary"> the summary HTML of the current state </div>
     </div>
+
+``data-frame`` holds the live chart's own lines of text, its panel titles and their width
+shares at these settings: before the first touch the page lays them out unseen to reserve the
+room the live picture takes, so going live does not move what follows the figure.
 
 Without JavaScript a reader sees the figure and the numbers (the controls stay hidden). With
 it, ``web/src/widgets.js`` shows the controls, and on the first touch loads Python and calls
@@ -40,7 +45,7 @@ import ipywidgets as widgets
 
 from ..live import NUMBER_LIMIT
 
-__all__ = ["control_spec", "controls_html", "placeholder"]
+__all__ = ["control_spec", "controls_html", "placeholder", "chart_frame"]
 
 
 def _options(control: widgets.Widget) -> list[list]:
@@ -138,19 +143,30 @@ def controls_html(specs: Mapping[str, Mapping], layout_rows: Iterable[Sequence[s
     return f"<form class='sb-live-controls' autocomplete='off' hidden>{rows}</form>"
 
 
+def chart_frame(chart: Mapping) -> dict:
+    """What the page needs to reserve a chart's room before it is live: its own lines of
+    text, its panels' titles and their width shares (``data-frame``, module docstring)."""
+    return {"texts": [{"text": t["text"], "colour": t["colour"], "bold": t["bold"]}
+                      for t in chart.get("texts", [])],
+            "titles": [p["title"] for p in chart.get("panels", [])],
+            "widths": [p["width"] for p in chart.get("panels", [])]}
+
+
 def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
                 layout_rows: Iterable[Sequence[str]], png: bytes, summary_html: str,
-                error: str = "") -> str:
+                error: str = "", chart: Mapping | None = None) -> str:
     """The explorer as static HTML (module docstring): ``widget`` is its :mod:`scalebook.live`
-    module, ``png`` and ``summary_html`` its current figure and numbers."""
+    module, ``png`` and ``summary_html`` its current figure and numbers, ``chart`` the live
+    view's chart description they were drawn from."""
     specs = {name: control_spec(name, control) for name, control in controls.items()}
     data = html.escape(json.dumps(list(specs.values()), allow_nan=False), quote=True)
+    frame = html.escape(json.dumps(chart_frame(chart or {}), allow_nan=False), quote=True)
     image = base64.b64encode(png).decode("ascii")
     message = (f"<span style='color:#b00020'>⚠ {html.escape(error)}</span>" if error else "")
     alt = ("the figure at the book's settings of the controls above; its numbers are in the "
            "summary below")
     return (f"<div class='sb-live' data-widget='{html.escape(widget, quote=True)}' "
-            f"data-controls=\"{data}\">"
+            f"data-controls=\"{data}\" data-frame=\"{frame}\">"
             f"{controls_html(specs, layout_rows)}"
             f"<div class='sb-live-message' role='status'>{message}</div>"
             f"<div class='sb-live-figure'><img alt='{html.escape(alt, quote=True)}' "

@@ -6,7 +6,10 @@
 // code comes as a string (worker.js.js) and, unless the worker finds the runtime in its
 // IndexedDB cache (a second page), the page loads the embedded runtime scripts (gzip then
 // base64, web/build_live.py) and hands their strings to the worker, which decodes them.
-// Over http the same code path runs, so a static host behaves as the disk does.
+// Over http(s) the same path runs, except for the WebAssembly: the worker fetches the .wasm
+// file beside the page and compiles it as it streams in, which Chromium's code cache keeps
+// for the next page (it caches only streamed http(s) responses; from file:// nothing can be
+// kept compiled: IndexedDB refuses a WebAssembly.Module, and no fetch is allowed).
 //
 // window.sbLiveLoader.load(base) -> Promise<runtime>, once per page (again after cancel):
 //   runtime.render(widget, values, changed) -> Promise<the parsed JSON of render_json>
@@ -32,9 +35,9 @@
   // The embedded files as base64 strings, taken out of the page (the worker decodes them).
   // Each file comes in chunks (window.sbLiveChunks counts them), one script each, so that no
   // script keeps the page busy for long; they load one after another.
-  async function embeddedFiles(base) {
+  async function embeddedFiles(base, skip) {
     const files = {};
-    for (const name of EMBEDDED) {
+    for (const name of EMBEDDED.filter(name => !skip.includes(name))) {
       const parts = [];
       for (let i = 0; i < window.sbLiveChunks[name]; i++) {
         await addScript(`${base}${name}.${i}.js`);
@@ -48,6 +51,11 @@
 
   async function start(base) {
     const marks = {start: performance.now()};
+    // Over http(s) the worker fetches the .wasm shipped beside the page and compiles it while
+    // it streams in (the browser then keeps the compiled code for the next page); from disk
+    // it may not fetch, and takes the embedded copy.
+    const wasmUrl = /^https?:$/.test(location.protocol)
+      ? new URL(base + "pyodide.asm.wasm", location.href).href : null;
     await Promise.all([addScript(base + "worker.js.js"), addScript(base + "lock.js")]);
     const url = URL.createObjectURL(new Blob([window.sbLiveWorkerSource], {type: "text/javascript"}));
     const worker = new Worker(url);
@@ -85,7 +93,7 @@
           pending.delete(message.id);
           if (entry) entry.resolve(JSON.parse(message.json));
         } else if (message.type === "need-files") {
-          embeddedFiles(base).then(files => {
+          embeddedFiles(base, wasmUrl ? ["pyodide.asm.wasm"] : []).then(files => {
             marks.files = performance.now();
             worker.postMessage({type: "files", files});
           }, reject);
@@ -98,7 +106,7 @@
           reject(new Error(message.message));
         }
       };
-      worker.postMessage({type: "start", key: window.sbLiveKey, lock: window.sbLiveLock});
+      worker.postMessage({type: "start", key: window.sbLiveKey, lock: window.sbLiveLock, wasmUrl});
     });
   }
 

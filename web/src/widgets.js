@@ -18,7 +18,8 @@
 // "loading" | "live" | "failed", busy (a render queued or running), done (requests
 // finished, drawn or refused), last: {values, changed, result} of the last render,
 // timings: {touch, ready, answered (the last answer from Python)}, redraws: [ms from the
-// move to its picture], charts: [Chart]};
+// move to its picture], charts: [Chart] (each with sbTextBoxes: where its bar and point
+// texts were written), reserved (the live picture's room is reserved, before the touch)};
 // window.sbLiveMarks holds the loader's marks.
 (function () {
   "use strict";
@@ -166,23 +167,46 @@
   }
 
   // Prints each text of a dataset with `sbTexts` at its element (a bar's end, a point), as
-  // the matplotlib figure annotates its bars and writes its labels.
+  // the matplotlib figure annotates its bars and writes its labels. A text never runs out of
+  // the plot area: one that would (a long bar's label past the right edge) is pulled back in
+  // and written on a white box over the bar. The boxes drawn are kept in chart.sbTextBoxes
+  // ({text, left, right, top, bottom}, canvas pixels) for the tests.
   const barTexts = {
     id: "sbBarTexts",
     afterDatasetsDraw(chart) {
       const ctx = chart.ctx;
+      const area = chart.chartArea;
+      const boxes = [];
       chart.data.datasets.forEach((set, i) => {
         if (!set.sbTexts) return;
         const style = set.sbTextStyle;
+        const size = style.size || 11;
         ctx.save();
-        ctx.font = `${style.size || 11}px sans-serif`;
-        ctx.fillStyle = style.colour || "#000";
-        ctx.textAlign = style.align;
-        ctx.textBaseline = style.baseline;
-        chart.getDatasetMeta(i).data.forEach((element, j) =>
-          ctx.fillText(set.sbTexts[j], element.x + style.dx, element.y + style.dy));
+        ctx.font = `${size}px sans-serif`;
+        ctx.textBaseline = "alphabetic";
+        chart.getDatasetMeta(i).data.forEach((element, j) => {
+          const text = set.sbTexts[j];
+          const width = ctx.measureText(text).width;
+          const anchor = element.x + style.dx;
+          let left = style.align === "left" ? anchor
+            : style.align === "right" ? anchor - width : anchor - width / 2;
+          const moved = left + width > area.right || left < area.left;
+          left = Math.max(area.left + 1, Math.min(left, area.right - width - 1));
+          // the baseline: under the point ("bottom") or through its middle ("middle")
+          let base = style.baseline === "middle" ? element.y + size * 0.35 : element.y + style.dy;
+          base = Math.max(area.top + size, Math.min(base, area.bottom - 2));
+          if (moved) {
+            ctx.fillStyle = "rgba(255, 255, 255, 0.9)";
+            ctx.fillRect(left - 2, base - size, width + 4, size * 1.3);
+          }
+          ctx.fillStyle = style.colour || "#000";
+          ctx.textAlign = "left";
+          ctx.fillText(text, left, base);
+          boxes.push({text, left, right: left + width, top: base - size, bottom: base + size * 0.3});
+        });
         ctx.restore();
       });
+      chart.sbTextBoxes = boxes;
     },
   };
 
@@ -274,6 +298,53 @@
     return new Promise(resolve => setTimeout(resolve, 0));
   }
 
+  // One panel's cell: its title, then its canvas (and the note saying why it is empty).
+  function panelCell() {
+    const cell = document.createElement("div");
+    cell.className = "sb-live-panel";
+    const title = document.createElement("div");
+    title.className = "sb-live-title";
+    const frame = document.createElement("div");
+    frame.className = "sb-live-canvas";
+    const canvas = document.createElement("canvas");
+    canvas.setAttribute("role", "img");
+    const note = document.createElement("div");  // why the plot is empty, over it
+    note.className = "sb-live-note";
+    note.hidden = true;
+    frame.append(canvas, note);
+    cell.append(title, frame);
+    return cell;
+  }
+
+  // The height the live picture will take in `figure`, whose static picture is `staticHeight`
+  // tall: its texts and panel titles at the book's settings (`frame`, the data-frame that
+  // scalebook/widgets/live_html.py wrote) laid out unseen at the figure's width, its canvases
+  // sized as sizeFrames sizes them. Reserved before the first touch, so going live moves
+  // nothing below the figure.
+  function liveHeight(figure, frame, staticHeight) {
+    const probe = document.createElement("div");
+    probe.className = "sb-live-figure";
+    probe.setAttribute("aria-hidden", "true");
+    probe.style.cssText = `position:absolute;visibility:hidden;left:0;top:0;width:${figure.clientWidth}px`;
+    const texts = document.createElement("div");
+    texts.className = "sb-live-texts";
+    drawTexts(texts, frame.texts);
+    const box = document.createElement("div");
+    box.className = "sb-live-chart";
+    box.append(...frame.titles.map((title, i) => {
+      const cell = panelCell();
+      cell.querySelector(".sb-live-title").textContent = title;
+      cell.style.flexGrow = String(frame.widths[i] || 1);
+      return cell;
+    }));
+    probe.append(texts, box);
+    figure.parentElement.appendChild(probe);
+    sizeFrames(probe, staticHeight);
+    const height = probe.offsetHeight;
+    probe.remove();
+    return Math.max(staticHeight, height);
+  }
+
   // Draw `spec` (scalebook/live/chart.py) into the figure's chart box: one cell per panel,
   // its title as text over a canvas; sizeFrames puts them side by side or stacks them. The
   // charts already there are reused when the panels keep their kind; a new chart is made
@@ -284,21 +355,12 @@
     const reusable = charts.length === configs.length &&
       charts.every((chart, i) => chart.config.type === configs[i].type);
     const cells = reusable ? charts.map(chart => chart.canvas.closest(".sb-live-panel"))
-      : spec.panels.map(() => {
-        const cell = document.createElement("div");
-        cell.className = "sb-live-panel";
-        const title = document.createElement("div");
-        title.className = "sb-live-title";
-        const frame = document.createElement("div");
-        frame.className = "sb-live-canvas";
-        const canvas = document.createElement("canvas");
-        canvas.setAttribute("role", "img");
-        frame.append(canvas);
-        cell.append(title, frame);
-        return cell;
-      });
+      : spec.panels.map(() => panelCell());
     spec.panels.forEach((panel, i) => {
       cells[i].querySelector(".sb-live-title").textContent = panel.title;
+      const note = cells[i].querySelector(".sb-live-note");
+      note.textContent = panel.note || "";
+      note.hidden = !panel.note;
       cells[i].style.flexGrow = String(panel.width || 1);
       // the text alternative: what the panel shows; its numbers are in the summary below
       cells[i].querySelector("canvas").setAttribute("aria-label",
@@ -432,6 +494,7 @@
     const initial = Object.fromEntries(specs.filter(spec => spec.kind !== "button")
       .map(spec => [spec.name, spec.value]));
     const key = urlKey(root);
+    const frame = root.dataset.frame ? JSON.parse(root.dataset.frame) : null;
     let rt = null;
     let chartBox = null;
     let textBox = null;
@@ -612,6 +675,31 @@
       }
       touch();
       request(null);
+    }
+
+    // Before the first touch, reserve the live picture's height under the static one (its
+    // texts and titles take room the PNG holds inside its own height; on a phone the panels
+    // stack), and follow the page's width until the picture is live.
+    function reserve() {
+      if (chartBox !== null || !frame) return;
+      const img = figure.querySelector("img");
+      if (!img || !img.naturalWidth) return;
+      const width = Math.min(img.naturalWidth, figure.clientWidth);
+      const staticHeight = Math.round(width * img.naturalHeight / img.naturalWidth);
+      const height = Math.ceil(liveHeight(figure, frame, staticHeight)) + "px";
+      if (figure.style.minHeight !== height) figure.style.minHeight = height;
+      state.reserved = true;
+    }
+    const staticImage = figure.querySelector("img");
+    if (staticImage) {
+      staticImage.decode().catch(() => {}).then(reserve);
+      let lastWidth = 0;
+      new ResizeObserver(() => {
+        if (figure.clientWidth !== lastWidth) {
+          lastWidth = figure.clientWidth;
+          reserve();
+        }
+      }).observe(figure);
     }
 
     const onCommit = new Set(["int", "float", "text"]);

@@ -7,11 +7,14 @@
 // the two scripts from blob: URLs it makes itself, and answers Pyodide's own two fetches
 // (the .wasm and the stdlib zip) from memory. The decoded files are kept in IndexedDB under
 // the runtime's key, so a second page (or a restart after a cancel) skips the page's scripts
-// and the decoding; the WebAssembly itself is compiled again on every page, here, off the
+// and the decoding. From disk the WebAssembly is compiled again on every page, here, off the
 // main thread: Chromium refuses to store a compiled WebAssembly.Module in IndexedDB
-// (DataCloneError), and its own wasm code cache serves only streamed http(s) responses.
+// (DataCloneError), and its own wasm code cache serves only streamed http(s) responses. Over
+// http(s) (`wasmUrl` in the start message) the .wasm is fetched from the site instead and
+// compiled while it streams in, which that code cache does keep for the next page.
 //
-// Messages in: {type: "start", key, lock}, {type: "files", files: {name: base64}},
+// Messages in: {type: "start", key, lock, wasmUrl (null from disk)},
+// {type: "files", files: {name: base64}} (without the .wasm over http(s)),
 // {type: "render", id, widget, values (JSON text), changed}.
 // Messages out: {type: "need-files"}, {type: "ready", version, cache: "hit" | "miss",
 // stages: {name: ms since start}}, {type: "failed", message}, {type: "result", id, json}.
@@ -24,6 +27,7 @@ const t0 = performance.now();
 const stages = {};
 let key = null;
 let lock = null;
+let wasmUrl = null;  // over http(s): the .wasm beside the page, fetched and compiled streaming
 let renderJson = null;
 
 function base64Bytes(text) {
@@ -79,12 +83,14 @@ async function boot(files, cache) {
   runScript(files["pyodide.js"]);
   runScript(files["pyodide.asm.js"]);  // defines _createPyodideModule: loadPyodide skips its import
   const answers = {
-    [BASE + "pyodide.asm.wasm"]: [files["pyodide.asm.wasm"], "application/wasm"],
     [BASE + "python_stdlib.zip"]: [files["stdlib.zip"], "application/zip"],
   };
+  if (!wasmUrl) answers[BASE + "pyodide.asm.wasm"] = [files["pyodide.asm.wasm"], "application/wasm"];
   const original = self.fetch;
   self.fetch = function (input, init) {
     const url = String((input && input.url) || input);
+    // the real file, streamed: Pyodide compiles it with instantiateStreaming as it arrives
+    if (wasmUrl && url === BASE + "pyodide.asm.wasm") return original.call(self, wasmUrl);
     if (Object.prototype.hasOwnProperty.call(answers, url)) {
       const [bytes, type] = answers[url];
       return Promise.resolve(new Response(bytes, {headers: {"Content-Type": type}}));
@@ -115,14 +121,16 @@ onmessage = event => {
   if (message.type === "start") {
     key = message.key;
     lock = message.lock;
+    wasmUrl = message.wasmUrl || null;
     cached(key).catch(() => null).then(files => {
       if (files) return boot(files, "hit");
       postMessage({type: "need-files"});
     }).catch(fail);
   } else if (message.type === "files") {
     stages.files = performance.now() - t0;
-    Promise.all(NAMES.map(name => gunzip(base64Bytes(message.files[name])))).then(decoded => {
-      const files = Object.fromEntries(NAMES.map((name, i) => [name, decoded[i]]));
+    const names = NAMES.filter(name => name in message.files);  // no .wasm over http(s)
+    Promise.all(names.map(name => gunzip(base64Bytes(message.files[name])))).then(decoded => {
+      const files = Object.fromEntries(names.map((name, i) => [name, decoded[i]]));
       store(key, files).catch(() => {});  // a page without IndexedDB still runs
       return boot(files, "miss");
     }).catch(fail);

@@ -10,24 +10,24 @@ import math
 
 import numpy as np
 import pytest
+from widget_box import Box
 
 from scalebook import inference as inf
 from scalebook.training import PRESETS
 from scalebook.transformer import llama3_70b, param_count
 from scalebook.units import format_seconds
-from scalebook.widgets.serving_explorer import (
+from scalebook.live.serving import (
     BATCH_RANGE,
     MEMORY_KINDS,
     SERVING_CHIPS,
     curve_batches,
-    draw_serving,
     memory_fractions,
     not_fit_message,
-    serving_explorer,
-    serving_figure,
     serving_state,
-    update_serving,
 )
+from scalebook.live.serving import serving_chart, serving_series
+from scalebook.widgets import figure as F
+from scalebook.widgets.serving import serving_explorer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 L70 = llama3_70b()
@@ -38,6 +38,21 @@ H100_HBM, H100_BW, H100_FLOPS = 80e9, 3.35e12, 9.89e14
 @pytest.fixture()
 def explorer():
     return serving_explorer(dpi=40)
+
+
+def _named(drawing) -> dict:
+    """The serving figure's artists by what they show, in the order of the live view's chart
+    (scalebook.live.serving.serving_chart), as scalebook.widgets.figure drew them."""
+    memory, step, curve = drawing.series
+    out = {f"memory/{kind}": Box(memory[i][0]) for i, (kind, _) in enumerate(MEMORY_KINDS)}
+    out["hbm"] = memory[len(MEMORY_KINDS)][0]
+    out["no_fit"] = Box(step[0][0])
+    out.update(zip(("time", "critical", "time_now", "rate", "rate_now"),
+                   (s[0] for s in step[1:])))
+    out.update(zip(("curve", "curve_over", "curve_now"), (s[0] for s in curve)))
+    out.update(zip(("memory_title", "time_title", "curve_title"), drawing.titles))
+    out.update(zip(("heading", "flag"), drawing.texts))
+    return out
 
 
 def _xy(artist) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +89,7 @@ def _assert_matches_solver(state) -> None:
 def _assert_drawn(w) -> None:
     """The artists show ``w.state``: bar heights are bytes per chip over HBM, the markers sit at
     the solver's time per token and tokens/s per chip, the curves are the solver's."""
-    s, a = w.state, w.artists
+    s, a = w.state, _named(w.drawing)
     hbm = s.hbm_bytes
     expected = {"weights": s.weight_bytes / s.n_chips / hbm,
                 "KV cache": s.kv_bytes / s.n_chips / hbm,
@@ -146,7 +161,7 @@ def test_default_is_the_case_study_and_matches_the_solver(explorer):
 
 def test_default_figure_and_summary(explorer):
     _assert_drawn(explorer)
-    s, a = explorer.state, explorer.artists
+    s, a = explorer.state, _named(explorer.drawing)
     assert a["flag"].get_text() == ""
     assert list(_xy(a["hbm"])[1]) == [1.0, 1.0]
     assert f"matmuls compute-bound from B* = {s.critical_batch:,.0f}" in a["time_title"].get_text()
@@ -211,7 +226,7 @@ def test_fp8_matmuls_run_at_the_fp8_peak(explorer):
 
 
 def test_moving_the_batch_slides_the_point_along_the_curve(explorer):
-    a = explorer.artists
+    a = _named(explorer.drawing)
     for batch in (1, 8, 96, 256):
         explorer.controls["batch"].value = batch
         s = explorer.state
@@ -232,8 +247,8 @@ def test_a_short_context_marks_the_critical_batch(explorer):
     s = explorer.state
     b_star = inf.decode_critical_batch(L70, "H100", context_len=256, overlap=False)
     assert math.isfinite(b_star) and s.critical_batch == pytest.approx(b_star)
-    assert list(_xy(explorer.artists["critical"])[0]) == [pytest.approx(b_star)] * 2
-    assert f"B* = {b_star:,.0f}" in explorer.artists["time_title"].get_text()
+    assert list(_xy(_named(explorer.drawing)["critical"])[0]) == [pytest.approx(b_star)] * 2
+    assert f"B* = {b_star:,.0f}" in _named(explorer.drawing)["time_title"].get_text()
     below, above = (inf.decode_step(L70, "H100", batch=b, context_len=256, n_chips=8)
                     for b in (math.floor(b_star), math.ceil(b_star)))
     assert below.weights_bound == "memory" and above.weights_bound == "compute"
@@ -256,7 +271,7 @@ def test_a_batch_sharded_cache_halves_the_cache_per_chip_on_16_v5e(explorer):
     assert batch.kv_per_chip == pytest.approx(heads.kv_per_chip / 2)
     assert batch.max_batch > heads.max_batch
     _assert_matches_solver(batch)
-    assert "split by batch" in explorer.artists["heading"].get_text()
+    assert "split by batch" in _named(explorer.drawing)["heading"].get_text()
 
 
 # --------------------------------------------------------------------------- the not-fit flag
@@ -277,7 +292,7 @@ def test_the_flag_appears_exactly_when_the_cache_does_not_fit(explorer, settings
     s = explorer.state
     assert explorer.error == ""
     assert s.max_batch == inf.max_batch(PRESETS[s.preset], s.chip_name, **_solver_kwargs(s))
-    flag = explorer.artists["flag"].get_text()
+    flag = _named(explorer.drawing)["flag"].get_text()
     if s.max_batch < s.batch:
         assert not s.fits and flag
         assert "⚠" in explorer.summary.value
@@ -287,7 +302,7 @@ def test_the_flag_appears_exactly_when_the_cache_does_not_fit(explorer, settings
             assert flag == (f"the cache does not fit: at most {s.max_batch:,} sequences of "
                             f"{s.context_len:,} tokens")
         assert s.weights_per_chip + s.kv_per_chip > s.hbm_bytes
-        assert explorer.artists["memory/free"].get_height() == 0.0
+        assert _named(explorer.drawing)["memory/free"].get_height() == 0.0
     else:
         assert s.fits and flag == "" and "⚠" not in explorer.summary.value
         assert s.weights_per_chip + s.kv_per_chip <= s.hbm_bytes
@@ -299,11 +314,11 @@ def test_the_flag_turns_on_one_sequence_past_the_limit(explorer):
     limit = explorer.state.max_batch
     assert limit == int((160e9 - 2 * 70_553_706_496) // (4096 * 327_680)) == 14
     explorer.controls["batch"].value = 12
-    assert explorer.artists["flag"].get_text() == ""
+    assert _named(explorer.drawing)["flag"].get_text() == ""
     explorer.controls["batch"].value = 16
-    assert explorer.artists["flag"].get_text() == (
+    assert _named(explorer.drawing)["flag"].get_text() == (
         "the cache does not fit: at most 14 sequences of 4,096 tokens")
-    assert explorer.artists["flag"].get_color() == "#b00020"
+    assert _named(explorer.drawing)["flag"].get_color() == "#b00020"
 
 
 def test_a_batch_of_exactly_the_limit_fits_and_one_more_does_not():
@@ -312,8 +327,8 @@ def test_a_batch_of_exactly_the_limit_fits_and_one_more_does_not():
     assert at.max_batch == past.max_batch == 371
     assert at.fits and not past.fits
     for state, flagged in ((at, False), (past, True)):
-        figure = serving_figure(dpi=20)
-        artists = draw_serving(figure.axes, state)
+        chart = serving_chart(serving_series(state))
+        artists = _named(F.draw(F.new_figure(chart, dpi=20), chart))
         assert (artists["flag"].get_text() != "") is flagged
         assert (not_fit_message(state) != "") is flagged
         # with room for exactly 371 caches, 371 of them leave under one cache of HBM free
@@ -353,7 +368,7 @@ def test_bad_input_shows_a_message_and_keeps_the_picture(explorer, steps, messag
     for n, v in setup:
         explorer.controls[n].value = v
     assert explorer.error == ""
-    good, png, artists = explorer.state, explorer.png, explorer.artists
+    good, png, artists = explorer.state, explorer.png, _named(explorer.drawing)
     heights = [artists[f"memory/{k}"].get_height() for k, _ in MEMORY_KINDS]
     explorer.controls[name].value = value
     assert message in explorer.error
@@ -403,7 +418,7 @@ def test_new_decades_redraw_the_axes_and_the_fast_path_matches_a_fresh_drawing(e
     limits_70b = axes[1].get_ylim(), axes[2].get_ylim()
     s8 = serving_state(preset="LLaMA-3 8B", n_chips=1, batch=32)
     # the 8B on one chip needs other decades: the fast path declines, a full redraw follows
-    assert update_serving(axes, explorer.artists, s8) is None
+    assert F.update(explorer.drawing, serving_chart(serving_series(s8))) is None
     explorer.controls["n_chips"].value = 1
     explorer.controls["preset"].value = "LLaMA-3 8B"
     assert explorer.state == s8
@@ -414,7 +429,7 @@ def test_new_decades_redraw_the_axes_and_the_fast_path_matches_a_fresh_drawing(e
     explorer.controls["batch"].value = 96
     fresh = serving_explorer("LLaMA-3 8B", "H100", 1, batch=96, dpi=40)
     for name in ("time", "rate", "curve", "curve_over", "time_now", "rate_now", "curve_now"):
-        for mine, theirs in zip(_xy(explorer.artists[name]), _xy(fresh.artists[name])):
+        for mine, theirs in zip(_xy(_named(explorer.drawing)[name]), _xy(_named(fresh.drawing)[name])):
             np.testing.assert_allclose(mine, theirs)
     assert fresh.png == explorer.png
 
@@ -441,8 +456,7 @@ def test_curve_batches_and_memory_fractions():
     fractions = memory_fractions(s)
     assert fractions["weights"] == pytest.approx(2 * 70_553_706_496 / 8 / H100_HBM)
     assert sum(fractions.values()) == pytest.approx(1.0)
-    figure = serving_figure(dpi=20)
-    assert len(figure.axes) == 4
+    assert len(serving_chart(serving_series(s))["panels"]) == 3
     assert "TPU v5e" in SERVING_CHIPS and "V100" not in SERVING_CHIPS
 
 
@@ -461,7 +475,7 @@ def test_past_eight_chips_each_chip_holds_a_copy_of_its_heads_cache(explorer):
     s = explorer.state
     assert explorer.error == ""
     assert s.kv_per_chip == pytest.approx(s.batch * s.context_len * 327_680 / 8)
-    bar = explorer.artists["memory/KV cache"].get_height()
+    bar = _named(explorer.drawing)["memory/KV cache"].get_height()
     assert bar == pytest.approx(s.kv_per_chip / 16e9)
     assert s.max_batch == inf.max_batch(llama3_70b(), "TPU v5e", context_len=s.context_len,
                                         n_chips=16)

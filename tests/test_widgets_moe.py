@@ -11,7 +11,7 @@ import pytest
 from scalebook import moe
 from scalebook.live import render
 from scalebook.live.moe import DEFAULTS, moe_chart, moe_state
-from scalebook.widgets.moe_explorer import moe_explorer
+from scalebook.widgets.moe import moe_explorer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

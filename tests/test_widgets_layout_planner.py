@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from widget_box import Box
 
 from scalebook.live import render
 from scalebook.training import PRESETS, TrainingLayout, best_training_layout, plan_training
-from scalebook.widgets.layout_planner import (
-    CUSTOM,
-    MODEL_FIELDS,
-    draw_planner,
-    ideal_step,
-    layout_planner,
-    planner_state,
-    update_planner,
-)
+from scalebook.live.layout_planner import (CUSTOM, MEMORY_KINDS, MODEL_FIELDS, TIME_KINDS,
+                                          ideal_step, planner_chart, planner_series,
+                                          planner_state)
+from scalebook.widgets import figure as F
+from scalebook.widgets.layout_planner import layout_planner
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 GIB = 2.0 ** 30
@@ -30,6 +27,18 @@ def _height(artist):
     return artist.get_height()
 
 
+def _named(drawing) -> dict:
+    """The planner figure's artists by what they show, in the live view's chart order."""
+    memory, time = drawing.series
+    out = {f"memory/{kind}": Box(s[0]) for (kind, _), s in zip(MEMORY_KINDS, memory)}
+    out["hbm"] = memory[len(MEMORY_KINDS)][0]
+    out.update({f"time/{kind}": Box(s[0]) for (kind, _), s in zip(TIME_KINDS, time)})
+    out["ideal"] = time[len(TIME_KINDS)][0]
+    out.update(zip(("memory_title", "time_title"), drawing.titles))
+    out.update(zip(("heading", "flags"), drawing.texts))
+    return out
+
+
 def test_default_state_matches_the_solver(planner):
     expected = plan_training(PRESETS["LLaMA-3 70B"], TrainingLayout(fsdp=128, tp=8, remat="full"),
                              "TPU v5p", global_batch=2048, seq_len=8192, n_chips=1024)
@@ -38,17 +47,17 @@ def test_default_state_matches_the_solver(planner):
     assert plan.memory == expected.memory and plan.step_time == expected.step_time
     assert plan.mfu == pytest.approx(expected.mfu)
     for kind in ("weights", "gradients", "optimizer", "activations"):
-        assert _height(planner.artists[f"memory/{kind}"]) == pytest.approx(
+        assert _height(_named(planner.drawing)[f"memory/{kind}"]) == pytest.approx(
             getattr(plan.memory, kind) / GIB)
-    assert planner.artists["hbm"].get_ydata()[0] == pytest.approx(96e9 / GIB)
+    assert _named(planner.drawing)["hbm"].get_ydata()[0] == pytest.approx(96e9 / GIB)
     ideal = plan.flops_per_step / (1024 * 4.59e14)
     assert ideal_step(plan) == pytest.approx(ideal)
-    heights = [_height(planner.artists[f"time/{k}"]) for k in ("compute", "comms_exposed",
+    heights = [_height(_named(planner.drawing)[f"time/{k}"]) for k in ("compute", "comms_exposed",
                                                                 "bubble")]
     assert heights == pytest.approx([plan.step_time.compute / ideal,
                                      plan.step_time.comms_exposed / ideal, 0.0])
     assert sum(heights) == pytest.approx(1 / plan.mfu)  # the bar's height is 1 / MFU
-    assert f"MFU {plan.mfu:.0%}" in planner.artists["time_title"].get_text()
+    assert f"MFU {plan.mfu:.0%}" in _named(planner.drawing)["time_title"].get_text()
     assert planner.png.startswith(PNG_SIGNATURE)
     assert f"MFU {plan.mfu:.1%}" in planner.summary.value
 
@@ -138,7 +147,7 @@ def test_the_four_flags_appear(planner):
     planner.controls["remat"].value = "none"
     assert any(f.startswith("does not fit: needs") for f in planner.state.flags)
     assert "does not fit" in planner.summary.value
-    assert "does not fit" in planner.artists["memory_title"].get_text()
+    assert "does not fit" in _named(planner.drawing)["memory_title"].get_text()
     planner.controls["remat"].value = "full"
     planner.controls["preset"].value = "LLaMA-3 70B"
     # communication-bound: the default layout's exposed TP traffic
@@ -153,11 +162,12 @@ def test_the_four_flags_appear(planner):
     assert "degrees multiply to 512, not the 1024 chips" in planner.state.flags
     assert "degrees multiply to 512" in planner.summary.value
     # the figure carries the flags too (a static page shows only the picture)
-    drawn = planner.artists["flags"].get_text().replace("\n", " ")
+    drawn = _named(planner.drawing)["flags"].get_text().replace("\n", " ")
     assert "degrees multiply to 512, not the 1024 chips" in drawn
     assert "TP past its useful degree" in drawn
     assert len(planner.figure.texts) == 2  # the heading and the flags, not old copies
-    assert "fsdp=16 tp=32" in planner.artists["heading"].get_text()
+    assert "\n" in _named(planner.drawing)["flags"].get_text()  # wrapped to the figure's width
+    assert "fsdp=16 tp=32" in _named(planner.drawing)["heading"].get_text()
 
 
 def test_a_clean_layout_says_no_warnings(planner):
@@ -167,7 +177,7 @@ def test_a_clean_layout_says_no_warnings(planner):
     planner.controls["pp"].value = 2
     planner.controls["microbatches"].value = 16
     assert planner.state.flags == ()
-    assert planner.artists["flags"].get_text() == "no warnings"
+    assert _named(planner.drawing)["flags"].get_text() == "no warnings"
     assert "no warnings" in planner.summary.value
 
 
@@ -194,10 +204,10 @@ _TINY_KW = dict(n_layers=4, d_model=64, d_ff=256, n_heads=4, n_kv_heads=4, vocab
 def test_state_and_drawing_work_without_widgets():
     state = planner_state(**_TINY_KW)
     assert state.plan.fits and state.plan.n_chips == 4
-    from matplotlib.figure import Figure
-    fig = Figure()
-    axes = fig.subplots(1, 2)
-    artists = draw_planner(axes, state)
+    chart = planner_chart(planner_series(state))
+    fig = F.new_figure(chart, dpi=20)
+    drawing = F.draw(fig, chart)
+    axes, artists = fig.axes, _named(drawing)
     plan = state.plan
     assert artists["time/compute"].get_height() == pytest.approx(
         plan.step_time.compute / ideal_step(plan))
@@ -206,10 +216,11 @@ def test_state_and_drawing_work_without_widgets():
     assert axes[0].get_ylim() == pytest.approx((0, 1.5 * 80e9 / GIB))
     # another state on the same chip moves the artists; another chip needs new axes
     other = planner_state(**{**_TINY_KW, "dp": 2, "n_chips": 2})
-    assert update_planner(axes, artists, other) is not None
-    assert artists["memory/optimizer"].get_y() == pytest.approx(
+    assert F.update(drawing, planner_chart(planner_series(other))) is not None
+    assert _named(drawing)["memory/optimizer"].get_y() == pytest.approx(
         (other.plan.memory.weights + other.plan.memory.gradients) / GIB)
-    assert update_planner(axes, artists, planner_state(**{**_TINY_KW, "chip": "H200"})) is None
+    h200 = planner_state(**{**_TINY_KW, "chip": "H200"})
+    assert F.update(drawing, planner_chart(planner_series(h200))) is None
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -268,10 +279,10 @@ def test_live_view_is_the_jupyter_widget(planner, changes, changed):
     assert "error" not in out and planner.error == ""
     assert {**values, **out.get("controls", {})} == planner.values()
     assert out["summary_html"] == planner.summary.value
-    a = planner.artists
+    a = _named(planner.drawing)
     heading, flags = out["chart"]["texts"]
     assert heading["text"] == a["heading"].get_text()
-    assert flags["text"] == a["flags"].get_text().replace(";\n", "; ")
+    assert flags["text"] == a["flags"].get_text().replace("\n", " ")
     assert flags["colour"] == a["flags"].get_color()
     memory, time = out["chart"]["panels"]
     assert memory["title"] == a["memory_title"].get_text()

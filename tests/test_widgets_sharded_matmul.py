@@ -10,13 +10,8 @@ import pytest
 
 from scalebook import collectives
 from scalebook.sharding import Mesh, bytes_per_device, local_shape
-from scalebook.widgets.sharded_matmul import (
-    LAYOUTS,
-    collective_cost,
-    parse_mesh,
-    sharded_matmul_explorer,
-    sharded_matmul_state,
-)
+from scalebook.live.sharded_matmul import LAYOUTS, collective_cost, parse_mesh, sharded_matmul_state
+from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LINK = 45e9  # TPU v5e: one ICI link, one way (bytes/s)
@@ -147,32 +142,71 @@ def explorer():
     return sharded_matmul_explorer()
 
 
+class _Empty:
+    """A line the figure does not have (a kind not drawn): no data."""
+
+    def get_xdata(self):
+        return []
+
+    def get_ydata(self):
+        return []
+
+
+def _named(w) -> dict:
+    """The explorer's artists by what they show, found through the live view's chart: a
+    collective's curve by its label, its markers by their colour, the guides by colour and
+    dash, the bars and their labels."""
+    from scalebook.live.sharded_matmul import (COMPUTE_COLOUR, CROSSOVER_COLOUR, GUIDE_COLOUR,
+                                               KIND_COLOURS, KINDS)
+
+    left, right = w.chart["panels"]
+    made = w.drawing.series
+    out = {f"{what}/{kind}": _Empty() for kind in KINDS for what in ("curve", "marker")}
+    for spec, artists in zip(left["series"], made[0]):
+        kind = next((k for k in KINDS if KIND_COLOURS[k] == spec["colour"]), None)
+        if spec["kind"] == "points":
+            out[f"marker/{kind}"] = artists[0]
+        elif spec["kind"] == "line" and spec["label"] and kind is not None:
+            out[f"curve/{kind}"] = artists[0]
+        elif spec["kind"] == "line" and spec["colour"] == COMPUTE_COLOUR:
+            out["compute"] = artists[0]
+        elif spec["kind"] == "line" and spec["colour"] == GUIDE_COLOUR:
+            out["latency" if spec["dash"] == [4, 2] else "bandwidth"] = artists[0]
+        elif spec["kind"] == "line" and spec["colour"] == CROSSOVER_COLOUR:
+            out["crossover"] = artists[0]
+    (bars,) = made[1]
+    n = len(bars) // 2
+    out["bars"], out["bar_labels"] = bars[:n], bars[n:]
+    out["title"], out["bars_title"] = w.drawing.titles
+    return out
+
+
 def test_plot_data_are_the_solvers_curves(explorer):
     state = explorer.state
-    x, y = _xy(explorer.artists["curve/AllReduce"])
+    x, y = _xy(_named(explorer)["curve/AllReduce"])
     np.testing.assert_allclose(y, collectives.all_reduce(x, 4, "TPU v5e", wraparound=False).time)
     assert x.min() <= 1e3 and x.max() >= 1e10
     (step,) = state.steps
-    mx, my = _xy(explorer.artists["marker/AllReduce"])
+    mx, my = _xy(_named(explorer)["marker/AllReduce"])
     assert mx.tolist() == [step.nbytes] and my[0] == pytest.approx(step.time)
-    assert _xy(explorer.artists["latency"])[1][0] == pytest.approx(6 * HOP)
-    np.testing.assert_allclose(_xy(explorer.artists["bandwidth"])[1],
+    assert _xy(_named(explorer)["latency"])[1][0] == pytest.approx(6 * HOP)
+    np.testing.assert_allclose(_xy(_named(explorer)["bandwidth"])[1],
                                2 * x * 3 / 4 / LINK)
     # latency = bandwidth time at V* = 6 µs · 45 GB/s / (2 · 3/4) = 180 kB (a line)
-    assert _xy(explorer.artists["crossover"])[0][0] == pytest.approx(180e3)
-    assert _xy(explorer.artists["compute"])[1][0] == pytest.approx(state.compute_time)
-    assert len(_xy(explorer.artists["curve/AllGather"])[0]) == 0
-    title = explorer.artists["bars_title"].get_text()
+    assert _xy(_named(explorer)["crossover"])[0][0] == pytest.approx(180e3)
+    assert _xy(_named(explorer)["compute"])[1][0] == pytest.approx(state.compute_time)
+    assert len(_xy(_named(explorer)["curve/AllGather"])[0]) == 0
+    title = _named(explorer)["bars_title"].get_text()
     assert title == "communication-bound: compute / comms = 0.31"
-    heights = [b.get_width() + b.get_x() for b in explorer.artists["bars"]]
+    heights = [b.get_width() + b.get_x() for b in _named(explorer)["bars"]]
     assert heights == pytest.approx([state.compute_time, step.time])
 
     explorer.controls["axis"].value = "X"  # no collective runs over X: an AllGather, unmarked
     assert explorer.state.plot_axes == ("X",) and explorer.state.plot_kinds == ("AllGather",)
-    x, y = _xy(explorer.artists["curve/AllGather"])
+    x, y = _xy(_named(explorer)["curve/AllGather"])
     np.testing.assert_allclose(y, collectives.all_gather(x, 2, "TPU v5e", wraparound=False).time)
-    assert len(_xy(explorer.artists["marker/AllGather"])[0]) == 0
-    assert len(_xy(explorer.artists["curve/AllReduce"])[0]) == 0
+    assert len(_xy(_named(explorer)["marker/AllGather"])[0]) == 0
+    assert len(_xy(_named(explorer)["curve/AllReduce"])[0]) == 0
     explorer.controls["axis"].value = "auto"
 
 
@@ -305,10 +339,10 @@ def test_a_long_plan_redraws_the_bar_chart_with_more_rows():
     assert w.error == ""
     kinds = [s.kind for s in w.state.steps]
     assert kinds == ["AllGather"] * 3 + ["AllToAll"] * 3
-    labels = [t.get_text().split(":")[0] for t in w.artists["bar_labels"]]
-    assert labels[0] == "local matmul" and len(w.artists["bars"]) == 7
+    labels = [t.get_text().split(":")[0] for t in _named(w)["bar_labels"]]
+    assert labels[0] == "local matmul" and len(_named(w)["bars"]) == 7
     assert labels[4] == "AllToAll_X Out" and w.state.reachable
-    x, y = _xy(w.artists["curve/AllToAll"])  # auto: the axis of the longest step
+    x, y = _xy(_named(w)["curve/AllToAll"])  # auto: the axis of the longest step
     axis = w.state.plot_axes[0]
     np.testing.assert_allclose(y, collectives.all_to_all(x, 2, "TPU v5e", wraparound=False).time)
     assert axis in "XYZ" and w.state.plot_kinds == ("AllGather", "AllToAll")
