@@ -119,6 +119,7 @@ from scalebook.transformer import (
     param_count,
     training_flops,
 )
+from scalebook.units import format_bytes
 from scalebook.validation import ArrayLike, positive, positive_int
 
 __all__ = [
@@ -176,8 +177,6 @@ COMMS_FLAG_FRACTION = 0.2
 
 #: Flag the pipeline bubble when it is at least this share of the step.
 BUBBLE_FLAG_FRACTION = 0.1
-
-_GIB = 2.0 ** 30
 
 
 # --------------------------------------------------------------------------- precision policies
@@ -776,7 +775,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     state of ``master + moments`` bytes per parameter. The defaults equal
     :data:`MIXED_PRECISION_ADAM`.
 
-    Flags: "does not fit: needs X GiB of Y GiB HBM"; "communication-bound: exposed
+    Flags: "does not fit: needs X of Y HBM" (binary units, readable at any size); "communication-bound: exposed
     communication is X% of the step" (at least :data:`COMMS_FLAG_FRACTION`); "TP past its
     useful degree (tp=Y > ~Y*)" with ``Y*`` from :func:`scalebook.parallelism.max_tensor_parallel`
     (capped at one GPU node); "degrees multiply to X, not the N chips"; "global batch not
@@ -921,8 +920,8 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     flags = []
     fits = memory.total <= chip.hbm_bytes
     if not fits:
-        flags.append(f"does not fit: needs {memory.total / _GIB:.1f} GiB of "
-                     f"{chip.hbm_bytes / _GIB:.1f} GiB HBM")
+        flags.append(f"does not fit: needs {format_bytes(memory.total)} of "
+                     f"{format_bytes(chip.hbm_bytes)} HBM")
     share = exposed / step.total
     if share >= COMMS_FLAG_FRACTION:
         flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
