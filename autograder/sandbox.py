@@ -78,6 +78,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import socket
 
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 SANDBOX_RUNNER = "/opt/grader/runner.py"
@@ -240,7 +244,7 @@ def system_binds() -> list[Path]:
     return out
 
 
-def read_only_binds(forbidden: list[Path] = ()) -> list[Path]:
+def read_only_binds(forbidden: Sequence[Path] = ()) -> list[Path]:
     """Host paths bound read-only (at the same path) into the sandbox.
 
     Raises :class:`SandboxError` if any of them, or of the :func:`system_binds`, would expose
@@ -254,7 +258,7 @@ def read_only_binds(forbidden: list[Path] = ()) -> list[Path]:
     pkg = _scalebook_dir()
     if pkg is not None and not any(_is_within(pkg, b) for b in binds) and not _is_within(pkg, Path("/usr")):
         binds.append(pkg)
-    out = []
+    out: list[Path] = []
     for b in binds:
         if any(_is_within(b, o) for o in out):
             continue
@@ -349,7 +353,7 @@ def as_root() -> bool:
     return os.geteuid() == 0
 
 
-def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
+def bwrap_command(argv: list[str], *, scratch: int, forbidden: Sequence[Path] = (),
                   template: bool = False) -> list[str]:
     """The bwrap command line that runs ``argv`` in a fresh sandbox."""
     bwrap = shutil.which("bwrap")
@@ -411,8 +415,9 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: list[Path] = (),
     return cmd
 
 
-def start_bwrap(cmd: list[str], *, cgroup: JobCgroup | None = None, pass_fds: tuple = (),
-                **popen: object) -> subprocess.Popen:
+def start_bwrap(cmd: list[str], *, cgroup: JobCgroup | None = None, pass_fds: tuple[int, ...] = (),
+                stdin: int | IO[Any] | None = None, stdout: int | IO[Any] | None = None,
+                stderr: int | IO[Any] | None = None) -> subprocess.Popen[bytes]:
     """Start a :func:`bwrap_command` so that nothing of the grader can be read inside.
 
     - bwrap gets an empty environment but for :func:`sandbox_env` (the sandbox's first process,
@@ -434,7 +439,8 @@ def start_bwrap(cmd: list[str], *, cgroup: JobCgroup | None = None, pass_fds: tu
     try:
         proc = subprocess.Popen(argv, env=sandbox_env(), cwd="/",
                                 pass_fds=tuple(pass_fds) + (args_r,),
-                                start_new_session=True, close_fds=True, **popen)
+                                start_new_session=True, close_fds=True,
+                                stdin=stdin, stdout=stdout, stderr=stderr)
     except BaseException:
         os.close(args_w)
         raise
@@ -643,7 +649,7 @@ def memory_cgroup() -> tuple[CgroupParent | None, str]:
             reasons.append(f"the cgroup2 hierarchy at {mounts['2'][0]} has no memory controller "
                            "for this process")
         else:
-            why = f"the memory controller is not enabled for sub-cgroups of {here} or its parent"
+            why: str | None = f"the memory controller is not enabled for sub-cgroups of {here} or its parent"
             for cand in (here, here.parent):
                 try:
                     enabled = "memory" in (cand / "cgroup.subtree_control").read_text().split()
@@ -809,9 +815,11 @@ def _decode_status(returncode: int | None) -> tuple[int | None, bool]:
     return sig, cpu
 
 
-def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits,
-         cancel: threading.Event | None = None) -> Outcome:
+def pump(proc: subprocess.Popen[bytes] | _TemplateChild, job_bytes: bytes, result_r: int,
+         limits: Limits, cancel: threading.Event | None = None) -> Outcome:
     """Talk to a started sandbox process until it ends (or is killed); return the outcome."""
+    if proc.stdout is None:
+        raise ValueError("pump() reads the sandbox's output: start it with stdout=PIPE")
     t0 = time.monotonic()
     deadline = t0 + limits.timeout
     p = _Pump(limits)
@@ -829,7 +837,7 @@ def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits
     open_reads = 2
     timed_out = False
     killed = False
-    grace_deadline = None
+    grace_deadline: float | None = None   # set when (and only when) the job is killed
     try:
         while open_reads:
             now = time.monotonic()
@@ -840,7 +848,7 @@ def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits
                 grace_deadline = now + 5.0
             if killed and grace_deadline is not None and now >= grace_deadline:
                 break
-            wait = min(0.5, max(0.0, (grace_deadline if killed else deadline) - now))
+            wait = min(0.5, max(0.0, (grace_deadline if grace_deadline is not None else deadline) - now))
             for key, _ in sel.select(timeout=wait):
                 tag = key.data
                 if tag == "in":
@@ -853,7 +861,8 @@ def pump(proc: subprocess.Popen, job_bytes: bytes, result_r: int, limits: Limits
                         view = view[:0]
                     if not view:
                         sel.unregister(key.fd)
-                        stdin.close()
+                        if stdin is not None:  # always: "in" is registered only while it is open
+                            stdin.close()
                         stdin = None
                     continue
                 try:
@@ -925,7 +934,7 @@ class FreshSandbox:
 
     kind = "fresh"
 
-    def __init__(self, forbidden: list[Path] = ()):
+    def __init__(self, forbidden: Sequence[Path] = ()):
         self.forbidden = [Path(f) for f in forbidden]
 
     def warm(self) -> None:
@@ -993,14 +1002,15 @@ class TemplateSandbox:
 
     kind = "template"
 
-    def __init__(self, forbidden: list[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
+    def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
                  scratch: int = Limits.scratch, max_jobs: int = 1000):
         self.forbidden = [Path(f) for f in forbidden]
         self.preload = tuple(preload)
         self.scratch = scratch
         self.max_jobs = max_jobs
-        self.proc: subprocess.Popen | None = None
-        self.sock = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.log: IO[bytes] | None = None   # the template's own stderr, see _start()
         self._rbuf = b""
         self.jobs = 0
         self.starts = 0
@@ -1087,7 +1097,7 @@ class TemplateSandbox:
             except Exception:
                 pass
             self.proc = None
-        if getattr(self, "log", None) is not None:
+        if self.log is not None:
             self.log.close()
             self.log = None
         if self.cgroup is not None:
@@ -1134,6 +1144,9 @@ class TemplateSandbox:
     def _run(self, job: dict, limits: Limits, cancel: threading.Event | None) -> Outcome | None:
         import socket
 
+        sock = self.sock
+        if sock is None:  # _ready() has just started the template: a bug, not a student's doing
+            raise SandboxError("the template sandbox has no socket to send the job on")
         self.jobs += 1
         result_r, result_w = os.pipe()
         in_r, in_w = os.pipe()
@@ -1141,7 +1154,7 @@ class TemplateSandbox:
         header = {"uid": sandbox_uid() if as_root() else None, "rlimits": limits.rlimits(),
                   "scratch": int(limits.scratch)}
         try:
-            socket.send_fds(self.sock, [json.dumps(header).encode() + b"\n"], [in_r, out_w, result_w])
+            socket.send_fds(sock, [json.dumps(header).encode() + b"\n"], [in_r, out_w, result_w])
             sent = True
         except OSError:
             sent = False
@@ -1190,10 +1203,14 @@ class _TemplateChild:
         if self.killed:
             return
         self.killed = True
-        try:
-            self.template.sock.sendall(b'{"kill": true}\n')
-        except (OSError, AttributeError):
-            self.template.close()
+        sock = self.template.sock
+        if sock is not None:
+            try:
+                sock.sendall(b'{"kill": true}\n')
+                return
+            except OSError:
+                pass
+        self.template.close()  # it cannot be told: throw it (and so the job) away
 
     def wait(self, timeout=None):
         if self.returncode is None:
@@ -1244,7 +1261,7 @@ def check_sandbox() -> str | None:
     return None
 
 
-def make_sandbox(kind: str = "template", forbidden: list[Path] = (),
+def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
                  preload: tuple[str, ...] = DEFAULT_PRELOAD):
     """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
     ``preload`` once.
