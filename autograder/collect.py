@@ -83,6 +83,7 @@ import stat
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from .course import Course, available_assignments, notebook_names
 from .lms import fold, lms_student_id, slug  # noqa: F401 -- how an LMS name becomes an id
@@ -135,13 +136,25 @@ class Item:
 
     origin: str  # what the instructor sees: "subs/bob.ipynb", "canvas.zip:doe_jane_..."
     rel: PurePosixPath  # its path inside the SOURCE
-    read: object  # () -> bytes
+    read: Callable[[], bytes]  # its contents (at most MAX_MEMBER_BYTES, else ValueError)
     student: str | None = None
     target: str | None = None  # file name in submitted/<student>/<assignment>/
     form: str = ""  # "nbgrader", "lms" or "file"
     details: dict = field(default_factory=dict)  # gradebook fields: lms_user_id, names
     reading: LmsName | None = None  # how its LMS-written name was read, if it has one
     certain: bool = False  # that name has this one reading only (no other file needed)
+
+    def whose(self) -> str:
+        """The student :func:`identify` filed it for (asking before is a bug, not bad input)."""
+        if self.student is None:
+            raise ValueError(f"{self.origin}: no student yet (identify() sets one)")
+        return self.student
+
+    def placed(self) -> tuple[str, str]:
+        """``(student, file name in submitted/<student>/<assignment>/)`` once identified."""
+        if self.target is None:
+            raise ValueError(f"{self.origin}: no target file name yet (identify() sets one)")
+        return self.whose(), self.target
 
 
 @dataclass
@@ -167,7 +180,7 @@ class CollectReport:
 
     @property
     def students(self) -> list[str]:
-        return sorted({i.student for i in self.collected + self.unchanged})
+        return sorted({i.whose() for i in self.collected + self.unchanged})
 
     def render(self, course: Course) -> str:
         """The report for the instructor's terminal: one line per file, each shown ``visible``
@@ -251,7 +264,7 @@ def _keep_moodle_folder(items: list[Item], folder: str) -> None:
             item.rel = PurePosixPath(folder, item.rel)
 
 
-def _file_reader(path: Path):
+def _file_reader(path: Path) -> Callable[[], bytes]:
     def read() -> bytes:
         if path.stat().st_size > MAX_MEMBER_BYTES:
             raise ValueError(f"larger than {MAX_MEMBER_BYTES // 2**20} MiB")
@@ -297,6 +310,7 @@ def _scan_zip(path: Path):
         if why:
             refused.append((origin, why))
             continue
+        assert rel is not None, "safe_member_name gives a path or a reason"
         if LITTER.search(str(rel)):
             litter += 1
             continue
@@ -323,7 +337,7 @@ def _scan_zip(path: Path):
     return items, refused, litter
 
 
-def _zip_reader(path: Path, member: zipfile.ZipInfo):
+def _zip_reader(path: Path, member: zipfile.ZipInfo) -> Callable[[], bytes]:
     def read() -> bytes:
         # by ZipInfo, not by name: an archive may hold two members of the same name
         with zipfile.ZipFile(path) as archive, archive.open(member) as f:
@@ -495,7 +509,7 @@ def identify(item: Item, assignment: str, notebooks: list[str], assignments: lis
     readings = lms_readings(name)
     if readings:
         reading, item.certain, why = read_lms_name(readings, claims or Claims())
-        if why:
+        if reading is None:  # then ``why`` says why
             notebook = notebooks[0] if len(notebooks) == 1 else "<notebook>.ipynb"
             return f"ambiguous: {why}; to collect it, move it to <student>/{assignment}/{notebook}"
         item.reading = reading
@@ -578,7 +592,7 @@ def collect(
     items = _key_by_lms_user_id(course, items, report)
     by_target: dict[tuple[str, str], list[Item]] = {}
     for item in items:
-        by_target.setdefault((item.student, item.target), []).append(item)
+        by_target.setdefault(item.placed(), []).append(item)
     for (student, target), group in by_target.items():
         if len(group) > 1 and target.endswith(".ipynb"):
             kept = newest(group)
@@ -638,15 +652,17 @@ def newest(group: list[Item]) -> Item | None:
     or None when they are not copies of one file: Canvas names a re-uploaded ``x.ipynb``
     ``x-1.ipynb`` and gives it a larger file id (the newest is the largest); Moodle (and a
     browser) ``x (1).ipynb``, then ``x (2).ipynb``, in one submission folder."""
-    if all(i.reading is not None and i.reading.lms == "Canvas" for i in group):
-        stems = {_CANVAS_COPY.fullmatch(i.reading.file)["stem"] for i in group}
-        orders = [i.reading.order for i in group]
-        if len(stems) == 1 and len(set(orders)) == len(orders):
-            return max(group, key=lambda i: i.reading.order)
+    canvas = [i.reading for i in group if i.reading is not None and i.reading.lms == "Canvas"]
+    if len(canvas) == len(group):
+        # (a Canvas reading's file is what follows the prefix of a name ending in .ipynb)
+        stems = {m["stem"] if (m := _CANVAS_COPY.fullmatch(r.file)) else None for r in canvas}
+        orders = [r.order for r in canvas]
+        if len(stems) == 1 and None not in stems and len(set(orders)) == len(orders):
+            return group[orders.index(max(orders))]
         return None
-    copies = [_COPY.fullmatch(i.rel.name) for i in group]
+    copies = [m for i in group if (m := _COPY.fullmatch(i.rel.name))]
     folders = {i.rel.parent for i in group}
-    if len(folders) == 1 and all(copies) and len({m["stem"] for m in copies}) == 1:
+    if len(folders) == 1 and len(copies) == len(group) and len({m["stem"] for m in copies}) == 1:
         numbers = [int(m["n"] or 0) for m in copies]
         if len(set(numbers)) == len(numbers):
             return group[numbers.index(max(numbers))]
@@ -681,7 +697,7 @@ def _moodle_identities(course: Course, items: list[Item], report: CollectReport,
         known = {e.get("participant"): sid for sid, e in load_participants(course, report.assignment).items()}
         for pid in sorted({i.details["participant"] for i in moodle}):
             group = [i for i in moodle if i.details["participant"] == pid]
-            student = known.get(pid) or min(i.student for i in group)
+            student = known.get(pid) or min(i.whose() for i in group)
             for item in group:
                 item.student = student
             participants[student] = {"participant": pid, "submitted": None}
@@ -699,16 +715,16 @@ def _moodle_identities(course: Course, items: list[Item], report: CollectReport,
         if not pid:
             kept.append(item)
             continue
-        student = found.get(pid)
-        if student is None:
+        person = found.get(pid)
+        if person is None:
             row = rows.get(pid)
             who = (f"{row.full_name} ({row.email or 'no email'}, participant {pid})" if row
                    else f"{item.reading.name if item.reading else '?'} (participant {pid}, not in the worksheet)")
             report.not_on_roster.append((item.origin, who))
             continue
-        item.student = student.id
-        item.details = {k: v for k, v in (("first_name", student.first_name), ("last_name", student.last_name),
-                                          ("email", student.email), ("participant", pid)) if v}
+        item.student = person.id
+        item.details = {k: v for k, v in (("first_name", person.first_name), ("last_name", person.last_name),
+                                          ("email", person.email), ("participant", pid)) if v}
         kept.append(item)
     if sheet.unreadable_times:
         report.notes.append(f"note: {len(sheet.unreadable_times)} submission time(s) of the worksheet could "
@@ -801,7 +817,7 @@ def _key_by_lms_user_id(course: Course, items: list[Item], report: CollectReport
                     refused.add(id(item))
                 continue
             else:
-                student = min(i.student for i in group)  # a renamed student: one id all the same
+                student = min(i.whose() for i in group)  # a renamed student: one id all the same
                 try:
                     other = gb.find_student(student).lms_user_id
                 except MissingEntry:
