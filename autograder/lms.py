@@ -319,7 +319,9 @@ def match_worksheet(course: Course, sheet: Worksheet) -> tuple[dict[str, RosterS
                               [[r.full_name, r.email or "", r.id_number or ""] for r in sheet.rows]) \
             if sheet.rows else Roster(MOODLE, ())
         return {r.participant: s for r, s in zip(sheet.rows, made.students)}, []
-    by_mail, by_number, by_name = {}, {}, {}
+    by_mail: dict[str, RosterStudent] = {}
+    by_number: dict[str, RosterStudent] = {}
+    by_name: dict[str, list[RosterStudent]] = {}
     for sid, s in roster.items():
         student = RosterStudent(sid, s.get("first_name", ""), s.get("last_name", ""), s.get("lms_user_id"),
                                 s.get("email"), s.get("id_number"))
@@ -328,14 +330,16 @@ def match_worksheet(course: Course, sheet: Worksheet) -> tuple[dict[str, RosterS
         if student.id_number:
             by_number[student.id_number] = student
         by_name.setdefault(_name_key(student.name), []).append(student)
-    found, unmatched = {}, []
+    found: dict[str, RosterStudent] = {}
+    unmatched: list[WorksheetRow] = []
     for row in sheet.rows:
-        student = (by_mail.get((row.email or "").casefold()) or by_number.get(row.id_number or "")
-                   or (lambda c: c[0] if len(c) == 1 else None)(by_name.get(_name_key(row.full_name), [])))
-        if student is None:
+        named = by_name.get(_name_key(row.full_name), [])
+        match = (by_mail.get((row.email or "").casefold()) or by_number.get(row.id_number or "")
+                 or (named[0] if len(named) == 1 else None))
+        if match is None:
             unmatched.append(row)
         else:
-            found[row.participant] = student
+            found[row.participant] = match
     return found, unmatched
 
 

@@ -93,6 +93,8 @@ def build_record(spec: checker.Spec, student: str, validation: checker.Validatio
     try:
         if failed is not None:
             raise failed[1]
+        if validation is None:  # a caller's bug: only a failed stage leaves no validation
+            raise ValueError("no validation of the notebook, and no earlier stage failed")
         result, run_report = checker.score(spec, student, validation, outcome, limits)
         stage = "writing the autograded notebook"
         notebook = dump_json(checker.autograded_notebook(spec, validation, result, run_report))
