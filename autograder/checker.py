@@ -196,10 +196,10 @@ def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
     return compute_checksum(node)
 
 
-def _bound_at_top(stmt: ast.stmt) -> set[str]:
-    """Names a top-level statement binds in the cell's (module) scope: assignment, for, with,
-    except and match targets, imports, def and class names -- not what nested functions,
-    classes, lambdas or comprehensions bind in their own scopes."""
+def _bound_at_top(stmt: ast.AST) -> set[str]:
+    """Names a top-level statement (or a for/with target) binds in the cell's (module) scope:
+    assignment, for, with, except and match targets, imports, def and class names -- not what
+    nested functions, classes, lambdas or comprehensions bind in their own scopes."""
     out: set[str] = set()
     stack: list[ast.AST] = [stmt]
     while stack:
@@ -273,7 +273,7 @@ def _scan(stmts: list[ast.stmt], bound: set[str]) -> set[str]:
                     answers |= _read_in(item.optional_vars) - inner
                     inner |= _bound_at_top(item.optional_vars)
             answers |= _scan(st.body, inner)
-        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+        elif isinstance(st, (ast.Try, ast.TryStar)):  # try/except and try/except* (3.11+)
             answers |= _scan(st.body, bound) | _scan(st.orelse, bound) | _scan(st.finalbody, bound)
             for h in st.handlers:
                 if h.type is not None:
@@ -514,7 +514,7 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str | None]:
 def _personal_text(spec: Spec, student: str | None) -> dict[str, str]:
     """grade_id -> a read-only markdown cell's text in ``student``'s own (roster) notebook."""
     variant = spec.variant_of(student) if student is not None and spec.variants_on else None
-    if variant is None:
+    if variant is None or spec.variants is None:  # (a variant is drawn from spec.variants)
         return {}
     from scalebook.variants import fill_placeholders
 
@@ -734,13 +734,13 @@ def run_test(test: TestCell, values: dict[str, dict],
         msg = clean_text(str(exc)).strip() or "AssertionError: the answer is not correct."
         return False, msg[:MAX_MESSAGE]
     except NameError as exc:
-        name = getattr(exc, "name", None)
-        entry = values.get(name) if name else None
-        if entry is not None and "error" in entry:
-            return False, (f"{name} is {entry['error']}: answers must be numbers, strings, "
+        missing: str | None = getattr(exc, "name", None)
+        captured = values.get(missing) if missing else None
+        if captured is not None and "error" in captured:
+            return False, (f"{missing} is {captured['error']}: answers must be numbers, strings, "
                            f"lists or arrays of numbers, or PartitionSpecs.")
-        if name in test.names:
-            return False, f"not answered: there is no variable {name} when this question is checked."
+        if missing in test.names:
+            return False, f"not answered: there is no variable {missing} when this question is checked."
         return False, clean_text(f"NameError: {exc}")[:MAX_MESSAGE]
     except RecursionError:
         return False, "RecursionError while checking the answer."
@@ -951,8 +951,9 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
         gid = _gid(cell)
         if gid is not None:
             release_by_gid.setdefault(gid, cell)
-    submitted = validation.notebook is not None and validation.invalid is None
-    base_cells = validation.notebook["cells"] if submitted else release_cells
+    notebook = validation.notebook if validation.invalid is None else None
+    submitted = notebook is not None
+    base_cells = notebook["cells"] if notebook is not None else release_cells
     by_pos = {i: gid for gid, i in validation.test_positions.items()}
     seen_tests: set[str] = set()
     seen_gids: set[str] = set()
@@ -970,11 +971,13 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
             continue
         # the instructor's cell of this grade_id (first occurrence, same type): its nbgrader
         # metadata, and for read-only cells its source (what was run)
-        rel = release_by_gid.get(gid) if gid is not None and gid not in seen_gids else None
-        if rel is not None and (rel.get("cell_type") != kind or gid in result.max_scores):
-            rel = None
-        if rel is not None:
-            seen_gids.add(gid)
+        rel: dict | None = None
+        if gid is not None and gid not in seen_gids:
+            rel = release_by_gid.get(gid)
+            if rel is not None and (rel.get("cell_type") != kind or gid in result.max_scores):
+                rel = None
+            if rel is not None:
+                seen_gids.add(gid)
         if rel is not None and isinstance(rel.get("metadata"), dict):
             meta = copy.deepcopy(rel["metadata"])  # the instructor's, nbgrader's included
         else:
@@ -982,8 +985,9 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
             tags = _tags(cell)
             if tags:
                 meta["tags"] = tags
-        from_release = rel is not None and gid in spec.locked
-        source = _text((rel if from_release else cell).get("source"))
+        locked = rel if rel is not None and gid in spec.locked else None
+        from_release = locked is not None
+        source = _text((locked if locked is not None else cell).get("source"))
         raw = cell.get("attachments")
         attachments = safe_attachments(raw) if kind != "code" and _valid_attachments(raw) else {}
         if kind != "code" and not from_release and source not in trusted:
