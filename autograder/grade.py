@@ -172,6 +172,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
                                  errors=dict(plan.unreadable), resubmitted=list(plan.resubmitted))
             if plan.todo:
+                if runner is None:  # no submission folder a moment ago
+                    raise GradingError("submissions arrived while grading started: run grade again")
                 report.workers = runner.workers
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
                 report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"

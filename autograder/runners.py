@@ -21,9 +21,13 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .course import REPO, SOLUTIONS, Course
 from .sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
+
+if TYPE_CHECKING:
+    from distributed import as_completed
 
 
 class RunnerError(RuntimeError):
@@ -108,7 +112,7 @@ class DaskRunner:
             raise RunnerError(f"the Dask cluster at {scheduler} has no workers")
         self.capacity = 2 * threads
         self.workers = threads
-        self.completed = None
+        self.completed: as_completed | None = None   # every job submitted, as they finish
 
     def submit(self, student: str, job: dict):
         from .sandbox import run_remote
@@ -124,6 +128,8 @@ class DaskRunner:
         return fut
 
     def wait_any(self, futures: set) -> set:
+        if self.completed is None:
+            raise RuntimeError("wait_any() before any job was submitted: nothing can finish")
         done = {next(self.completed)}
         done.update(self.completed.next_batch(block=False))
         return done & futures
