@@ -38,12 +38,16 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from scalebook.homework import spec_for
 
 from .course import (EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids, is_identity_cell,
                      variants_enabled)
 from .variants import key_for
+
+if TYPE_CHECKING:
+    from .export import Row
 
 SPECS = REPO / "tests" / "submissions"
 
@@ -173,8 +177,16 @@ def expected_scores(assignment: str, entry: dict, *, solutions: Path = SOLUTIONS
     return {gid: float(wanted.get(gid, 0.0)) for gid in points}
 
 
+class DemoResult(TypedDict):
+    """What :func:`run_demo` returns."""
+
+    course: Course
+    rows: dict[str, list[Row]]    # assignment -> the exported grade rows
+    seconds: dict[str, float]     # assignment -> wall seconds of its `grade` command
+
+
 def run_demo(command, *, workdir: Path | None = None, assignments: list[str] | None = None,
-             workers: int | None = None, out=print) -> dict:
+             workers: int | None = None, out=print) -> DemoResult:
     """generate -> build the samples -> collect -> grade -> export -> feedback; print the table.
 
     ``command(argv) -> exit status`` runs one instructor's command, as ``python -m autograder``
@@ -184,11 +196,10 @@ def run_demo(command, *, workdir: Path | None = None, assignments: list[str] | N
     """
     assignments = assignments or [p.stem for p in sorted(SPECS.glob("*.json"))]
     keep = workdir is not None
-    root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="scalebook-demo-"))
-    result = {"rows": {}, "seconds": {}}
+    root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="scalebook-demo-"))
     try:
         course = Course(root / "course")
-        result["course"] = course
+        result: DemoResult = {"course": course, "rows": {}, "seconds": {}}
         for assignment in assignments:
             incoming = root / "incoming" / assignment
             built = build_submissions(assignment, incoming, course=course)

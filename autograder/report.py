@@ -268,7 +268,7 @@ def part_stats(part: Part, students: list[StudentResult], upper: list[float], lo
     """The statistics of one part (``upper``/``lower``: each student's group weights)."""
     n = len(students)
     scores = [s.score(part.grade_id) for s in students]
-    outcomes = Counter()
+    outcomes: Counter[str] = Counter()
     groups: dict[str, Counter] = {}
     for student, score in zip(students, scores):
         result = student.parts.get(part.grade_id)
@@ -387,7 +387,7 @@ def to_csv(analysis: ItemAnalysis) -> str:
     ``{label: count}``, the largest group first (hints hold commas and semicolons, so no plain
     separator would do); ``most_common_wrong_answer`` and its count are those of the largest
     group."""
-    rows = [CSV_COLUMNS]
+    rows: list[list[object]] = [list(CSV_COLUMNS)]
     for s in analysis.parts:
         first = s.wrong[0].answers[0] if s.wrong and s.wrong[0].answers else None
         rows.append([
@@ -411,6 +411,7 @@ def _png(fig) -> str:
 
 def histogram_image(analysis: ItemAnalysis) -> str:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     h = analysis.histogram
     fig = Figure(figsize=(7, 3))
@@ -424,7 +425,9 @@ def histogram_image(analysis: ItemAnalysis) -> str:
     ax.set_xlabel(f"total score (of {analysis.max_total:g})")
     ax.set_ylabel("students")
     ax.set_title(f"{analysis.assignment}: scores of {analysis.students} students")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    locator = ax.yaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one: whole students only
+        locator.set_params(integer=True)
     return _png(fig)
 
 
