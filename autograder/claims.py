@@ -115,19 +115,22 @@ class AdvisoryLockClaims(SubmissionClaims):
         self.assignment = assignment
         # autocommit: the connection never sits "idle in transaction" while it holds locks
         self._engine = create_engine(db_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-        self._conn = None
         try:
-            self._conn = self._engine.connect()
+            conn = self._engine.connect()
+        except BaseException:
+            self._engine.dispose()
+            raise
+        try:
             # a grader whose machine dies (no FIN from its socket) frees its claims within a
             # minute or so, not when the operating system's two-hour keepalive gives up
             for setting in ("tcp_keepalives_idle = 30", "tcp_keepalives_interval = 10",
                             "tcp_keepalives_count = 3"):
-                self._conn.execute(text(f"SET {setting}"))
+                conn.execute(text(f"SET {setting}"))
         except BaseException:
-            if self._conn is not None:
-                self._conn.close()
+            conn.close()
             self._engine.dispose()
             raise
+        self._conn = conn
         self._keys: dict[str, tuple[int, int]] = {}
 
     def _sql(self, statement: str, keys: tuple[int, int]):
