@@ -891,7 +891,9 @@ def serve(sock_fd: int, config_json: str) -> None:
             pidfd = os.pidfd_open(child)
             send({"started": True})
             continue
-        ready, _, _ = select.select([sock, pidfd], [], [])
+        if pidfd is None:  # never: it is set with child, above; a bug ends this template
+            os._exit(3)
+        ready, _, _ = select.select([sock.fileno(), pidfd], [], [])
         if pidfd in ready:
             _, status, usage = os.wait4(child, 0)
             os.close(pidfd)
