@@ -11,4 +11,4 @@ import sys as _sys
 # grammars on import: 1.2 s of every command's start-up on a 2-core machine, spent on
 # checking the "iri" string format that no notebook schema uses. Marking it as absent makes
 # jsonschema leave those two formats unchecked, as it does wherever the package is missing.
-_sys.modules.setdefault("rfc3987_syntax", None)
+_sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # typeshed: modules only, yet None is import's "absent"

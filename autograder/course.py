@@ -22,11 +22,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
 from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -110,7 +113,7 @@ class Course:
         return cd
 
     @contextlib.contextmanager
-    def gradebook(self) -> Iterator["nbgrader.api.Gradebook"]:  # noqa: F821
+    def gradebook(self) -> Iterator[Gradebook]:
         """``with course.gradebook() as gb:`` -- nbgrader's Gradebook, closed afterwards."""
         from nbgrader.api import Gradebook
 

@@ -203,7 +203,7 @@ class _GradingRun:
     """The stages for each submission of one run, kept as busy as the runner allows:
     claim -> read and validate -> run -> check -> write -> commit (a few at a time) -> release."""
 
-    def __init__(self, course, gb, layout, spec, limits, claims, runner, report, force, advance):
+    def __init__(self, course, gb, layout, spec, limits, claims, runner, report, force, advance) -> None:
         self.course, self.gb, self.layout, self.spec, self.limits = course, gb, layout, spec, limits
         self.claims, self.runner, self.report = claims, runner, report
         self.force, self.advance = force, advance
