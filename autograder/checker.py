@@ -985,9 +985,8 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
             tags = _tags(cell)
             if tags:
                 meta["tags"] = tags
-        locked = rel if rel is not None and gid in spec.locked else None
-        from_release = locked is not None
-        source = _text((locked if locked is not None else cell).get("source"))
+        from_release = rel is not None and gid in spec.locked
+        source = _text((rel if rel is not None and from_release else cell).get("source"))
         raw = cell.get("attachments")
         attachments = safe_attachments(raw) if kind != "code" and _valid_attachments(raw) else {}
         if kind != "code" and not from_release and source not in trusted:

@@ -815,19 +815,24 @@ def _decode_status(returncode: int | None) -> tuple[int | None, bool]:
     return sig, cpu
 
 
+def _nonblocking_output(proc: subprocess.Popen[bytes] | _TemplateChild) -> int:
+    """The fd of a sandbox's stdout (and stderr), made non-blocking for :func:`pump`."""
+    if proc.stdout is None:
+        raise ValueError("pump() reads the sandbox's output: start it with stdout=PIPE")
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    return fd
+
+
 def pump(proc: subprocess.Popen[bytes] | _TemplateChild, job_bytes: bytes, result_r: int,
          limits: Limits, cancel: threading.Event | None = None) -> Outcome:
     """Talk to a started sandbox process until it ends (or is killed); return the outcome."""
-    if proc.stdout is None:
-        raise ValueError("pump() reads the sandbox's output: start it with stdout=PIPE")
     t0 = time.monotonic()
     deadline = t0 + limits.timeout
     p = _Pump(limits)
     sel = selectors.DefaultSelector()
     os.set_blocking(result_r, False)
-    out_fd = proc.stdout.fileno()
-    os.set_blocking(out_fd, False)
-    sel.register(out_fd, selectors.EVENT_READ, "out")
+    sel.register(_nonblocking_output(proc), selectors.EVENT_READ, "out")
     sel.register(result_r, selectors.EVENT_READ, "res")
     stdin = proc.stdin
     view = memoryview(job_bytes)
