@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from typing import Mapping
+from typing import Iterable, Mapping
 
 __all__ = ["render", "render_json", "check_controls", "NUMBER_LIMIT", "TEXT_LIMIT",
            "MESSAGE_LIMIT"]
@@ -88,6 +88,7 @@ def _finite(value: object, where: str = "") -> str | None:
     """The path of the first non-finite float in ``value`` (dicts, lists), or None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else where or "the result"
+    items: Iterable[tuple[object, object]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, (list, tuple)):

@@ -182,11 +182,11 @@ def calculator_state(*, preset: str = DEFAULT_PRESET, n_layers: int, d_model: in
     ``tokens_trillions`` is the budget in units of 1e12 tokens (the only non-SI input, as a
     reader types it); ``mfu`` must lie in (0, 1]. Raises ``ValueError`` for any bad input.
     """
-    sizes = {k: _int(k, v) for k, v in dict(
-        n_layers=n_layers, d_model=d_model, d_ff=d_ff, n_heads=n_heads, n_kv_heads=n_kv_heads,
-        vocab_size=vocab_size).items()}
-    name = preset if preset in PRESETS else "custom model"
-    cfg = TransformerConfig(**sizes, name=name)
+    cfg = TransformerConfig(
+        n_layers=_int("n_layers", n_layers), d_model=_int("d_model", d_model),
+        d_ff=_int("d_ff", d_ff), n_heads=_int("n_heads", n_heads),
+        n_kv_heads=_int("n_kv_heads", n_kv_heads), vocab_size=_int("vocab_size", vocab_size),
+        name=preset if preset in PRESETS else "custom model")
     seq_len = _int("sequence length", seq_len)
     global_batch = _int("global batch", global_batch)
     n_chips = _int("chips", n_chips)
@@ -217,7 +217,8 @@ def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[s
     """The controls to set after control ``changed`` moved: choosing a preset fills the model
     fields with its shape; editing a model field makes the preset "custom"."""
     if changed == "preset":
-        cfg = PRESETS.get(values.get("preset"))
+        preset = values.get("preset")
+        cfg = PRESETS.get(preset) if isinstance(preset, str) else None
         return {} if cfg is None else {name: getattr(cfg, name) for name in MODEL_FIELDS}
     if changed in MODEL_FIELDS:
         return {"preset": CUSTOM}
@@ -243,9 +244,9 @@ def flops_curves(state: CalculatorState, contexts: Sequence[float] = CONTEXTS
     for context in contexts:
         f = flops_per_token(state.config, float(context))
         curves["matmul"].append(1.0)
-        curves["mlp"].append(3.0 * f.mlp / six_p)
-        curves["attention"].append(3.0 * f.attention_core / six_p)
-        curves["total"].append(3.0 * f.forward / six_p)
+        curves["mlp"].append(float(3.0 * f.mlp / six_p))  # one context: numbers, not arrays
+        curves["attention"].append(float(3.0 * f.attention_core / six_p))
+        curves["total"].append(float(3.0 * f.forward / six_p))
     return curves
 
 

@@ -43,8 +43,6 @@ Non-finite numbers are not valid JSON: a series must leave them out (an infinite
 batch, say, is drawn as no line at all, exactly as the matplotlib version does).
 """
 
-from __future__ import annotations
-
 import math
 from typing import Callable, Sequence
 

@@ -201,9 +201,10 @@ def _power_of_ten(value: float) -> str:
 
 def comparison_chart(series: dict, log: bool) -> dict:
     """:func:`comparison_series` as a :mod:`~scalebook.live.chart` description."""
-    y = chart.axis("log" if log else "linear", *series["ylim"], "relative to the largest",
-                   ticks=(chart.decade_ticks(*series["ylim"], _power_of_ten) if log
-                          else chart.linear_ticks(*series["ylim"], 0.2)))
+    lo, hi = series["ylim"]
+    y = chart.axis("log" if log else "linear", lo, hi, "relative to the largest",
+                   ticks=(chart.decade_ticks(lo, hi, _power_of_ten) if log
+                          else chart.linear_ticks(lo, hi, 0.2)))
     return chart.chart([chart.panel(
         series["title"], chart.axis("category", label="", categories=series["names"]), y,
         [chart.bars(series["heights"], series["colours"], series["texts"])],

@@ -16,7 +16,7 @@ import html
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..hardware import chip_names, get_chip
 from ..training import (PRESETS, REMAT_MODES, TrainingLayout, TrainingPlan, best_training_layout,
@@ -111,11 +111,11 @@ def planner_state(*, preset: str = "LLaMA-3 70B", n_layers: int, d_model: int, d
                   remat: str = "none", overlap: bool = True) -> PlannerState:
     """Price the layout the controls describe. The model fields (not the preset) define the
     model; ``preset`` is only carried along. Raises ``ValueError`` for any bad input."""
-    sizes = dict(n_layers=n_layers, d_model=d_model, d_ff=d_ff, n_heads=n_heads,
-                 n_kv_heads=n_kv_heads, vocab_size=vocab_size)
-    sizes = {k: _int(k, v) for k, v in sizes.items()}
-    name = preset if preset in PRESETS else "custom model"
-    cfg = TransformerConfig(**sizes, name=name)
+    cfg = TransformerConfig(
+        n_layers=_int("n_layers", n_layers), d_model=_int("d_model", d_model),
+        d_ff=_int("d_ff", d_ff), n_heads=_int("n_heads", n_heads),
+        n_kv_heads=_int("n_kv_heads", n_kv_heads), vocab_size=_int("vocab_size", vocab_size),
+        name=preset if preset in PRESETS else "custom model")
     layout = TrainingLayout(dp=dp, fsdp=fsdp, tp=tp, pp=pp, zero_stage=zero_stage,
                             microbatches=microbatches, remat=remat)
     n_chips = _int("n_chips", n_chips)
@@ -137,17 +137,20 @@ def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[s
     """Controls to set after ``changed`` moved: a preset fills the model fields
     (:data:`MODEL_FIELDS`); editing a model field makes the preset "custom". ``{}`` otherwise."""
     if changed == "preset":
-        cfg = PRESETS.get(values["preset"])
+        preset = values["preset"]
+        cfg = PRESETS.get(preset) if isinstance(preset, str) else None
         return {} if cfg is None else {name: getattr(cfg, name) for name in MODEL_FIELDS}
     if changed in MODEL_FIELDS:
         return {"preset": CUSTOM}
     return {}
 
 
-def best_layout_controls(values: Mapping[str, object]) -> dict[str, object]:
+def best_layout_controls(values: Mapping[str, Any]) -> dict[str, object]:
     """The layout controls (:data:`LAYOUT_FIELDS`) of the fastest fitting layout of exactly
     ``n_chips`` chips for the model, chip, batch and overlap in ``values``
     (:func:`scalebook.training.best_training_layout`, a search over a few thousand layouts).
+    ``values`` are every control as the page sends it (any JSON value, as :func:`view`'s
+    ``controls``): :func:`planner_state` checks each before the search.
 
     Raises ``ValueError`` (one line) for bad inputs or when no layout fits.
     """

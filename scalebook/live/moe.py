@@ -20,6 +20,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..hardware import chip_names, get_chip
 from ..moe import (
@@ -44,9 +45,23 @@ __all__ = ["MoEState", "moe_state", "moe_summary", "moe_chart", "view", "MOE_CHI
 #: Chips offered: those with a bf16 figure.
 MOE_CHIPS: tuple[str, ...] = tuple(n for n in chip_names() if "bf16" in get_chip(n).dtypes)
 
+class MoEControls(TypedDict):
+    """The explorer's controls by name: :func:`moe_state`'s arguments."""
+
+    chip: str
+    n_experts: int
+    top_k: int
+    d_model: int
+    d_expert: int
+    n_layers: int
+    capacity_factor: float
+    ep: int
+    tokens_per_chip: float
+
+
 #: The explorer's default state: DeepSeek-V3's MoE layers on 64 H100s (DeepSeek-AI 2024).
-DEFAULTS = dict(chip="H100", n_experts=256, top_k=8, d_model=7168, d_expert=2048,
-                n_layers=58, capacity_factor=1.25, ep=64, tokens_per_chip=4096)
+DEFAULTS = MoEControls(chip="H100", n_experts=256, top_k=8, d_model=7168, d_expert=2048,
+                       n_layers=58, capacity_factor=1.25, ep=64, tokens_per_chip=4096)
 
 #: Tokens per chip on the x axis of the plot.
 TOKEN_RANGE = (16.0, 262144.0)

@@ -303,7 +303,7 @@ def disabled_options(state: RooflineState) -> dict:
 
     compute = _compute_dtype(state.x_dtype, state.w_dtype)
     chips = [get_chip(p.chip) for p in state.points]
-    out = {"chip": [], "compare": [], "x_dtype": [], "w_dtype": []}
+    out: dict[str, list[list[str]]] = {"chip": [], "compare": [], "x_dtype": [], "w_dtype": []}
     for name in chip_names():
         reason = _lacks(get_chip(name), compute)
         if reason is not None:

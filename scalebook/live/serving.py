@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 from ..hardware import canonical_dtype, chip_names, get_chip
 from ..inference import (
@@ -180,6 +180,15 @@ def choose_dtype(value: object, allowed: tuple[str, ...], what: str) -> str:
     return key
 
 
+class _Storage(TypedDict):
+    """How the weights and the cache are stored: the keyword arguments every
+    :mod:`scalebook.inference` model below takes alike."""
+
+    weight_dtype: str
+    cache_dtype: str
+    kv_sharding: str
+
+
 def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: int = 8,
                   prompt_len: int = 2048, gen_len: int = 2048, batch: int = 32,
                   weight_dtype: str = "bf16", cache_dtype: str = "bf16",
@@ -223,7 +232,7 @@ def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
         raise ValueError(f"cache sharding must be one of {', '.join(KV_SHARDINGS)}, "
                          f"got {kv_sharding!r}")
     context = prompt + gen
-    dtypes = dict(weight_dtype=w_dtype, cache_dtype=c_dtype, kv_sharding=kv_sharding)
+    dtypes = _Storage(weight_dtype=w_dtype, cache_dtype=c_dtype, kv_sharding=kv_sharding)
     batches = curve_batches(b)
     curve = tuple(latency_throughput(cfg, chip_obj, batches=batches, context_len=context,
                                      n_chips=n, compute_dtype=m_dtype, **dtypes))
@@ -413,7 +422,8 @@ def serving_chart(series: dict) -> dict:
     figure draws it: memory (a stacked bar and the HBM line), time per token and tokens/s per
     chip against the batch (twin y axes, the no-fit batches shaded, the critical batch dotted),
     and the latency–throughput curve."""
-    time_lim, rate_lim = series["time_lim"], series["rate_lim"]
+    time_lim: tuple[float, float] = series["time_lim"]  # (lowest, highest): plot_limits
+    rate_lim: tuple[float, float] = series["rate_lim"]
     w = _BAR_HALF_WIDTH
     memory = [chart.area(_box(-w, w, m["bottom"], m["bottom"] + m["height"]), m["colour"],
                          label=m["kind"]) for m in series["memory"]]

@@ -31,7 +31,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Sequence, TypeVar, Union
 
 from .. import collectives
 from ..hardware import Chip, canonical_dtype, get_chip
@@ -106,6 +106,7 @@ DEFAULT_LAYOUT = "data × tensor parallel (case 3)"
 FIELDS = ("mesh", "lhs", "rhs", "out")
 
 Wraparound = Union[bool, str]
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- parsing
@@ -182,14 +183,15 @@ def _size(name: str, value: object) -> int:
     """A size in elements: a whole number >= 1 (4096.0 reads as 4096), else ValueError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a whole number of elements, got {value!r}")
-    if not math.isfinite(value) or value < 1 or abs(value - round(value)) > 1e-6 * value:
+    number = float(value)  # int, float or a NumPy scalar: the same test for each
+    if not math.isfinite(number) or number < 1 or abs(number - round(number)) > 1e-6 * number:
         raise ValueError(f"{name} must be a whole number ≥ 1, got {value!r}")
     return int(round(value))
 
 
 # --------------------------------------------------------------------------- costs
 
-def collective_cost(kind: str, nbytes: float | Sequence[float], axes: Sequence[str], mesh: Mesh,
+def collective_cost(kind: str, nbytes: float, axes: Sequence[str], mesh: Mesh,
                     chip: str | Chip, *, wraparound: Wraparound = "auto"
                     ) -> collectives.CollectiveCost:
     """The cost of one collective of ``nbytes`` (collectives convention: the array the group
@@ -199,11 +201,40 @@ def collective_cost(kind: str, nbytes: float | Sequence[float], axes: Sequence[s
 
     ``kind`` is one of :data:`KINDS`; ``wraparound`` True, False or "auto" (default: as the
     chip's slices are built, :func:`scalebook.collectives.has_wraparound`). ``nbytes`` is one
-    size in bytes; with NumPy installed it may also be an array (a whole curve at once).
+    size in bytes, as :func:`~scalebook.sharding.axis_collective_cost` takes it (a curve is a
+    loop over sizes, which runs without NumPy).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
     return axis_collective_cost(kind, nbytes, axes, mesh, chip, wraparound=wraparound)
+
+
+def _priced(value: _T | None, what: str) -> _T:
+    """``value``, a number the solver fills only when it has the shapes and the chip (a
+    collective's bytes, time or cost; a plan's FLOPs or time). Every plan here is given both,
+    so None is a bug, not a bad input: RuntimeError (a "cannot compute" for the reader), never
+    a silent wrong number."""
+    if value is None:
+        raise RuntimeError(f"{what} was planned without shapes or a chip, so it has no cost")
+    return value
+
+
+def _seconds(step: PlannedCollective) -> float:
+    """``step``'s time (s)."""
+    return _priced(step.time, str(step))
+
+
+def _bytes(step: PlannedCollective) -> float:
+    """``step``'s message size V (bytes the group holds together)."""
+    return _priced(step.nbytes, str(step))
+
+
+def _regime(step: PlannedCollective) -> str:
+    """Whether ``step`` is latency- or bandwidth-bound: one message size, so one regime."""
+    regime = _priced(step.cost, str(step)).regime
+    if not isinstance(regime, str):
+        raise RuntimeError(f"{step} was priced at several message sizes, not one")
+    return regime
 
 
 # --------------------------------------------------------------------------- state
@@ -284,17 +315,17 @@ class ShardedMatmulState:
         """Devices in a collective group over :attr:`plot_axes`."""
         return self.mesh.size_of(self.plot_axes)
 
-    def curve(self, kind: str, nbytes: float | Sequence[float] = MESSAGES
-              ) -> collectives.CollectiveCost:
-        """``kind``'s cost at message size ``nbytes`` over :attr:`plot_axes` (what the plot
-        draws): one size, or with NumPy installed a sequence, by default :data:`MESSAGES`."""
+    def curve(self, kind: str, nbytes: float) -> collectives.CollectiveCost:
+        """``kind``'s cost at message size ``nbytes`` (bytes) over :attr:`plot_axes`: one
+        point of what the plot draws."""
         return collective_curve(self, kind, nbytes)
 
 
 def collective_curve(state: ShardedMatmulState, kind: str,
-                     nbytes: float | Sequence[float] = MESSAGES) -> collectives.CollectiveCost:
-    """``kind``'s cost at message sizes ``nbytes`` over the state's plot axes, chip and
-    wraparound: the curve the message-size plot draws."""
+                     nbytes: float) -> collectives.CollectiveCost:
+    """``kind``'s cost at message size ``nbytes`` (bytes) over the state's plot axes, chip and
+    wraparound: one point of the curve the message-size plot draws (a loop over
+    :data:`MESSAGES`)."""
     return collective_cost(kind, nbytes, state.plot_axes, state.mesh, state.chip,
                            wraparound=state.wraparound)
 
@@ -362,7 +393,7 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
         if reason is not None:
             why_not = why_not or reason
             continue
-        total = candidate.comms_time + sum(s.time for s in steps)
+        total = _priced(candidate.comms_time, "the plan") + sum(_seconds(s) for s in steps)
         key = (total, len(steps) + len(slices))
         if best is None or key < best[0]:
             best = (key, candidate, reduce, scatter_dim, steps, slices)
@@ -389,8 +420,9 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
     operands.append(_info("local result", chosen.local_result, sizes, dtype, mesh))
     operands.append(_info("output", output, sizes, dtype, mesh))
 
-    compute = float(chosen.flops_per_device) / peak
-    comms = float(chosen.comms_time) + float(sum(s.time for s in reshard))
+    flops = float(_priced(chosen.flops_per_device, "the plan"))
+    compute = flops / peak
+    comms = float(_priced(chosen.comms_time, "the plan")) + float(sum(map(_seconds, reshard)))
     steps = (*chosen.collectives, *reshard)
     plot_axes = _plot_axes(axis, steps, mesh)
     kinds = tuple(k for k in KINDS if any(s.kind == k and s.axes == plot_axes for s in steps))
@@ -399,7 +431,7 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
         F=sizes["F"], dtype=dtype, wraparound=wraparound, lhs=str(a), rhs=str(b),
         out=str(target), plan=chosen, reduce=reduce, scatter_dim=scatter_dim, reshard=reshard,
         slices=slices, reachable=reachable, output=output, output_note=output_note,
-        operands=tuple(operands), flops_per_device=float(chosen.flops_per_device),
+        operands=tuple(operands), flops_per_device=flops,
         compute_time=compute, comms_time=comms,
         bound="compute" if compute >= comms else "communication",
         ratio=math.inf if comms == 0 else compute / comms,
@@ -420,7 +452,7 @@ def _plot_axes(axis: str, steps: Sequence[PlannedCollective], mesh: Mesh) -> tup
     if axis != "auto":
         return (axis,)
     if steps:
-        return max(steps, key=lambda s: s.time).axes
+        return max(steps, key=_seconds).axes
     return next(((name,) for name, size in mesh.axes if size > 1), (mesh.axis_names[0],))
 
 
@@ -445,7 +477,7 @@ def sharded_matmul_summary(state: ShardedMatmulState) -> str:
         "<tr>" + "".join(cell.format(c) for c in (
             esc(s.kind), "".join(s.axes) + f" ({s.group_size})",
             f"<code>{esc(s.before)}</code> → <code>{esc(s.after)}</code>",
-            format_bytes(s.nbytes), format_seconds(s.time), esc(s.cost.regime))) + "</tr>"
+            format_bytes(_bytes(s)), format_seconds(_seconds(s)), esc(_regime(s)))) + "</tr>"
         for s in state.steps) or f"<tr>{cell.format('none')}</tr>"
     ratio = "∞" if math.isinf(state.ratio) else f"{state.ratio:.2f}"
     colour = "#1f5fa8" if state.bound == "compute" else "#b00020"
@@ -492,7 +524,7 @@ def _bar_rows(state: ShardedMatmulState) -> list[list]:
     the text printed after the bar reads "name: time"."""
     rows = [("local matmul", float(state.compute_time), COMPUTE_COLOUR)]
     for step in state.steps:
-        rows.append((f"{step.kind}_{''.join(step.axes)} {step.operand}", float(step.time),
+        rows.append((f"{step.kind}_{''.join(step.axes)} {step.operand}", _seconds(step),
                      KIND_COLOURS.get(step.kind, OTHER_COLOUR)))
     return [[name, t, colour, f"{name}: {format_seconds(t)}"] for name, t, colour in rows]
 
@@ -529,7 +561,7 @@ def sharded_matmul_series(state: ShardedMatmulState) -> dict:
     axes_text = "".join(state.plot_axes)
     curves = {kind: [[v, float(collective_curve(state, kind, v).time)] for v in MESSAGES]
               for kind in shown}
-    markers = {kind: [[float(s.nbytes), float(s.time)] for s in state.steps
+    markers = {kind: [[float(_bytes(s)), _seconds(s)] for s in state.steps
                       if s.kind == kind and s.axes == state.plot_axes] for kind in KINDS}
     latency = bandwidth = crossover = labels = None
     if shown:
@@ -621,9 +653,10 @@ def linked_controls(values: Mapping[str, object], changed: str | None) -> dict[s
     else:
         updates = {}
     axis = values.get("axis", "auto")
-    if "mesh" in updates and axis != "auto":
+    mesh = updates.get("mesh")  # a layout's mesh text (LAYOUTS), when a layout was chosen
+    if isinstance(mesh, str) and axis != "auto":
         try:
-            lacks = axis not in parse_mesh(updates["mesh"]).axis_names
+            lacks = axis not in parse_mesh(mesh).axis_names
         except ValueError:
             lacks = False
         if lacks:

@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import ipywidgets as widgets
 import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from ..live import render
 from . import figure as fig
@@ -60,7 +61,7 @@ class Explorer(widgets.VBox):
         self._accepted: dict[str, object] = {}
         self._state_cache: object = None
         self.view: dict = {}
-        self.figure = None
+        self.figure: Figure | None = None
         self.drawing: fig.Drawing | None = None
         self._background = None
         self.error = ""
@@ -134,22 +135,25 @@ class Explorer(widgets.VBox):
         """Draw ``chart``: the fast path (artists moved, repainted over the saved background)
         when its frame is unchanged, else a full drawing that saves a new background."""
         size = (chart["width"] / fig.DPI, chart["height"] / fig.DPI)
-        if self.figure is None or tuple(self.figure.get_size_inches()) != size:
-            self.figure = fig.new_figure(chart, self._dpi)
+        figure = self.figure
+        if figure is None or tuple(figure.get_size_inches()) != size:
+            figure = self.figure = fig.new_figure(chart, self._dpi)
             self.drawing, self._background = None, None
-        canvas = self.figure.canvas
+        canvas = figure.canvas
+        if not isinstance(canvas, FigureCanvasAgg):  # fig.new_figure gives every figure one
+            raise TypeError(f"the explorer draws on an Agg canvas, not {type(canvas).__name__}")
         dynamic = fig.update(self.drawing, chart) if self.drawing is not None else None
         if dynamic is None:
-            self.drawing = fig.draw(self.figure, chart)
+            self.drawing = fig.draw(figure, chart)
             dynamic = self.drawing.dynamic()
             for artist in dynamic:
                 artist.set_animated(True)  # painted over the saved background, never into it
             canvas.draw()
-            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            self._background = canvas.copy_from_bbox(figure.bbox)
         else:
             canvas.restore_region(self._background)
         for artist in dynamic:
-            self.figure.draw_artist(artist)
+            figure.draw_artist(artist)
         self.png = _canvas_png(canvas)
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
