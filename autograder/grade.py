@@ -47,7 +47,7 @@ from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, write_files)
 from .runners import RunnerError, start_runner
-from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload
+from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -124,6 +124,15 @@ def template_imports(course: Course, assignment: str) -> tuple[str, ...]:
     return notebook_preload([nb] if isinstance(nb, dict) else [])
 
 
+def template_warm_up(course: Course, assignment: str) -> tuple[str, ...]:
+    """The release notebook's cells a template runs once (:func:`sandbox.notebook_warm_up`)."""
+    try:
+        nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
+    except (OSError, ValueError):
+        return ()
+    return notebook_warm_up([nb] if isinstance(nb, dict) else [])
+
+
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
                      scheduler: str | None = None, timeout: float | None = None,
                      progress: bool = True, students: list[str] | None = None,
@@ -154,7 +163,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
                                   scheduler=scheduler, course=course,
-                                  preload=template_imports(course, assignment))
+                                  preload=template_imports(course, assignment),
+                                  warm_up=template_warm_up(course, assignment))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:

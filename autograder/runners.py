@@ -54,12 +54,12 @@ class LocalRunner:
     """Sandboxes on this machine, one per worker thread."""
 
     def __init__(self, workers: int, kind: str, forbidden: list[Path], limits: Limits,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
         self.limits = limits
         self.workers = workers
         self.cancel = threading.Event()
         self.pool: queue.SimpleQueue = queue.SimpleQueue()
-        self.sandboxes = [make_sandbox(kind, forbidden, preload) for _ in range(workers)]
+        self.sandboxes = [make_sandbox(kind, forbidden, preload, warm_up) for _ in range(workers)]
         self.executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="grade")
         # every sandbox gets ready at once, in the background; a job waits for a ready one
         for sb in self.sandboxes:
@@ -143,10 +143,10 @@ class DaskRunner:
 
 def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
                  scheduler: str | None = None, course: Course | None = None,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
     ``workers`` sandboxes (default: one per core) that may not see ``course``, each template
     having imported ``preload``."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
-    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload, warm_up)

@@ -122,6 +122,31 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
                 found += [n for n in names if n == "scalebook" or n.startswith("scalebook.")]
     return tuple(dict.fromkeys(found))
 
+
+def notebook_warm_up(notebooks: list[dict], allowed: tuple[str, ...] = ("numpy", "matplotlib", "scalebook")) -> tuple[str, ...]:
+    """The code cells of ``notebooks`` (the release copy) a template runs once before its first
+    job, so that what every student's first run loads lazily is loaded once: the code cells
+    that are not graded tests and import nothing but ``allowed`` packages (never JAX)."""
+    import ast
+
+    out = []
+    for nb in notebooks:
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+                continue
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+            names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+            names += [n.module or "." for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+            if all(n.split(".")[0] in allowed for n in names) and "%" not in source:
+                out.append(source)
+    return tuple(out)
+
+
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -1008,9 +1033,10 @@ class TemplateSandbox:
     kind = "template"
 
     def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
-                 scratch: int = Limits.scratch, max_jobs: int = 1000):
+                 scratch: int = Limits.scratch, max_jobs: int = 1000, warm_up: tuple[str, ...] = ()):
         self.forbidden = [Path(f) for f in forbidden]
         self.preload = tuple(preload)
+        self.warm_up = tuple(warm_up)
         self.scratch = scratch
         self.max_jobs = max_jobs
         self.proc: subprocess.Popen[bytes] | None = None
@@ -1031,7 +1057,7 @@ class TemplateSandbox:
         argv = [sandbox_python(), "-s", "-B", "-c",
                 "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
                 "runner.serve(int(sys.argv[1]), sys.argv[2])",
-                str(child.fileno()), json.dumps({"preload": list(self.preload)})]
+                str(child.fileno()), json.dumps({"preload": list(self.preload), "warm_up": list(self.warm_up)})]
         # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
         cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
         self.log = tempfile.TemporaryFile()  # the template's own stderr (never a pipe that fills)
@@ -1267,7 +1293,7 @@ def check_sandbox() -> str | None:
 
 
 def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD):
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
     ``preload`` once.
 
@@ -1277,7 +1303,7 @@ def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
     if kind == "fresh" or (kind == "template" and not as_root()):
         return FreshSandbox(forbidden)
     if kind == "template":
-        return TemplateSandbox(forbidden, preload=preload)
+        return TemplateSandbox(forbidden, preload=preload, warm_up=warm_up)
     raise ValueError(f"unknown sandbox kind {kind!r}")
 
 
