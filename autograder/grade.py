@@ -47,7 +47,7 @@ from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, write_files)
 from .runners import RunnerError, start_runner
-from .sandbox import DEFAULT_PRELOAD, Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
+from .sandbox import Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -114,23 +114,15 @@ def check_solutions(spec: checker.Spec, limits: Limits, run) -> SubmissionResult
     return result
 
 
-def template_imports(course: Course, assignment: str) -> tuple[str, ...]:
-    """What each template imports once: the defaults and the ``scalebook`` modules the
-    assignment's release notebook imports (:func:`sandbox.notebook_preload`)."""
+def release_notebooks(course: Course, assignment: str) -> list[dict]:
+    """The assignment's release notebook, read as JSON ([] if there is none or it is not
+    JSON): what a template prepares from (:func:`sandbox.notebook_preload`, the modules it
+    imports once, and :func:`sandbox.notebook_warm_up`, the cells it runs once)."""
     try:
         nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
     except (OSError, ValueError):
-        return DEFAULT_PRELOAD
-    return notebook_preload([nb] if isinstance(nb, dict) else [])
-
-
-def template_warm_up(course: Course, assignment: str) -> tuple[str, ...]:
-    """The release notebook's cells a template runs once (:func:`sandbox.notebook_warm_up`)."""
-    try:
-        nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
-    except (OSError, ValueError):
-        return ()
-    return notebook_warm_up([nb] if isinstance(nb, dict) else [])
+        return []
+    return [nb] if isinstance(nb, dict) else []
 
 
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
@@ -160,11 +152,12 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     runner = None
     folders = course.submitted_students(assignment)  # any that might be graded?
     if folders if students is None else set(folders) & set(students):
+        release = release_notebooks(course, assignment)
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
                                   scheduler=scheduler, course=course,
-                                  preload=template_imports(course, assignment),
-                                  warm_up=template_warm_up(course, assignment))
+                                  preload=notebook_preload(release),
+                                  warm_up=notebook_warm_up(release))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:

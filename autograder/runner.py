@@ -743,14 +743,29 @@ def preload(modules: list[str]) -> None:
             pass
 
 
+class _NoJax:
+    """A meta-path finder that refuses JAX: a template forks every job, and JAX's runtime (its
+    threads) must not be loaded in a process that forks. A student who imports JAX gets it in
+    their own job."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.split(".")[0] in ("jax", "jaxlib"):
+            raise ImportError(f"{name} is not imported in a template's warm-up")
+        return None
+
+
 def warm_up(sources: list[str], budget: float = 2.0) -> None:
-    """Run the release notebook's cells once, output discarded and errors ignored, in a
-    namespace thrown away after: caches that every job would otherwise fill are filled here."""
+    """Run the release notebook's cells once in the template, output discarded, errors (a
+    stub's NotImplementedError) ignored, JAX refused, in a namespace dropped after, figures
+    closed: what every student's run loads lazily (a solver module, matplotlib's text and font
+    caches) is then loaded once, not in every job. At most ``budget`` seconds of cells."""
     import time
 
     ns: dict = {"__name__": "__main__", "__builtins__": builtins}
     real = sys.stdout, sys.stderr
     end = time.monotonic() + budget
+    sys.meta_path.insert(0, _NoJax)
     try:
         sys.stdout = sys.stderr = io.StringIO()
         for source in sources:
@@ -762,6 +777,7 @@ def warm_up(sources: list[str], budget: float = 2.0) -> None:
                 pass
     finally:
         sys.stdout, sys.stderr = real
+        sys.meta_path.remove(_NoJax)
         ns.clear()
         _close_figures()
 

@@ -52,8 +52,9 @@ Two ways to start the student's process:
 
 - :class:`FreshSandbox`: one new bwrap + Python per submission. Simple, nothing shared.
 - :class:`TemplateSandbox`: one long-lived *template* per worker, itself inside the same kind of
-  bwrap sandbox, that has already imported numpy, matplotlib and scalebook (not JAX) and forks a
-  fresh child per submission. The child gets a namespace of its own for mounts (a new empty
+  bwrap sandbox, that has already imported numpy, matplotlib and scalebook (not JAX), has run
+  the release notebook's plain cells once (:func:`notebook_warm_up`), and forks a fresh child
+  per submission. The child gets a namespace of its own for mounts (a new empty
   ``/tmp``), IPC and pids (it is pid 1 of its own namespace, so when it ends every process it
   started dies), a uid of its own, the limits above, and no way back to the template (different
   uid; the template is not dumpable). Nothing a child does survives it. The template and its
@@ -92,6 +93,32 @@ DEFAULT_PRELOAD = ("numpy", "numpy.random", "matplotlib", "matplotlib.pyplot", "
                    "scalebook.checks")
 
 
+def _code_cells(notebooks: list[dict]) -> list[tuple[dict, str, list[str]]]:
+    """Each code cell of ``notebooks`` that parses as Python: the cell, its source, and the
+    modules it imports (absolute names; a relative import as ".")."""
+    import ast
+
+    out = []
+    for nb in notebooks:
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError):   # an IPython magic, or not Python
+                continue
+            imports = []
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    imports += [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    imports.append(node.module if node.module and not node.level else ".")
+            out.append((cell, source, imports))
+    return out
+
+
 def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
     """:data:`DEFAULT_PRELOAD` and the ``scalebook`` modules that code cells of ``notebooks``
     (an assignment's release copy: the instructor's) import, in order.
@@ -100,51 +127,28 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
     setup cell imports ``scalebook.homework`` (90 ms, three times a whole job's own work).
     Only ``scalebook`` modules, which import no JAX: JAX is imported only if the student does.
     """
-    import ast
-
     found = list(DEFAULT_PRELOAD)
-    for nb in notebooks:
-        for cell in nb.get("cells", []):
-            source = cell.get("source", "")
-            if cell.get("cell_type") != "code":
-                continue
-            try:
-                tree = ast.parse("".join(source) if isinstance(source, list) else source)
-            except (SyntaxError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    names = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                found += [n for n in names if n == "scalebook" or n.startswith("scalebook.")]
+    for _, _, imports in _code_cells(notebooks):
+        found += [n for n in imports if n == "scalebook" or n.startswith("scalebook.")]
     return tuple(dict.fromkeys(found))
 
 
-def notebook_warm_up(notebooks: list[dict], allowed: tuple[str, ...] = ("numpy", "matplotlib", "scalebook")) -> tuple[str, ...]:
-    """The code cells of ``notebooks`` (the release copy) a template runs once before its first
-    job, so that what every student's first run loads lazily is loaded once: the code cells
-    that are not graded tests and import nothing but ``allowed`` packages (never JAX)."""
-    import ast
+#: The packages a warm-up cell may import (JAX never: see ``runner.warm_up``).
+WARM_UP_PACKAGES = ("numpy", "matplotlib", "scalebook")
 
-    out = []
-    for nb in notebooks:
-        for cell in nb.get("cells", []):
-            if cell.get("cell_type") != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
-                continue
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else source
-            try:
-                tree = ast.parse(source)
-            except (SyntaxError, ValueError):
-                continue
-            names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-            names += [n.module or "." for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-            if all(n.split(".")[0] in allowed for n in names) and "%" not in source:
-                out.append(source)
-    return tuple(out)
+
+def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
+    """The cells a template runs once before its first job (``runner.warm_up``): the code cells
+    of ``notebooks`` (the release copy, which every student gets) but the graded tests, that
+    import nothing outside :data:`WARM_UP_PACKAGES`.
+
+    What every student's run loads lazily (matplotlib's text and font caches, a solver table)
+    is then loaded once in the template, not once per job: hw1's cells take 27 ms of CPU in a
+    job forked from a warmed template, 36 ms from a cold one (17.6 ms run again in one process).
+    """
+    return tuple(source for cell, source, imports in _code_cells(notebooks)
+                 if not cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+                 and all(n.split(".")[0] in WARM_UP_PACKAGES for n in imports))
 
 
 MiB = 1 << 20

@@ -734,3 +734,31 @@ def test_grade_summary_prints_names_and_messages_escaped():
     assert not any(c in text for c in "\x1b\x07\r\u202e")
     assert "eve\\x1b]0;owned\\x07\\u202e" in text and "mal\\x1b[1Alory" in text
     assert "memory cap: cgroup v1 memory" in text and "left 1 to another grader" in text
+
+
+def test_the_warm_up_is_the_release_notebooks_plain_cells():
+    """What a template runs once before its first job: the release notebook's code cells but
+    its graded tests, any cell that imports JAX or another package outside numpy, matplotlib
+    and scalebook (a compiled JAX runtime or threads must not be forked), and IPython magics."""
+    from autograder.sandbox import notebook_warm_up
+
+    def code(source, **nbgrader):
+        return {"cell_type": "code", "source": source, "metadata": {"nbgrader": nbgrader}}
+
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": "## Problem 1", "metadata": {}},
+        code("from scalebook.homework import your_numbers\nVARIANT = your_numbers('', '')"),
+        code(["import numpy as np\n", "x = np.ones(3)"], solution=True, grade=False),
+        code("check_close(x, 3)", grade=True, points=1),
+        code("import jax\njax.devices()"),
+        code("from jax.sharding import PartitionSpec"),
+        code("import requests"),
+        code("%time y = 1"),
+        code("def broken(:"),
+    ]}
+    assert notebook_warm_up([nb]) == (
+        "from scalebook.homework import your_numbers\nVARIANT = your_numbers('', '')",
+        "import numpy as np\nx = np.ones(3)")
+    release = REPO / "exercises" / "hw4-parallelism" / "hw4-parallelism.ipynb"
+    cells = notebook_warm_up([json.loads(release.read_text("utf-8"))])
+    assert cells and not any("import jax" in c or "from jax" in c for c in cells)

@@ -402,3 +402,40 @@ def test_no_seccomp_no_run(monkeypatch):
                 sb.close()
             assert out.error and "vax" in out.error, (sb.kind, out.error, out.raw_output)
             assert not any(b'"capture"' in line for line in out.lines)
+
+
+# --- the template's warm-up: the release notebook run once, nothing of it reaching a job -------
+
+def test_a_template_warm_up_loads_once_and_leaves_a_job_nothing_else():
+    """The warm-up cells run in the template before its first job: a module they import is
+    already loaded in every job (the point: loaded once, not per student), while what they bind,
+    print or draw, and the error one raises, never reaches a job; JAX is refused (a process
+    that forks must not hold its runtime), and the cells after that one still run."""
+    from autograder.sandbox import TemplateSandbox
+
+    warm = ("import wave\nLEAK = 42\nprint('warm-up output')",
+            "import matplotlib.pyplot as plt\nplt.figure()",
+            "raise RuntimeError('a stub the student has not filled in')",
+            "import scalebook.moe_jax",            # imports JAX: refused, and the cells go on
+            "import colorsys")
+    probe = ("import sys\nimport matplotlib.pyplot as plt\n"
+             "loaded = 'wave' in sys.modules and 'colorsys' in sys.modules\n"
+             "figures = len(plt.get_fignums())\nleaked = 'LEAK' in globals()\n"
+             "jax = 'jax' in sys.modules or 'scalebook.moe_jax' in sys.modules")
+    job = {"steps": [{"kind": "code", "index": 0, "source": probe},
+                     {"kind": "capture", "grade_id": "g", "names": ["loaded", "figures", "leaked", "jax"]}]}
+    for warm_up, loaded in ((warm, True), ((), False)):
+        sb = TemplateSandbox(warm_up=warm_up)
+        try:
+            out = sb.run(job, LIMITS)
+        finally:
+            sb.close()
+        if sb.broken:
+            pytest.skip(f"no template sandbox here: {sb.broken}")
+        records = [json.loads(line) for line in out.lines]
+        capture = next(r for r in records if r.get("t") == "capture")
+        assert capture["values"] == {"loaded": {"value": loaded}, "figures": {"value": 0},
+                                     "leaked": {"value": False}, "jax": {"value": False}}, (
+            warm_up, out.raw_output)
+        assert "warm-up output" not in out.raw_output and not any(
+            "warm-up output" in r.get("stdout", "") for r in records)
