@@ -146,7 +146,7 @@ def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
     ``workers`` sandboxes (default: one per core) that may not see ``course``, each template
-    having imported ``preload``."""
+    having imported ``preload`` and run the ``warm_up`` cells once."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
     return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload, warm_up)

@@ -135,20 +135,31 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
 
 #: The packages a warm-up cell may import (JAX never: see ``runner.warm_up``).
 WARM_UP_PACKAGES = ("numpy", "matplotlib", "scalebook")
+#: The most source the warm-up carries: it travels on the template's command line, where one
+#: argument may hold at most 128 KiB (Linux's MAX_ARG_STRLEN); the homeworks' take 4-8 KB.
+WARM_UP_BYTES = 32 * 1024
 
 
 def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
     """The cells a template runs once before its first job (``runner.warm_up``): the code cells
     of ``notebooks`` (the release copy, which every student gets) but the graded tests, that
-    import nothing outside :data:`WARM_UP_PACKAGES`.
+    import nothing outside :data:`WARM_UP_PACKAGES`, up to :data:`WARM_UP_BYTES` of source.
 
     What every student's run loads lazily (matplotlib's text and font caches, a solver table)
     is then loaded once in the template, not once per job: hw1's cells take 27 ms of CPU in a
     job forked from a warmed template, 36 ms from a cold one (17.6 ms run again in one process).
     """
-    return tuple(source for cell, source, imports in _code_cells(notebooks)
-                 if not cell.get("metadata", {}).get("nbgrader", {}).get("grade")
-                 and all(n.split(".")[0] in WARM_UP_PACKAGES for n in imports))
+    out: list[str] = []
+    size = 0
+    for cell, source, imports in _code_cells(notebooks):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade") or not all(
+                n.split(".")[0] in WARM_UP_PACKAGES for n in imports):
+            continue
+        size += len(source.encode("utf-8"))
+        if size > WARM_UP_BYTES:   # a warm-up is an optimisation: the first cells are enough
+            break
+        out.append(source)
+    return tuple(out)
 
 
 MiB = 1 << 20
@@ -1299,7 +1310,7 @@ def check_sandbox() -> str | None:
 def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
-    ``preload`` once.
+    ``preload`` and runs the ``warm_up`` cells once.
 
     The template needs root (it gives each child a uid of its own); as an ordinary user every
     job gets a fresh sandbox instead.
