@@ -382,7 +382,7 @@ class Validation:
     invalid: str | None                   # why it is not a gradable notebook
     tampered: dict[str, str]              # grade_id -> what was done to the test cell
     problems: list[str]
-    steps: list[dict]                     # the job for runner.py
+    steps: list[dict]                     # the job for sandbox/inside.py
     test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
 
     def job(self, limits: Limits) -> dict:

@@ -5,7 +5,7 @@ Grading a class is five stages, each in a module of its own:
 
 1. **plan** (``plan.py``): which submissions this run grades -- new, resubmitted, or all with
    ``force`` -- and which were graded before and are unchanged.
-2. **run** (``runners.py``, ``sandbox.py``, ``runner.py``): each submission's code in a sandbox
+2. **run** (``runners.py``, ``sandbox/``): each submission's code in a sandbox
    of its own, many at once on this machine or on a Dask cluster; what comes back is untrusted.
    Before it runs, ``checker.validate`` parses the notebook as data and plans the run.
 3. **check** (``checker.py``): the answers that came back, judged here by the instructor's

@@ -3,7 +3,7 @@
 Two runners with the same three verbs (``submit(student, job)`` -> future, ``wait_any(futures)``
 -> the finished ones, ``close(abort)``):
 
-- :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox.py``), by default one per
+- :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox/``), by default one per
   core; each a pre-imported template that forks a fresh, isolated child per submission, or a
   fresh bwrap per submission.
 - :class:`DaskRunner`: the same sandbox on the workers of a Dask cluster; the raw (untrusted)

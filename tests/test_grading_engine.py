@@ -1,4 +1,4 @@
-"""The grading engine (autograder/grade.py, checker.py, runner.py, sandbox.py).
+"""The grading engine (autograder/grade.py, checker.py, sandbox/).
 
 Unit tests of the trusted side need nothing; the rest runs submissions in the bubblewrap
 sandbox (marked ``sandbox``) on a tiny nbgrader assignment (tests/hostile/fixture.py) and, when
@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile import corpus, fixture  # noqa: E402
 
-from autograder import checker, runner  # noqa: E402
+from autograder import checker  # noqa: E402
+from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
 from autograder.grade import GradingError, grade_assignment, progress_bar  # noqa: E402
 from autograder.record import atomic_write  # noqa: E402
