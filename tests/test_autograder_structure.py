@@ -126,12 +126,13 @@ def test_the_code_inside_the_sandbox_imports_the_standard_library_only():
 
 
 def test_grading_stages_are_modules_named_in_grade_docstring():
-    import autograder.grade as grade
+    import autograder.grading.grade as grade
 
-    for module in ("plan.py", "runners.py", "checker.py", "record.py", "claims.py"):
-        assert (PACKAGE / module).is_file()
+    for module in ("plan.py", "run.py", "check.py", "record.py", "claims.py"):
+        assert (PACKAGE / "grading" / module).is_file()
         assert module in grade.__doc__
-    assert {"plan", "record", "runners", "claims", "checker"} <= import_graph()["grade"]
+    stages = {"grading.plan", "grading.run", "grading.check", "grading.record", "grading.claims"}
+    assert stages <= import_graph()["grading.grade"]
 
 
 def test_course_lists_every_homework():

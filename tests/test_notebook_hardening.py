@@ -29,10 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile import active_html, fixture  # noqa: E402
 
-from autograder import checker, safe_cells  # noqa: E402
+from autograder import safe_cells  # noqa: E402
+from autograder.grading import check as checker  # noqa: E402
 from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.grade import grade_assignment  # noqa: E402
+from autograder.grading.grade import grade_assignment  # noqa: E402
 from autograder.sandbox import FreshSandbox, Limits, TemplateSandbox  # noqa: E402
 
 LIMITS = Limits(timeout=30, memory=1 << 30, nproc=64)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import checker, export
-from autograder.checker import SubmissionResult
+from autograder import export
+from autograder.grading import check as checker
+from autograder.grading.check import SubmissionResult
 from autograder.course import Course
 from autograder.safe_text import csv_cell, csv_text, html_text, shown, terminal_text, visible
 from gradecells import record_class, run_cli

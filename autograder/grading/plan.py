@@ -24,9 +24,9 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from . import checker
-from .checker import SubmissionResult
-from .course import DIGEST_FILE, GRADING_RECORD, Course
+from . import check
+from .check import SubmissionResult
+from ..course import DIGEST_FILE, GRADING_RECORD, Course
 from .record import GradebookLayout, graded_submission, graded_submissions
 
 
@@ -156,7 +156,7 @@ def read_submission(course: Course, student: str, assignment: str) -> tuple[byte
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None, f"{assignment}.ipynb is not a regular file"
         chunks, size = [], 0
-        while size <= checker.MAX_NOTEBOOK_BYTES:
+        while size <= check.MAX_NOTEBOOK_BYTES:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break

@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .course import REPO, SOLUTIONS, Course
-from .sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
+from ..course import REPO, SOLUTIONS, Course
+from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
 
 if TYPE_CHECKING:
     from distributed import as_completed
@@ -115,7 +115,7 @@ class DaskRunner:
         self.completed: as_completed | None = None   # every job submitted, as they finish
 
     def submit(self, student: str, job: dict):
-        from .sandbox import run_remote
+        from ..sandbox import run_remote
 
         fut = self.client.submit(run_remote, job, self.limits, self.kind, pure=False,
                                  key=f"grade-{student}-{uuid.uuid4().hex}")
