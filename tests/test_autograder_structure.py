@@ -207,11 +207,25 @@ def test_walk_counts_stays_climbs_and_returns(tmp_path):
     assert (m["stays"], m["climbs"], m["returns"]) == (9, 1, 4)   # back into plan: a climb
 
 
-# Issue 29's goal is at most 12 stays and no climb. Today: 15 stays and 1 climb (23 and 5 on
-# main), grade -> runners -> checker (-> course) -> claims -> plan -> record, the climb being
-# plan.open_task, called again for each claimed submission after the plan was made. Until the
-# goal is reached, this keeps the walk from getting longer.
-WALK_CEILING = {"stays": 15, "climbs": 1}
+# Issue 29's goal is at most 12 stays and no climb (main had 15 stays and 1 climb, 23 and 5
+# before). Now grading.grade -> grading.check (-> course, for the variants' secret) ->
+# grading.claims -> grading.plan -> grading.record, each stage entered once: the run stage gets
+# the course's folder, not the course, and a claimed submission is opened from the paths its
+# Task carries (the plan is made in one call). This keeps the walk from getting longer.
+WALK_CEILING = {"stays": 11, "climbs": 0}
+
+
+def test_walk_follows_calls_into_packages(tmp_path):
+    """Module names are dotted below the package: a stage in a subpackage is its own room."""
+    (tmp_path / "grading").mkdir()
+    (tmp_path / "grading" / "__init__.py").write_text("")
+    (tmp_path / "grading" / "grade.py").write_text(
+        "from .plan import plan\nfrom ..course import paths\n"
+        "def grade_assignment(course):\n    plan(course)\n    paths(course)\n")
+    (tmp_path / "grading" / "plan.py").write_text("def plan(c):\n    pass\n")
+    (tmp_path / "course.py").write_text("def paths(c):\n    pass\n")
+    m = _walk().measure(_walk().load(tmp_path))
+    assert m["path"] == ["grading.grade", "grading.plan", "grading.grade", "course", "grading.grade"]
 
 
 def test_the_walk_from_grade_assignment_gets_no_longer():

@@ -38,6 +38,7 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 
 from . import check
 from .check import GRADED, SpecError, SubmissionResult
@@ -155,7 +156,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         release = release_notebooks(course, assignment)
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course=course,
+                                  scheduler=scheduler, course_root=Path(course.root),
                                   preload=notebook_preload(release),
                                   warm_up=notebook_warm_up(release))
         except RunnerError as exc:
@@ -248,8 +249,7 @@ class _GradingRun:
         """Read and validate one claimed submission: (future, validation) if its code must
         run, else None (already recorded, by another grader or here)."""
         student = task.student
-        opened = open_task(self.course, self.gb, self.layout, task, self.spec.assignment,
-                           force=self.force)
+        opened = open_task(self.gb, self.layout, task, force=self.force)
         if opened.graded_meanwhile:
             self.report.skipped_already_graded.append(student)
             if opened.previous is not None:

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..course import REPO, SOLUTIONS, Course
+from ..course import REPO, SOLUTIONS
 from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
 
 if TYPE_CHECKING:
@@ -42,11 +42,11 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def forbidden_paths(course: Course | None = None) -> list[Path]:
-    """What no sandbox bind may contain: the course, the solutions, the repository."""
+def forbidden_paths(course_root: Path | None = None) -> list[Path]:
+    """What no sandbox bind may contain: the course (its folder), the solutions, the repository."""
     out = [SOLUTIONS, REPO]
-    if course is not None:
-        out.append(Path(course.root))
+    if course_root is not None:
+        out.append(Path(course_root))
     return [p.resolve() for p in out]
 
 
@@ -142,11 +142,12 @@ class DaskRunner:
 
 
 def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
-                 scheduler: str | None = None, course: Course | None = None,
+                 scheduler: str | None = None, course_root: Path | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
-    ``workers`` sandboxes (default: one per core) that may not see ``course``, each template
+    ``workers`` sandboxes (default: one per core) that may not see the course's folder
+    ``course_root``, each template
     having imported ``preload``."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
-    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload, warm_up)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course_root), limits, preload, warm_up)
