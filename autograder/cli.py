@@ -367,9 +367,9 @@ def cmd_grade(args) -> int:
     if not course.submitted_students(assignment):
         raise UsageError(f"no submissions of {assignment} in {Path(course.root) / 'submitted'}: run collect first")
     try:
-        from .grade import GradingError, grade_assignment
+        from .grading.grade import GradingError, grade_assignment
     except ImportError as exc:
-        raise UsageError(f"the grading engine (autograder.grade) cannot be loaded: {exc}") from exc
+        raise UsageError(f"the grading engine (autograder.grading) cannot be loaded: {exc}") from exc
     extra = {}
     if args.student:
         unknown = sorted(set(args.student) - set(course.submitted_students(assignment)))

@@ -547,8 +547,8 @@ class _LogCapture:
 
 # --- the grading record (statuses and messages; scores live in the gradebook) -------------
 
-GRADING_RECORD = "grading.json"  # the engine (grade.py) writes it beside each autograded notebook
-DIGEST_FILE = "submission.sha256"  # ... and the graded notebook's SHA-256 (plan.py: was it resubmitted?)
+GRADING_RECORD = "grading.json"  # the engine (grading/grade.py) writes it beside each autograded notebook
+DIGEST_FILE = "submission.sha256"  # ... and the graded notebook's SHA-256 (grading/plan.py: was it resubmitted?)
 
 
 def load_report(course: Course, assignment: str) -> dict[str, dict]:

@@ -244,7 +244,7 @@ def marked_late(course: Course, student: str, assignment: str) -> bool:
 def submission_time(course: Course, student: str, assignment: str,
                     recorded: datetime | None = None) -> datetime | None:
     """``timestamp.txt`` of the submission, else the time the gradebook recorded (naive UTC)."""
-    from .plan import read_timestamp
+    from .grading.plan import read_timestamp
 
     stamp = read_timestamp(course, student, assignment)
     if stamp is None and recorded is not None:

@@ -186,7 +186,7 @@ def bound_names(code: str) -> set[str]:
 def worked_solutions(course: Course, assignment: str) -> dict[str, WorkedSolution]:
     """grade_id of each test cell -> its answer names and the solution code that binds them,
     from the instructor's source notebooks (``source/<A>/``)."""
-    from .checker import answer_names
+    from .grading.check import answer_names
 
     out: dict[str, WorkedSolution] = {}
     folder = course.source(assignment)

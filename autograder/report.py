@@ -55,7 +55,7 @@ NOT_GRADED = "not graded"
 NO_HINT = "no hint"
 NO_RECORD = "no grading record"
 NOT_RECORDED = "(answer not recorded)"
-# statuses that zero a part whatever the answer (checker.INVALID, TAMPERED, GRADER_ERROR)
+# statuses that zero a part whatever the answer (check.INVALID, TAMPERED, GRADER_ERROR)
 ZEROING_STATUSES = ("invalid notebook", "tampered with a test cell", "grader error")
 
 
@@ -350,7 +350,7 @@ def read_scores(course: Course, assignment: str) -> dict[str, dict[str, float]]:
 def read_class(course: Course, assignment: str) -> tuple[list[Part], list[StudentResult]]:
     """The parts (in notebook order, titled) and one :class:`StudentResult` per student with a
     submission in the gradebook (sorted by id), messages and answers from ``grading.json``."""
-    from .plan import load_result
+    from .grading.plan import load_result
 
     titles = question_titles(course, assignment)
     parts = [Part(gid, titles.get(gid, ""), points) for gid, points in question_columns(course, assignment)]
@@ -602,14 +602,14 @@ def read_integrity(course: Course, assignment: str, students: list[str]) -> Inte
     """Whose numbers the graded notebooks hold (None: the homework gives everyone the same)."""
     from scalebook.homework import spec_for
 
-    from . import checker
+    from .grading import check
     from .integrity import find_copies, recorded_class
 
     if spec_for(assignment) is None:
         return None
     recorded = recorded_class(course, assignment, students)
     not_own = tuple((r.student, r.problem) for r in recorded if r.problem)
-    suspects = tuple(find_copies(checker.load_spec(course, assignment), recorded))
+    suspects = tuple(find_copies(check.load_spec(course, assignment), recorded))
     return Integrity(not_own, suspects)
 
 

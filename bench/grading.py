@@ -1,4 +1,4 @@
-"""Benchmark: nbgrader autograde vs. autograder.grade.grade_assignment, same submissions.
+"""Benchmark: nbgrader autograde vs. autograder.grading.grade.grade_assignment, same submissions.
 
     .venv/bin/python bench/grading.py [--assignment hw1-rooflines] [-n 24] [--workers N]
                                       [--class-size 2000] [--detail] [--keep DIR]
@@ -178,7 +178,7 @@ def run_nbgrader(root: Path, assignment: str) -> float:
 # seconds spent; the sandbox's own phases come with each run's Outcome.phases.
 STAGE_TIMERS = r'''
 import collections, json, os, threading, time
-from autograder import grade as _g, record as _r
+from autograder.grading import grade as _g, record as _r
 STAGES = collections.defaultdict(lambda: collections.defaultdict(float))
 _fsync, _local = os.fsync, threading.local()
 
@@ -251,7 +251,7 @@ def grading_script(root: Path, assignment: str, workers: int, sandbox: str = "te
         + (STAGE_TIMERS if stages else "") +
         "from pathlib import Path\n"
         "from autograder.course import Course\n"
-        "from autograder.grade import grade_assignment\n"
+        "from autograder.grading.grade import grade_assignment\n"
         "cpu0 = time.thread_time()\n"
         f"r = grade_assignment(Course(Path({str(root)!r})), {assignment!r}, workers={workers}, "
         f"sandbox={sandbox!r}, progress=False)\n"
@@ -373,7 +373,7 @@ def main(argv=None) -> int:
     ap.add_argument("--detail", action="store_true", help="also time 1 worker, template vs fresh")
     ap.add_argument("--keep", type=Path, help="build the courses here and keep them")
     args = ap.parse_args(argv)
-    from autograder.runners import default_workers
+    from autograder.grading.run import default_workers
 
     workers = args.workers or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="scalebook-bench-")) if args.keep is None else args.keep

@@ -166,7 +166,7 @@ def test_released_solutions_show_only_the_missed_parts(graded):
     assert "<code>hw1-q5-h100-test</code></h3>" in section
     assert "<code>critical_batch_gpu</code>" in section  # its expected answer
     from autograder.feedback import shown_solution
-    from autograder.plan import load_result
+    from autograder.grading.plan import load_result
     from scalebook import get_chip
     from scalebook.roofline import critical_batch_size
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile import corpus, fixture  # noqa: E402
 
 from autograder.course import Course  # noqa: E402
-from autograder.grade import grade_assignment  # noqa: E402
+from autograder.grading.grade import grade_assignment  # noqa: E402
 from autograder.sandbox import Limits  # noqa: E402
 
 LIMITS = Limits(timeout=20, memory=1 << 30, nproc=64)

@@ -1,4 +1,4 @@
-"""The grading engine (autograder/grade.py, checker.py, runner.py, sandbox.py).
+"""The grading engine (autograder/grade.py, checker.py, sandbox/).
 
 Unit tests of the trusted side need nothing; the rest runs submissions in the bubblewrap
 sandbox (marked ``sandbox``) on a tiny nbgrader assignment (tests/hostile/fixture.py) and, when
@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile import corpus, fixture  # noqa: E402
 
-from autograder import checker, runner  # noqa: E402
+from autograder.grading import check as checker  # noqa: E402
+from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
-from autograder.grade import GradingError, grade_assignment, progress_bar  # noqa: E402
-from autograder.record import atomic_write  # noqa: E402
+from autograder.grading.grade import GradingError, grade_assignment, progress_bar  # noqa: E402
+from autograder.grading.record import atomic_write  # noqa: E402
 from autograder.sandbox import Limits, Outcome  # noqa: E402
 
 def in_sandbox(test):
@@ -521,7 +522,7 @@ def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     exception while scoring it is recorded as its "grader error" (zero, flagged, not retried
     forever); a result that cannot be written is left ungraded, reported, and graded by the
     next run. Everyone else is graded normally."""
-    from autograder import record as record_mod
+    from autograder.grading import record as record_mod
 
     release = fixture.release_notebook(course)
     for student in ("alice", "mallory", "zed", "walt"):
@@ -602,7 +603,7 @@ import sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from autograder.course import Course
-from autograder.grade import grade_assignment
+from autograder.grading.grade import grade_assignment
 from autograder.sandbox import Limits
 grade_assignment(Course(Path({root!r})), {a!r}, workers=2, progress=False,
                  limits=Limits(timeout=20, memory=1 << 30, nproc=64))
@@ -721,9 +722,9 @@ def test_real_homework(assignment, tmp_path):
 
 def test_grade_summary_prints_names_and_messages_escaped():
     """A student id (a folder name) or a message with terminal escapes is printed inert."""
-    from autograder.checker import SubmissionResult
+    from autograder.grading.check import SubmissionResult
     from autograder.cli import render_grade_summary
-    from autograder.grade import GradeReport
+    from autograder.grading.grade import GradeReport
 
     evil = "eve\x1b]0;owned\x07\u202e"
     result = SubmissionResult(evil, "hw1", "crashed", {"q1": 0.0}, {"q1": 1.0}, {"q1": "x\x1b[2K"},

@@ -122,7 +122,7 @@ def answer_names(assignment: str) -> set[str]:
 def plain(value):
     """A value exactly as the grader's runner reports it (numpy arrays -> lists, numpy scalars ->
     numbers, a jax PartitionSpec -> a list of its entries)."""
-    from autograder.runner import to_plain
+    from autograder.sandbox.inside import to_plain
 
     return to_plain(value)
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile import corpus, fixture  # noqa: E402
 
 from autograder.course import Course  # noqa: E402
-from autograder.grade import grade_assignment  # noqa: E402
+from autograder.grading.grade import grade_assignment  # noqa: E402
 from autograder.sandbox import Limits  # noqa: E402
 
 pytestmark = [pytest.mark.sandbox]
@@ -384,15 +384,16 @@ def test_no_seccomp_no_run(monkeypatch):
     """If the filter cannot be installed the student's code does not run, and the grader hears
     of a sandbox error (not recorded for the student), never of a run."""
     from autograder import sandbox as sandbox_mod
+    from autograder.sandbox import launch
 
-    broken = sandbox_mod.RUNNER.with_name("runner.py").read_text().replace(
+    broken = launch.RUNNER.read_text().replace(
         "    program = seccomp_program(arch)", "    program = seccomp_program('vax')")
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         fake = Path(d) / "runner.py"
         fake.write_text(broken)
-        monkeypatch.setattr(sandbox_mod, "RUNNER", fake)
+        monkeypatch.setattr(launch, "RUNNER", fake)
         job = {"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
                          {"kind": "capture", "grade_id": "g", "names": ["x"]}]}
         for sb in (sandbox_mod.FreshSandbox(), sandbox_mod.TemplateSandbox()):

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from autograder import checker
-from autograder.checker import SubmissionResult
+from autograder.grading import check as checker
+from autograder.grading.check import SubmissionResult
 from autograder.course import Course
 from autograder.integrity import Recorded, find_copies, variant_keys
 from scalebook.homework import SPECS

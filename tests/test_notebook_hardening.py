@@ -1,4 +1,4 @@
-"""How the grader reads and writes notebook text (autograder/runner.py, autograder/checker.py).
+"""How the grader reads and writes notebook text (autograder/sandbox/inside.py, autograder/checker.py).
 
 Reading: a code cell runs as Jupyter runs it. Valid Python -- continuation lines that begin with
 ``%`` or ``!=`` included -- runs as written; IPython's syntax (line magics, shell commands,
@@ -29,9 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile import active_html, fixture  # noqa: E402
 
-from autograder import checker, runner, safe_cells  # noqa: E402
+from autograder import safe_cells  # noqa: E402
+from autograder.grading import check as checker  # noqa: E402
+from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.grade import grade_assignment  # noqa: E402
+from autograder.grading.grade import grade_assignment  # noqa: E402
 from autograder.sandbox import FreshSandbox, Limits, TemplateSandbox  # noqa: E402
 
 LIMITS = Limits(timeout=30, memory=1 << 30, nproc=64)

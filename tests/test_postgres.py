@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile import fixture  # noqa: E402
 
 from autograder import cli  # noqa: E402
-from autograder.claims import CLAIMS_FOLDER, claim_key, open_claims  # noqa: E402
+from autograder.grading.claims import CLAIMS_FOLDER, claim_key, open_claims  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
 from autograder.demo import build_submissions, load_spec  # noqa: E402
 
@@ -134,7 +134,7 @@ CONTENDER = r"""
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from autograder.claims import open_claims
+from autograder.grading.claims import open_claims
 from autograder.course import Course
 claims = open_claims(Course(Path(sys.argv[2]), db_url=sys.argv[3] or None), sys.argv[4])
 print("ready", flush=True)
@@ -274,7 +274,7 @@ def test_claim_keys_are_stable_int4_pairs():
 
 def graded_in(course: Course) -> dict[str, dict[str, float]]:
     """student -> {grade_id: score} of every committed submission of ``A``."""
-    from autograder.record import graded_submissions
+    from autograder.grading.record import graded_submissions
 
     with course.gradebook() as gb:
         done = graded_submissions(gb, A)
@@ -434,7 +434,7 @@ import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from autograder.course import Course
-from autograder.grade import grade_assignment
+from autograder.grading.grade import grade_assignment
 root, url, assignment, out, go = sys.argv[2:7]
 Path(out + ".ready").touch()
 while not Path(go).exists():

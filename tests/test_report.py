@@ -3,7 +3,7 @@
 Three levels: the statistics on a class of ten made by hand, every number derived in the
 comments; the report end to end on the sample submissions of hw1 (collected and graded through
 the CLI); and generated classes of 500 and 2,000 students whose gradebook rows and
-``grading.json`` files are written directly with ``autograder.record`` (nothing graded), checked
+``grading.json`` files are written directly with ``autograder.grading.record`` (nothing graded), checked
 against a direct computation and timed.
 """
 
@@ -22,8 +22,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder import checker, report
-from autograder.checker import SubmissionResult
+from autograder import report
+from autograder.grading import check as checker
+from autograder.grading.check import SubmissionResult
 from autograder.course import Course, load_report
 from autograder.demo import build_submissions
 from autograder.export import question_columns

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import checker, export
-from autograder.checker import SubmissionResult
+from autograder import export
+from autograder.grading import check as checker
+from autograder.grading.check import SubmissionResult
 from autograder.course import Course
 from autograder.safe_text import csv_cell, csv_text, html_text, shown, terminal_text, visible
 from gradecells import record_class, run_cli
@@ -112,11 +113,11 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
     ("nbgrader_config.py", "write_course_config"): "nbgrader's configuration (Python)",
     ("record.py", "atomic_write"): "grading records (JSON) and autograded notebooks",
-    ("runner.py", "_skipped"): "the sandboxed runner's stderr, captured as a cell's output",
-    ("runner.py", "setup"): "/proc/self/oom_score_adj",
-    ("runner.py", "_fresh_tmp"): "empty files that hold the sandbox's mount points",
-    ("sandbox.py", "__init__"): "the pipe that feeds a sandboxed process its job",
-    ("sandbox.py", "_write"): "cgroup control files",
+    ("inside.py", "_skipped"): "the sandboxed runner's stderr, captured as a cell's output",
+    ("inside.py", "setup"): "/proc/self/oom_score_adj",
+    ("inside.py", "_fresh_tmp"): "empty files that hold the sandbox's mount points",
+    ("launch.py", "__init__"): "the pipe that feeds a sandboxed process its job",
+    ("cgroup.py", "_write"): "cgroup control files",
 }
 # the modules that may use the csv writer and html.escape: the one that owns the rules
 FORMAT_OWNER = "safe_text.py"
@@ -158,7 +159,7 @@ def scan(path: Path) -> tuple[set[tuple[str, str]], list[str]]:
 
 def test_every_writer_in_the_autograder_is_declared():
     found, formats = set(), []
-    for path in sorted(AUTOGRADER.glob("*.py")):
+    for path in sorted(AUTOGRADER.rglob("*.py")):
         writers, uses = scan(path)
         found |= writers
         formats += [] if path.name == FORMAT_OWNER else uses

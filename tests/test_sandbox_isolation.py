@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox as sandbox_mod
-from autograder.sandbox import GiB, MiB, Limits, make_sandbox, memory_cap, memory_cgroup
+from autograder.sandbox import launch as sandbox_mod
+from autograder.sandbox import JOB_CGROUP_PREFIX, GiB, MiB, Limits, make_sandbox, memory_cap, memory_cgroup
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -146,7 +146,7 @@ def _hogs(sb, n: int, mib: int):
 
 
 def _job_cgroups(parent) -> list[str]:
-    prefix = f"{sandbox_mod.JOB_CGROUP_PREFIX}{os.getpid()}-"
+    prefix = f"{JOB_CGROUP_PREFIX}{os.getpid()}-"
     return [e.name for e in os.scandir(parent.path) if e.name.startswith(prefix)]
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from autograder.course import SOLUTIONS, is_identity_cell
-from autograder.runner import to_plain
+from autograder.sandbox.inside import to_plain
 from gradecells import free_names, nbgrader_metadata, recording_checks, run_as_grader
 from scalebook.homework import SPECS, your_numbers
 from scalebook.variants import (Choice, KeyError_, VariantSpec, check_key, default_variant, draw,

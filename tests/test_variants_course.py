@@ -14,7 +14,7 @@ import pytest
 
 from autograder.course import Course, is_identity_cell
 from autograder.demo import solution_cells
-from autograder.plan import load_result
+from autograder.grading.plan import load_result
 from autograder.variants import key_for, read_roster
 from gradecells import run_cli
 from scalebook.homework import SPECS

@@ -19,7 +19,7 @@ import scalebook.checks as checks
 import scalebook.homework as homework
 from scalebook.homework.parts import Part
 
-from autograder.checker import VARIANT_NAME, answer_names
+from autograder.grading.check import VARIANT_NAME, answer_names
 
 
 def nbgrader_metadata(cell) -> dict:
@@ -121,7 +121,7 @@ def run_cli(*argv) -> tuple[int, str]:
 def record_class(course, spec, results: list) -> None:
     """Write generated results as the grader records them: each ``grading.json``, then the
     gradebook rows, 500 submissions per transaction."""
-    from autograder import record
+    from autograder.grading import record
     from autograder.course import GRADING_RECORD
 
     for result in results:

@@ -5,10 +5,10 @@ Grading a class is five stages, each in a module of its own:
 
 1. **plan** (``plan.py``): which submissions this run grades -- new, resubmitted, or all with
    ``force`` -- and which were graded before and are unchanged.
-2. **run** (``runners.py``, ``sandbox.py``, ``runner.py``): each submission's code in a sandbox
+2. **run** (``run.py``, ``../sandbox/``): each submission's code in a sandbox
    of its own, many at once on this machine or on a Dask cluster; what comes back is untrusted.
-   Before it runs, ``checker.validate`` parses the notebook as data and plans the run.
-3. **check** (``checker.py``): the answers that came back, judged here by the instructor's
+   Before it runs, ``check.validate`` parses the notebook as data and plans the run.
+3. **check** (``check.py``): the answers that came back, judged here by the instructor's
    test cells; the autograded notebook is written up (``record.build_record``).
 4. **record** (``record.py``): files, then the gradebook, a few submissions per transaction
    (all or nothing); a submission counts as graded once its transaction commits.
@@ -38,16 +38,17 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 
-from . import checker
-from .checker import GRADED, SpecError, SubmissionResult
+from . import check
+from .check import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
-from .course import Course, ensure_tools_on_path
+from ..course import Course, ensure_tools_on_path
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, write_files)
-from .runners import RunnerError, start_runner
-from .sandbox import Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
+from .run import RunnerError, start_runner
+from ..sandbox import Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -94,18 +95,18 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
         yield lambda: bar.advance(task)
 
 
-def check_solutions(spec: checker.Spec, limits: Limits, run) -> SubmissionResult:
+def check_solutions(spec: check.Spec, limits: Limits, run) -> SubmissionResult:
     """Grade the instructor's solutions (``run(job)`` runs a job in a sandbox); raise
     :class:`GradingError` unless they get full marks."""
-    student = checker.SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
-    validation = checker.validate(spec, checker.solution_submission(spec, student), student=student)
+    student = check.SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
+    validation = check.validate(spec, check.solution_submission(spec, student), student=student)
     try:
         outcome = run(validation.job(limits))
     except Exception as exc:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {exc}") from exc
     if outcome.error:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {outcome.error}")
-    result, _ = checker.score(spec, student, validation, outcome, limits)
+    result, _ = check.score(spec, student, validation, outcome, limits)
     bad = {g: result.messages.get(g, "") for g, p in result.scores.items() if p != result.max_scores[g]}
     if result.status != GRADED or bad:
         detail = "; ".join(f"{g}: {m}" for g, m in bad.items()) or "; ".join(result.problems)
@@ -155,14 +156,14 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         release = release_notebooks(course, assignment)
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course=course,
+                                  scheduler=scheduler, course_root=Path(course.root),
                                   preload=notebook_preload(release),
                                   warm_up=notebook_warm_up(release))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:
         try:
-            spec = checker.load_spec(course, assignment)
+            spec = check.load_spec(course, assignment)
         except SpecError as exc:
             raise GradingError(str(exc)) from None
         with course.gradebook() as gb, open_claims(course, assignment) as claims:
@@ -248,8 +249,7 @@ class _GradingRun:
         """Read and validate one claimed submission: (future, validation) if its code must
         run, else None (already recorded, by another grader or here)."""
         student = task.student
-        opened = open_task(self.course, self.gb, self.layout, task, self.spec.assignment,
-                           force=self.force)
+        opened = open_task(self.gb, self.layout, task, force=self.force)
         if opened.graded_meanwhile:
             self.report.skipped_already_graded.append(student)
             if opened.previous is not None:
@@ -258,7 +258,7 @@ class _GradingRun:
         try:
             if opened.failed is not None:
                 raise opened.failed
-            validation = checker.validate(self.spec, opened.data, missing=opened.why, student=student)
+            validation = check.validate(self.spec, opened.data, missing=opened.why, student=student)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))
@@ -274,7 +274,7 @@ class _GradingRun:
             return None
         return future, validation
 
-    def finish(self, task: Task, validation: checker.Validation, future) -> None:
+    def finish(self, task: Task, validation: check.Validation, future) -> None:
         """The sandbox's outcome -> check -> record. A sandbox failure is the grader's, not the
         student's: not recorded, retried by the next run."""
         try:

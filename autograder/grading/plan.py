@@ -24,19 +24,39 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from . import checker
-from .checker import SubmissionResult
-from .course import DIGEST_FILE, GRADING_RECORD, Course
+from . import check
+from .check import SubmissionResult
+from ..course import DIGEST_FILE, GRADING_RECORD, Course
 from .record import GradebookLayout, graded_submission, graded_submissions
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One submission to grade: who, and the time it was submitted (None: not recorded)."""
+    """One submission to grade: who, the time it was submitted (None: not recorded), and where
+    its files are, so that opening it once claimed (:func:`open_task`) needs nothing more."""
 
     student: str
     timestamp: datetime | None
-    digest: str | None = None  # SHA-256 of the notebook when planned
+    digest: str | None         # SHA-256 of the notebook when planned
+    where: Where
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """One submission's files: the folder it was handed in (``course.submitted``), where that
+    folder must resolve to (no link out of ``submitted/``), the notebook's name, and its
+    ``autograded`` folder."""
+
+    submitted: Path
+    resolved: Path
+    notebook: str
+    autograded: Path
+
+    @classmethod
+    def of(cls, course: Course, student: str, assignment: str) -> Where:
+        base = (Path(course.root) / "submitted").resolve()
+        return cls(course.submitted(student, assignment), base / student / assignment,
+                   f"{assignment}.ipynb", course.autograded(student, assignment))
 
 
 @dataclasses.dataclass
@@ -57,15 +77,15 @@ def unchanged(recorded: datetime | None, submitted: datetime | None, *, graded_d
     return submitted is None or recorded is None or submitted == recorded
 
 
-def notebook_digest(course: Course, student: str, assignment: str) -> str | None:
+def notebook_digest(where: Where) -> str | None:
     import hashlib
 
-    data, _ = read_submission(course, student, assignment)
+    data, _ = read_submission(where)
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def graded_digest(course: Course, student: str, assignment: str) -> str | None:
-    path = course.autograded(student, assignment) / DIGEST_FILE
+def graded_digest(where: Where) -> str | None:
+    path = where.autograded / DIGEST_FILE
     try:
         text = path.read_text("ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -90,14 +110,15 @@ def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | N
     done_before = graded_submissions(gb, assignment)
     todo, skipped, resubmitted = [], [], []
     for s in everyone:
+        where = Where.of(course, s, assignment)
         ts = read_timestamp(course, s, assignment)
-        digest = notebook_digest(course, s, assignment)
-        same = s in done_before and unchanged(done_before[s], ts, graded_digest=graded_digest(course, s, assignment),
+        digest = notebook_digest(where)
+        same = s in done_before and unchanged(done_before[s], ts, graded_digest=graded_digest(where),
                                               digest=digest)
         if not force and same:
             skipped.append(s)
         else:
-            todo.append(Task(s, ts, digest))
+            todo.append(Task(s, ts, digest, where))
             if s in done_before and not same:
                 resubmitted.append(s)
     previous = [r for r in (load_result(course, s, assignment) for s in skipped) if r]
@@ -117,8 +138,7 @@ class Opened:
     failed: Exception | None = None
 
 
-def open_task(course: Course, gb, layout: GradebookLayout, task: Task, assignment: str, *,
-              force: bool) -> Opened:
+def open_task(gb, layout: GradebookLayout, task: Task, *, force: bool) -> Opened:
     """Whether another grader recorded ``task`` since the plan was made (unless ``force``),
     else its notebook's bytes: the plan's last word on one submission, once it is claimed.
     The gradebook's errors propagate (nothing can be graded); reading's stay with the task."""
@@ -126,37 +146,36 @@ def open_task(course: Course, gb, layout: GradebookLayout, task: Task, assignmen
         done = graded_submission(gb, layout, task.student)
         if task.student in done and unchanged(
                 done[task.student], task.timestamp, digest=task.digest,
-                graded_digest=graded_digest(course, task.student, assignment)):
-            return Opened(True, previous=load_result(course, task.student, assignment))
+                graded_digest=graded_digest(task.where)):
+            return Opened(True, previous=read_result(task.where.autograded))
     try:
-        data, why = read_submission(course, task.student, assignment)
+        data, why = read_submission(task.where)
     except Exception as exc:  # an input reading did not foresee: this submission only
         return Opened(False, failed=exc)
     return Opened(False, data=data, why=why)
 
 
-def read_submission(course: Course, student: str, assignment: str) -> tuple[bytes | None, str | None]:
+def read_submission(where: Where) -> tuple[bytes | None, str | None]:
     """The submitted notebook's bytes, or (None, why not). Never follows links out of it."""
-    folder = course.submitted(student, assignment)
-    base = (Path(course.root) / "submitted").resolve()
+    folder, notebook = where.submitted, where.notebook
     try:
         real = folder.resolve(strict=True)
     except OSError:
         return None, "no submission folder"
-    if real != base / student / assignment:
+    if real != where.resolved:
         return None, "the submission folder is a link to somewhere else"
-    path = folder / f"{assignment}.ipynb"
+    path = folder / notebook
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None, f"there is no {assignment}.ipynb in the submission"
+        return None, f"there is no {notebook} in the submission"
     except OSError as exc:
-        return None, f"{assignment}.ipynb cannot be read ({exc.strerror})"
+        return None, f"{notebook} cannot be read ({exc.strerror})"
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, f"{assignment}.ipynb is not a regular file"
+            return None, f"{notebook} is not a regular file"
         chunks, size = [], 0
-        while size <= checker.MAX_NOTEBOOK_BYTES:
+        while size <= check.MAX_NOTEBOOK_BYTES:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
@@ -182,7 +201,12 @@ def read_timestamp(course: Course, student: str, assignment: str) -> datetime | 
 
 def load_result(course: Course, student: str, assignment: str) -> SubmissionResult | None:
     """The result recorded by the last grading of this submission (``grading.json``)."""
-    path = course.autograded(student, assignment) / GRADING_RECORD
+    return read_result(course.autograded(student, assignment))
+
+
+def read_result(autograded: Path) -> SubmissionResult | None:
+    """The result recorded in an ``autograded`` folder (its ``grading.json``), or None."""
+    path = autograded / GRADING_RECORD
     try:
         return SubmissionResult.from_json(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError, KeyError, TypeError):

@@ -32,9 +32,9 @@ import signal
 
 from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
 
-from .course import is_identity_cell
-from .safe_cells import RenderBudget, safe_attachments, safe_cell_text
-from .sandbox import Limits, Outcome
+from ..course import is_identity_cell
+from ..safe_cells import RenderBudget, safe_attachments, safe_cell_text
+from ..sandbox import Limits, Outcome
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_CELLS = 5000              # cells in a submission (the homework has under 100)
@@ -363,7 +363,7 @@ def load_spec(course, assignment: str) -> Spec:
     variants = spec_for(assignment)
     if variants is None:
         return Spec(assignment, name, tests, locked, release, source_nb)
-    from .course import variants_secret
+    from ..course import variants_secret
 
     secret = variants_secret(course)
     on = secret is not None
@@ -382,7 +382,7 @@ class Validation:
     invalid: str | None                   # why it is not a gradable notebook
     tampered: dict[str, str]              # grade_id -> what was done to the test cell
     problems: list[str]
-    steps: list[dict]                     # the job for runner.py
+    steps: list[dict]                     # the job for sandbox/inside.py
     test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
 
     def job(self, limits: Limits) -> dict:
@@ -882,7 +882,7 @@ def _variant_note(spec: Spec, student: str, variant: Variant | None, captured: d
     key = spec.key_of(student)
     if key is None or outcome is None:
         return note
-    from . import variants as course_variants
+    from .. import variants as course_variants
 
     identity = course_variants.identity_problem(student, key, captured, variants_on=True)
     note.update(identity.to_json())

@@ -1,9 +1,9 @@
 """The untrusted side of grading: run a submission's code cells, report plain values.
 
-This file runs *inside* the sandbox (``autograder/sandbox.py`` binds it read-only into a
+This file runs *inside* the sandbox (``autograder/sandbox/launch.py`` binds it read-only into a
 bubblewrap container) with only the standard library imported before the student's code.
 Nothing it reports is trusted: the grader treats every byte it writes as data (size-capped
-JSON, schema-validated in ``autograder/checker.py``), so a student who subverts this runner can
+JSON, schema-validated in ``autograder/grading/check.py``), so a student who subverts this runner can
 at worst set their own answer values -- which they could do anyway by writing them.
 
 Protocol. The job is one JSON object on stdin::

@@ -5,7 +5,7 @@ What the student's process gets (see :func:`bwrap_command`):
 - its own pid, network, IPC, UTS and (where available) cgroup namespaces: no network at all
   (only a loopback device that is down), no view of other processes;
 - a new root: a tmpfs holding read-only binds of the system (``/usr``), the Python install and
-  venv, the ``scalebook`` package and this package's ``runner.py`` -- and nothing else: not the
+  venv, the ``scalebook`` package and this package's ``inside.py`` -- and nothing else: not the
   course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``
   (a course or repository inside any of these binds is refused: :func:`read_only_binds`);
 - a private tmpfs ``/tmp`` (size-capped) as the only writable place; its code arrives over a
@@ -34,8 +34,8 @@ What the student's process gets (see :func:`bwrap_command`):
   anyway; as an ordinary user there is no reaper (``--as-pid-1``): it would share the
   student's uid, open to reading and ptrace. What the student does see of the host: the
   paths of what is bound in (the Python install, the venv, ``scalebook``; in mountinfo also
-  the source of ``runner.py`` and of the font cache), never the course directory;
-- a seccomp filter (``runner.install_seccomp``), installed by the runner after the uid switch
+  the source of ``inside.py`` and of the font cache), never the course directory;
+- a seccomp filter (``inside.install_seccomp``), installed by the runner after the uid switch
   and before the student's code: no new namespaces (a user namespace would let it mount a tmpfs
   of its own, past RLIMIT_AS and the scratch cap), no mounts, no keyring, bpf, userfaultfd,
   perf_event_open or io_uring. The runner's first record, ``{"t":"ready"}``, says all of this
@@ -43,7 +43,7 @@ What the student's process gets (see :func:`bwrap_command`):
 
 When the grader runs as root, bwrap runs as root *without* a user namespace (so the sandbox
 can be given a uid of its own, which RLIMIT_NPROC needs: the kernel exempts uid 0 from it) and
-keeps only CAP_SETUID/CAP_SETGID, which ``runner.py`` uses to drop to that uid before it reads
+keeps only CAP_SETUID/CAP_SETGID, which ``inside.py`` uses to drop to that uid before it reads
 the job. As an ordinary user bwrap makes a user namespace instead (``--unshare-user``,
 ``--disable-userns``), the process keeps the user's uid and is pid 1 of its namespace, and
 cgroups are usually not writable (:func:`memory_cap` then says so).
@@ -59,16 +59,14 @@ Two ways to start the student's process:
   started dies), a uid of its own, the limits above, and no way back to the template (different
   uid; the template is not dumpable). Nothing a child does survives it. The template and its
   one child at a time share a cgroup whose limit is the template's own memory plus the job cap
-  (see the cgroup section below). See ``runner.serve`` and :class:`TemplateSandbox`.
+  (see the cgroup section below). See ``inside.serve`` and :class:`TemplateSandbox`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
-import re
 import secrets
 import selectors
 import shutil
@@ -81,13 +79,17 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Sequence
 
-if TYPE_CHECKING:
-    import socket
+from .cgroup import JobCgroup, job_cgroup
+from .limits import Limits, Outcome, SandboxError, as_root
 
-RUNNER = Path(__file__).resolve().with_name("runner.py")
+if TYPE_CHECKING:
+    from .template import TemplateSandbox
+
+# inside.py, bound read-only into the sandbox under the name the sandbox has always run it by
+RUNNER = Path(__file__).resolve().with_name("inside.py")
 SANDBOX_RUNNER = "/opt/grader/runner.py"
 SANDBOX_MPL = "/tmp/.mpl"
-# numpy.random too: numpy imports it lazily, and each job reseeds it (runner._reseed), which
+# numpy.random too: numpy imports it lazily, and each job reseeds it (inside._reseed), which
 # would otherwise import it anew in every child (12 ms of a 30 ms job).
 DEFAULT_PRELOAD = ("numpy", "numpy.random", "matplotlib", "matplotlib.pyplot", "scalebook",
                    "scalebook.checks")
@@ -133,7 +135,7 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-#: The packages a warm-up cell may import (JAX never: see ``runner.warm_up``).
+#: The packages a warm-up cell may import (JAX never: see ``inside.warm_up``).
 WARM_UP_PACKAGES = ("numpy", "matplotlib", "scalebook")
 #: The most source the warm-up carries: it travels on the template's command line, where one
 #: argument may hold at most 128 KiB (Linux's MAX_ARG_STRLEN); the homeworks' take 4-8 KB.
@@ -141,7 +143,7 @@ WARM_UP_BYTES = 32 * 1024
 
 
 def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
-    """The cells a template runs once before its first job (``runner.warm_up``): the code cells
+    """The cells a template runs once before its first job (``inside.warm_up``): the code cells
     of ``notebooks`` (the release copy, which every student gets) but the graded tests, that
     import nothing outside :data:`WARM_UP_PACKAGES`, up to :data:`WARM_UP_BYTES` of source.
 
@@ -160,80 +162,6 @@ def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
             break
         out.append(source)
     return tuple(out)
-
-
-MiB = 1 << 20
-GiB = 1 << 30
-
-
-class SandboxError(RuntimeError):
-    """The sandbox cannot be started at all (bwrap missing or not working)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """Per-submission limits. ``timeout`` is wall-clock seconds for the whole notebook."""
-
-    timeout: float = 60.0
-    cpu: float | None = None            # CPU seconds (default: timeout)
-    memory: int = 4 * GiB               # RLIMIT_AS, bytes (JAX with 8 CPU devices needs 2)
-    job_memory: int | None = None       # the whole job, by cgroup where one is usable (None: memory)
-    nproc: int = 128                    # processes + threads of the sandbox's uid
-    fsize: int = 64 * MiB               # largest file it may write
-    nofile: int = 256
-    scratch: int = 128 * MiB            # size of its /tmp
-    output: int = 2 * MiB               # raw stdout+stderr beyond this: killed
-    keep_output: int = 64 * 1024        # raw output kept for diagnostics
-    results: int = 16 * MiB             # result channel beyond this: killed
-    cell_output: int = 20_000           # captured print() output kept per cell
-    total_output: int = 200_000         # ... and per notebook
-
-    def rlimits(self) -> dict:
-        cpu = int(self.cpu if self.cpu is not None else max(1.0, self.timeout)) + 1
-        nproc = int(self.nproc)
-        if not as_root():
-            # the sandbox keeps our uid, and RLIMIT_NPROC counts all of that uid's processes
-            nproc += _count_own_processes()
-        return {"as": int(self.memory), "cpu": cpu, "nproc": nproc,
-                "fsize": int(self.fsize), "nofile": int(self.nofile)}
-
-    def job_memory_bytes(self) -> int:
-        """The memory cap of one submission's whole process tree (and its tmpfs files)."""
-        return int(self.memory if self.job_memory is None else self.job_memory)
-
-
-def _count_own_processes() -> int:
-    uid, n = os.getuid(), 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                n += len(os.listdir(f"/proc/{entry.name}/task")) if entry.stat().st_uid == uid else 0
-            except OSError:
-                pass
-    return n
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What came back from one run (all of it untrusted data, except the fields we measured)."""
-
-    lines: list[bytes]                  # result channel, one record per line (unparsed)
-    raw_output: str                     # the process's own stdout/stderr (first bytes)
-    returncode: int | None
-    timed_out: bool = False             # killed by us at the wall-clock limit
-    output_exceeded: bool = False       # killed by us: too much output
-    cpu_exceeded: bool = False          # killed by the kernel at RLIMIT_CPU
-    signal: int | None = None           # the student's process died of this signal
-    wall: float = 0.0
-    error: str | None = None            # the sandbox itself failed (not the student's doing)
-    memory_exceeded: bool = False       # the job's cgroup ran out of memory: the kernel killed in it
-    memory_cap: str = ""                # which memory cap held for this run (see memory_cap())
-    # seconds per phase, measured here, for bench/grading.py's breakdown: "wait" (for a free
-    # sandbox), "cgroup" (set-up, reads, tear-down), "fork" (a template's child), "setup" (to the
-    # runner's ready record: namespaces, mounts, limits; for a fresh sandbox bwrap and Python's
-    # start), "cells" (the student's cells and captures), "teardown" (to the job's exit); and
-    # "job CPU", the CPU seconds of a template's job (its processes, as the template waited them)
-    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 # --- what the sandbox may see ------------------------------------------------------------------
@@ -389,9 +317,6 @@ def sandbox_env() -> dict:
     return env
 
 
-def as_root() -> bool:
-    return os.geteuid() == 0
-
 
 def bwrap_command(argv: list[str], *, scratch: int, forbidden: Sequence[Path] = (),
                   template: bool = False) -> list[str]:
@@ -502,299 +427,6 @@ def start_bwrap(cmd: list[str], *, cgroup: JobCgroup | None = None, pass_fds: tu
 def sandbox_uid() -> int:
     """A uid no account has, different for every run (RLIMIT_NPROC counts per uid)."""
     return 1_000_000 + secrets.randbelow(1_000_000_000)
-
-
-# --- the job's memory, by cgroup ---------------------------------------------------------------
-#
-# RLIMIT_AS caps each process; a cgroup caps the job: every process of one submission (and the
-# files it writes to its tmpfs /tmp and /dev/shm) together. The process that becomes bwrap
-# enters the cgroup first (start_bwrap), so whatever the sandbox starts inherits it.
-#
-# - A fresh sandbox: one cgroup per job, limit job_memory, removed after the job.
-# - A template sandbox: one cgroup per template, holding the template and its one job at a
-#   time, limit = what the template held once ready + job_memory (set before each job). Not a
-#   cgroup per forked job: moving a process in costs an RCU grace period (5-15 ms here, most
-#   of a template job's start) for every move but a single-threaded process's own move into a
-#   v1 ``tasks`` file, which cgroup v2 does not have; forking inside the cgroup costs nothing,
-#   and the template's protocol stays as it is. What a job is charged is the same: what it
-#   allocates, the copies of the template's pages it writes to, its tmpfs files. Between jobs
-#   nothing of a job is left in it (its namespaces, tmpfs and processes die with it) but page
-#   cache, which the kernel reclaims before it kills. The student's processes have
-#   oom_score_adj 1000, so the kernel kills them, never the template, while any is left.
-# - An OOM kill in the cgroup during a job (its oom_kill counter went up) sets
-#   Outcome.memory_exceeded.
-
-JOB_CGROUP_PREFIX = "scalebook-job-"
-
-
-@dataclasses.dataclass(frozen=True)
-class CgroupParent:
-    """Where job cgroups are made: a directory of a cgroup v2 or v1 memory hierarchy."""
-
-    version: int
-    path: Path
-
-
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per hierarchy: ``{"2": path}`` and ``{"memory": path}`` (v1)."""
-    out = {}
-    with open("/proc/self/cgroup", encoding="utf-8") as f:
-        for line in f:
-            hid, controllers, path = line.rstrip("\n").split(":", 2)
-            if hid == "0" and controllers == "":
-                out["2"] = path
-            elif "memory" in controllers.split(","):
-                out["memory"] = path
-    return out
-
-
-def _unescape(field: str) -> str:
-    """A path from /proc/self/mountinfo (space, tab, newline, backslash are octal escapes)."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def _cgroup_mounts() -> dict[str, tuple[str, str]]:
-    """``{"2": (mount point, root), "memory": (mount point, root)}`` from /proc/self/mountinfo."""
-    out: dict[str, tuple[str, str]] = {}
-    with open("/proc/self/mountinfo", encoding="utf-8") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            fields, tail = left.split(), right.split()
-            if len(fields) < 5 or len(tail) < 3:
-                continue
-            root, point = _unescape(fields[3]), _unescape(fields[4])
-            if tail[0] == "cgroup2":
-                out.setdefault("2", (point, root))
-            elif tail[0] == "cgroup" and "memory" in tail[2].split(","):
-                out.setdefault("memory", (point, root))
-    return out
-
-
-def _on_disk(mount: tuple[str, str], path: str) -> Path:
-    point, root = mount
-    if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
-        path = path[len(root.rstrip("/")):] or "/"
-    return Path(point) / path.lstrip("/")
-
-
-def _write(path: Path, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
-
-
-def _entry_name(version: int) -> str:
-    """The file a process writes ``0`` into to enter a cgroup (see :meth:`JobCgroup.entry`)."""
-    return "cgroup.procs" if version == 2 else "tasks"
-
-
-def _probe_parent(parent: CgroupParent) -> str | None:
-    """None if a job cgroup can be made in ``parent``, given a limit, and entered; else why."""
-    if not os.access(parent.path, os.W_OK | os.X_OK):
-        return f"{parent.path} is not writable by uid {os.geteuid()}"
-    probe = parent.path / f"{JOB_CGROUP_PREFIX}{os.getpid()}-probe-{secrets.token_hex(4)}"
-    try:
-        probe.mkdir()
-    except OSError as exc:
-        return f"cannot make a cgroup in {parent.path}: {exc.strerror}"
-    try:
-        _set_limit(parent.version, probe, 64 * MiB)
-        # a process can enter it, as start_bwrap's do (cgroup v2 has delegation rules)
-        entry = probe / _entry_name(parent.version)
-        r = subprocess.run(["/bin/sh", "-c", 'echo 0 > "$0"', str(entry)], env={}, cwd="/",
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-        if r.returncode != 0:
-            return (f"cannot enter a cgroup in {parent.path}: "
-                    f"{r.stderr.decode(errors='replace').strip()[-200:]}")
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"cannot use a cgroup in {parent.path}: {getattr(exc, 'strerror', None) or exc}"
-    finally:
-        _remove(probe)
-    return None
-
-
-def _set_limit(version: int, path: Path, limit: int) -> None:
-    """Memory (and swap, where it is accounted: none beyond the limit) of cgroup ``path``."""
-    if version == 2:
-        _write(path / "memory.max", str(limit))
-        if (path / "memory.swap.max").exists():
-            _write(path / "memory.swap.max", "0")
-    else:
-        _write(path / "memory.limit_in_bytes", str(limit))
-        if (path / "memory.memsw.limit_in_bytes").exists():
-            _write(path / "memory.memsw.limit_in_bytes", str(limit))
-
-
-def _remove(path: Path, wait: float = 2.0) -> bool:
-    """Remove a job cgroup, killing whatever is still in it. True once it is gone."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            path.rmdir()
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:
-            pass
-        try:
-            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            pids = []
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.005)
-
-
-def _sweep(parent: CgroupParent) -> None:
-    """Remove the empty job cgroups of graders that no longer run (killed before cleaning up)."""
-    try:
-        entries = list(os.scandir(parent.path))
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.startswith(JOB_CGROUP_PREFIX):
-            continue
-        pid = entry.name[len(JOB_CGROUP_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            try:
-                os.rmdir(entry.path)
-            except OSError:
-                pass
-
-
-@functools.lru_cache(maxsize=None)
-def memory_cgroup() -> tuple[CgroupParent | None, str]:
-    """Where this process can make job cgroups with a memory limit, or None and why not.
-
-    cgroup v2 first, where the memory controller is enabled for the children of our cgroup or
-    of its parent (a delegated subtree: the grader runs in a leaf of it); else cgroup v1, where
-    our memory cgroup is writable (root, on hybrid hosts); else none.
-    """
-    try:
-        own, mounts = _own_cgroups(), _cgroup_mounts()
-    except OSError as exc:
-        return None, f"cannot read this process's cgroups ({exc.strerror})"
-    reasons = []
-    if "2" in own and "2" in mounts:
-        here = _on_disk(mounts["2"], own["2"])
-        try:
-            controllers = (here / "cgroup.controllers").read_text().split()
-        except OSError:
-            controllers = []
-        if "memory" not in controllers:
-            reasons.append(f"the cgroup2 hierarchy at {mounts['2'][0]} has no memory controller "
-                           "for this process")
-        else:
-            why: str | None = f"the memory controller is not enabled for sub-cgroups of {here} or its parent"
-            for cand in (here, here.parent):
-                try:
-                    enabled = "memory" in (cand / "cgroup.subtree_control").read_text().split()
-                except OSError:
-                    continue
-                if enabled:
-                    parent = CgroupParent(2, cand)
-                    why = _probe_parent(parent)
-                    if why is None:
-                        _sweep(parent)
-                        return parent, ""
-                    break
-            reasons.append(f"cgroup v2: {why}")
-    elif "2" not in mounts:
-        reasons.append("no cgroup2 hierarchy is mounted")
-    if "memory" in own and "memory" in mounts:
-        parent = CgroupParent(1, _on_disk(mounts["memory"], own["memory"]))
-        why = _probe_parent(parent)
-        if why is None:
-            _sweep(parent)
-            return parent, ""
-        reasons.append(f"cgroup v1 memory: {why}")
-    elif "memory" not in mounts:
-        reasons.append("no cgroup v1 memory hierarchy is mounted")
-    return None, "; ".join(reasons)
-
-
-def _size(n: int) -> str:
-    return f"{n / GiB:.1f} GiB" if n >= GiB else f"{n / MiB:.0f} MiB"
-
-
-def memory_cap(limits: Limits) -> str:
-    """In words, which memory cap holds for each submission here (for the grading report)."""
-    parent, why = memory_cgroup()
-    if parent is None:
-        return f"RLIMIT_AS per process only: {why}"
-    return f"cgroup v{parent.version} memory: {_size(limits.job_memory_bytes())} per submission"
-
-
-class JobCgroup:
-    """A cgroup with a memory limit: made, entered (before anything forks), read, removed.
-
-    A fresh sandbox's job has one of its own; a template sandbox has one for the template and
-    its one job at a time (see :class:`TemplateSandbox`).
-    """
-
-    def __init__(self, parent: CgroupParent, limit: int | None):
-        self.parent = parent
-        self.path = parent.path / f"{JOB_CGROUP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
-        self.limit: int | None = None
-        self.path.mkdir()
-        try:
-            if limit is not None:
-                self.set_limit(limit)
-        except OSError:
-            _remove(self.path)
-            raise
-
-    def set_limit(self, limit: int) -> None:
-        if limit != self.limit:
-            _set_limit(self.parent.version, self.path, limit)
-            self.limit = limit
-
-    def entry(self) -> Path:
-        """The file a process writes ``0`` into to enter this cgroup, itself.
-
-        In cgroup v1, its ``tasks``: a single-threaded process moving itself there takes no
-        global lock, where a write of a pid to ``cgroup.procs`` waits for an RCU grace period
-        (5-15 ms, as long as the rest of a template job's start). In v2, ``cgroup.procs``.
-        """
-        return self.path / _entry_name(self.parent.version)
-
-    def usage(self) -> int:
-        """Bytes charged to it now."""
-        name = "memory.current" if self.parent.version == 2 else "memory.usage_in_bytes"
-        return int((self.path / name).read_text())
-
-    def oom_kills(self) -> int:
-        """How many processes the kernel has killed in it for going over its limit."""
-        try:
-            name = "memory.events" if self.parent.version == 2 else "memory.oom_control"
-            text = (self.path / name).read_text()
-        except OSError:
-            return 0
-        counts = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
-        return int(counts.get("oom_kill", 0))
-
-    def close(self) -> None:
-        _remove(self.path)
-
-
-def job_cgroup(limits: Limits) -> tuple[JobCgroup | None, str]:
-    """A new cgroup for one job (None where none is usable) and the cap that holds, in words.
-
-    Raises :class:`SandboxError` if cgroups are usable here but this one cannot be made:
-    a job never runs without the cap that :func:`memory_cap` announced.
-    """
-    parent, _ = memory_cgroup()
-    cap = memory_cap(limits)
-    if parent is None:
-        return None, cap
-    try:
-        return JobCgroup(parent, limits.job_memory_bytes()), cap
-    except OSError as exc:
-        raise SandboxError(f"cannot make the job's cgroup in {parent.path}: {exc}") from None
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -955,7 +587,7 @@ def pump(proc: subprocess.Popen[bytes] | _TemplateChild, job_bytes: bytes, resul
                    phases={"setup": ready - t0, "cells": done - ready, "teardown": end - done})
 
 
-READY_LINE = b'{"t":"ready"}'   # runner.READY as runner.Channel writes it
+READY_LINE = b'{"t":"ready"}'   # inside.READY as inside.Channel writes it
 
 
 def _require_ready(outcome: Outcome) -> Outcome:
@@ -1031,206 +663,6 @@ class FreshSandbox:
         pass
 
 
-# --- template (pre-imported, fork per submission) ----------------------------------------------
-
-class TemplateSandbox:
-    """A long-lived pre-imported template in a sandbox, forking one fresh child per job.
-
-    The grader talks to the template over a Unix socket (one JSON line per message). For each
-    job it passes three new pipes (the child's stdin, stdout+stderr and result channel) with
-    SCM_RIGHTS, so a child can only ever reach its own job's pipes; the grader reads them until
-    EOF, which it sees only once every process of the job has exited. Anything unexpected (the
-    template dies, stalls, answers oddly, or a job had to be killed) and the template is thrown
-    away; a new one is started for the next job. If a template cannot be started at all, jobs
-    run in a :class:`FreshSandbox`.
-    """
-
-    kind = "template"
-
-    def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
-                 scratch: int = Limits.scratch, max_jobs: int = 1000, warm_up: tuple[str, ...] = ()):
-        self.forbidden = [Path(f) for f in forbidden]
-        self.preload = tuple(preload)
-        self.warm_up = tuple(warm_up)
-        self.scratch = scratch
-        self.max_jobs = max_jobs
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.sock: socket.socket | None = None
-        self.log: IO[bytes] | None = None   # the template's own stderr, see _start()
-        self._rbuf = b""
-        self.jobs = 0
-        self.starts = 0
-        self.broken: str | None = None
-        self.fallback = FreshSandbox(forbidden)
-        self.cgroup: JobCgroup | None = None   # the template's and its job's, see run()
-        self.baseline = 0                      # bytes charged to it when the template was ready
-
-    def _start(self) -> None:
-        import socket
-
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = [sandbox_python(), "-s", "-B", "-c",
-                "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
-                "runner.serve(int(sys.argv[1]), sys.argv[2])",
-                str(child.fileno()), json.dumps({"preload": list(self.preload), "warm_up": list(self.warm_up)})]
-        # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
-        cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
-        self.log = tempfile.TemporaryFile()  # the template's own stderr (never a pipe that fills)
-        try:
-            cgroup_parent, _ = memory_cgroup()
-            if cgroup_parent is not None:
-                self.cgroup = JobCgroup(cgroup_parent, None)
-            self.proc = start_bwrap(cmd, cgroup=self.cgroup, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=self.log,
-                                    pass_fds=(child.fileno(),))
-        except OSError as exc:
-            self.close()
-            raise SandboxError(f"could not start the template: {exc}") from None
-        finally:
-            child.close()
-        self.sock = parent
-        self._rbuf = b""
-        self.starts += 1
-        hello = self._recv(timeout=120)
-        if not hello or hello.get("ready") is not True:
-            err = b""
-            if self.proc is not None:
-                _kill_group(self.proc)
-                try:
-                    self.proc.wait(timeout=10)
-                    self.log.seek(0)
-                    err = self.log.read()[-2000:]
-                except Exception:
-                    pass
-            self.close()
-            raise SandboxError(f"the template did not start: {err.decode('utf-8', 'replace')}")
-        self.jobs = 0
-        if self.cgroup is not None:
-            self.baseline = self.cgroup.usage()
-
-    def _recv(self, timeout: float) -> dict | None:
-        """The next JSON line from the template, or None (closed, garbage, or too slow)."""
-        deadline = time.monotonic() + timeout
-        try:
-            while b"\n" not in self._rbuf:
-                left = deadline - time.monotonic()
-                if left <= 0 or self.sock is None:
-                    return None
-                self.sock.settimeout(left)
-                chunk = self.sock.recv(4096)
-                if not chunk:
-                    return None
-                self._rbuf += chunk
-                if len(self._rbuf) > 65536:
-                    return None
-            line, _, self._rbuf = self._rbuf.partition(b"\n")
-            msg = json.loads(line)
-            return msg if isinstance(msg, dict) else None
-        except (OSError, ValueError):
-            return None
-
-    def close(self) -> None:
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
-            self.sock = None
-        if self.proc is not None:
-            _kill_group(self.proc)
-            try:
-                self.proc.wait(timeout=10)
-            except Exception:
-                pass
-            self.proc = None
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-        if self.cgroup is not None:
-            self.cgroup.close()
-            self.cgroup = None
-
-    def warm(self) -> None:
-        """Start the template now, not at the first job (a grader starts every worker's template
-        at once, while it reads the gradebook). If it cannot start, jobs will use the fallback."""
-        self._ready()
-
-    def _ready(self) -> bool:
-        """A running template (started anew if need be); False: it cannot be started."""
-        if self.broken is not None:
-            return False
-        if self.proc is None or self.proc.poll() is not None or self.jobs >= self.max_jobs:
-            self.close()
-            try:
-                self._start()
-            except (SandboxError, OSError) as exc:
-                self.broken = str(exc)
-                return False
-        return True
-
-    def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
-        if not self._ready():
-            return self.fallback.run(job, limits, cancel)
-        cap = memory_cap(limits)
-        t = time.monotonic()
-        if self.cgroup is not None:
-            try:  # the job may use job_memory beyond what the template itself holds
-                self.cgroup.set_limit(self.baseline + limits.job_memory_bytes())
-            except OSError:
-                self.close()
-                return self.fallback.run(job, limits, cancel)
-        limit_set = time.monotonic() - t
-        outcome = self._run(job, limits, cancel)
-        if outcome is None:  # the template failed before the job started
-            return self.fallback.run(job, limits, cancel)
-        outcome.memory_cap = cap
-        outcome.phases["cgroup"] = outcome.phases.get("cgroup", 0.0) + limit_set
-        return outcome
-
-    def _run(self, job: dict, limits: Limits, cancel: threading.Event | None) -> Outcome | None:
-        import socket
-
-        sock = self.sock
-        if sock is None:  # _ready() has just started the template: a bug, not a student's doing
-            raise SandboxError("the template sandbox has no socket to send the job on")
-        self.jobs += 1
-        result_r, result_w = os.pipe()
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        header = {"uid": sandbox_uid() if as_root() else None, "rlimits": limits.rlimits(),
-                  "scratch": int(limits.scratch)}
-        try:
-            socket.send_fds(sock, [json.dumps(header).encode() + b"\n"], [in_r, out_w, result_w])
-            sent = True
-        except OSError:
-            sent = False
-        for fd in (in_r, out_w, result_w):
-            os.close(fd)
-        cgroup = self.cgroup
-        t = time.monotonic()
-        kills = cgroup.oom_kills() if cgroup is not None else 0
-        t_fork = time.monotonic()
-        reads = t_fork - t
-        started = self._recv(timeout=30) if sent else None
-        if not started or started.get("started") is not True:
-            for fd in (result_r, in_w, out_r):
-                os.close(fd)
-            self.close()
-            return None
-        child = _TemplateChild(self, out_r, in_w)
-        forked = time.monotonic() - t_fork
-        outcome = pump(child, json.dumps(job).encode(), result_r, limits, cancel)
-        t = time.monotonic()
-        if cgroup is not None:  # read before a close() below removes it
-            outcome.memory_exceeded = cgroup.oom_kills() > kills
-        outcome.phases.update(fork=forked, cgroup=reads + time.monotonic() - t)
-        if child.cpu is not None:
-            outcome.phases["job CPU"] = child.cpu
-        if child.killed or outcome.returncode is None or outcome.returncode in (70, 71, 72):
-            self.close()  # a job had to be killed, or the protocol went wrong: start afresh
-        return _require_ready(outcome)
-
-
 class _TemplateChild:
     """The parts of ``Popen`` that :func:`pump` uses, for a job forked by the template."""
 
@@ -1285,57 +717,3 @@ def _kill_group(proc) -> None:
         proc.kill()
     except ProcessLookupError:
         pass
-
-
-# --- availability ------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def check_sandbox() -> str | None:
-    """None if the sandbox works here, else why not (one line)."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed"
-    try:
-        out = FreshSandbox().run({"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
-                                            {"kind": "capture", "grade_id": "g", "names": ["x"]}]},
-                                 Limits(timeout=60))
-    except SandboxError as exc:
-        return str(exc)
-    if out.error:
-        return out.error
-    if not any(b'"done"' in line for line in out.lines):
-        return f"the sandbox did not run Python (exit {out.returncode}): {out.raw_output[-500:]}"
-    return None
-
-
-def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
-    """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
-    ``preload`` and runs the ``warm_up`` cells once.
-
-    The template needs root (it gives each child a uid of its own); as an ordinary user every
-    job gets a fresh sandbox instead.
-    """
-    if kind == "fresh" or (kind == "template" and not as_root()):
-        return FreshSandbox(forbidden)
-    if kind == "template":
-        return TemplateSandbox(forbidden, preload=preload, warm_up=warm_up)
-    raise ValueError(f"unknown sandbox kind {kind!r}")
-
-
-_local = threading.local()
-REMOTE_JOBS = 0  # jobs this process ran for a remote grader (tests ask the Dask workers)
-
-
-def run_remote(job: dict, limits: Limits, kind: str = "template") -> Outcome:
-    """Run one job on a Dask worker (one sandbox per worker thread, reused)."""
-    global REMOTE_JOBS
-    REMOTE_JOBS += 1
-    sb = getattr(_local, "sandbox", None)
-    if sb is None or sb.kind != (kind if as_root() else "fresh"):
-        from .course import REPO, SOLUTIONS
-
-        sb = _local.sandbox = make_sandbox(kind, [SOLUTIONS, REPO])
-    try:
-        return sb.run(job, limits)
-    except SandboxError as exc:
-        return Outcome([], "", None, error=f"sandbox on {os.uname().nodename}: {exc}")

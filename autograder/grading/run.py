@@ -3,7 +3,7 @@
 Two runners with the same three verbs (``submit(student, job)`` -> future, ``wait_any(futures)``
 -> the finished ones, ``close(abort)``):
 
-- :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox.py``), by default one per
+- :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox/``), by default one per
   core; each a pre-imported template that forks a fresh, isolated child per submission, or a
   fresh bwrap per submission.
 - :class:`DaskRunner`: the same sandbox on the workers of a Dask cluster; the raw (untrusted)
@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .course import REPO, SOLUTIONS, Course
-from .sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
+from ..course import REPO, SOLUTIONS
+from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
 
 if TYPE_CHECKING:
     from distributed import as_completed
@@ -42,11 +42,11 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def forbidden_paths(course: Course | None = None) -> list[Path]:
-    """What no sandbox bind may contain: the course, the solutions, the repository."""
+def forbidden_paths(course_root: Path | None = None) -> list[Path]:
+    """What no sandbox bind may contain: the course (its folder), the solutions, the repository."""
     out = [SOLUTIONS, REPO]
-    if course is not None:
-        out.append(Path(course.root))
+    if course_root is not None:
+        out.append(Path(course_root))
     return [p.resolve() for p in out]
 
 
@@ -115,7 +115,7 @@ class DaskRunner:
         self.completed: as_completed | None = None   # every job submitted, as they finish
 
     def submit(self, student: str, job: dict):
-        from .sandbox import run_remote
+        from ..sandbox import run_remote
 
         fut = self.client.submit(run_remote, job, self.limits, self.kind, pure=False,
                                  key=f"grade-{student}-{uuid.uuid4().hex}")
@@ -142,11 +142,11 @@ class DaskRunner:
 
 
 def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
-                 scheduler: str | None = None, course: Course | None = None,
+                 scheduler: str | None = None, course_root: Path | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
-    ``workers`` sandboxes (default: one per core) that may not see ``course``, each template
-    having imported ``preload`` and run the ``warm_up`` cells once."""
+    ``workers`` sandboxes (default: one per core) that may not see the course's folder
+    ``course_root``, each template having imported ``preload`` and run the ``warm_up`` cells once."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
-    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course), limits, preload, warm_up)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course_root), limits, preload, warm_up)
