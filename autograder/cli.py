@@ -152,7 +152,8 @@ def cmd_generate(args) -> int:
 
 
 def _generate_roster(args) -> int:
-    from .lms import read_roster_file, register_roster
+    from .lms.formats import read_roster_file
+    from .lms.roster import register_roster
     from .safe_text import visible
     from .variants import write_roster_notebooks
 
@@ -191,7 +192,8 @@ def add_keys(sub) -> None:
 
 
 def cmd_keys(args) -> int:
-    from .lms import RosterStudent, read_roster_file, register_roster
+    from .lms.formats import RosterStudent, read_roster_file
+    from .lms.roster import register_roster
     from .variants import keys_csv
 
     course = _course(args, create=bool(args.roster))
@@ -500,7 +502,7 @@ def cmd_due(args) -> int:
     import dataclasses
     from datetime import timedelta
 
-    from .deadlines import (LatePolicy, due_date, extension_of, grant_extension, load_policy, parse_when,
+    from .deadlines import (due_date, extension_of, grant_extension, load_policy, parse_when,
                             save_policy, set_due_date, show_when)
 
     assignment = _assignment(args)
@@ -577,7 +579,7 @@ def cmd_override(args) -> int:
 
 def add_export(sub) -> None:
     """The ``export`` command's arguments."""
-    from .export import FORMATS
+    from .lms.formats import FORMATS
 
     p = sub.add_parser(
         "export", help="write the grades of an assignment as CSV (ours, Canvas's or Moodle's)",
@@ -606,7 +608,8 @@ def add_export(sub) -> None:
 def cmd_export(args) -> int:
     from .safe_text import visible
     from .deadlines import due_date
-    from .export import default_file_name, export_csv, missing_lms_ids, without_time
+    from .export import export_csv, without_time
+    from .lms.formats import MISSING_ID_WHY, default_file_name, missing_lms_ids
 
     assignment = _assignment(args)
     course = _course(args)
@@ -631,10 +634,8 @@ def cmd_export(args) -> int:
               f"{marked} marked LATE by Canvas are charged one day, the others count as on time",
               file=sys.stderr)
     if missing:
-        why = ("no participant id of this assignment (collect its Moodle download with --worksheet)"
-               if args.format == "moodle" else
-               "no Canvas user id (collected from Moodle, a folder or nbgrader's layout)")
-        print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): {why}; enter by hand:", file=sys.stderr)
+        print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): {MISSING_ID_WHY[args.format]}; "
+              "enter by hand:", file=sys.stderr)
         for row in missing:
             print(visible(f"  {row.student}: {row.status}, total {row.total:g} / {row.max:g}"), file=sys.stderr)
         return 1

@@ -38,7 +38,7 @@ id is what the gradebook, the CSV export and the feedback folders use. Only name
 with that ``lms_user_id`` (from the course's roster, ``keys --roster``, or an earlier collect),
 that student's id is used, so a renamed student keeps their id; in a course with a Canvas
 roster a user id that is not on it is reported by name (``not_on_roster``) and collected for no
-one. Otherwise the id is ``<name>_<user id>`` (``lms.lms_student_id``: the name lower-cased,
+one. Otherwise the id is ``<name>_<user id>`` (``lms.formats.lms_student_id``: the name lower-cased,
 accents dropped, every run of other characters than ``a-z0-9`` turned into ``_``;
 ``lms_<user id>`` when nothing of the name is left). The user id is recorded as the student's
 ``lms_user_id`` and the name parts as first and last name (only where the student has none);
@@ -47,7 +47,7 @@ an existing student's ``lms_user_id`` is never changed (such a file is refused a
 **Moodle** names (rules 1 and 3) carry the assignment's *participant id*, which differs from one
 assignment to the next, so it is never kept as a user id. With ``worksheet`` (that assignment's
 grading worksheet) each ``Participant <n>`` is matched to a roster student by email, ID number
-or a name only one of them has (``lms.match_worksheet``; without a roster the worksheet's own
+or a name only one of them has (``lms.roster.match_worksheet``; without a roster the worksheet's own
 emails make the ids), its "Last modified (submission)" is written as ``timestamp.txt``, and
 the participant ids are kept in ``<course>/lms/<A>.json`` for the export. A course with a
 Moodle roster refuses a Moodle download without its worksheet; without either, the student is
@@ -86,48 +86,19 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from .course import Course, available_assignments, notebook_names
-from .lms import fold, lms_student_id, slug  # noqa: F401 -- how an LMS name becomes an id
+from .lms.formats import (CANVAS, MOODLE, BROWSER_COPY, CANVAS_COPY, Claims, LmsName, lms_readings, lms_student_id,
+                          moodle_folder, read_lms_name, read_worksheet, reading_details)
+from .lms.roster import load_participants, match_worksheet, roster_lms, roster_students, save_participants
 from .safe_text import visible
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one notebook; larger ones are refused
 MAX_ARCHIVE_BYTES = 2 * 1024 * 1024 * 1024  # all members of one zip, uncompressed
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-# An LMS marker starts at every "_" where one of these matches (lookaheads: they may overlap);
-# the student's own file name follows it (Canvas: at least one character).
-CANVAS_MARK = re.compile(r"(?=(?P<mark>_(?:LATE_)?(?P<uid>[0-9]+)_[0-9]+_).)", re.IGNORECASE | re.DOTALL)
-MOODLE_MARK = re.compile(r"(?=(?P<mark>_(?P<uid>[0-9]+)_assignsubmission_(?:file|onlinetext)_?))")
-MAX_READINGS = 64  # a name that reads more ways than this is ambiguous, whatever they say
-# A Moodle submission folder ends with its marker: the name is everything before the last one.
-MOODLE_FOLDER = re.compile(r"(?P<name>.+)_(?P<uid>[0-9]+)_assignsubmission_(?:file|onlinetext)_?", re.DOTALL)
 LITTER = re.compile(r"(^|/)(__MACOSX|\.ipynb_checkpoints|__pycache__)(/|$)|(^|/)\.[^/]*$|(^|/)Thumbs\.db$")
 
 
 class CollectError(Exception):
     """The SOURCE cannot be read at all (missing, not a folder/zip/notebook, corrupt zip)."""
-
-
-@dataclass(frozen=True)
-class LmsName:
-    """One reading of an LMS-written name: the LMS's name and user id of the student, and the
-    student's own file name that follows the LMS's prefix (empty for a Moodle folder)."""
-
-    lms: str  # "Canvas" or "Moodle"
-    name: str
-    uid: str
-    file: str
-    late: bool = False  # Canvas wrote LATE_ into the name: handed in after the due date
-    order: int = 0  # Canvas's file id: of two files of one student, the larger is the newer
-
-    def __str__(self) -> str:
-        return f"{self.lms} user {self.uid} ({self.name!r})"
-
-
-@dataclass
-class Claims:
-    """What the files of one download say for certain (``lms_claims``)."""
-
-    names: dict[str, set[str]] = field(default_factory=dict)  # LMS user id -> the names it is given
-    lms: set[str] = field(default_factory=set)  # which LMS wrote them: "Canvas", "Moodle"
 
 
 @dataclass
@@ -367,71 +338,6 @@ def safe_member_name(name: str) -> tuple[PurePosixPath | None, str | None]:
 # --- who is it? ---------------------------------------------------------------------------
 
 
-def lms_readings(name: str) -> list[LmsName]:
-    """Every way a file name reads as an LMS download name, Canvas's
-    ``<name>_[LATE_]<user id>_<file id>_<file>`` or Moodle's
-    ``<Full Name>_<user id>_assignsubmission_file_<file>``: one reading per marker, wherever
-    it starts (a name like ``mallory_1234_5555_9_x.ipynb`` reads two ways)."""
-    found = []
-    for lms, mark in (("Canvas", CANVAS_MARK), ("Moodle", MOODLE_MARK)):
-        for m in mark.finditer(name, 1):  # (a marker at 0 leaves no name)
-            order = int(m["mark"].strip("_").rsplit("_", 1)[-1]) if lms == "Canvas" else 0
-            found.append(LmsName(lms, name[: m.start()], m["uid"], name[m.end("mark"):],
-                                 late=lms == "Canvas" and "_LATE_" in m["mark"].upper(), order=order))
-            if len(found) > MAX_READINGS:  # enough to know; and a long hostile name stays cheap
-                return found
-    return found
-
-
-def moodle_folder(name: str) -> LmsName | None:
-    """A Moodle submission folder's reading, from its end (the marker ends the name), or None."""
-    m = MOODLE_FOLDER.fullmatch(name)
-    return LmsName("Moodle", m["name"], m["uid"], "") if m else None
-
-
-def lms_could_write(reading: LmsName) -> bool:
-    """Whether the LMS writes names like this reading's name part: Moodle replaces every ``_``
-    of a name by a space; Canvas keeps only the name's word characters, lower-cased (so no
-    space, control, capital A-Z or ASCII punctuation other than ``_``)."""
-    if reading.lms == "Moodle":
-        return "_" not in reading.name
-    return not any(c.isspace() or not c.isprintable() or "A" <= c <= "Z"
-                   or (c.isascii() and not c.isalnum() and c != "_") for c in reading.name)
-
-
-def read_lms_name(readings: list[LmsName], claims: Claims) -> tuple[LmsName | None, bool, str | None]:
-    """Whose file an LMS-written name is: ``(reading, certain, None)`` or ``(None, False, why)``.
-
-    ``certain``: every reading gives one LMS user id. Else the readings the LMS could not have
-    written are dropped, and so are those that ``claims`` refute (``_refuted``); one user id
-    must be left. A name that gives one user id several ways (``doe_LATE_12_34_x``) is read
-    by its earliest marker."""
-    if len(readings) > MAX_READINGS:
-        return None, False, f"the LMS name reads more than {MAX_READINGS} ways"
-    if len(_users(readings)) == 1:
-        return _earliest(readings), True, None
-    left = [r for r in readings if lms_could_write(r) and not _refuted(r, claims)]
-    if len(_users(left)) == 1:
-        return _earliest(left), False, None
-    ways = list(dict.fromkeys(str(r) for r in readings))
-    return None, False, "the LMS name reads as " + " or as ".join(ways)
-
-
-def _users(readings: list[LmsName]) -> set[tuple[str, str]]:
-    return {(r.lms, r.uid) for r in readings}
-
-
-def _earliest(readings: list[LmsName]) -> LmsName:
-    return min(readings, key=lambda r: len(r.name))
-
-
-def _refuted(reading: LmsName, claims: Claims) -> bool:
-    """The download's certain files give this user id another name, or were all written by
-    the other LMS: one download is one LMS's snapshot, naming each user one way."""
-    other_name = reading.uid in claims.names and reading.name not in claims.names[reading.uid]
-    return other_name or claims.lms == {"Canvas", "Moodle"} - {reading.lms}
-
-
 def lms_claims(items: list[Item], assignment: str, notebooks: list[str], assignments: list[str]) -> Claims:
     """What the files of one download say for certain: the names they give each LMS user id,
     and which LMS wrote them. Only names with one reading count: those are what the LMS
@@ -448,19 +354,10 @@ def lms_claims(items: list[Item], assignment: str, notebooks: list[str], assignm
 
 def _lms_student(item: Item, reading: LmsName) -> str | None:
     """Set ``item.student``/``form``/``details`` from an LMS-written name; return why not, or None."""
-    name, uid = reading.name, reading.uid
-    student = lms_student_id(name, uid)
+    student = lms_student_id(reading.name, reading.uid)
     if not STUDENT_ID.fullmatch(student):
-        return f"refused: cannot make a student id of {name!r} and LMS user id {uid}"
-    words = [w for w in re.split(r"[\s_]+", name.strip()) if w]
-    # Moodle's number is the participant id of this one assignment: never a user's id
-    details = {"lms_user_id": uid} if reading.lms == "Canvas" else {"participant": uid}
-    if len(words) >= 2:
-        if reading.lms == "Canvas":  # Canvas writes last name first
-            details.update(last_name=words[0], first_name=" ".join(words[1:]))
-        else:  # Moodle writes the full name
-            details.update(first_name=" ".join(words[:-1]), last_name=words[-1])
-    item.student, item.form, item.details = student, "lms", details
+        return f"refused: cannot make a student id of {reading.name!r} and LMS user id {reading.uid}"
+    item.student, item.form, item.details = student, "lms", reading_details(reading)
     return None
 
 
@@ -561,11 +458,9 @@ def collect(
     """Copy the notebooks of ``assignment`` in ``sources`` into ``course``; add the students.
 
     ``worksheet``: the assignment's Moodle grading worksheet, which maps the participant ids
-    of a Moodle download to students (``lms.py``) and gives each submission's time (read in
+    of a Moodle download to students (``lms/roster.py``) and gives each submission's time (read in
     ``tz``, default UTC, where it names no zone)."""
     from datetime import timezone
-
-    from .lms import read_worksheet
 
     scanned = [scan(Path(source)) for source in sources]  # a missing SOURCE fails before any work
     sheet = read_worksheet(Path(worksheet), tz or timezone.utc) if worksheet is not None else None
@@ -635,16 +530,10 @@ def collect(
                 report.invalid_json.append(item)
     _add_students(course, report.collected + report.unchanged)
     if participants:
-        from .lms import save_participants
-
         save_participants(course, assignment, participants)
         _write_times(course, assignment, participants, present, report)
     _roster_without_submission(course, assignment, report)
     return report
-
-
-_COPY = re.compile(r"(?P<stem>.*?)(?: \((?P<n>[0-9]+)\))?(?P<ext>\.ipynb)", re.DOTALL)  # Moodle, browsers
-_CANVAS_COPY = re.compile(r"(?P<stem>.*?)(?:-(?P<n>[0-9]+))?(?P<ext>\.ipynb)", re.DOTALL)
 
 
 def newest(group: list[Item]) -> Item | None:
@@ -655,12 +544,12 @@ def newest(group: list[Item]) -> Item | None:
     canvas = [i.reading for i in group if i.reading is not None and i.reading.lms == "Canvas"]
     if len(canvas) == len(group):
         # (a Canvas reading's file is what follows the prefix of a name ending in .ipynb)
-        stems = {m["stem"] if (m := _CANVAS_COPY.fullmatch(r.file)) else None for r in canvas}
+        stems = {m["stem"] if (m := CANVAS_COPY.fullmatch(r.file)) else None for r in canvas}
         orders = [r.order for r in canvas]
         if len(stems) == 1 and None not in stems and len(set(orders)) == len(orders):
             return group[orders.index(max(orders))]
         return None
-    copies = [m for i in group if (m := _COPY.fullmatch(i.rel.name))]
+    copies = [m for i in group if (m := BROWSER_COPY.fullmatch(i.rel.name))]
     folders = {i.rel.parent for i in group}
     if len(folders) == 1 and len(copies) == len(group) and len({m["stem"] for m in copies}) == 1:
         numbers = [int(m["n"] or 0) for m in copies]
@@ -674,8 +563,6 @@ def _moodle_identities(course: Course, items: list[Item], report: CollectReport,
     worksheet (participant id -> roster student), else, in a course with no roster, as before
     by name and participant id (one line says why that is fragile). Returns the items left
     and the participant map to keep (student -> participant id, submission time)."""
-    from .lms import MOODLE, match_worksheet, roster_lms
-
     moodle = [i for i in items if i.details.get("participant")]
     if not moodle:
         return items, {}
@@ -692,8 +579,6 @@ def _moodle_identities(course: Course, items: list[Item], report: CollectReport,
                             "is one student in every assignment")
         # one participant id is one student of this assignment: a student renamed between
         # downloads keeps the id collected first
-        from .lms import load_participants
-
         known = {e.get("participant"): sid for sid, e in load_participants(course, report.assignment).items()}
         for pid in sorted({i.details["participant"] for i in moodle}):
             group = [i for i in moodle if i.details["participant"] == pid]
@@ -749,8 +634,6 @@ def _write_times(course: Course, assignment: str, participants: dict[str, dict],
 
 
 def _roster_without_submission(course: Course, assignment: str, report: CollectReport) -> None:
-    from .lms import roster_students
-
     for sid, person in sorted(roster_students(course).items()):
         if not (course.submitted(sid, assignment) / f"{assignment}.ipynb").is_file():
             name = " ".join(n for n in (person.get("first_name"), person.get("last_name")) if n)
@@ -793,8 +676,6 @@ def _key_by_lms_user_id(course: Course, items: list[Item], report: CollectReport
     if not lms:
         return items
     from nbgrader.api import MissingEntry, Student
-
-    from .lms import CANVAS, roster_lms
 
     on_roster = roster_lms(course) == CANVAS  # then a user id the roster lacks is no one's
     refused: set[int] = set()

@@ -16,43 +16,20 @@ the per-question CSV then also has ``raw``, ``days_late`` and ``penalty`` column
 Every cell goes through ``safe_text.csv_text``: scores are written as numbers, and a name or id
 that a spreadsheet would read as a formula is written as text (a leading apostrophe).
 
-LMS formats (``--format``), keyed by the LMS's own ids (``lms.py``): Canvas by the Canvas user
-id (the student's ``lms_user_id``, from the roster or the download), Moodle by ``Participant
-<n>`` of *this* assignment (``<course>/lms/<A>.json``, from ``collect --worksheet``); students
-without one cannot be matched and are listed by ``missing_lms_ids`` (``export`` prints them and
-exits 1), never written under a guessed key. A roster student with no submission is written
-empty (the LMS leaves their grade as it is) or, with ``missing="zero"``, 0:
-
-- ``canvas``: the Canvas gradebook import CSV, laid out as Canvas's own gradebook export.
-  Followed: the Ohio State guide "Import a CSV file to Carmen Grades" (CarmenCanvas,
-  teaching.resources.osu.edu), which lists the columns an import needs: the columns
-  ``Student`` (``Last, First``), ``ID`` (the Canvas user id, which Canvas's submission
-  download writes into every file name: ``doejane_12345_...``), ``SIS User ID``,
-  ``SIS Login ID``, ``Section`` (left empty: Canvas matches on ``ID``), then one assignment
-  column named ``<assignment> (<Canvas assignment id>)`` (``--lms-assignment-id``; without it
-  the column is the bare name and Canvas offers to create a new assignment), holding the final
-  total. The second row is Canvas's ``Points Possible`` row (the maximum), as in its export.
-- ``moodle``: Moodle's assignment *grading worksheet* (Assignment > "Upload grading
-  worksheet", plugin ``assignfeedback_offline``), columns ``Identifier`` (``Participant
-  <id>``), ``Full name``, ``Grade``, ``Maximum Grade``, ``Last modified (grade)``. Followed: the
-  worksheet importer ``mod/assign/feedback/offline/importgradeslib.php``, which needs the
-  ``Identifier``, ``Grade`` and ``Last modified (grade)`` columns and maps the number after
-  ``Participant `` back through the assignment's participant ids. It is used instead of the
-  course gradebook's "Import > CSV file" (``grade/import/csv``, which maps a column to the
-  user's id, ID number, email or username) because the number in Moodle's download names
-  (``Jane Doe_4242_assignsubmission_file_``) is the assignment's *participant* id
-  (``get_uniqueid_for_user``), not the Moodle user id: keyed by it, the gradebook import
-  would credit the wrong users. Moodle's grade there is out of the assignment's maximum grade,
-  so set that maximum to this assignment's total points.
+LMS formats (``--format canvas`` or ``moodle``) are written by ``lms.formats``, which says
+which layout each LMS imports and where that was read; a student without the id a format
+needs is listed (``export`` prints them and exits 1), never written under a guessed key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
+from .lms.formats import FORMATS, to_canvas, to_moodle
+from .lms.roster import load_participants
 from .safe_text import csv_text, number_text
 
 
@@ -92,8 +69,6 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     questions = question_columns(course, assignment)
     max_total = sum(p for _, p in questions)
     report = load_report(course, assignment)
-    from .lms import load_participants
-
     policy = load_policy(course, assignment)
     participants = load_participants(course, assignment)
     rows = []
@@ -164,51 +139,6 @@ def to_csv(questions, rows, *, late_columns: bool = False) -> str:
         [row.student, *[row.scores.get(gid) for gid, _ in questions],
          *([row.raw, row.days_late, row.penalty] if late_columns else []), row.total, row.max, row.status]
         for row in rows)])
-
-
-CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-MOODLE_HEAD = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
-FORMATS = ("csv", "canvas", "moodle")
-
-
-def default_file_name(fmt: str, assignment: str) -> str:
-    """Where ``export`` writes a format by default, in the course directory."""
-    return f"{'grades' if fmt == 'csv' else fmt}-{assignment}.csv"
-
-
-def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
-    return f"{assignment} ({lms_assignment_id})" if lms_assignment_id else assignment
-
-
-def _score(row: Row, missing: str = "blank") -> float | None:
-    """An LMS cell: the final total; without a submission empty (left as it is in the LMS) or,
-    with ``missing="zero"``, 0."""
-    if row.status == "no submission":
-        return 0 if missing == "zero" else None
-    return row.total
-
-
-def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None,
-              missing: str = "blank") -> str:
-    possible = rows[0].max if rows else 0.0
-    return csv_text([[*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)],
-                     ["    Points Possible", "", "", "", "", possible],
-                     *([row.name or row.student, row.lms_user_id, "", "", "", _score(row, missing)]
-                       for row in rows if row.lms_user_id)])
-
-
-def to_moodle(rows: list[Row], now: datetime | None = None, missing: str = "blank") -> str:
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
-    return csv_text([MOODLE_HEAD, *(
-        [f"Participant {row.participant}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
-         _score(row, missing), row.max, stamp]
-        for row in rows if row.participant)])
-
-
-def missing_lms_ids(rows: list[Row], fmt: str = "canvas") -> list[Row]:
-    """Rows an LMS file cannot carry: students without a Canvas user id (canvas) or without a
-    participant id of this assignment (moodle)."""
-    return [r for r in rows if not (r.participant if fmt == "moodle" else r.lms_user_id)]
 
 
 def export_csv(course: Course, assignment: str, output: Path | None, *, fmt: str = "csv",

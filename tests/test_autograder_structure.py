@@ -159,9 +159,9 @@ def test_course_lists_every_homework():
 
 
 def test_export_formats_are_said_once():
-    """The CLI offers exactly export.FORMATS, which it reads rather than repeats."""
+    """The CLI offers exactly lms.formats.FORMATS, which it reads rather than repeats."""
     from autograder.cli import build_parser
-    from autograder.export import FORMATS
+    from autograder.lms.formats import FORMATS
 
     args = build_parser().parse_args(["export", "-a", "hw1-rooflines", "--format", FORMATS[-1]])
     assert args.format == FORMATS[-1]

@@ -19,16 +19,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.collect import (
-    Claims,
-    Item,
-    collect,
-    identify,
-    lms_readings,
-    lms_student_id,
-    read_lms_name,
-    slug,
-)
+from autograder.collect import Item, collect, identify
+from autograder.lms.formats import Claims, lms_readings, lms_student_id, read_lms_name, slug
 from autograder.course import ASSIGNMENTS, Course
 
 A = "hw1-rooflines"
@@ -66,7 +58,7 @@ def who(course: Course, student: str) -> str:
 
 def lms_ids(course: Course) -> dict[str, str | None]:
     """student -> Canvas user id, or Moodle participant id of A (never kept as a user id)."""
-    from autograder.lms import load_participants
+    from autograder.lms.roster import load_participants
 
     moodle = {s: e["participant"] for s, e in load_participants(course, A).items()}
     with course.gradebook() as gb:

@@ -81,7 +81,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.slow
 def test_collect_kept_the_lms_user_ids(graded):
-    from autograder.lms import load_participants
+    from autograder.lms.roster import load_participants
 
     with graded.course.gradebook() as gb:
         assert {s: gb.find_student(s).lms_user_id for s in LMS} == LMS

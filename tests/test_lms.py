@@ -8,8 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from autograder.course import Course, CourseError
-from autograder.lms import (CANVAS, MOODLE, PLAIN, Worksheet, WorksheetRow, match_worksheet, parse_lms_time,
-                            read_roster_file, read_worksheet, register_roster)
+from autograder.lms.formats import (CANVAS, MOODLE, PLAIN, Worksheet, WorksheetRow, parse_lms_time, read_roster_file,
+                                    read_worksheet)
+from autograder.lms.roster import match_worksheet, register_roster
 
 
 def write(path, rows):

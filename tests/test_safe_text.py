@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import export
+from autograder.lms.formats import FORMATS
 from autograder.grading.grade import course_spec
 from autograder.grading.result import SubmissionResult
 from autograder.course import Course
@@ -94,7 +94,7 @@ def test_shown_is_what_the_check_below_calls_hidden():
 PERSON = {  # (module, function) -> what it writes; every one is run end to end below
     ("cli.py", "cmd_keys"): "keys.csv, or the keys on standard output: variants.keys_csv",
     ("cli.py", "cmd_export"): "the export on standard output: export.export_csv's text",
-    ("export.py", "export_csv"): "grades-, canvas-, moodle-<A>.csv: export.to_csv, to_canvas, to_moodle",
+    ("export.py", "export_csv"): "grades-, canvas-, moodle-<A>.csv: export.to_csv, lms.formats.to_canvas, to_moodle",
     ("feedback.py", "write_feedback"): "feedback/<student>/<A>/feedback.html, with released solutions",
     ("report.py", "write_report"): "report-<A>.html and report-<A>.csv",
     ("variants.py", "write_roster_notebooks"): "<course>/keys.csv (and each student's notebook, JSON)",
@@ -106,8 +106,8 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("course.py", "set_variants_enabled"): "the course's settings (JSON)",
     ("course.py", "course_secret"): "the course's secret key",
     ("course.py", "default_course"): "the course's gradebook URL (gradebook.url)",
-    ("lms.py", "register_roster"): "the course's roster (roster.json)",
-    ("lms.py", "save_participants"): "each assignment's Moodle participant ids (lms/<A>.json)",
+    ("roster.py", "register_roster"): "the course's roster (roster.json)",
+    ("roster.py", "save_participants"): "each assignment's Moodle participant ids (lms/<A>.json)",
     ("course.py", "generate_exercises"): "exercises/ notebooks from the instructor's solutions/",
     ("deadlines.py", "save_policy"): "the late policy (JSON)",
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
@@ -237,7 +237,7 @@ def hostile_course(root: Path) -> tuple[Course, str]:
         results.append(SubmissionResult(student, A, "graded", scores, dict(spec.max_scores), messages,
                                         [f"problem: {HOSTILE[(i + 2) % len(HOSTILE)]}"], answers))
     record_class(course, spec, results)
-    from autograder.lms import save_participants  # as if collected from Moodle too, with its worksheet
+    from autograder.lms.roster import save_participants  # as if collected from Moodle too, with its worksheet
 
     save_participants(course, A, {s: {"participant": str(1000 + i), "submitted": None} for i, s in enumerate(IDS)})
     negative = spec.tests[0].grade_id
@@ -256,7 +256,7 @@ RUNS = {
                           {("variants.py", "write_roster_notebooks")}),
     **{f"export --format {fmt}": (lambda roster, out, fmt=fmt: ["export", "-a", A, "--format", fmt, "--output",
                                                                 out / f"{fmt}.csv"], {("export.py", "export_csv")})
-       for fmt in export.FORMATS},
+       for fmt in FORMATS},
     "export to stdout": (lambda roster, out: ["export", "-a", A, "--output", "-"], {("cli.py", "cmd_export")}),
     "report": (lambda roster, out: ["report", "-a", A, "--output-dir", out], {("report.py", "write_report")}),
     "feedback --release-solutions": (lambda roster, out: ["feedback", "-a", A, "--release-solutions", "--force"],

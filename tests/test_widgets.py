@@ -73,8 +73,8 @@ def test_per_example_weights_never_become_compute_bound():
 
 
 def test_compare_adds_a_second_chip_and_ignores_a_duplicate():
-    assert [p.chip for p in roofline_state("v5e", compare="H100").points] == ["TPU v5e", "H100"]
-    assert [p.chip for p in roofline_state("v5e", compare="TPU v5e").points] == ["TPU v5e"]
+    assert [p.chip.name for p in roofline_state("v5e", compare="H100").points] == ["TPU v5e", "H100"]
+    assert [p.chip.name for p in roofline_state("v5e", compare="TPU v5e").points] == ["TPU v5e"]
     assert len(roofline_state("v5e", compare="").points) == 1
 
 
@@ -173,11 +173,11 @@ def test_moving_d_and_f_changes_the_utilisation_curve(explorer):
 
 def test_changing_chips_rebuilds_the_lines(explorer):
     explorer.controls["compare"].value = ""
-    assert [p.chip for p in explorer.state.points] == ["TPU v5e"]
+    assert [p.chip.name for p in explorer.state.points] == ["TPU v5e"]
     assert len(explorer.drawing.series[0]) == 1 + 3 and _legend(explorer) == ["TPU v5e (bf16)"]
     explorer.controls["chip"].value = "B200"
     explorer.controls["compare"].value = "TPU v6e"
-    assert [p.chip for p in explorer.state.points] == ["B200", "TPU v6e"]
+    assert [p.chip.name for p in explorer.state.points] == ["B200", "TPU v6e"]
     x, y = _xy(_roofline_artist(explorer, 0, "roof"))
     assert y.max() == get_chip("B200").flops("bf16")
     assert _legend(explorer) == ["B200 (bf16)", "TPU v6e (bf16)"]
@@ -205,7 +205,7 @@ def test_a_rejected_control_value_shows_an_error_and_keeps_the_picture(explorer)
     explorer.controls["x_dtype"].value = "fp16"
     explorer.controls["w_dtype"].value = "fp16"
     assert explorer.error == "" and explorer.message.value == ""
-    assert explorer.state.main.chip == "V100" and explorer.state.main.compute_dtype == "fp16"
+    assert explorer.state.main.chip.name == "V100" and explorer.state.main.compute_dtype == "fp16"
     explorer.controls["chip"].value = "TPU v5e"
     explorer.controls["x_dtype"].value = explorer.controls["w_dtype"].value = "bf16"
     assert explorer.error == ""

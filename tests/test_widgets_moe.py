@@ -23,7 +23,7 @@ def explorer():
 
 def _check_against_solver(state) -> None:
     cfg = state.cfg
-    chip = state.chip
+    chip = state.chip.name
     roof = moe.moe_layer_roofline(cfg, chip, tokens=state.tokens_per_chip * state.ep,
                                   n_chips=state.ep)
     assert state.expert_time == pytest.approx(cfg.base.n_layers * roof.time)
@@ -43,7 +43,7 @@ def _check_against_solver(state) -> None:
 
 def test_default_is_deepseek_v3_on_64_h100s(explorer):
     state = explorer.state
-    assert (state.chip, state.ep, state.cfg.n_experts, state.cfg.top_k) == ("H100", 64, 256, 8)
+    assert (state.chip.name, state.ep, state.cfg.n_experts, state.cfg.top_k) == ("H100", 64, 256, 8)
     _check_against_solver(state)
     assert explorer.png.startswith(PNG_SIGNATURE)
     assert "9,447 tokens" in explorer.summary.value

@@ -67,7 +67,7 @@ def _solver_kwargs(state) -> dict:
 
 def _assert_matches_solver(state) -> None:
     """Every solver-made figure of ``state`` against a direct call to the solver."""
-    cfg, chip = PRESETS[state.preset], state.chip_name
+    cfg, chip = PRESETS[state.preset], state.chip.name
     kw = _solver_kwargs(state)
     assert state.decode == inf.decode_step(cfg, chip, batch=state.batch,
                                            compute_dtype=state.compute_dtype, **kw)
@@ -134,7 +134,7 @@ def _assert_drawn(w) -> None:
 def test_default_is_the_case_study_and_matches_the_solver(explorer):
     s = explorer.state
     assert explorer.error == ""
-    assert (s.preset, s.chip_name, s.n_chips, s.context_len, s.batch) == (
+    assert (s.preset, s.chip.name, s.n_chips, s.context_len, s.batch) == (
         "LLaMA-3 70B", "H100", 8, 4096, 32)
     assert (s.weight_dtype, s.cache_dtype, s.compute_dtype) == ("bf16",) * 3
     _assert_matches_solver(s)
@@ -202,7 +202,7 @@ def test_every_control_recomputes_what_the_solver_says(explorer, name, value, ch
     explorer.controls[name].value = value
     s = explorer.state
     assert explorer.error == ""
-    assert s is not before and getattr(s, name if name != "chip" else "chip_name") == value
+    assert s is not before and (s.chip.name if name == "chip" else getattr(s, name)) == value
     assert s == serving_state(**explorer.values())
     assert check(s)
     _assert_matches_solver(s)
@@ -291,7 +291,7 @@ def test_the_flag_appears_exactly_when_the_cache_does_not_fit(explorer, settings
         explorer.controls[name].value = value
     s = explorer.state
     assert explorer.error == ""
-    assert s.max_batch == inf.max_batch(PRESETS[s.preset], s.chip_name, **_solver_kwargs(s))
+    assert s.max_batch == inf.max_batch(PRESETS[s.preset], s.chip.name, **_solver_kwargs(s))
     flag = _named(explorer.drawing)["flag"].get_text()
     if s.max_batch < s.batch:
         assert not s.fits and flag

@@ -211,7 +211,7 @@ def test_plot_data_are_the_solvers_curves(explorer):
 
 
 @pytest.mark.parametrize("name, value, check", [
-    ("chip", "TPU v5p", lambda s: s.chip == "TPU v5p"),
+    ("chip", "TPU v5p", lambda s: s.chip.name == "TPU v5p"),
     ("dtype", "int8", lambda s: s.dtype == "int8"),
     # rings where the default (as built) has a line: the AllReduce takes half as long
     ("wraparound", True, lambda s: s.wraparound is True and s.comms_time < 0.6 * 2.243e-3),

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ..hardware import chip_names, get_chip
+from ..hardware import Chip, chip_names, get_chip
 from ..moe import (
     MoEConfig,
     dense_critical_batch,
@@ -73,7 +73,7 @@ FIGURE_PX = (1000, 380)
 class MoEState:
     """Everything the explorer shows for one set of controls (seconds, bytes, tokens)."""
 
-    chip: str
+    chip: Chip
     cfg: MoEConfig
     ep: int
     tokens_per_chip: float
@@ -97,8 +97,7 @@ def _config(n_experts: int, top_k: int, d_model: int, d_expert: int, n_layers: i
     return MoEConfig(base=base, n_experts=n_experts, top_k=top_k, d_expert=d_expert)
 
 
-def _a2a(state_chip: str, cfg: MoEConfig, ep: int, tokens: float, c: float) -> float:
-    chip = get_chip(state_chip)
+def _a2a(chip: Chip, cfg: MoEConfig, ep: int, tokens: float, c: float) -> float:
     if ep == 1:
         return 0.0
     axes = [ep] if chip.is_gpu else tpu_ep_axes(chip, ep)
@@ -134,9 +133,9 @@ def moe_state(chip: str = DEFAULTS["chip"], n_experts: int = DEFAULTS["n_experts
     critical = moe_critical_batch(chip_obj, E, k)
     group_tokens = max(1, round(t))
     return MoEState(
-        chip=chip_obj.name, cfg=cfg, ep=ep, tokens_per_chip=t, capacity_factor=c,
+        chip=chip_obj, cfg=cfg, ep=ep, tokens_per_chip=t, capacity_factor=c,
         memory=expert_memory_per_chip(cfg, ep=ep), hbm=chip_obj.hbm_bytes,
-        expert_time=expert_time, a2a_time=_a2a(chip_obj.name, cfg, ep, t, c),
+        expert_time=expert_time, a2a_time=_a2a(chip_obj, cfg, ep, t, c),
         capacity=expert_capacity(group_tokens, E, k, c),
         dropped=expected_dropped_fraction(group_tokens, E, k, c),
         critical=critical, critical_per_chip=critical / ep,
@@ -155,7 +154,7 @@ def moe_chart(state: MoEState) -> dict:
     for the MoE experts, the MoE experts plus their AllToAlls and a dense MLP of equal active
     width, with this state marked and the critical batch per chip as a dotted line; and the
     step at this state split into expert time and AllToAll, bars in ms."""
-    cfg, chip, ep = state.cfg, get_chip(state.chip), state.ep
+    cfg, chip, ep = state.cfg, state.chip, state.ep
     dense = MoEConfig(base=cfg.base, n_experts=cfg.top_k, top_k=cfg.top_k,
                       d_expert=cfg.d_expert)
     L = cfg.base.n_layers
@@ -165,7 +164,7 @@ def moe_chart(state: MoEState) -> dict:
         e = L * moe_layer_roofline(cfg, chip, tokens=t * ep, n_chips=ep).time
         d = L * moe_layer_roofline(dense, chip, tokens=t * ep, n_chips=ep).time
         moe_pts.append([t, e * 1e3])
-        with_comm.append([t, (e + _a2a(state.chip, cfg, ep, t, state.capacity_factor)) * 1e3])
+        with_comm.append([t, (e + _a2a(chip, cfg, ep, t, state.capacity_factor)) * 1e3])
         dense_pts.append([t, d * 1e3])
     ys = [p[1] for p in moe_pts + with_comm + dense_pts]
     lo = 10 ** math.floor(math.log10(min(ys)))
@@ -199,7 +198,7 @@ def moe_chart(state: MoEState) -> dict:
         [chart.bars([state.expert_time * 1e3, state.a2a_time * 1e3], [MOE_COLOUR, COMM_COLOUR],
                     [format_seconds(state.expert_time), format_seconds(state.a2a_time)])],
         width=0.7)
-    heading = (f"{state.chip} × {ep}, E = {cfg.n_experts}, k = {cfg.top_k}, "
+    heading = (f"{chip.name} × {ep}, E = {cfg.n_experts}, k = {cfg.top_k}, "
                f"D = {cfg.base.d_model:,}, F_e = {cfg.d_expert:,}, c = {state.capacity_factor:g}")
     return chart.chart([left, right], width=FIGURE_PX[0], height=FIGURE_PX[1],
                        texts=[chart.text(heading)])

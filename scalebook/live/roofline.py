@@ -60,14 +60,14 @@ def _fmt_tokens(value: float) -> str:
 class RooflinePoint:
     """Where one matmul sits on one chip's roofline.
 
-    Attributes (SI): ``chip`` display name; ``compute_dtype`` whose peak applies; ``peak_flops``
+    Attributes (SI): ``chip`` the chip (resolved once, by :func:`roofline_state`); ``compute_dtype`` whose peak applies; ``peak_flops``
     C (FLOPs/s); ``bandwidth`` W, HBM (bytes/s); ``critical_intensity`` C / W (FLOPs/byte);
     ``critical_batch`` tokens above which the matmul is compute-bound (∞ with per-example
     weights); ``attainable_flops`` min(C, I·W); ``t_math``, ``t_comms`` (s); ``bound``
     "compute" or "memory".
     """
 
-    chip: str
+    chip: Chip
     compute_dtype: str
     peak_flops: float
     bandwidth: float
@@ -140,7 +140,7 @@ def _point(chip: Chip, cost: roofline.MatmulCost, x_dtype: str, w_dtype: str,
         critical_batch = roofline.critical_batch_size(chip, compute_dtype=compute,
                                                       weight_dtype=w_dtype)
     return RooflinePoint(
-        chip=chip.name,
+        chip=chip,
         compute_dtype=compute,
         peak_flops=peak,
         bandwidth=chip.hbm_bandwidth,
@@ -209,8 +209,8 @@ def roofline_series(state: RooflineState) -> dict:
     for index, point in enumerate(state.points):
         critical = point.critical_batch
         chips.append({
-            "chip": point.chip,
-            "label": f"{point.chip} ({point.compute_dtype})",
+            "chip": point.chip.name,
+            "label": f"{point.chip.name} ({point.compute_dtype})",
             "colour": COLOURS[index % len(COLOURS)],
             "roof": roof_xy(point),
             "ridge": point.critical_intensity,
@@ -225,7 +225,7 @@ def roofline_series(state: RooflineState) -> dict:
     return {
         "chips": chips,
         "intensity": state.intensity,
-        "title": (f"{main.chip}: T_math {format_seconds(main.t_math)} {relation} "
+        "title": (f"{main.chip.name}: T_math {format_seconds(main.t_math)} {relation} "
                   f"T_comms {format_seconds(main.t_comms)} → {main.bound}-bound"),
         "util_title": (f"X[B, D] {state.x_dtype} · {weights} {state.w_dtype}: "
                        f"B = {state.B:,}, D = {state.D:,}, F = {state.F:,}"),
@@ -239,7 +239,7 @@ def roofline_summary(state: RooflineState) -> str:
             f"<b>{fmt_intensity(state.intensity)} FLOPs/byte</b>")
     rows = "".join(
         "<tr>" + "".join(f"<td>{cell}</td>" for cell in (
-            html.escape(p.chip), f"{format_flops(p.peak_flops)} ({p.compute_dtype})",
+            html.escape(p.chip.name), f"{format_flops(p.peak_flops)} ({p.compute_dtype})",
             format_bandwidth(p.bandwidth), fmt_intensity(p.critical_intensity),
             _fmt_tokens(p.critical_batch), format_seconds(p.t_math), format_seconds(p.t_comms),
             f"{format_seconds(p.lower)} – {format_seconds(p.upper)}", f"<b>{p.bound}</b>",
@@ -302,7 +302,7 @@ def disabled_options(state: RooflineState) -> dict:
     from ..hardware import chip_names
 
     compute = _compute_dtype(state.x_dtype, state.w_dtype)
-    chips = [get_chip(p.chip) for p in state.points]
+    chips = [p.chip for p in state.points]
     out: dict[str, list[list[str]]] = {"chip": [], "compare": [], "x_dtype": [], "w_dtype": []}
     for name in chip_names():
         reason = _lacks(get_chip(name), compute)

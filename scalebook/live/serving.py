@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence, TypedDict
 
-from ..hardware import canonical_dtype, chip_names, get_chip
+from ..hardware import Chip, canonical_dtype, chip_names, get_chip
 from ..inference import (
     KV_SHARDINGS,
     StepCost,
@@ -95,7 +95,7 @@ class ServingState:
 
     Attributes:
         preset, config: the model.
-        chip_name, n_chips: the slice serving one copy of the model (tensor parallel);
+        chip, n_chips: the slice serving one copy of the model (tensor parallel);
             ``hbm_bytes`` is one chip's HBM (bytes).
         prompt_len, gen_len: tokens per sequence read and written; ``context_len`` is their sum,
             the cache a sequence holds at the end of its reply (tokens).
@@ -120,7 +120,7 @@ class ServingState:
 
     preset: str
     config: TransformerConfig
-    chip_name: str
+    chip: Chip
     n_chips: int
     hbm_bytes: float
     prompt_len: int
@@ -238,7 +238,7 @@ def serving_state(*, preset: str = "LLaMA-3 70B", chip: str = "H100", n_chips: i
                                      n_chips=n, compute_dtype=m_dtype, **dtypes))
     per_token = kv_bytes_per_token(cfg, c_dtype)
     return ServingState(
-        preset=preset, config=cfg, chip_name=chip_obj.name, n_chips=n,
+        preset=preset, config=cfg, chip=chip_obj, n_chips=n,
         hbm_bytes=chip_obj.hbm_bytes, prompt_len=prompt, gen_len=gen, context_len=context,
         batch=b, weight_dtype=w_dtype, cache_dtype=c_dtype, compute_dtype=m_dtype,
         kv_sharding=kv_sharding, weight_bytes=weight_bytes(cfg, w_dtype), kv_bytes_per_token=per_token,
@@ -310,7 +310,7 @@ def serving_summary(state: ServingState) -> str:
     return (
         "<div style='font-size:90%'>"
         f"<b>{html.escape(state.config.name)}</b> on {state.n_chips} × "
-        f"{html.escape(state.chip_name)}, B = {state.batch:,} at {state.context_len:,} tokens: "
+        f"{html.escape(state.chip.name)}, B = {state.batch:,} at {state.context_len:,} tokens: "
         f"the weight matmuls are <b>{d.weights_bound}-bound</b>, "
         f"<b>{format_seconds(d.time)} per output token</b>, "
         f"<b>{format_integer(d.tokens_per_s_per_chip)} tokens/s per chip</b> "
@@ -404,7 +404,7 @@ def serving_series(state: ServingState) -> dict:
         "curve_title": (f"B = {state.batch:,}: {format_integer(d.tokens_per_s_per_chip)} "
                         f"tokens/s per chip\nat {format_seconds(d.time)} per token, "
                         f"{state.comm_share:.0%} in AllReduces"),
-        "heading": (f"{state.config.name} on {state.n_chips} × {state.chip_name}: "
+        "heading": (f"{state.config.name} on {state.n_chips} × {state.chip.name}: "
                     f"{state.batch:,} sequences of {state.prompt_len:,} + {state.gen_len:,} "
                     f"tokens; weights {state.weight_dtype}, cache {state.cache_dtype} "
                     f"(split by {state.kv_sharding}), matmuls {state.compute_dtype}"),
@@ -472,7 +472,7 @@ def disabled_options(state: ServingState) -> dict:
     """The chip and dtype choices that cannot combine with ``state``'s others, with the
     reason (the page disables them): chips without units for its weight or matmul dtype,
     weight and matmul dtypes its chip lacks."""
-    chip = get_chip(state.chip_name)
+    chip = state.chip
     needs = {state.weight_dtype, state.compute_dtype}
     out = {"chip": [[name, f"{name} has no {d} units"] for name in SERVING_CHIPS
                     for d in sorted(needs - set(get_chip(name).dtypes))[:1]],

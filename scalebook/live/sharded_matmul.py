@@ -274,7 +274,7 @@ class ShardedMatmulState:
         plot_axes: the mesh axes of the message-size plot; ``plot_kinds`` the collectives drawn.
     """
 
-    chip: str
+    chip: Chip
     is_gpu: bool
     mesh: Mesh
     B: int
@@ -427,7 +427,7 @@ def sharded_matmul_state(chip: str | Chip = "TPU v5e", *,
     plot_axes = _plot_axes(axis, steps, mesh)
     kinds = tuple(k for k in KINDS if any(s.kind == k and s.axes == plot_axes for s in steps))
     return ShardedMatmulState(
-        chip=chip.name, is_gpu=chip.has_nvlink_domain, mesh=mesh, B=sizes["B"], D=sizes["D"],
+        chip=chip, is_gpu=chip.has_nvlink_domain, mesh=mesh, B=sizes["B"], D=sizes["D"],
         F=sizes["F"], dtype=dtype, wraparound=wraparound, lhs=str(a), rhs=str(b),
         out=str(target), plan=chosen, reduce=reduce, scatter_dim=scatter_dim, reshard=reshard,
         slices=slices, reachable=reachable, output=output, output_note=output_note,
@@ -487,7 +487,7 @@ def sharded_matmul_summary(state: ShardedMatmulState) -> str:
         "<div style='font-size:90%'>"
         f"<b>Case {state.case}</b>: {esc(plan.description)}<br>"
         f"<code>{esc(state.lhs)} ·_D {esc(state.rhs)} → {esc(state.output)}</code> on "
-        f"{state.mesh.n_devices} × {esc(state.chip)} (mesh {esc(mesh)}), {esc(state.dtype)}<br>"
+        f"{state.mesh.n_devices} × {esc(state.chip.name)} (mesh {esc(mesh)}), {esc(state.dtype)}<br>"
         f"<span style='color:{note_colour}'>{esc(state.output_note)}</span>"
         "<table style='border-collapse:collapse'><tr><th>array</th><th>sharding</th>"
         "<th>global shape</th><th>per chip</th><th>bytes per chip</th></tr>"
@@ -532,7 +532,7 @@ def _bar_rows(state: ShardedMatmulState) -> list[list]:
 def _topology_text(state: ShardedMatmulState) -> str:
     """What the plot axes are: "NVLink/NIC" on GPUs; on a torus "ring", "line" or "rings and
     lines", reading "auto" as the chip's slices are built."""
-    chip = get_chip(state.chip)
+    chip = state.chip
     if not chip.has_ici_torus:
         return "NVLink/NIC"
     if state.wraparound == "auto":
