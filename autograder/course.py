@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Iterator
 from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
 from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
+from .notebook import is_identity_cell, read_cells
+from .notebook import text as cell_text
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -272,20 +274,7 @@ NO_VARIANTS_CELL = (
 )
 
 
-def _cell_text(source) -> str:
-    return "".join(source) if isinstance(source, list) else str(source or "")
-
-
-_IDENTITY_LINE = re.compile(r"^STUDENT_ID\s*=", re.MULTILINE)
 _YOUR_NUMBERS = re.compile(r"^\*\*Your numbers\.\*\*.*?\n\n", re.MULTILINE | re.DOTALL)
-
-
-def is_identity_cell(cell: dict) -> bool:
-    """The code cell, neither answer, test nor read-only, that binds STUDENT_ID and HOMEWORK_KEY."""
-    nbg = cell.get("metadata", {}).get("nbgrader", {}) or {}
-    return (cell.get("cell_type") == "code"
-            and not (nbg.get("grade") or nbg.get("solution") or nbg.get("locked"))
-            and bool(_IDENTITY_LINE.search(_cell_text(cell.get("source")))))
 
 
 def render_source(nb: dict, spec: VariantSpec, *, variants_on: bool) -> dict:
@@ -296,7 +285,7 @@ def render_source(nb: dict, spec: VariantSpec, *, variants_on: bool) -> dict:
     published = None if variants_on else default_variant(spec)
     for cell in out.get("cells", []):
         if cell.get("cell_type") == "markdown":
-            text = _cell_text(cell.get("source"))
+            text = cell_text(cell.get("source"))
             if not variants_on:  # nothing to enter: drop the title's "Your numbers." paragraph
                 text = _YOUR_NUMBERS.sub("", text)
             cell["source"] = fill_placeholders(text, spec, published)
@@ -576,9 +565,4 @@ def load_report(course: Course, assignment: str) -> dict[str, dict]:
 def grade_ids(notebook: Path) -> list[tuple[str, float]]:
     """``(grade_id, points)`` of the autograder test cells of a notebook, in order."""
     nb = json.loads(Path(notebook).read_text("utf-8"))
-    out = []
-    for cell in nb.get("cells", []):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade") and cell.get("cell_type") == "code":
-            out.append((meta["grade_id"], float(meta.get("points", 0))))
-    return out
+    return [(c.grade_id, c.points) for c in read_cells(nb) if c.is_test and c.grade_id]

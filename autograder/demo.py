@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 from scalebook.homework import spec_for
 
-from .course import (EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids, is_identity_cell,
-                     variants_enabled)
+from .course import EXERCISES, REPO, SOLUTIONS, Course, CourseError, grade_ids, variants_enabled
+from .notebook import read_cells
 from .variants import key_for
 
 if TYPE_CHECKING:
@@ -76,12 +76,8 @@ def solution_cells(assignment: str, solutions: Path = SOLUTIONS) -> dict[str, st
     import nbformat
 
     nb = nbformat.read(solutions / assignment / f"{assignment}.ipynb", as_version=4)
-    out = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and not meta.get("grade") and cell.cell_type == "code":
-            out[meta["grade_id"]] = solution_code(cell.source)
-    return out
+    return {c.grade_id: solution_code(c.source) for c in read_cells(nb)
+            if c.is_answer and not c.graded and c.grade_id}
 
 
 def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES, solutions: Path = SOLUTIONS,
@@ -98,17 +94,17 @@ def build_notebook(assignment: str, entry: dict, *, exercises: Path = EXERCISES,
     code = {k: lines(v) for k, v in entry.get("code", {}).items()}
     other = {k: lines(v) for k, v in entry.get("cells", {}).items()}
     append = {k: lines(v) for k, v in entry.get("append", {}).items()}
-    answer_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells
-                  if c.metadata.get("nbgrader", {}).get("solution")}
+    cells = read_cells(nb)
+    answer_ids = {c.grade_id for c in cells if c.solution and c.grade_id}
     unknown = (set(wanted) | set(code) | set(append)) - answer_ids
-    all_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+    all_ids = {c.grade_id for c in cells}
     unknown |= set(other) - all_ids
     if unknown:
         raise SampleSpecError(f"{assignment}: the sample spec names no answer cell {sorted(unknown)} "
                               f"(answer cells: {', '.join(sorted(answer_ids))})")
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if identity is not None and is_identity_cell(cell):
+    for cell, seen in zip(nb.cells, cells):
+        gid = seen.grade_id or ""
+        if identity is not None and seen.identity:
             cell.source = f"STUDENT_ID = {identity[0]!r}\nHOMEWORK_KEY = {identity[1]!r}\n"
         if gid in other:
             cell.source = other[gid]

@@ -36,6 +36,7 @@ from scalebook.variants import variant_from
 
 from .course import Course, CourseError, load_report
 from .export import grade_rows
+from .notebook import VARIANT_NAME, read_cells
 from .safe_text import html_text
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -78,14 +79,13 @@ def question_titles(course: Course, assignment: str) -> dict[str, str]:
     folder = course.release(assignment)
     for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
         heading = ""
-        for cell in json.loads(path.read_text("utf-8")).get("cells", []):
-            if cell.get("cell_type") == "markdown":
-                for line in _join(cell.get("source", "")).splitlines():
+        for cell in read_cells(json.loads(path.read_text("utf-8"))):
+            if cell.cell_type == "markdown":
+                for line in cell.source.splitlines():
                     if line.startswith("#"):
                         heading = re.sub(r"[*_`$]", "", line.lstrip("#")).strip()[:120]
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("grade") and meta.get("grade_id"):
-                titles[meta["grade_id"]] = heading
+            if cell.graded and cell.grade_id:
+                titles[cell.grade_id] = heading
     return titles
 
 
@@ -97,15 +97,14 @@ def read_autograded(course: Course, student: str, assignment: str) -> tuple[dict
     folder = course.autograded(student, assignment)
     for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
         try:
-            cells = json.loads(path.read_text("utf-8")).get("cells", [])
+            nb = json.loads(path.read_text("utf-8"))
         except (OSError, ValueError):
             continue
-        for index, cell in enumerate(cells):
-            if cell.get("cell_type") != "code":
+        for cell in read_cells(nb):
+            if cell.cell_type != "code":
                 continue
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            outputs = [o for o in cell.get("outputs", []) if isinstance(o, dict)]
-            if meta.get("grade") and meta.get("grade_id"):
+            outputs = [o for o in nb["cells"][cell.index].get("outputs", []) if isinstance(o, dict)]
+            if cell.graded and cell.grade_id:
                 texts = []
                 for output in outputs:
                     kind = output.get("output_type")
@@ -115,11 +114,11 @@ def read_autograded(course: Course, student: str, assignment: str) -> tuple[dict
                         texts.append(_join(output.get("text", "")))
                     elif kind in ("execute_result", "display_data"):
                         texts.append(_join(output.get("data", {}).get("text/plain", "")))
-                messages[meta["grade_id"]] = ANSI.sub("", "\n".join(t for t in texts if t)).strip()
+                messages[cell.grade_id] = ANSI.sub("", "\n".join(t for t in texts if t)).strip()
                 continue
             for output in outputs:
                 if output.get("output_type") == "error":
-                    where = meta.get("grade_id") or f"cell {index + 1}"
+                    where = cell.grade_id or f"cell {cell.index + 1}"
                     evalue = ANSI.sub("", str(output.get("evalue", ""))).strip().splitlines()
                     errors.append(f"{where}: {output.get('ename', 'Error')}: {evalue[0] if evalue else ''}")
     return messages, errors
@@ -186,29 +185,27 @@ def bound_names(code: str) -> set[str]:
 def worked_solutions(course: Course, assignment: str) -> dict[str, WorkedSolution]:
     """grade_id of each test cell -> its answer names and the solution code that binds them,
     from the instructor's source notebooks (``source/<A>/``)."""
-    from .grading.check import answer_names
+    from .grading.names import answer_names
 
     out: dict[str, WorkedSolution] = {}
     folder = course.source(assignment)
     for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
         latest: dict[str, int] = {}  # answer name -> index of the last solution cell binding it
         codes: list[str] = []
-        for cell in json.loads(path.read_text("utf-8")).get("cells", []):
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell.get("cell_type") != "code":
+        for cell in read_cells(json.loads(path.read_text("utf-8"))):
+            if cell.cell_type != "code":
                 continue
-            source = _join(cell.get("source", ""))
-            if meta.get("solution") and not meta.get("grade"):
-                codes.append(solution_code(source))
+            if cell.solution and not cell.graded:
+                codes.append(solution_code(cell.source))
                 for name in bound_names(codes[-1]):
                     latest[name] = len(codes) - 1
-            elif meta.get("grade") and meta.get("grade_id"):
+            elif cell.graded and cell.grade_id:
                 try:
-                    names = answer_names(source)
+                    names = answer_names(cell.source)
                 except SyntaxError:
                     names = ()
                 cells = sorted({latest[n] for n in names if n in latest})
-                out[meta["grade_id"]] = WorkedSolution(tuple(names), [codes[i] for i in cells])
+                out[cell.grade_id] = WorkedSolution(tuple(names), [codes[i] for i in cells])
     return out
 
 
@@ -252,12 +249,11 @@ def expected_values(course: Course, assignment: str, numbers: dict | None, wante
     namespace: dict = {"__name__": "__solutions__"}
     folder = course.source(assignment)
     for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
-        for cell in json.loads(path.read_text("utf-8")).get("cells", []):
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell.get("cell_type") != "code" or meta.get("grade"):
+        for cell in read_cells(json.loads(path.read_text("utf-8"))):
+            if cell.cell_type != "code" or cell.graded:
                 continue
-            source = _join(cell.get("source", ""))
-            code = solution_code(source) if meta.get("solution") else source
+            source = cell.source
+            code = solution_code(source) if cell.solution else source
             if "jax" in code:
                 continue
             try:
@@ -266,7 +262,7 @@ def expected_values(course: Course, assignment: str, numbers: dict | None, wante
             except Exception:  # noqa: BLE001 -- a cell that needs what was skipped
                 pass
             if "your_numbers(" in source:
-                namespace["VARIANT"] = variant
+                namespace[VARIANT_NAME] = variant
             if wanted <= set(namespace):
                 break
     import matplotlib.pyplot as plt

@@ -39,7 +39,9 @@ from dataclasses import dataclass
 
 from scalebook.variants import VariantSpec, default_variant, variant_from
 
-from .grading import check
+from .grading.check import run_test
+from .grading.spec import Spec
+from .notebook import VARIANT_NAME
 
 MIN_PARTS = 2       # lost parts that must fit one classmate's numbers to list a student
 TOLERANCE = 0.05    # the checks' usual tolerance: the index's window around an answer
@@ -74,10 +76,10 @@ def variant_keys(source: str, spec: VariantSpec) -> tuple[str, ...]:
     """The drawn parameters a test cell's check depends on: those of every problem whose
     ``VARIANT["qN_..."]`` it reads (all parameters if it uses ``VARIANT`` any other way)."""
     tree = ast.parse(source)
-    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == check.VARIANT_NAME)
+    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == VARIANT_NAME)
     keys = [node.slice.value for node in ast.walk(tree)
             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
-            and node.value.id == check.VARIANT_NAME and isinstance(node.slice, ast.Constant)
+            and node.value.id == VARIANT_NAME and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, str)]
     if uses > len(keys):  # VARIANT passed whole, or indexed by a computed key
         return tuple(spec.parameters)
@@ -93,7 +95,7 @@ def _first_number(value) -> float | None:
     return None
 
 
-def find_copies(spec: check.Spec, class_: list[Recorded]) -> list[Suspect]:
+def find_copies(spec: Spec, class_: list[Recorded]) -> list[Suspect]:
     """The students whose lost parts fit a classmate's numbers (see the module docstring)."""
     if spec.variants is None:
         return []
@@ -129,7 +131,7 @@ def find_copies(spec: check.Spec, class_: list[Recorded]) -> list[Suspect]:
             book_key = ("book", repr(sorted(answers.items())))
             if mine != tuple(published.get(k) for k in keys):
                 if book_key not in confirmed:
-                    confirmed[book_key] = check.run_test(
+                    confirmed[book_key] = run_test(
                         test, {n: {"value": v} for n, v in answers.items()}, sample)[0]
                 if confirmed[book_key]:
                     book_parts[r.student] += 1
@@ -141,7 +143,7 @@ def find_copies(spec: check.Spec, class_: list[Recorded]) -> list[Suspect]:
                 answer_key = (theirs, repr(sorted(answers.items())))
                 if answer_key not in confirmed:
                     variant = variant_from(spec.variants, own[other].numbers)
-                    passed, _ = check.run_test(test, {n: {"value": v} for n, v in answers.items()}, variant)
+                    passed, _ = run_test(test, {n: {"value": v} for n, v in answers.items()}, variant)
                     confirmed[answer_key] = passed
                 if confirmed[answer_key]:
                     fits.add(other)

@@ -602,14 +602,14 @@ def read_integrity(course: Course, assignment: str, students: list[str]) -> Inte
     """Whose numbers the graded notebooks hold (None: the homework gives everyone the same)."""
     from scalebook.homework import spec_for
 
-    from .grading import check
+    from .grading.grade import course_spec
     from .integrity import find_copies, recorded_class
 
     if spec_for(assignment) is None:
         return None
     recorded = recorded_class(course, assignment, students)
     not_own = tuple((r.student, r.problem) for r in recorded if r.problem)
-    suspects = tuple(find_copies(check.load_spec(course, assignment), recorded))
+    suspects = tuple(find_copies(course_spec(course, assignment), recorded))
     return Integrity(not_own, suspects)
 
 

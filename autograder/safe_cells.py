@@ -12,7 +12,7 @@ does not is shown as text: a markdown cell as its source in a fenced code block,
 with each "<" that could open a tag followed by a zero-width space, which no markdown renderer
 or HTML parser reads as markup (it is invisible in the text). Attachments keep only raster
 images with base64 data. (Outputs never come from the submission, only the sandbox's text
-streams and errors, nor does any of the student's cell metadata but tags: ``grading/check.py``.)
+streams and errors, nor does any of the student's cell metadata but tags: ``grading/autograded.py``.)
 
 Why not a sanitizer such as bleach: it escapes ``<`` inside math (``$a<b$`` becomes
 ``$a&lt;b$``), mangling ordinary markdown; judging the rendered HTML keeps such text as written.

@@ -30,6 +30,7 @@ from pathlib import Path
 from scalebook.homework import SAMPLE_NOTE
 
 from .course import EXERCISES, REPO
+from .notebook import nbgrader_of, read_cells
 from .safe_text import terminal_text
 
 STATUS_OK = "answered"
@@ -124,25 +125,24 @@ def _locked_cell_warnings(nb, reference: Path | None) -> tuple[list[str], set[st
 
     warnings, changed = [], set()
     present = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade_id"):
+    for cell, seen in zip(nb.cells, read_cells(nb)):
+        gid, meta = seen.grade_id, nbgrader_of(cell)
+        if not gid:
             continue
-        present[meta["grade_id"]] = cell
+        present[gid] = cell
         if (utils.is_grade(cell) or utils.is_locked(cell)) and "checksum" in meta:
             if utils.compute_checksum(cell) != meta["checksum"]:
                 if utils.is_grade(cell):
-                    changed.add(meta["grade_id"])  # shown as the question's status
+                    changed.add(gid)  # shown as the question's status
                 else:
-                    warnings.append(f"the read-only cell {meta['grade_id']} was changed: restore it from exercises/")
+                    warnings.append(f"the read-only cell {gid} was changed: restore it from exercises/")
     if reference is not None and reference.is_file():
         import nbformat
 
         ref = nbformat.read(reference, as_version=4)
-        for cell in ref.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade_id") and (meta.get("locked") or meta.get("grade")) and meta["grade_id"] not in present:
-                warnings.append(f"the read-only cell {meta['grade_id']} was deleted: copy it back from {reference}")
+        for c in read_cells(ref):
+            if c.grade_id and (c.locked or c.graded) and c.grade_id not in present:
+                warnings.append(f"the read-only cell {c.grade_id} was deleted: copy it back from {reference}")
     return warnings, changed
 
 
@@ -170,13 +170,13 @@ def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "p
     result.warnings, changed = _locked_cell_warnings(nb, _reference_for(path, nb))
 
     test_cells = {}
+    seen = read_cells(nb)
     for index, cell in enumerate(nb.cells):
-        meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code":
             cell.outputs = []
-            if meta.get("grade"):
+            if seen[index].graded:
                 cell.source = _strip_hidden_tests(cell.source)
-                q = Question(meta.get("grade_id", f"cell {index}"), float(meta.get("points", 0)))
+                q = Question(seen[index].grade_id or f"cell {index}", seen[index].points)
                 test_cells[index] = q
                 result.questions.append(q)
 
@@ -226,8 +226,7 @@ def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "p
             continue
         for out in cell.outputs:
             if out.get("output_type") == "error" and out.get("ename") != "NotImplementedError":
-                meta = cell.metadata.get("nbgrader", {})
-                where = meta.get("grade_id") or f"cell {index + 1}"
+                where = seen[index].grade_id or f"cell {index + 1}"
                 if out.get("ename") == "KeyboardInterrupt":
                     result.cell_errors.append(f"{where}: stopped after running for {timeout:g} s (an endless loop?)")
                 else:

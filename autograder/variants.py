@@ -36,13 +36,11 @@ from scalebook.homework import spec_for
 from scalebook.variants import (KeyError_, Variant, VariantSpec, check_key, default_variant, draw,
                                 fill_placeholders, normalize_key, student_key)
 
-from .course import (SECRET_FILE, SETTINGS_FILE, Course, CourseError, course_secret, is_identity_cell,
-                     render_source, set_variants_enabled, variants_enabled)
+from .course import (SECRET_FILE, SETTINGS_FILE, Course, CourseError, course_secret, render_source,
+                     set_variants_enabled, variants_enabled)
+from .notebook import nbgrader_of, read_cells
 from .safe_text import csv_text
 
-IDENTITY = "__identity__"          # the capture step that reads STUDENT_ID and HOMEWORK_KEY
-IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")
-RESERVED = "VARIANT"               # bound by the grader for the hidden checks, never captured
 
 def _personal_cell(student: str, key: str) -> str:
     return ("# Your id and homework key, filled in for you: do not change them.\n"
@@ -64,14 +62,6 @@ def variant_for(course: Course, spec: VariantSpec, student: str) -> Variant:
 
 # --------------------------------------------------------------------------- notebooks
 
-def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else str(source or "")
-
-
-def _nbgrader(cell: dict) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
 def personal_notebook(release: dict, template: dict, spec: VariantSpec, student: str, key: str) -> dict:
     """A roster student's own notebook: the class ``release`` with its problem text taken from
     ``template`` (the source as written) and filled with the student's numbers, and the identity
@@ -80,17 +70,16 @@ def personal_notebook(release: dict, template: dict, spec: VariantSpec, student:
     from nbgrader.utils import compute_checksum
 
     variant = draw(spec, key)
-    written = {(_nbgrader(c).get("grade_id")): _text(c.get("source")) for c in template.get("cells", [])
-               if c.get("cell_type") == "markdown" and _nbgrader(c).get("grade_id")}
+    written = {c.grade_id: c.source for c in read_cells(template)
+               if c.cell_type == "markdown" and c.grade_id}
     out = copy.deepcopy(release)
-    for cell in out.get("cells", []):
-        nbg = _nbgrader(cell)
-        gid = nbg.get("grade_id")
-        if cell.get("cell_type") == "markdown" and gid in written:
-            cell["source"] = fill_placeholders(written[gid], spec, variant)
+    for cell, seen in zip(out.get("cells", []), read_cells(out)):
+        if seen.cell_type == "markdown" and seen.grade_id in written:
+            cell["source"] = fill_placeholders(written[seen.grade_id], spec, variant)
+            nbg = nbgrader_of(cell)
             if nbg.get("checksum"):
                 nbg["checksum"] = compute_checksum(nbformat.from_dict(cell))
-        elif is_identity_cell(cell):
+        elif seen.identity:
             cell["source"] = _personal_cell(student, key)
     return out
 
@@ -224,8 +213,8 @@ def identity_problem(student: str, expected_key: str, captured: dict[str, dict] 
 
 
 __all__ = [
-    "SECRET_FILE", "SETTINGS_FILE", "IDENTITY", "IDENTITY_NAMES", "RESERVED",
+    "SECRET_FILE", "SETTINGS_FILE",
     "variants_enabled", "set_variants_enabled", "course_secret", "key_for", "variant_for", "render_source",
     "personal_notebook", "write_roster_notebooks", "read_roster", "keys_csv", "Identity",
-    "identity_problem", "is_identity_cell", "spec_for", "check_key",
+    "identity_problem", "spec_for", "check_key",
 ]

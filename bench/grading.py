@@ -81,7 +81,8 @@ def wrong(source: str) -> str:
 
 def fill_identity(nb: dict, root: Path, assignment: str, student: str) -> None:
     """A homework with per-student numbers: the student's id and key in the course at ``root``."""
-    from autograder.course import Course, is_identity_cell
+    from autograder.course import Course
+    from autograder.notebook import is_identity_cell
     from autograder.variants import key_for
     from scalebook.homework import spec_for
 

@@ -27,7 +27,7 @@ import pytest
 from autograder import cli
 from autograder.collect import Item, identify, safe_member_name, scan
 from autograder.course import EXERCISES, SOLUTIONS, Course, available_assignments, compare_trees, grade_ids, load_report
-from autograder.course import is_identity_cell
+from autograder.notebook import is_identity_cell
 from autograder.demo import build_submissions, expected_scores, load_spec
 from autograder.feedback import QuestionFeedback, StudentFeedback, render_html, split_hint
 

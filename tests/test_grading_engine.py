@@ -1,4 +1,4 @@
-"""The grading engine (autograder/grade.py, checker.py, sandbox/).
+"""The grading engine (autograder/grading/, autograder/sandbox/).
 
 Unit tests of the trusted side need nothing; the rest runs submissions in the bubblewrap
 sandbox (marked ``sandbox``) on a tiny nbgrader assignment (tests/hostile/fixture.py) and, when
@@ -27,9 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile import corpus, fixture  # noqa: E402
 
 from autograder.grading import check as checker  # noqa: E402
+from autograder.grading import result as statuses, spec as specs, submission  # noqa: E402
+from autograder.grading.names import answer_names  # noqa: E402
 from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import REPO, Course  # noqa: E402
-from autograder.grading.grade import GradingError, grade_assignment, progress_bar  # noqa: E402
+from autograder.grading.grade import GradingError, course_spec, grade_assignment, progress_bar  # noqa: E402
 from autograder.grading.record import atomic_write  # noqa: E402
 from autograder.sandbox import Limits, Outcome  # noqa: E402
 
@@ -52,7 +54,7 @@ def course(prepared, tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def spec(prepared):
-    return checker.load_spec(Course(prepared), A)
+    return course_spec(Course(prepared), A)
 
 
 def sub_bytes(release, **answers) -> bytes:
@@ -65,7 +67,7 @@ def test_answer_names():
     src = ("import numpy as np\nfrom scalebook.checks import check_close as cc\n"
            "def f(a):\n    return a + helper\n"
            "check_close(x, 1)\ncc([y for y in ys], np.ones(3))\nassert len(z) == 2\n_e = 3\nprint(_e)\n")
-    assert checker.answer_names(src) == ("check_close", "helper", "x", "ys", "z")
+    assert answer_names(src) == ("check_close", "helper", "x", "ys", "z")
 
 
 @pytest.mark.parametrize("src, names", [
@@ -93,11 +95,11 @@ def test_answer_names():
     ("def g():\n    _t = 1\n    return _t + w\nassert g()", ("_t", "w")),
 ])
 def test_answer_names_in_order(src, names):
-    assert checker.answer_names(src) == names
+    assert answer_names(src) == names
 
 
 def test_a_stopped_run_is_placed_by_the_question_it_was_working_on():
-    v = checker.Validation(None, None, {}, [], [], {"q1-test": 4, "q2-test": 9})
+    v = submission.Validation(None, None, {}, [], [], {"q1-test": 4, "q2-test": 9})
     assert checker._where(v, 6) == " in the code for q2-test (cell 6)"
     assert checker._where(v, 2) == " in the code for q1-test (cell 2)"
     assert checker._where(v, 12) == " after the last question (cell 12)"
@@ -107,7 +109,7 @@ def test_a_stopped_run_is_placed_by_the_question_it_was_working_on():
 def test_run_test_injects_only_answer_names():
     """A value captured for a name the test binds itself never reaches the test."""
     src = "_expected = globals().get('_expected', 6)\nassert answer == _expected, 'wrong'"
-    test = checker.TestCell("g", 1.0, src, src, "", checker.answer_names(src))
+    test = specs.TestCell("g", 1.0, src, src, "", answer_names(src))
     assert test.names == ("answer",)
     assert checker.run_test(test, {"answer": {"value": 6}}) == (True, "")
     assert checker.run_test(test, {"answer": {"value": 5}, "_expected": {"value": 5}}) == (False, "wrong")
@@ -115,7 +117,7 @@ def test_run_test_injects_only_answer_names():
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_hidden_test_names_never_reach_the_sandbox(spec):
-    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     assert fixture.HIDDEN_NAME not in json.dumps(v.job(LIMITS))
     assert spec.test("q3-test").names == ("answer",)
 
@@ -135,7 +137,7 @@ def test_checksum_is_nbgraders(spec):
     for cell in spec.release["cells"]:
         meta = cell["metadata"].get("nbgrader", {})
         if "checksum" in meta:
-            assert checker.checksum(cell) == meta["checksum"], meta["grade_id"]
+            assert specs.checksum(cell) == meta["checksum"], meta["grade_id"]
 
 
 @pytest.mark.parametrize("data, why", [
@@ -150,7 +152,7 @@ def test_checksum_is_nbgraders(spec):
      "malformed nbgrader"),
 ])
 def test_parse_notebook_rejects(data, why):
-    nb, reason = checker.parse_notebook(data)
+    nb, reason = submission.parse_notebook(data)
     assert nb is None and why in reason
 
 
@@ -175,7 +177,7 @@ def _nb_with(cells=None, **cell_meta) -> dict:
     ({"cells": [], "metadata": {"x": [0] * 4_100_000}, "nbformat": 4}, "JSON values"),
 ])
 def test_parse_notebook_is_strict(nb, why):
-    nb, reason = checker.parse_notebook(json.dumps(nb, allow_nan=True).encode())
+    nb, reason = submission.parse_notebook(json.dumps(nb, allow_nan=True).encode())
     assert nb is None and why in reason, reason
 
 
@@ -183,7 +185,7 @@ def test_parse_notebook_cleans_surrogates():
     src = {"cells": [{"cell_type": "markdown", "source": ["a\ud800", "b"],
                       "metadata": {"tags": ["\udfff"], "k\udc00": {"v": ["\ud83d\ude00", "\ud83d"]}}}],
            "metadata": {}, "nbformat": 4}
-    nb, why = checker.parse_notebook(json.dumps(src).encode())
+    nb, why = submission.parse_notebook(json.dumps(src).encode())
     assert why is None
     cell = nb["cells"][0]
     assert cell["source"] == ["a\ufffd", "b"] and cell["metadata"]["tags"] == ["\ufffd"]
@@ -193,7 +195,7 @@ def test_parse_notebook_cleans_surrogates():
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_read_records_cleans_surrogates(spec):
-    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     code = next(s["index"] for s in v.steps if s["kind"] == "code")
     lines = [json.dumps(r).encode() for r in (
         {"t": "cell", "index": code, "stdout": "\ud800", "stderr": "x\udfff",
@@ -277,7 +279,7 @@ def test_validate_finds_tampering_and_plans_the_run(spec):
     by["q4-test"]["metadata"]["nbgrader"]["points"] = 99
     by["given"]["source"] = "peak_flops = 1.0\nhbm_bw = 1.0"
     by["intro"]["source"] = "changed prompt"
-    v = checker.validate(spec, json.dumps(nb).encode())
+    v = submission.validate(spec, json.dumps(nb).encode())
     assert v.invalid is None
     assert set(v.tampered) == {"q1-test", "q2-test", "q3-test", "q4-test"}
     assert "deleted" in v.tampered["q2-test"] and "markdown" in v.tampered["q3-test"]
@@ -293,7 +295,7 @@ def test_validate_finds_tampering_and_plans_the_run(spec):
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_validate_captures_where_each_test_stands(spec):
-    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     assert v.tampered == {} and v.problems == []
     kinds = [(s["kind"], s.get("grade_id")) for s in v.steps]
     assert kinds == [("code", None), ("code", None), ("capture", "q1-test"), ("code", None),
@@ -303,15 +305,15 @@ def test_validate_captures_where_each_test_stands(spec):
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_validate_refuses_other_notebooks(spec):
-    v = checker.validate(spec, json.dumps({"cells": [], "nbformat": 4}).encode())
+    v = submission.validate(spec, json.dumps({"cells": [], "nbformat": 4}).encode())
     assert v.invalid and "not the hw0-tiny notebook" in v.invalid
-    v = checker.validate(spec, None, missing="no file")
+    v = submission.validate(spec, None, missing="no file")
     assert v.invalid == "no file"
 
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_read_records_survives_garbage(spec):
-    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     rng = random.Random(0)
     good = [json.dumps({"t": "capture", "grade_id": "q3-test", "values": {"answer": {"value": 6}}}).encode()]
     junk = [bytes(rng.randrange(256) for _ in range(rng.randrange(200))) for _ in range(300)]
@@ -333,17 +335,17 @@ def test_a_job_stopped_by_its_cgroup_is_a_memory_limit(spec):
     job's cap in the message (not "crashed: SIGKILL"), and answers captured before keep points."""
     import signal
 
-    v = checker.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
+    v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
     lines = [json.dumps({"t": "capture", "grade_id": "q1-test",
                          "values": {"intensity": {"value": 240.5}}}).encode()]
     killed = Outcome(lines=lines, raw_output="", returncode=-9, signal=signal.SIGKILL,
                      memory_exceeded=True)
     result, _ = checker.score(spec, "s", v, killed, Limits(job_memory=256 << 20))
-    assert result.status == checker.MEMORY
+    assert result.status == statuses.MEMORY
     assert "processes together needed more than 0.25 GB" in result.problems[0]
     assert result.scores["q1-test"] == result.max_scores["q1-test"]
     crashed = dataclasses.replace(killed, memory_exceeded=False)
-    assert checker.score(spec, "s", v, crashed, Limits())[0].status == checker.CRASHED
+    assert checker.score(spec, "s", v, crashed, Limits())[0].status == statuses.CRASHED
 
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
@@ -522,12 +524,12 @@ def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     exception while scoring it is recorded as its "grader error" (zero, flagged, not retried
     forever); a result that cannot be written is left ungraded, reported, and graded by the
     next run. Everyone else is graded normally."""
-    from autograder.grading import record as record_mod
+    from autograder.grading import grade as grade_mod, record as record_mod
 
     release = fixture.release_notebook(course)
     for student in ("alice", "mallory", "zed", "walt"):
         fixture.submit(course, student, sub_bytes(release))
-    real_score, real_validate, real_write = checker.score, checker.validate, record_mod.atomic_write
+    real_score, real_validate, real_write = record_mod.score, grade_mod.validate, record_mod.atomic_write
 
     def score(spec, student, *a, **k):
         if student == "mallory":
@@ -547,8 +549,8 @@ def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     nb = fixture.honest(release)
     nb["metadata"]["walt-was-here"] = 1
     fixture.submit(course, "walt", nb)
-    monkeypatch.setattr(checker, "score", score)
-    monkeypatch.setattr(checker, "validate", validate)
+    monkeypatch.setattr(record_mod, "score", score)
+    monkeypatch.setattr(grade_mod, "validate", validate)
     monkeypatch.setattr(record_mod, "atomic_write", atomic_write)
     report = grade_assignment(Course(course), A, workers=2, limits=LIMITS, progress=False)
     res = report.by_student()
@@ -698,14 +700,14 @@ def test_real_homework(assignment, tmp_path):
     root = tmp_path / "course"
     shutil.copytree(REPO / "solutions" / assignment, root / "source" / assignment)
     fixture.generate(root, assignment)
-    spec = checker.load_spec(Course(root), assignment)
+    spec = course_spec(Course(root), assignment)
     # each notebook carries its own student's id and key (a homework with per-student numbers)
-    solved = json.loads(checker.solution_submission(spec, "solved"))
+    solved = json.loads(specs.solution_submission(spec, "solved"))
     fixture.submit(root, "solved", solved, assignment=assignment)
     exercise = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     fixture.submit(root, "blank", exercise.read_bytes() if exercise.is_file() else spec.release,
                    assignment=assignment)
-    wrong = json.loads(checker.solution_submission(spec, "wrong"))
+    wrong = json.loads(specs.solution_submission(spec, "wrong"))
     answer_cells = [c for c in wrong["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     answer_cells[0]["source"] = "raise ValueError('oops')\n" + "".join(answer_cells[0]["source"])
     first_test = spec.tests[0].grade_id
@@ -722,7 +724,7 @@ def test_real_homework(assignment, tmp_path):
 
 def test_grade_summary_prints_names_and_messages_escaped():
     """A student id (a folder name) or a message with terminal escapes is printed inert."""
-    from autograder.grading.check import SubmissionResult
+    from autograder.grading.result import SubmissionResult
     from autograder.cli import render_grade_summary
     from autograder.grading.grade import GradeReport
 

@@ -34,7 +34,8 @@ import numpy as np
 import pytest
 
 import scalebook.checks as checks
-from autograder.course import available_assignments, is_identity_cell, render_source
+from autograder.course import available_assignments, render_source
+from autograder.notebook import is_identity_cell
 from gradecells import free_names, recording_checks
 from scalebook.homework import spec_for
 from scalebook.variants import default_variant

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.check import answer_names
+from autograder.grading.names import answer_names
 from gradecells import grade_cells_by_answer, nbgrader_metadata, run_as_grader
 from oracles import ALL
 from scalebook.homework import PARTS, spec_for

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.check import answer_names
+from autograder.grading.names import answer_names
 from gradecells import grade_cells_by_answer, run_as_grader
 from scalebook.homework import spec_for
 from scalebook.variants import default_variant, variant_from

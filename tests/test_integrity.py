@@ -15,7 +15,8 @@ import time
 import pytest
 
 from autograder.grading import check as checker
-from autograder.grading.check import SubmissionResult
+from autograder.grading.grade import course_spec
+from autograder.grading.result import SubmissionResult
 from autograder.course import Course
 from autograder.integrity import Recorded, find_copies, variant_keys
 from scalebook.homework import SPECS
@@ -65,7 +66,7 @@ def generate_class(course: Course, n: int, copiers: int, seed: int = 0):
     the answers of a template whose numbers differ from theirs. Returns {copier: source template}."""
     rng = random.Random(seed)
     course.prepare(ASSIGNMENT)
-    spec = checker.load_spec(course, ASSIGNMENT)
+    spec = course_spec(course, ASSIGNMENT)
     templates = _templates(80)
     graded = {}  # (numbers index, answers index, slip) -> recorded pieces, computed once
     copied, results = {}, []
@@ -142,7 +143,7 @@ def test_answers_to_the_books_sample_numbers_never_name_a_classmate(tmp_path):
 
     course = Course(tmp_path / "course")
     course.prepare(ASSIGNMENT)
-    spec = checker.load_spec(course, ASSIGNMENT)
+    spec = course_spec(course, ASSIGNMENT)
     code, tests = _cells(ASSIGNMENT)
     names = set().union(*(free_names(t.source) for t in tests))
     book_numbers = default_variant(SPECS[ASSIGNMENT]).drawn()

@@ -1,4 +1,4 @@
-"""How the grader reads and writes notebook text (autograder/sandbox/inside.py, autograder/checker.py).
+"""How the grader reads and writes notebook text (autograder/sandbox/inside.py, autograder/grading/).
 
 Reading: a code cell runs as Jupyter runs it. Valid Python -- continuation lines that begin with
 ``%`` or ``!=`` included -- runs as written; IPython's syntax (line magics, shell commands,
@@ -31,9 +31,11 @@ from hostile import active_html, fixture  # noqa: E402
 
 from autograder import safe_cells  # noqa: E402
 from autograder.grading import check as checker  # noqa: E402
+from autograder.grading.autograded import autograded_notebook  # noqa: E402
+from autograder.grading.submission import validate  # noqa: E402
 from autograder.sandbox import inside as runner  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.grading.grade import grade_assignment  # noqa: E402
+from autograder.grading.grade import course_spec, grade_assignment  # noqa: E402
 from autograder.sandbox import FreshSandbox, Limits, TemplateSandbox  # noqa: E402
 
 LIMITS = Limits(timeout=30, memory=1 << 30, nproc=64)
@@ -47,7 +49,7 @@ def prepared(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def spec(prepared):
-    return checker.load_spec(Course(prepared), A)
+    return course_spec(Course(prepared), A)
 
 
 # --- reading: code cells as Jupyter runs them ---------------------------------------------------
@@ -137,7 +139,7 @@ def test_the_grader_sends_cells_untransformed(spec):
     """IPython's transformation is super-linear on hostile input; it runs in the sandbox, on the
     submission's own time, so the job carries each cell's text as the student wrote it."""
     nb = ipython_submission(spec.release)
-    v = checker.validate(spec, json.dumps(nb).encode())
+    v = validate(spec, json.dumps(nb).encode())
     sent = {s["index"]: s["source"] for s in v.steps if s["kind"] == "code"}
     for i, cell in enumerate(nb["cells"]):
         if i in sent and not cell["metadata"].get("nbgrader", {}).get("locked"):
@@ -150,7 +152,7 @@ def test_ipython_code_gets_its_points(spec, make):
     """validate -> the sandbox -> score: honest IPython code earns full marks, its skipped
     commands are noted on the cell's stderr, a cell magic is refused and the next cell runs."""
     nb = ipython_submission(spec.release)
-    v = checker.validate(spec, json.dumps(nb).encode())
+    v = validate(spec, json.dumps(nb).encode())
     sandbox = make()
     try:
         outcome = sandbox.run(v.job(LIMITS), LIMITS)
@@ -241,9 +243,9 @@ def test_autograded_copy_has_no_active_html(spec):
     nb = active_html.active_html_submission(spec.release)
     assert active_html.active_in_notebook(nb)  # the judge sees the attack in the submission
     data = json.dumps(nb).encode()
-    v = checker.validate(spec, data)
+    v = validate(spec, data)
     result, _ = checker.score(spec, "mallory", v, None, LIMITS)
-    graded = checker.autograded_notebook(spec, v, result, None)
+    graded = autograded_notebook(spec, v, result, None)
     assert active_html.active_in_notebook(graded) == []
     text = json.dumps(graded, ensure_ascii=False)
     for source in active_html.ACTIVE_MARKDOWN + active_html.ACTIVE_RAW:
@@ -271,10 +273,10 @@ def test_render_budget_bounds_the_work(spec):
     assert len(nasty) < safe_cells.MAX_RENDER_CELL
     nb["cells"][1:1] = [{"cell_type": "markdown", "id": f"big{i}", "metadata": {}, "source": nasty}
                         for i in range(40)]
-    v = checker.validate(spec, json.dumps(nb).encode())
+    v = validate(spec, json.dumps(nb).encode())
     result, _ = checker.score(spec, "big", v, None, LIMITS)
     start = time.perf_counter()
-    graded = checker.autograded_notebook(spec, v, result, None)
+    graded = autograded_notebook(spec, v, result, None)
     elapsed = time.perf_counter() - start
     big = [c["source"] for c in graded["cells"] if c["id"].startswith("big")]
     kept = [s for s in big if s == nasty]

@@ -23,8 +23,8 @@ from html.parser import HTMLParser
 import pytest
 
 from autograder import report
-from autograder.grading import check as checker
-from autograder.grading.check import SubmissionResult
+from autograder.grading.grade import course_spec
+from autograder.grading.result import SubmissionResult
 from autograder.course import Course, load_report
 from autograder.demo import build_submissions
 from autograder.export import question_columns
@@ -438,7 +438,7 @@ def generate_class(course: Course, n: int, seed: int = 0) -> dict:
     shows it (None when the part was not attempted)."""
     rng = random.Random(seed)
     course.prepare(ASSIGNMENT)
-    spec = checker.load_spec(course, ASSIGNMENT)
+    spec = course_spec(course, ASSIGNMENT)
     truth: dict[str, dict[str, tuple]] = {}
     results = []
     for i in range(n):

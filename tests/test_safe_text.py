@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-
 from autograder.lms.formats import FORMATS
-from autograder.grading import check as checker
-from autograder.grading.check import SubmissionResult
+from autograder.grading.grade import course_spec
+from autograder.grading.result import SubmissionResult
 from autograder.course import Course
 from autograder.safe_text import csv_cell, csv_text, html_text, shown, terminal_text, visible
 from gradecells import record_class, run_cli
@@ -220,7 +219,7 @@ def hostile_course(root: Path) -> tuple[Course, str]:
     (a manual grade); returns it and the part with the negative score."""
     course = Course(root / "course")
     course.prepare(A)
-    spec = checker.load_spec(course, A)
+    spec = course_spec(course, A)
     with course.gradebook() as gb:
         for i, student in enumerate(IDS):
             named = i < len(IDS) - 1

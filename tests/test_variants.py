@@ -29,7 +29,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from autograder.course import SOLUTIONS, is_identity_cell
+from autograder.course import SOLUTIONS
+from autograder.notebook import is_identity_cell
 from autograder.sandbox.inside import to_plain
 from gradecells import free_names, nbgrader_metadata, recording_checks, run_as_grader
 from scalebook.homework import SPECS, your_numbers

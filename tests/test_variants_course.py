@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import Course, is_identity_cell
+from autograder.course import Course
+from autograder.notebook import is_identity_cell
 from autograder.demo import solution_cells
 from autograder.grading.plan import load_result
 from autograder.variants import key_for, read_roster

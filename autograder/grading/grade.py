@@ -7,9 +7,12 @@ Grading a class is five stages, each in a module of its own:
    ``force`` -- and which were graded before and are unchanged.
 2. **run** (``run.py``, ``../sandbox/``): each submission's code in a sandbox
    of its own, many at once on this machine or on a Dask cluster; what comes back is untrusted.
-   Before it runs, ``check.validate`` parses the notebook as data and plans the run.
+   Before it runs, ``submission.validate`` (``submission.py``) parses the notebook as data
+   and plans the run against the instructor's notebook, read once into a ``Spec``
+   (``spec.py``; ``names.py`` finds each test cell's answer names) by :func:`course_spec`.
 3. **check** (``check.py``): the answers that came back, judged here by the instructor's
-   test cells; the autograded notebook is written up (``record.build_record``).
+   test cells into a ``SubmissionResult`` (``result.py``); the autograded copy is written up
+   (``autograded.py``, by ``record.build_record``).
 4. **record** (``record.py``): files, then the gradebook, a few submissions per transaction
    (all or nothing); a submission counts as graded once its transaction commits.
 5. **report** (this module's :class:`GradeReport`, shown by ``cli.render_grade_summary``):
@@ -41,14 +44,16 @@ import time
 from pathlib import Path
 
 from . import check
-from .check import GRADED, SpecError, SubmissionResult
 from .claims import open_claims
-from ..course import Course, ensure_tools_on_path
+from ..course import Course, ensure_tools_on_path, variants_secret
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, write_files)
+from .result import GRADED, SubmissionResult
 from .run import RunnerError, start_runner
 from ..sandbox import Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
+from .spec import SELF_CHECK_STUDENT, Spec, SpecError, load_spec, solution_submission, with_course_numbers
+from .submission import Validation, validate
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -95,11 +100,23 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
         yield lambda: bar.advance(task)
 
 
-def check_solutions(spec: check.Spec, limits: Limits, run) -> SubmissionResult:
+def course_spec(course: Course, assignment: str) -> Spec:
+    """The assignment's :class:`~.spec.Spec` from the course's files: its instructor and release
+    notebooks, and, for a homework with per-student numbers, the course's secret (None when the
+    course gives everyone the published numbers) and the notebook as written. The one place
+    grading reads the course for the spec: the check stages get plain values."""
+    name = f"{assignment}.ipynb"
+    spec = load_spec(assignment, course.source(assignment) / name, course.release(assignment) / name)
+    if spec.variants is None:
+        return spec
+    return with_course_numbers(spec, variants_secret(course), course.templates(assignment) / name)
+
+
+def check_solutions(spec: Spec, limits: Limits, run) -> SubmissionResult:
     """Grade the instructor's solutions (``run(job)`` runs a job in a sandbox); raise
     :class:`GradingError` unless they get full marks."""
-    student = check.SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
-    validation = check.validate(spec, check.solution_submission(spec, student), student=student)
+    student = SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
+    validation = validate(spec, solution_submission(spec, student), student=student)
     try:
         outcome = run(validation.job(limits))
     except Exception as exc:
@@ -163,7 +180,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             raise GradingError(str(exc)) from None
     try:
         try:
-            spec = check.load_spec(course, assignment)
+            spec = course_spec(course, assignment)
         except SpecError as exc:
             raise GradingError(str(exc)) from None
         with course.gradebook() as gb, open_claims(course, assignment) as claims:
@@ -258,7 +275,7 @@ class _GradingRun:
         try:
             if opened.failed is not None:
                 raise opened.failed
-            validation = check.validate(self.spec, opened.data, missing=opened.why, student=student)
+            validation = validate(self.spec, opened.data, missing=opened.why, student=student)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))
@@ -274,7 +291,7 @@ class _GradingRun:
             return None
         return future, validation
 
-    def finish(self, task: Task, validation: check.Validation, future) -> None:
+    def finish(self, task: Task, validation: Validation, future) -> None:
         """The sandbox's outcome -> check -> record. A sandbox failure is the grader's, not the
         student's: not recorded, retried by the next run."""
         try:

@@ -24,10 +24,10 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from . import check
-from .check import SubmissionResult
 from ..course import DIGEST_FILE, GRADING_RECORD, Course
 from .record import GradebookLayout, graded_submission, graded_submissions
+from .result import SubmissionResult
+from .submission import MAX_NOTEBOOK_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +175,7 @@ def read_submission(where: Where) -> tuple[bytes | None, str | None]:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None, f"{notebook} is not a regular file"
         chunks, size = [], 0
-        while size <= check.MAX_NOTEBOOK_BYTES:
+        while size <= MAX_NOTEBOOK_BYTES:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break

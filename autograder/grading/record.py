@@ -27,9 +27,13 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from . import check
-from .check import GRADED, SubmissionResult
+from .autograded import autograded_notebook
+from .check import grader_error, score
 from ..course import DIGEST_FILE, GRADING_RECORD, Course
+from ..notebook import nbgrader_of, read_cells
+from .result import GRADED, GRADER_ERROR, SubmissionResult
+from .spec import Spec
+from .submission import Validation
 from ..sandbox import Limits, Outcome
 
 
@@ -81,10 +85,10 @@ class Record:
     summary: bytes           # grading.json
 
 
-def build_record(spec: check.Spec, student: str, validation: check.Validation | None,
+def build_record(spec: Spec, student: str, validation: Validation | None,
                  outcome: Outcome | None, limits: Limits,
                  failed: tuple[str, BaseException] | None = None) -> Record:
-    """Check the answers (:func:`check.score`) and write up the autograded notebook.
+    """Check the answers (:func:`.check.score`) and write up the autograded notebook.
 
     ``failed``: (stage, exception) when an earlier stage already failed for this submission.
     Any exception while scoring or writing up becomes a "grader error" record for this
@@ -95,19 +99,19 @@ def build_record(spec: check.Spec, student: str, validation: check.Validation | 
             raise failed[1]
         if validation is None:  # a caller's bug: only a failed stage leaves no validation
             raise ValueError("no validation of the notebook, and no earlier stage failed")
-        result, run_report = check.score(spec, student, validation, outcome, limits)
+        result, run_report = score(spec, student, validation, outcome, limits)
         stage = "writing the autograded notebook"
-        notebook = dump_json(check.autograded_notebook(spec, validation, result, run_report))
+        notebook = dump_json(autograded_notebook(spec, validation, result, run_report))
         stage = "writing the grading record"
         return Record(result, notebook, dump_json(result.to_json()))
     except Exception as exc:
-        result = check.grader_error(spec, student, stage, exc)
-        empty = check.Validation(None, check.GRADER_ERROR, {}, [], [], {})
-        notebook = dump_json(check.autograded_notebook(spec, empty, result, None))
+        result = grader_error(spec, student, stage, exc)
+        empty = Validation(None, GRADER_ERROR, {}, [], [], {})
+        notebook = dump_json(autograded_notebook(spec, empty, result, None))
         return Record(result, notebook, dump_json(result.to_json()))
 
 
-def write_files(course: Course, spec: check.Spec, record: Record,
+def write_files(course: Course, spec: Spec, record: Record,
                 timestamp: datetime | None, digest: str | None = None) -> None:
     """The autograded notebook, its timestamp, ``grading.json`` and the graded notebook's
     SHA-256 (before the gradebook commit). A grading of other content than the last one's
@@ -143,7 +147,7 @@ def keep_history(out_dir: Path, digest: str | None) -> Path | None:
 
 # --- gradebook ---------------------------------------------------------------------------------
 
-def ensure_in_gradebook(gb, spec: check.Spec) -> None:
+def ensure_in_gradebook(gb, spec: Spec) -> None:
     """Make sure the gradebook knows the assignment's notebook and test cells (as nbgrader's
     ``generate_assignment`` records them); raise :class:`GradebookMismatch` if it knows
     different ones."""
@@ -159,21 +163,20 @@ def ensure_in_gradebook(gb, spec: check.Spec) -> None:
     except MissingEntry:
         kernelspec = spec.source_nb.get("metadata", {}).get("kernelspec", {})
         gb.add_notebook(name, a, kernelspec=json.dumps(kernelspec))
-        for cell in spec.source_nb.get("cells", []):
-            nbg = check._nbg(cell)
-            gid = nbg.get("grade_id")
+        raw = spec.source_nb.get("cells", [])
+        for cell in read_cells(spec.source_nb):
+            gid = cell.grade_id
             if not gid:
                 continue
-            if nbg.get("grade"):
-                gb.update_or_create_grade_cell(gid, name, a, max_score=float(nbg.get("points", 0)),
-                                               cell_type=cell.get("cell_type"))
-            if nbg.get("solution"):
+            if cell.graded:
+                gb.update_or_create_grade_cell(gid, name, a, max_score=cell.points,
+                                               cell_type=cell.cell_type)
+            if cell.solution:
                 gb.update_or_create_solution_cell(gid, name, a)
-            if nbg.get("grade") or nbg.get("solution") or nbg.get("locked"):
-                gb.update_or_create_source_cell(gid, name, a, cell_type=cell.get("cell_type"),
-                                                locked=bool(nbg.get("locked") or nbg.get("grade")),
-                                                source=check._text(cell.get("source")),
-                                                checksum=nbg.get("checksum"))
+            if cell.graded or cell.solution or cell.locked:
+                gb.update_or_create_source_cell(gid, name, a, cell_type=cell.cell_type,
+                                                locked=cell.locked or cell.graded, source=cell.source,
+                                                checksum=nbgrader_of(raw[cell.index]).get("checksum"))
         notebook = gb.find_notebook(name, a)
     recorded = {gc.name: float(gc.max_score) for gc in notebook.grade_cells}
     if recorded != spec.max_scores:

@@ -19,7 +19,8 @@ import scalebook.checks as checks
 import scalebook.homework as homework
 from scalebook.homework.parts import Part
 
-from autograder.grading.check import VARIANT_NAME, answer_names
+from autograder.grading.names import answer_names
+from autograder.notebook import VARIANT_NAME
 
 
 def nbgrader_metadata(cell) -> dict:

@@ -1,0 +1,183 @@
+"""The instructor's notebook, read into a :class:`Spec`: what a submission is graded against.
+
+:func:`load_spec` reads the instructor's *source* notebook (its tests, hidden checks included)
+and the student *release* (the cells a student sees, with the nbgrader checksums a submission's
+locked cells are compared against); :func:`with_course_numbers` adds, for a homework with
+per-student numbers, the course's secret and the notebook as written. Both take paths and the
+secret as plain values, from the caller (``grade.course_spec``), so the stages that judge a
+notebook never reach back into the course. :func:`solution_submission` makes the instructor's
+solutions a submission, for the self-check. Only the instructor's files are read here; nothing
+here runs student code.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+from pathlib import Path
+
+from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
+
+from ..notebook import nbgrader_of, read_cells, text
+from .names import answer_names
+
+SELF_CHECK_STUDENT = "instructor-self-check"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+class SpecError(Exception):
+    """The instructor's files are missing or inconsistent (not the student's fault)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TestCell:
+    grade_id: str
+    points: float
+    source: str            # the instructor's, hidden tests included: what is executed
+    release_source: str    # what the student sees
+    checksum: str          # nbgrader checksum of the release cell
+    names: tuple[str, ...]  # names it reads that it does not bind itself: the answers
+
+    @functools.cached_property
+    def code(self):
+        """``source`` compiled, once per spec (a SyntaxError is raised again at each use)."""
+        return compile(self.source, f"<test {self.grade_id}>", "exec")
+
+
+@dataclasses.dataclass(frozen=True)
+class LockedCell:
+    grade_id: str
+    cell_type: str
+    source: str
+    checksum: str
+
+
+@dataclasses.dataclass
+class Spec:
+    assignment: str
+    notebook: str                       # file name, "<assignment>.ipynb"
+    tests: list[TestCell]
+    locked: dict[str, LockedCell]       # read-only cells that are not tests
+    release: dict                       # the release notebook (JSON)
+    source_nb: dict
+    variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
+    variants_on: bool = False            # the course gives per-student numbers
+    secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
+    template: dict | None = None         # the source notebook as written, {{placeholders}} kept
+
+    def variant_of(self, student: str) -> Variant | None:
+        """The numbers ``student`` is graded on (None: the homework has no variants)."""
+        if self.variants is None:
+            return None
+        if not self.variants_on or self.secret is None:
+            return default_variant(self.variants)
+        return draw(self.variants, student_key(self.secret, student))
+
+    def key_of(self, student: str) -> str | None:
+        if self.variants is None or not self.variants_on or self.secret is None:
+            return None
+        return student_key(self.secret, student)
+
+    @property
+    def max_scores(self) -> dict[str, float]:
+        return {t.grade_id: t.points for t in self.tests}
+
+    def test(self, grade_id: str) -> TestCell:
+        return next(t for t in self.tests if t.grade_id == grade_id)
+
+
+def checksum(cell: dict) -> str:
+    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell.
+
+    A pure function of the cell's type, source and nbgrader metadata, remembered for the
+    cells every submission repeats (nbgrader's own takes 0.4 ms a cell: 18 ms a notebook)."""
+    meta = json.dumps(nbgrader_of(cell), sort_keys=True)
+    return _checksum(str(cell.get("cell_type")), text(cell.get("source")), meta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    node = nbformat.from_dict({"cell_type": cell_type, "source": source,
+                               "metadata": {"nbgrader": json.loads(nbgrader_json)}})
+    return compute_checksum(node)
+
+
+def strip_hidden_tests(source: str) -> str:
+    out, hidden = [], False
+    for line in source.splitlines(keepends=True):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "".join(out)
+
+
+def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
+    """The assignment's tests (from the instructor's notebook ``src_path``) and locked cells
+    (from the release ``rel_path``), and what the homework varies, if anything. The course's
+    numbers are not known here: :func:`with_course_numbers` adds them."""
+    name = f"{assignment}.ipynb"
+    if not src_path.is_file():
+        raise SpecError(f"no instructor notebook {src_path}: prepare the assignment first")
+    if not rel_path.is_file():
+        raise SpecError(f"no release notebook {rel_path}: run generate_assignment first")
+    source_nb = json.loads(src_path.read_text("utf-8"))
+    release = json.loads(rel_path.read_text("utf-8"))
+    raw_release = release.get("cells", [])
+    rel_cells = {c.grade_id: c for c in read_cells(release) if c.grade_id}
+    tests, locked = [], {}
+    for cell in read_cells(source_nb):
+        gid = cell.grade_id
+        if not gid:
+            continue
+        if cell.is_test:
+            rel = rel_cells.get(gid)
+            if rel is None:
+                raise SpecError(f"test cell {gid} is in {src_path} but not in {rel_path}: regenerate")
+            if strip_hidden_tests(cell.source).strip() != rel.source.strip():
+                raise SpecError(f"test cell {gid} differs between source and release: regenerate")
+            try:
+                names = answer_names(cell.source)
+            except SyntaxError as exc:
+                raise SpecError(f"test cell {gid} is not valid Python: {exc}") from None
+            tests.append(TestCell(gid, cell.points, cell.source, rel.source,
+                                  checksum(raw_release[rel.index]), names))
+        elif cell.graded:
+            raise SpecError(f"{gid}: only autograded code test cells are supported (found a "
+                            f"graded {cell.cell_type} cell)")
+    for gid, rel in rel_cells.items():
+        if rel.is_read_only:
+            locked[gid] = LockedCell(gid, rel.cell_type, rel.source, checksum(raw_release[rel.index]))
+    if not tests:
+        raise SpecError(f"{src_path} has no autograder test cells")
+    from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
+    return Spec(assignment, name, tests, locked, release, source_nb, spec_for(assignment))
+
+
+def with_course_numbers(spec: Spec, secret: bytes | None, template_path: Path) -> Spec:
+    """``spec`` in a course whose per-student numbers are drawn with ``secret`` (None: the
+    course gives everyone the published numbers), with the instructor's notebook as written
+    (``{{placeholders}}`` kept) read from ``template_path`` if it is there."""
+    template = json.loads(template_path.read_text("utf-8")) if template_path.is_file() else None
+    return dataclasses.replace(spec, variants_on=secret is not None, secret=secret, template=template)
+
+
+def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT) -> bytes:
+    """The release notebook with every answer cell holding the instructor's solution (and,
+    for a homework with per-student numbers, ``student``'s id and key in its identity cell)."""
+    solutions = {c.grade_id: c.source for c in read_cells(spec.source_nb) if c.is_answer and c.grade_id}
+    key = spec.key_of(student)
+    nb = copy.deepcopy(spec.release)
+    for cell, seen in zip(nb.get("cells", []), read_cells(nb)):
+        if seen.grade_id in solutions:
+            cell["source"] = solutions[seen.grade_id]
+        if key is not None and seen.identity:
+            cell["source"] = f"STUDENT_ID = {student!r}\nHOMEWORK_KEY = {key!r}\n"
+    return json.dumps(nb).encode()

@@ -1,0 +1,113 @@
+"""A notebook's cells as the grader sees them, read once.
+
+A Jupyter notebook is JSON: each cell a dict with a ``cell_type``, a ``source`` (a string or a
+list of strings) and ``metadata``, where nbgrader keeps what the cell is for
+(``metadata.nbgrader``: ``grade_id``, ``points``, ``grade``, ``solution``, ``locked``) and
+Jupyter keeps its ``tags``. Every part of the grader asks the same few questions of a cell --
+which question is it, is it a test, an answer, read-only, the identity cell -- so they are
+answered here, once, by :func:`read_cells`, into frozen :class:`Cell` records; the few places
+that need the raw metadata itself (a checksum, a copy of the instructor's metadata) use
+:func:`nbgrader_of` and :func:`tags_of`.
+
+Reading only: nothing here runs a cell's code, and every reader is lenient -- a missing or
+malformed field reads as absent (strict checking of a submission is
+``grading/submission.py``'s job).
+
+The names shared by the notebooks, the sandbox and the grader are said here once:
+:data:`VARIANT_NAME` (the per-student numbers the grader binds for the hidden checks; never an
+answer) and the identity capture (:data:`IDENTITY`, :data:`IDENTITY_NAMES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+VARIANT_NAME = "VARIANT"                          # bound by the grader, never captured
+IDENTITY = "__identity__"                         # the capture step that reads the two below
+IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")   # what the identity cell binds
+
+_IDENTITY_LINE = re.compile(r"^STUDENT_ID\s*=", re.MULTILINE)
+
+
+def text(source) -> str:
+    """A cell's ``source`` (a string or a list of strings) as one string; "" if malformed."""
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def nbgrader_of(cell: dict) -> dict:
+    """The cell's nbgrader metadata, ``{}`` when it has none (or it is not a JSON object)."""
+    meta = cell.get("metadata")
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def tags_of(cell: dict) -> list | None:
+    """The cell's Jupyter ``tags`` as written (None when there are none), unchecked."""
+    meta = cell.get("metadata")
+    return meta.get("tags") if isinstance(meta, dict) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One cell: where it is, what it holds, and what nbgrader says it is for."""
+
+    index: int                 # position in the notebook, from 0
+    cell_type: str             # "code", "markdown" or "raw" ("" if missing)
+    source: str
+    grade_id: str | None       # nbgrader's name of the cell (None: not an nbgrader cell)
+    points: float              # nbgrader points (0 unless a graded cell says otherwise)
+    graded: bool               # nbgrader ``grade``: a graded cell (a test, if it is code)
+    solution: bool             # nbgrader ``solution``: an answer cell
+    locked: bool               # nbgrader ``locked``: read-only
+    identity: bool             # the cell that binds STUDENT_ID and HOMEWORK_KEY
+    tags: tuple[str, ...]      # its Jupyter tags (strings only)
+
+    @property
+    def is_test(self) -> bool:
+        """An autograder test cell: graded code."""
+        return self.graded and self.cell_type == "code"
+
+    @property
+    def is_read_only(self) -> bool:
+        """Locked and neither a test nor an answer: a prompt or a "given" cell."""
+        return self.locked and not self.graded and not self.solution
+
+    @property
+    def is_answer(self) -> bool:
+        """An autograded answer cell: code the student writes (nbgrader ``solution``)."""
+        return self.solution and self.cell_type == "code"
+
+
+def _points(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def read_cell(index: int, cell) -> Cell:
+    """One cell dict (or ``nbformat`` node) as a :class:`Cell`; anything else reads as empty."""
+    cell = cell if isinstance(cell, dict) else {}
+    nbg = nbgrader_of(cell)
+    gid = nbg.get("grade_id")
+    kind = cell.get("cell_type")
+    kind = kind if isinstance(kind, str) else ""
+    source = text(cell.get("source"))
+    graded, solution, locked = bool(nbg.get("grade")), bool(nbg.get("solution")), bool(nbg.get("locked"))
+    tags = tags_of(cell)
+    return Cell(index, kind, source, gid if isinstance(gid, str) and gid else None,
+                _points(nbg.get("points", 0)), graded, solution, locked,
+                kind == "code" and not (graded or solution or locked)
+                and bool(_IDENTITY_LINE.search(source)),
+                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ())
+
+
+def read_cells(nb: dict) -> tuple[Cell, ...]:
+    """Every cell of a parsed notebook, in order: ``read_cells(nb)[i]`` is ``nb["cells"][i]``."""
+    cells = nb.get("cells")
+    return tuple(read_cell(i, c) for i, c in enumerate(cells)) if isinstance(cells, list) else ()
+
+
+def is_identity_cell(cell: dict) -> bool:
+    """The code cell, neither answer, test nor read-only, that binds STUDENT_ID and HOMEWORK_KEY."""
+    return read_cell(0, cell).identity
