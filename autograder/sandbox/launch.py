@@ -79,6 +79,7 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Sequence
 
+from ..notebook import Cell, read_cells
 from .cgroup import JobCgroup, job_cgroup
 from .limits import Limits, Outcome, SandboxError, as_root
 
@@ -95,18 +96,17 @@ DEFAULT_PRELOAD = ("numpy", "numpy.random", "matplotlib", "matplotlib.pyplot", "
                    "scalebook.checks")
 
 
-def _code_cells(notebooks: list[dict]) -> list[tuple[dict, str, list[str]]]:
-    """Each code cell of ``notebooks`` that parses as Python: the cell, its source, and the
-    modules it imports (absolute names; a relative import as ".")."""
+def _code_cells(notebooks: list[dict]) -> list[tuple[Cell, list[str]]]:
+    """Each code cell of ``notebooks`` that parses as Python, and the modules it imports
+    (absolute names; a relative import as ".")."""
     import ast
 
     out = []
     for nb in notebooks:
-        for cell in nb.get("cells", []):
-            if cell.get("cell_type") != "code":
+        for cell in read_cells(nb):
+            if cell.cell_type != "code":
                 continue
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else source
+            source = cell.source
             try:
                 tree = ast.parse(source)
             except (SyntaxError, ValueError):   # an IPython magic, or not Python
@@ -117,7 +117,7 @@ def _code_cells(notebooks: list[dict]) -> list[tuple[dict, str, list[str]]]:
                     imports += [a.name for a in node.names]
                 elif isinstance(node, ast.ImportFrom):
                     imports.append(node.module if node.module and not node.level else ".")
-            out.append((cell, source, imports))
+            out.append((cell, imports))
     return out
 
 
@@ -130,7 +130,7 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
     Only ``scalebook`` modules, which import no JAX: JAX is imported only if the student does.
     """
     found = list(DEFAULT_PRELOAD)
-    for _, _, imports in _code_cells(notebooks):
+    for _, imports in _code_cells(notebooks):
         found += [n for n in imports if n == "scalebook" or n.startswith("scalebook.")]
     return tuple(dict.fromkeys(found))
 
@@ -153,14 +153,13 @@ def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
     """
     out: list[str] = []
     size = 0
-    for cell, source, imports in _code_cells(notebooks):
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade") or not all(
-                n.split(".")[0] in WARM_UP_PACKAGES for n in imports):
+    for cell, imports in _code_cells(notebooks):
+        if cell.graded or not all(n.split(".")[0] in WARM_UP_PACKAGES for n in imports):
             continue
-        size += len(source.encode("utf-8"))
+        size += len(cell.source.encode("utf-8"))
         if size > WARM_UP_BYTES:   # a warm-up is an optimisation: the first cells are enough
             break
-        out.append(source)
+        out.append(cell.source)
     return tuple(out)
 
 
