@@ -10,8 +10,8 @@ import sys
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from autograder import runner
-from autograder.runner import NotPlain, to_plain
+from autograder.sandbox import inside as runner
+from autograder.sandbox.inside import NotPlain, to_plain
 from scalebook.checks import check_partition_spec
 
 AXES = ("X", "Y")
