@@ -135,7 +135,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import scalebook, scalebook.checks
 sys.path.insert(0, REPO)
-from autograder.runner import python_source
+from autograder.sandbox.inside import python_source
 total = 0.0
 for path in sys.argv[1:]:
     nb = json.load(open(path))
