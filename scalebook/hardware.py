@@ -47,6 +47,8 @@ def canonical_dtype(dtype: str) -> str:
 
     Raises ``ValueError`` naming the known dtypes for anything else.
     """
+    if type(dtype) is str and dtype in _DTYPE_BYTES:  # already the catalog's spelling
+        return dtype
     if not isinstance(dtype, str):
         raise ValueError(f"dtype must be a string such as 'bf16', got {dtype!r}")
     key = dtype.strip().lower()

@@ -739,6 +739,20 @@ def test_grade_summary_prints_names_and_messages_escaped():
     assert "memory cap: cgroup v1 memory" in text and "left 1 to another grader" in text
 
 
+def test_a_cell_the_warm_up_compiled_runs_in_a_job_as_if_compiled_there():
+    """A job reuses the warm-up's code object of a cell it runs unchanged, under the job's own
+    name for the cell, nested functions included: a traceback reads as it would otherwise."""
+    import traceback
+
+    src = "def f(x):\n    return 1 / x\ny = f(0)\n"
+    compiled = runner.warm_up([src])
+    assert set(compiled) == {src}
+    for code in (runner.compile_cell(src, "<cell 7>", compiled), runner.compile_cell(src, "<cell 7>")):
+        with pytest.raises(ZeroDivisionError) as info:
+            exec(code, {})
+        assert [f.filename for f in traceback.extract_tb(info.tb)][1:] == ["<cell 7>", "<cell 7>"]
+
+
 def test_the_warm_up_is_the_release_notebooks_plain_cells():
     """What a template runs once before its first job: the release notebook's code cells but
     its graded tests, any cell that imports JAX or another package outside numpy, matplotlib

@@ -42,6 +42,8 @@ import os
 import re
 import sys
 import traceback
+from types import CodeType
+from typing import Mapping
 
 MAX_DEPTH = 16
 MAX_ELEMENTS = 200_000       # numbers in one captured value
@@ -397,14 +399,27 @@ CELL_MAGIC_ERROR = "cell magics (%%) are not supported by the grader"
 _PASTED_PROMPT = re.compile(r"^\s*In \[\d+\]: ", re.M)
 
 
-def compile_cell(source: str, filename: str):
+def compile_cell(source: str, filename: str, compiled: Mapping[str, CodeType] | None = None):
     """The code object Jupyter would run for the code cell ``source``.
 
+    ``compiled``: source -> code object of cells compiled once before (a template's warm-up:
+    the release copy's cells, which a job's read-only and untouched cells repeat); such a cell
+    gets that code object under its own ``filename``, as compiling it again would give.
     Raises SyntaxError as Jupyter would (for a cell magic: :data:`CELL_MAGIC_ERROR`)."""
+    known = compiled.get(source) if compiled else None
+    if known is not None:
+        return _renamed(known, filename)
     code = _plain_python(source, filename)
     if code is None:
         code = compile(_ipython_source(source), filename, "exec", dont_inherit=True)
     return code
+
+
+def _renamed(code: CodeType, filename: str) -> CodeType:
+    """``code`` and every code object nested in it (functions, classes, comprehensions) with
+    ``co_filename`` = ``filename``: what ``compile`` gives for that name."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def python_source(source: str) -> str:
@@ -510,8 +525,9 @@ def _error_record(exc: BaseException) -> dict:
     return {"ename": type(exc).__name__, "evalue": str(exc)[:2000], "traceback": text[-8000:]}
 
 
-def run_job(job: dict, channel: Channel) -> None:
-    """Run the job's steps, reporting each on ``channel``. Never raises for student errors."""
+def run_job(job: dict, channel: Channel, compiled: Mapping[str, CodeType] | None = None) -> None:
+    """Run the job's steps, reporting each on ``channel``. Never raises for student errors.
+    ``compiled``: cells compiled before (see :func:`compile_cell`)."""
     limits = job.get("limits", {})
     cell_cap = int(limits.get("cell_output", 20_000))
     total_cap = int(limits.get("total_output", 200_000))
@@ -529,7 +545,7 @@ def run_job(job: dict, channel: Channel) -> None:
             sys.stdout, sys.stderr = out, err
             error = None
             try:
-                code = compile_cell(step["source"], f"<cell {index}>")
+                code = compile_cell(step["source"], f"<cell {index}>", compiled)
                 exec(code, ns)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt, MemoryError too
                 try:
@@ -755,13 +771,22 @@ class _NoJax:
         return None
 
 
-def warm_up(sources: list[str], budget: float = 2.0) -> None:
+def warm_up(sources: list[str], budget: float = 2.0) -> dict[str, CodeType]:
     """Run the release notebook's cells once in the template, output discarded, errors (a
     stub's NotImplementedError) ignored, JAX refused, in a namespace dropped after, figures
     closed: what every student's run loads lazily (a solver module, matplotlib's text and font
-    caches) is then loaded once, not in every job. At most ``budget`` seconds of cells."""
+    caches) is then loaded once, not in every job. At most ``budget`` seconds of cells.
+
+    Returns each plain-Python cell's code object as a job compiles it (:func:`compile_cell`),
+    by source: a job reuses them for the cells it runs unchanged (hw1: 31.1 -> 30.6 ms of CPU
+    per job)."""
     import time
 
+    compiled: dict[str, CodeType] = {}
+    for source in sources:
+        code = _plain_python(source, "<cell>")
+        if code is not None:
+            compiled[source] = code
     ns: dict = {"__name__": "__main__", "__builtins__": builtins}
     real = sys.stdout, sys.stderr
     end = time.monotonic() + budget
@@ -775,11 +800,38 @@ def warm_up(sources: list[str], budget: float = 2.0) -> None:
                 exec(compile(source, "<warm-up>", "exec"), ns)
             except BaseException:
                 pass
+        _warm_plotting()
     finally:
         sys.stdout, sys.stderr = real
         sys.meta_path.remove(_NoJax)
         ns.clear()
         _close_figures()
+    return compiled
+
+
+def _warm_plotting() -> None:
+    """Draw one throwaway figure with what homework plots use (log axes, lines, a reference
+    line, labels, a legend, a grid), so that matplotlib's lazy state -- font lookups, text
+    and tick machinery -- is built once here, not in every job. A release notebook's own plot
+    cell rarely gets that far in the warm-up: it plots the student's answers, which a stub
+    does not bind (hw1: 36.5 -> 34.6 ms of CPU per job)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        ax.loglog([1.0, 2.0, 4.0], [1.0, 2.0, 3.0], "o-", label="a")
+        ax.plot([1.0, 4.0], [2.0, 2.0], "s-", label="b")
+        ax.axhline(2.0, color="gray", linestyle="--", label="c")
+        ax.axvline(2.0, color="k", linestyle=":")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_title("t")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        plt.show()
+    except Exception:
+        pass
 
 
 def _reseed() -> None:
@@ -795,7 +847,7 @@ def _reseed() -> None:
             pass
 
 
-def _grandchild(header: dict, fds: list[int], sock_fd: int) -> None:
+def _grandchild(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[str, CodeType]) -> None:
     """G: pid 1 of a fresh pid namespace. Never returns."""
     try:
         libc = _libc()
@@ -829,7 +881,7 @@ def _grandchild(header: dict, fds: list[int], sock_fd: int) -> None:
                                       line_buffering=True)
         job = read_job(io.FileIO(0, "r", closefd=False))
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        run_job(job, Channel(3))
+        run_job(job, Channel(3), compiled)
     except BaseException as exc:
         try:
             os.write(2, f"runner: {type(exc).__name__}: {exc}\n".encode())
@@ -839,7 +891,7 @@ def _grandchild(header: dict, fds: list[int], sock_fd: int) -> None:
     os._exit(0)
 
 
-def _child(header: dict, fds: list[int], sock_fd: int) -> None:
+def _child(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[str, CodeType]) -> None:
     """C: new namespaces, fork G, wait for it, report. Never returns."""
     import signal
 
@@ -851,7 +903,7 @@ def _child(header: dict, fds: list[int], sock_fd: int) -> None:
         _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
         pid = os.fork()
         if pid == 0:
-            _grandchild(header, fds, -1)
+            _grandchild(header, fds, -1, compiled)
         for fd in fds:
             os.close(fd)
 
@@ -890,7 +942,7 @@ def serve(sock_fd: int, config_json: str) -> None:
     config = json.loads(config_json)
     sock = socket.socket(fileno=sock_fd)
     preload(config.get("preload", []))
-    warm_up(config.get("warm_up", []))
+    compiled = warm_up(config.get("warm_up", []))
     libc = _libc()
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -925,7 +977,7 @@ def serve(sock_fd: int, config_json: str) -> None:
             fds = fds[:3]
             child = os.fork()
             if child == 0:
-                _child(header, fds, sock.fileno())
+                _child(header, fds, sock.fileno(), compiled)
             for fd in fds:
                 os.close(fd)
             pidfd = os.pidfd_open(child)
