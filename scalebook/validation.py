@@ -18,11 +18,6 @@ ArrayLike = Union[float, np.ndarray]
 FloatOrArray = TypeVar("FloatOrArray", float, np.ndarray)
 
 
-#: Exact types :func:`positive` checks with ``math`` alone (``float(x)`` of each is what the
-#: NumPy path returns; booleans and subclasses take that path).
-_PLAIN_SCALARS = (float, int)
-
-
 @overload
 def positive(value: float, what: str, *, allow_zero: bool = False) -> float: ...
 @overload
@@ -35,7 +30,9 @@ def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike
     Every entry must be finite and > 0 (>= 0 with ``allow_zero``). Booleans, strings and None
     are refused: a ``True`` or a ``"4096"`` passed as a size is always a mistake.
     """
-    if type(value) in _PLAIN_SCALARS:  # the common case, without a NumPy round trip (0.4 vs 6 us)
+    # the common case, a plain float or int (not a bool, nor a subclass), is checked with math
+    # alone: float(x) is what the NumPy path below returns for it (0.4 vs 6 us a call)
+    if type(value) is float or type(value) is int:
         x = float(value)
         if math.isfinite(x) and (x >= 0 if allow_zero else x > 0):
             return x

@@ -31,10 +31,7 @@ def _error(ename: str, evalue: str, traceback: str = "") -> dict:
 
 
 def _release_test_cell(spec: Spec, gid: str) -> dict:
-    for cell in read_cells(spec.release):
-        if cell.grade_id == gid:
-            return copy.deepcopy(spec.release["cells"][cell.index])
-    raise KeyError(gid)
+    return copy.deepcopy(spec.release_by_gid[gid])
 
 
 def _tags(cell: dict) -> list[str] | None:
@@ -56,13 +53,12 @@ def autograded_notebook(spec: Spec, validation: Validation, result: SubmissionRe
     for cells of their own well-typed ``tags``. A markdown or raw cell whose text could run code in
     a browser is shown as text (see :func:`safe_cell_text`); the submission itself is untouched.
     """
-    release_cells, release = spec.release.get("cells", []), read_cells(spec.release)
-    # the first cell of each grade_id in the release
-    release_by_gid = {c.grade_id: release_cells[c.index] for c in reversed(release) if c.grade_id}
+    release_cells, release = spec.release.get("cells", []), spec.release_cells
+    release_by_gid = spec.release_by_gid
     notebook = validation.notebook if validation.invalid is None else None
     submitted = notebook is not None
     base_cells = notebook["cells"] if notebook is not None else release_cells
-    base = read_cells(notebook) if notebook is not None else release
+    base = (validation.cells or read_cells(notebook)) if notebook is not None else release
     by_pos = {i: gid for gid, i in validation.test_positions.items()}
     seen_tests: set[str] = set()
     seen_gids: set[str] = set()

@@ -116,7 +116,7 @@ def check_solutions(spec: Spec, limits: Limits, run) -> SubmissionResult:
     """Grade the instructor's solutions (``run(job)`` runs a job in a sandbox); raise
     :class:`GradingError` unless they get full marks."""
     student = SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
-    validation = validate(spec, solution_submission(spec, student), student=student)
+    validation = validate(spec, solution_submission(spec, student))
     try:
         outcome = run(validation.job(limits))
     except Exception as exc:
@@ -275,7 +275,7 @@ class _GradingRun:
         try:
             if opened.failed is not None:
                 raise opened.failed
-            validation = validate(self.spec, opened.data, missing=opened.why, student=student)
+            validation = validate(self.spec, opened.data, missing=opened.why)
             job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))

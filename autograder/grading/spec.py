@@ -20,7 +20,7 @@ from pathlib import Path
 
 from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
 
-from ..notebook import nbgrader_of, read_cells, text
+from ..notebook import Cell, nbgrader_of, read_cells, text
 from .names import answer_names
 
 SELF_CHECK_STUDENT = "instructor-self-check"
@@ -79,6 +79,17 @@ class Spec:
         if self.variants is None or not self.variants_on or self.secret is None:
             return None
         return student_key(self.secret, student)
+
+    @functools.cached_property
+    def release_cells(self) -> tuple[Cell, ...]:
+        """The release notebook's cells, read once (every submission's autograded copy asks)."""
+        return read_cells(self.release)
+
+    @functools.cached_property
+    def release_by_gid(self) -> dict[str, dict]:
+        """grade_id -> the release's first cell of that grade_id (JSON, not to be modified)."""
+        raw = self.release.get("cells", [])
+        return {c.grade_id: raw[c.index] for c in reversed(self.release_cells) if c.grade_id}
 
     @property
     def max_scores(self) -> dict[str, float]:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import re
 
-from ..notebook import IDENTITY, IDENTITY_NAMES, read_cells
+from ..notebook import IDENTITY, IDENTITY_NAMES, Cell, read_cells
 from ..sandbox import Limits
 from .result import TAMPERED
 from .spec import Spec, checksum
@@ -37,6 +37,7 @@ class Validation:
     problems: list[str]
     steps: list[dict]                     # the job for sandbox/inside.py
     test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
+    cells: tuple[Cell, ...] = ()          # the submission's cells, read once (notebook.read_cells)
 
     def job(self, limits: Limits) -> dict:
         return {"steps": self.steps,
@@ -164,24 +165,10 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str | None]:
     return nb, None
 
 
-def _personal_text(spec: Spec, student: str | None) -> dict[str, str]:
-    """grade_id -> a read-only markdown cell's text in ``student``'s own (roster) notebook."""
-    variant = spec.variant_of(student) if student is not None and spec.variants_on else None
-    if variant is None or spec.variants is None:  # (a variant is drawn from spec.variants)
-        return {}
-    from scalebook.variants import fill_placeholders
-
-    out = {}
-    for cell in read_cells(spec.template or spec.source_nb):
-        if cell.grade_id in spec.locked and cell.cell_type == "markdown":
-            out[cell.grade_id] = fill_placeholders(cell.source, spec.variants, variant)
-    return out
-
-
-def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
-             student: str | None = None) -> Validation:
-    """Check a submission against the spec and plan its run. ``student``: who handed it in
-    (their own roster notebook's problem text counts as unchanged)."""
+def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> Validation:
+    """Check a submission against the spec and plan its run. A read-only markdown cell may
+    differ (a roster student's own notebook has their numbers written into the problem text):
+    only the read-only *code* cells are compared, and run as the instructor wrote them."""
     if data is None:
         return Validation(None, missing or "no notebook was submitted", {}, [], [], {})
     nb, why = parse_notebook(data)
@@ -195,7 +182,7 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
     known = {t.grade_id for t in spec.tests} | set(spec.locked)
     if not known & set(by_gid):
         return Validation(nb, f"this is not the {spec.assignment} notebook (none of its cells are there)",
-                          {}, [], [], {})
+                          {}, [], [], {}, cells)
     tampered: dict[str, str] = {}
     positions: dict[str, int] = {}
     for t in spec.tests:
@@ -220,13 +207,15 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
         positions[t.grade_id] = where[0]
     problems = [f"{TAMPERED} {gid}: {what}; the question scores zero" for gid, what in tampered.items()]
     restored: dict[int, str] = {}
-    personal = _personal_text(spec, student)
     changed_code: list[str] = []
     for gid, lc in spec.locked.items():
+        # only a read-only *code* cell matters (its original is what runs); a prompt's text
+        # differs in any notebook with other numbers written in, and nothing graded reads it
+        if lc.cell_type != "code":
+            continue
         where = by_gid.get(gid, [])
         if not where:
-            if lc.cell_type == "code":  # a deleted prompt changes nothing that is graded
-                problems.append(f"read-only cell {gid} was deleted")
+            problems.append(f"read-only cell {gid} was deleted")
             continue
         for i in where:
             cell = cells[i]
@@ -234,13 +223,9 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
                 same = checksum(raw[i]) == lc.checksum and cell.source == lc.source
             except Exception:
                 same = False
-            if not same and gid in personal:
-                same = cell.source == personal[gid]
-            # only a read-only *code* cell matters (its original is what runs); a prompt's text
-            # differs in any notebook with other numbers written in, and changes nothing graded
-            if not same and lc.cell_type == "code":
+            if not same:
                 changed_code.append(gid)
-            if lc.cell_type == "code" and cell.cell_type == "code":
+            if cell.cell_type == "code":
                 restored[i] = lc.source
     if changed_code:
         problems.append(f"read-only code cell(s) {', '.join(changed_code)} were changed; the originals were run")
@@ -262,4 +247,4 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None,
         if cell.grade_id in test_ids:
             continue  # a tampered copy of a test cell: never run
         steps.append({"kind": "code", "index": i, "source": restored.get(i, cell.source)})
-    return Validation(nb, None, tampered, problems, steps, positions)
+    return Validation(nb, None, tampered, problems, steps, positions, cells)
