@@ -107,5 +107,5 @@ def test_grading_on_a_dask_cluster(cluster, tmp_path_factory):
     from distributed import Client
 
     with Client(cluster, set_as_default=False) as client:  # the code did run on the worker
-        ran = client.run(lambda: __import__("autograder.sandbox").sandbox.REMOTE_JOBS)
+        ran = client.run(lambda: __import__("autograder.sandbox.pick").sandbox.pick.REMOTE_JOBS)
     assert sum(ran.values()) == len(subs)  # + the self-check, - the corrupt file (never run)
