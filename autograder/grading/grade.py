@@ -103,13 +103,13 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
 def course_spec(course: Course, assignment: str) -> Spec:
     """The assignment's :class:`~.spec.Spec` from the course's files: its instructor and release
     notebooks, and, for a homework with per-student numbers, the course's secret (None when the
-    course gives everyone the published numbers) and the notebook as written. The one place
+    course gives everyone the published numbers). The one place
     grading reads the course for the spec: the check stages get plain values."""
     name = f"{assignment}.ipynb"
     spec = load_spec(assignment, course.source(assignment) / name, course.release(assignment) / name)
     if spec.variants is None:
         return spec
-    return with_course_numbers(spec, variants_secret(course), course.templates(assignment) / name)
+    return with_course_numbers(spec, variants_secret(course))
 
 
 def check_solutions(spec: Spec, limits: Limits, run) -> SubmissionResult:

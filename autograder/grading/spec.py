@@ -3,8 +3,7 @@
 :func:`load_spec` reads the instructor's *source* notebook (its tests, hidden checks included)
 and the student *release* (the cells a student sees, with the nbgrader checksums a submission's
 locked cells are compared against); :func:`with_course_numbers` adds, for a homework with
-per-student numbers, the course's secret and the notebook as written. Both take paths and the
-secret as plain values, from the caller (``grade.course_spec``), so the stages that judge a
+per-student numbers, the course's secret. Both take paths and the secret as plain values, from the caller (``grade.course_spec``), so the stages that judge a
 notebook never reach back into the course. :func:`solution_submission` makes the instructor's
 solutions a submission, for the self-check. Only the instructor's files are read here; nothing
 here runs student code.
@@ -65,7 +64,6 @@ class Spec:
     variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
     variants_on: bool = False            # the course gives per-student numbers
     secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
-    template: dict | None = None         # the source notebook as written, {{placeholders}} kept
 
     def variant_of(self, student: str) -> Variant | None:
         """The numbers ``student`` is graded on (None: the homework has no variants)."""
@@ -172,12 +170,10 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
     return Spec(assignment, name, tests, locked, release, source_nb, spec_for(assignment))
 
 
-def with_course_numbers(spec: Spec, secret: bytes | None, template_path: Path) -> Spec:
+def with_course_numbers(spec: Spec, secret: bytes | None) -> Spec:
     """``spec`` in a course whose per-student numbers are drawn with ``secret`` (None: the
-    course gives everyone the published numbers), with the instructor's notebook as written
-    (``{{placeholders}}`` kept) read from ``template_path`` if it is there."""
-    template = json.loads(template_path.read_text("utf-8")) if template_path.is_file() else None
-    return dataclasses.replace(spec, variants_on=secret is not None, secret=secret, template=template)
+    course gives everyone the published numbers)."""
+    return dataclasses.replace(spec, variants_on=secret is not None, secret=secret)
 
 
 def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT) -> bytes:
