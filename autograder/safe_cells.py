@@ -168,7 +168,7 @@ def safe_cell_text(kind: str, source: str, attachments: dict, budget: RenderBudg
 
 def safe_attachments(value) -> dict:
     """The raster images (base64 data) of a cell's attachments; nothing else of them. ``value``
-    must already have nbformat's shape (``checker._valid_attachments``)."""
+    must already have nbformat's shape (``grading.autograded._valid_attachments``)."""
     kept = {}
     for name, bundle in value.items():
         images = {m: copy.deepcopy(d) for m, d in bundle.items() if m in _RASTER

@@ -29,7 +29,7 @@ reports the questions it reached::
 Two ways to start: ``python runner.py FD [UID]`` (a fresh process per submission; when started
 as root inside the sandbox it first drops to ``UID`` and sets no_new_privs; then it installs
 the seccomp filter, see :func:`install_seccomp`), or
-:func:`serve` in a pre-imported template process (see ``sandbox.Template``) that forks one
+:func:`serve` in a pre-imported template process (see ``template.TemplateSandbox``) that forks one
 child per submission, which then calls :func:`run_job`.
 """
 
