@@ -160,13 +160,10 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     limits = limits or Limits()
     if timeout is not None:
         limits = dataclasses.replace(limits, timeout=float(timeout))
-    if scheduler is None:
-        why = check_sandbox()
-        if why is not None:
-            raise GradingError(f"the grading sandbox does not work here: {why}")
     ensure_tools_on_path()
     # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
-    # process reads the notebooks and the gradebook; closed at once if there is nothing to grade.
+    # process checks that a sandbox works here and reads the notebooks and the gradebook;
+    # closed at once if there is nothing to grade.
     runner = None
     folders = course.submitted_students(assignment)  # any that might be graded?
     if folders if students is None else set(folders) & set(students):
@@ -179,6 +176,10 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     try:
+        if scheduler is None:
+            why = check_sandbox()
+            if why is not None:
+                raise GradingError(f"the grading sandbox does not work here: {why}")
         try:
             spec = course_spec(course, assignment)
         except SpecError as exc:
