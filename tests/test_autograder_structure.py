@@ -249,3 +249,28 @@ def test_walk_follows_calls_into_packages(tmp_path):
 def test_the_walk_from_grade_assignment_gets_no_longer():
     m = _walk().measure()
     assert m["stays"] <= WALK_CEILING["stays"] and m["climbs"] <= WALK_CEILING["climbs"], m["path"]
+
+
+def test_the_grader_imports_nbgrader_without_its_server_extensions():
+    """``import autograder`` makes nbgrader's modules load without nbgrader/__init__.py (its
+    Jupyter server extensions cost a grading run 0.6 s of CPU): the gradebook and utilities
+    still work, the version is still there, the extensions and jupyter_server are not loaded."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    code = ("import sys, autograder, nbgrader.api, nbgrader.utils, nbgrader\n"
+            "from nbgrader._version import __version__\n"
+            "gb = nbgrader.api.Gradebook('sqlite:///:memory:')\n"
+            "gb.add_student('s1'); assert [s.id for s in gb.students] == ['s1']\n"
+            "assert nbgrader.__version__ == __version__, nbgrader.__version__\n"
+            "loaded = [m for m in sys.modules if m.startswith(('nbgrader.server_extensions', 'jupyter_server'))]\n"
+            "assert not loaded, loaded\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    # a process that imported nbgrader first keeps the package as nbgrader made it
+    code = "import nbgrader, autograder, sys; assert hasattr(nbgrader, '_jupyter_server_extension_points'); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
