@@ -131,3 +131,12 @@ def test_cost_per_submission_does_not_grow_with_the_class(prepared, tmp_path):
     # the grader writes per submission: its autograded notebook, timestamp, grading.json and
     # content hash, and its claim file
     assert (first[40][2] - first[1][2]) / 39 == 5
+    # the rows it adds get ids that grow with time (autograder.grading.record.row_id): a new
+    # row lands at the right edge of its table's B-tree, not at a random page (nbgrader's uuid4)
+    db = sqlite3.connect(tmp_path / "class-40" / "gradebook.db")
+    for table in ("submitted_assignment", "submitted_notebook", "grade", "comment"):
+        ids = [i for (i,) in db.execute(f"SELECT id FROM {table} ORDER BY rowid")]
+        assert len(ids) >= 40 and len(set(ids)) == len(ids), table
+        assert all(len(i) == 32 and set(i) <= set("0123456789abcdef") for i in ids), table
+        assert [i[:12] for i in ids] == sorted(i[:12] for i in ids), table
+    db.close()
