@@ -18,6 +18,7 @@ import ast
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pytest
 
 from scalebook.homework import PARTS, check_answer, spec_for
@@ -187,6 +188,7 @@ def test_reference_solution_scores_full_marks_for_every_student(assignment):
     for v in students(assignment)[:SOLUTION_RUNS]:
         namespace = {"VARIANT": v, "print": lambda *a, **k: None}
         exec(code, namespace)
+        plt.close("all")  # a solution that plots opens a figure per student, as a notebook would not
         for answer in answers:
             check_answer(v, answer, namespace[answer])
 
