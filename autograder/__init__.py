@@ -4,6 +4,7 @@ Run ``python -m autograder --help``. The design (what runs trusted, what runs sa
 ``autograder/DESIGN.md``.
 """
 
+import os as _os
 import sys as _sys
 
 # nbgrader imports nbformat, which imports jsonschema, which imports the optional package
@@ -12,6 +13,12 @@ import sys as _sys
 # checking the "iri" string format that no notebook schema uses. Marking it as absent makes
 # jsonschema leave those two formats unchecked, as it does wherever the package is missing.
 _sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # typeshed: modules only, yet None is import's "absent"
+
+# NumPy's OpenBLAS starts its worker threads (one per core beyond the first) when it is imported,
+# and each spins a while before it sleeps: 0.1 s of CPU in a grading run's first second, while the sandboxes start on the same
+# two cores. The grader does no linear algebra worth a thread (the sandbox sets the same for the
+# students' code). Where NumPy is already imported, or the variable set, nothing changes.
+_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _nbgrader_without_its_server_extensions() -> None:

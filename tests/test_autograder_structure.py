@@ -274,3 +274,19 @@ def test_the_grader_imports_nbgrader_without_its_server_extensions():
     code = "import nbgrader, autograder, sys; assert hasattr(nbgrader, '_jupyter_server_extension_points'); print('ok')"
     out = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, env=env, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_grader_process_keeps_numpy_single_threaded():
+    """``import autograder`` before NumPy: OpenBLAS starts no worker threads (they spin on the
+    cores the sandboxes need); an explicit OPENBLAS_NUM_THREADS is left as it is."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, autograder, numpy; print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["1", "1"], (out.stdout, out.stderr[-2000:])
+    out = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, env=dict(env, OPENBLAS_NUM_THREADS="2"),
+                         capture_output=True, text=True)
+    assert out.stdout.split()[1] == "2", (out.stdout, out.stderr[-2000:])

@@ -175,15 +175,20 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                                   warm_up=notebook_warm_up(release))
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
+    # the sandbox check waits on a sandboxed Python: in a thread, while this one reads the notebook
+    sandbox_check = None
+    if scheduler is None:
+        pool = cf.ThreadPoolExecutor(1, thread_name_prefix="check")
+        sandbox_check = pool.submit(check_sandbox)
+        pool.shutdown(wait=False)  # its one thread ends when the check does
     try:
-        if scheduler is None:
-            why = check_sandbox()
-            if why is not None:
-                raise GradingError(f"the grading sandbox does not work here: {why}")
         try:
             spec = course_spec(course, assignment)
         except SpecError as exc:
             raise GradingError(str(exc)) from None
+        why = sandbox_check.result() if sandbox_check is not None else None
+        if why is not None:
+            raise GradingError(f"the grading sandbox does not work here: {why}")
         with course.gradebook() as gb, open_claims(course, assignment) as claims:
             try:
                 ensure_in_gradebook(gb, spec)
