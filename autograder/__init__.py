@@ -14,10 +14,11 @@ import sys as _sys
 # jsonschema leave those two formats unchecked, as it does wherever the package is missing.
 _sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # typeshed: modules only, yet None is import's "absent"
 
-# NumPy's OpenBLAS starts its worker threads (one per core beyond the first) when it is imported,
-# and each spins a while before it sleeps: 0.1 s of CPU in a grading run's first second, while the sandboxes start on the same
-# two cores. The grader does no linear algebra worth a thread (the sandbox sets the same for the
-# students' code). Where NumPy is already imported, or the variable set, nothing changes.
+# NumPy's OpenBLAS starts its worker threads (one per core beyond the first) when it is
+# imported, and each spins a while before it sleeps: 0.1 s of CPU in a grading run's first
+# second, while the sandboxes start on the same two cores. The grader does no linear algebra
+# worth a thread (the sandbox sets the same for the students' code). Where NumPy is already
+# imported, or the variable set, nothing changes.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 

@@ -188,7 +188,7 @@ def test_reference_solution_scores_full_marks_for_every_student(assignment):
     for v in students(assignment)[:SOLUTION_RUNS]:
         namespace = {"VARIANT": v, "print": lambda *a, **k: None}
         exec(code, namespace)
-        plt.close("all")  # a solution that plots opens a figure per student, as a notebook would not
+        plt.close("all")  # the plot a solution draws; Jupyter's inline backend closes it after its cell
         for answer in answers:
             check_answer(v, answer, namespace[answer])
 
