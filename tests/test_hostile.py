@@ -296,6 +296,58 @@ uid = os.getuid()
     assert a["uid"]["value"] != b["uid"]["value"]
 
 
+
+FORKED_PROBE = r"""
+import json, os, socket
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+socket.create_connection(srv.getsockname()).close()  # its own loopback works
+seen = json.dumps({"net": os.readlink("/proc/self/ns/net"), "uid": os.getuid(),
+                   "memory": [l.split(":", 2)[2] for l in open("/proc/self/cgroup").read().splitlines()
+                              if l.split(":")[1] in ("memory", "")]})
+"""
+
+
+def _probe(sb, source=FORKED_PROBE, limits=LIMITS) -> dict:
+    job = {"steps": [{"kind": "code", "index": 0, "source": source},
+                     {"kind": "capture", "grade_id": "g", "names": ["seen"]}]}
+    out = sb.run(job, limits)
+    records = [json.loads(line) for line in out.lines]
+    cell = next(r for r in records if r["t"] == "cell")
+    assert cell["error"] is None, cell
+    return json.loads(next(r for r in records if r["t"] == "capture")["values"]["seen"]["value"])
+
+
+def test_templates_forked_from_one_parent_are_apart():
+    """Two workers' templates forked from one TemplateParent (imported once): each in a cgroup
+    and a network namespace of its own, with a working loopback of its own; a job killed at its
+    timeout costs a fork of the parent, not a new import."""
+    from autograder.sandbox import memory_cgroup, make_sandbox, make_template_parent
+
+    if memory_cgroup()[0] is None:
+        pytest.skip(f"no job cgroups here, so no forked templates: {memory_cgroup()[1]}")
+    parent = make_template_parent("template")
+    assert parent is not None
+    sbs = [make_sandbox("template", parent=parent) for _ in range(2)]
+    try:
+        a, b = (_probe(sb) for sb in sbs)
+        assert [sb.forked for sb in sbs] == [1, 1] and parent.starts == 1
+        assert a["net"] != b["net"] and a["uid"] != b["uid"]
+        for seen, sb in zip((a, b), sbs):
+            assert sb.cgroup is not None and any(m.endswith("/" + sb.cgroup.path.name) for m in seen["memory"]), seen
+        # a job that must be killed throws its template away; the next is forked again
+        killed = sbs[0].run({"steps": [{"kind": "code", "index": 0, "source": "import time\ntime.sleep(60)"}]},
+                            Limits(timeout=2, memory=1 << 30, nproc=64))
+        assert killed.timed_out
+        again = _probe(sbs[0])
+        assert sbs[0].forked == 2 and parent.starts == 1 and again["net"] not in (a["net"], b["net"])
+    finally:
+        for sb in sbs:
+            sb.close()
+        parent.close()
+
+
 SECCOMP_PROBE = r"""
 import ctypes, json, os, subprocess, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)

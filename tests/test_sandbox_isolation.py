@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import launch as sandbox_mod
-from autograder.sandbox import JOB_CGROUP_PREFIX, GiB, MiB, Limits, make_sandbox, memory_cap, memory_cgroup
+from autograder.sandbox import (JOB_CGROUP_PREFIX, GiB, MiB, Limits, make_sandbox, make_template_parent,
+                                memory_cap, memory_cgroup)
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -68,7 +69,7 @@ def unprivileged():
 # --- defect: the grader's environment, command line and directory ------------------------------
 
 @pytest.mark.parametrize("mode", ["root", "user"])
-@pytest.mark.parametrize("kind", ["fresh", "template"])
+@pytest.mark.parametrize("kind", ["fresh", "template", "forked"])
 def test_nothing_of_the_grader_inside(mode, kind, request):
     """A submission that reads every /proc entry it can (environ, cmdline, cwd, maps, mem of
     each process and thread it sees) finds no secret of the grader's environment, nothing of its
@@ -79,6 +80,8 @@ def test_nothing_of_the_grader_inside(mode, kind, request):
         request.getfixturevalue("unprivileged")
     elif os.geteuid() != 0:
         pytest.skip("the tests run as an ordinary user: cannot test the root mode")
+    elif kind == "forked" and memory_cgroup()[0] is None:
+        pytest.skip(f"no job cgroups here, so no forked templates: {memory_cgroup()[1]}")
     token = secrets.token_hex(8)
     secret, arg = f"canary-env-{token}", f"canary-arg-{token}"
     course = _world_dir(f"course-canary-{token}-")   # the grader's directory, forbidden to binds
@@ -150,7 +153,7 @@ def _job_cgroups(parent) -> list[str]:
     return [e.name for e in os.scandir(parent.path) if e.name.startswith(prefix)]
 
 
-@pytest.mark.parametrize("kind", ["fresh", "template"])
+@pytest.mark.parametrize("kind", ["fresh", "template", "forked"])
 def test_job_memory_cap(kind):
     """Three processes of 150 MiB each (RLIMIT_AS 1 GiB each) in a job capped at 256 MiB: the
     kernel kills in the job's cgroup and the outcome says so; one process of 100 MiB runs."""
@@ -158,10 +161,12 @@ def test_job_memory_cap(kind):
     if parent is None:
         pytest.skip(f"no cgroup memory controller usable here, so no job cap to test: {why}")
     assert memory_cap(JOB_LIMITS) == f"cgroup v{parent.version} memory: 256 MiB per submission"
-    sb = make_sandbox(kind)
+    template_parent = make_template_parent("template") if kind == "forked" else None
+    sb = make_sandbox("template" if kind == "forked" else kind, parent=template_parent)
     try:
-        assert sb.kind == kind
+        assert sb.kind == ("template" if kind == "forked" else kind)
         out, statuses = _hogs(sb, 3, 150)
+        assert kind != "forked" or sb.forked == 1
         assert out.memory_exceeded, (out.returncode, statuses, out.raw_output[-500:])
         assert out.memory_cap == memory_cap(JOB_LIMITS)
         assert statuses is None or -9 in statuses, statuses  # SIGKILLed by the OOM killer
@@ -169,6 +174,8 @@ def test_job_memory_cap(kind):
         assert not out.memory_exceeded and statuses == [0], (statuses, out.raw_output[-500:])
     finally:
         sb.close()
+        if template_parent is not None:
+            template_parent.close()
     assert _job_cgroups(parent) == []  # every job's cgroup removed
 
 

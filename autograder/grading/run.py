@@ -4,8 +4,8 @@ Two runners with the same three verbs (``submit(student, job)`` -> future, ``wai
 -> the finished ones, ``close(abort)``):
 
 - :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox/``), by default one per
-  core; each a pre-imported template that forks a fresh, isolated child per submission, or a
-  fresh bwrap per submission.
+  core; each a pre-imported template (all forked from one parent, where cgroups allow) that
+  forks a fresh, isolated child per submission, or a fresh bwrap per submission.
 - :class:`DaskRunner`: the same sandbox on the workers of a Dask cluster; the raw (untrusted)
   output comes back here, where it is checked.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..course import REPO, SOLUTIONS
-from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox
+from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox, make_template_parent
 
 if TYPE_CHECKING:
     from distributed import as_completed
@@ -59,7 +59,9 @@ class LocalRunner:
         self.workers = workers
         self.cancel = threading.Event()
         self.pool: queue.SimpleQueue = queue.SimpleQueue()
-        self.sandboxes = [make_sandbox(kind, forbidden, preload, warm_up) for _ in range(workers)]
+        # the workers' templates are forked from one parent that imports and warms up once
+        self.parent = make_template_parent(kind, forbidden, preload, warm_up)
+        self.sandboxes = [make_sandbox(kind, forbidden, preload, warm_up, self.parent) for _ in range(workers)]
         self.executor = cf.ThreadPoolExecutor(workers, thread_name_prefix="grade")
         # every sandbox gets ready at once, in the background; a job waits for a ready one
         for sb in self.sandboxes:
@@ -95,6 +97,8 @@ class LocalRunner:
         self.executor.shutdown(wait=True, cancel_futures=abort)
         for sb in self.sandboxes:
             sb.close()
+        if self.parent is not None:
+            self.parent.close()
 
 
 class DaskRunner:

@@ -5,7 +5,8 @@ output is untrusted bytes); every other module here is the trusted side that sta
 - ``launch``: what the sandbox may see, the bwrap command, one run pumped to its end, and a
   fresh sandbox per submission (:class:`FreshSandbox`); its docstring holds the design;
 - ``cgroup``: the job's memory, by cgroup;
-- ``template``: a pre-imported template that forks one child per job (:class:`TemplateSandbox`);
+- ``template``: a pre-imported template that forks one child per job (:class:`TemplateSandbox`),
+  and the parent the workers' templates are forked from (:class:`TemplateParent`);
 - ``pick``: which sandbox to use here (:func:`check_sandbox`, :func:`make_sandbox`,
   :func:`run_remote`).
 """
@@ -16,10 +17,11 @@ from .cgroup import JOB_CGROUP_PREFIX, JobCgroup, job_cgroup, memory_cap, memory
 from .launch import (DEFAULT_PRELOAD, FreshSandbox, bwrap_command, notebook_preload, notebook_warm_up,
                      read_only_binds, sandbox_env, sandbox_python, system_binds)
 from .limits import GiB, MiB, Limits, Outcome, SandboxError
-from .pick import check_sandbox, make_sandbox, run_remote
-from .template import TemplateSandbox
+from .pick import check_sandbox, make_sandbox, make_template_parent, run_remote
+from .template import TemplateParent, TemplateSandbox
 
 __all__ = ["DEFAULT_PRELOAD", "GiB", "JOB_CGROUP_PREFIX", "FreshSandbox", "JobCgroup", "Limits", "MiB",
-           "Outcome", "SandboxError", "TemplateSandbox", "bwrap_command", "check_sandbox", "job_cgroup",
-           "make_sandbox", "memory_cap", "memory_cgroup", "notebook_preload", "notebook_warm_up",
-           "read_only_binds", "run_remote", "sandbox_env", "sandbox_python", "system_binds"]
+           "Outcome", "SandboxError", "TemplateParent", "TemplateSandbox", "bwrap_command",
+           "check_sandbox", "job_cgroup", "make_sandbox", "make_template_parent", "memory_cap",
+           "memory_cgroup", "notebook_preload", "notebook_warm_up", "read_only_binds", "run_remote",
+           "sandbox_env", "sandbox_python", "system_binds"]

@@ -21,7 +21,10 @@ from .limits import GiB, MiB, Limits, SandboxError
 #
 # - A fresh sandbox: one cgroup per job, limit job_memory, removed after the job.
 # - A template sandbox: one cgroup per template, holding the template and its one job at a
-#   time, limit = what the template held once ready + job_memory (set before each job). Not a
+#   time, limit = what the template held once ready + job_memory (set before each job). (A
+#   template forked from a TemplateParent writes 0 into its cgroup's entry file, opened here
+#   and passed to it, before it serves a job; the pages it shares with the parent stay charged
+#   to the parent's cgroup, which runs no job and has no limit.) Not a
 #   cgroup per forked job: moving a process in costs an RCU grace period (5-15 ms here, most
 #   of a template job's start) for every move but a single-threaded process's own move into a
 #   v1 ``tasks`` file, which cgroup v2 does not have; forking inside the cgroup costs nothing,

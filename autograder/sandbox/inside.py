@@ -932,22 +932,112 @@ def _child(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[str, Co
     os._exit(code)
 
 
+def _prepare(config: dict) -> dict[str, CodeType]:
+    """What a template does once, before its first job: import, warm up, become undumpable."""
+    preload(config.get("preload", []))
+    compiled = warm_up(config.get("warm_up", []))
+    _libc().prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return compiled
+
+
 def serve(sock_fd: int, config_json: str) -> None:
+    """A template on its own: prepare, then serve jobs over the Unix socket ``sock_fd``."""
+    import socket
+
+    config = json.loads(config_json)
+    sock = socket.socket(fileno=sock_fd)
+    _serve_jobs(sock, config, _prepare(config))
+
+
+def serve_templates(sock_fd: int, config_json: str) -> None:
+    """The parent of templates (``template.TemplateParent``): prepare once, then fork one
+    template per request that arrives on ``sock_fd``.
+
+    A request is one JSON line carrying, by SCM_RIGHTS, the new template's socket to the grader
+    and a descriptor of its cgroup's entry file, opened by the grader. The forked template
+    writes ``0`` into that file (it moves itself into its own cgroup, so what it and its jobs
+    allocate from then on is charged there, not here), makes a network namespace of its own
+    (the jobs of two templates run at once: they must not reach each other over the loopback)
+    and serves jobs like any template. This process only forks; it never runs a job."""
+    import signal
+    import socket
+
+    config = json.loads(config_json)
+    sock = socket.socket(fileno=sock_fd)
+    compiled = _prepare(config)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the templates as they end
+    sock.sendall(json.dumps({"ready": True}).encode() + b"\n")
+    buf = b""
+    while True:
+        msg, fds, _, _ = socket.recv_fds(sock, 65536, 4)
+        if not msg:
+            os._exit(0)
+        buf += msg
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        if not any(line.strip() for line in lines) and not fds:
+            continue
+        try:
+            request = json.loads(lines[0]) if len(lines) == 1 else None
+        except ValueError:
+            request = None
+        if request != {"template": True} or len(fds) != 2:
+            os._exit(3)  # protocol error: the grader starts templates of its own
+        if os.fork() == 0:
+            sock.close()
+            _forked_template(socket.socket(fileno=fds[0]), fds[1], config, compiled)
+        for fd in fds:
+            os.close(fd)
+
+
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP, CLONE_NEWNET = 0x8913, 0x8914, 0x1, 0x40000000
+
+
+def _loopback_up() -> None:
+    """Bring up ``lo`` in a new network namespace, as bwrap's --unshare-net does."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH22x", b"lo", 0))[:18])[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+
+def _forked_template(sock, cgroup_entry: int, config: dict, compiled: Mapping[str, CodeType]) -> None:
+    """A template forked by :func:`serve_templates`: its own cgroup and network, then jobs.
+    Never returns."""
+    import signal
+
+    try:
+        os.write(cgroup_entry, b"0")
+        os.close(cgroup_entry)
+        _check(_libc().unshare(CLONE_NEWNET), "unshare")
+        _loopback_up()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except BaseException as exc:
+        try:
+            sock.sendall(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}).encode() + b"\n")
+        except BaseException:
+            pass
+        os._exit(3)
+    try:
+        _serve_jobs(sock, config, compiled)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
     """The template's loop: one job at a time, over a Unix socket from the grader."""
     import fcntl
     import select
     import signal
     import socket
 
-    config = json.loads(config_json)
-    sock = socket.socket(fileno=sock_fd)
-    preload(config.get("preload", []))
-    compiled = warm_up(config.get("warm_up", []))
-    libc = _libc()
-    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    sys.stdout.flush()
-    sys.stderr.flush()
 
     def send(obj) -> None:
         sock.sendall(json.dumps(obj).encode() + b"\n")

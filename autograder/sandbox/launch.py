@@ -3,7 +3,7 @@
 What the student's process gets (see :func:`bwrap_command`):
 
 - its own pid, network, IPC, UTS and (where available) cgroup namespaces: no network at all
-  (only a loopback device that is down), no view of other processes;
+  (only a loopback device of its own), no view of other processes;
 - a new root: a tmpfs holding read-only binds of the system (``/usr``), the Python install and
   venv, the ``scalebook`` package and this package's ``inside.py`` -- and nothing else: not the
   course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``
@@ -59,7 +59,10 @@ Two ways to start the student's process:
   started dies), a uid of its own, the limits above, and no way back to the template (different
   uid; the template is not dumpable). Nothing a child does survives it. The template and its
   one child at a time share a cgroup whose limit is the template's own memory plus the job cap
-  (see the cgroup section below). See ``inside.serve`` and :class:`TemplateSandbox`.
+  (see the cgroup section below). See ``inside.serve`` and :class:`TemplateSandbox`. A grader's
+  workers fork their templates from one :class:`TemplateParent` (``inside.serve_templates``),
+  where job cgroups can be made: each forked template enters a cgroup of its own and makes
+  its own network namespace.
 """
 
 from __future__ import annotations
@@ -329,8 +332,10 @@ def bwrap_command(argv: list[str], *, scratch: int, forbidden: Sequence[Path] = 
     if as_root():
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         if template:
-            # the template makes a mount, IPC and pid namespace per child, then drops these
-            cmd += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
+            # the template makes a mount, IPC and pid namespace per child (one forked from a
+            # TemplateParent also a network namespace, whose loopback it brings up: NET_ADMIN);
+            # the child drops them all
+            cmd += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL", "--cap-add", "CAP_NET_ADMIN"]
     else:
         cmd += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     if template or not as_root():

@@ -1,5 +1,6 @@
 """Which sandbox to use here: whether one works at all (:func:`check_sandbox`), one for a
-worker (:func:`make_sandbox`), and a sandbox per Dask worker thread (:func:`run_remote`)."""
+worker (:func:`make_sandbox`), the parent their templates are forked from
+(:func:`make_template_parent`), and a sandbox per Dask worker thread (:func:`run_remote`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Sequence
 
 from .launch import DEFAULT_PRELOAD, FreshSandbox
 from .limits import Limits, Outcome, SandboxError, as_root
-from .template import TemplateSandbox
+from .cgroup import memory_cgroup
+from .template import TemplateParent, TemplateSandbox
 
 @functools.lru_cache(maxsize=None)
 def check_sandbox() -> str | None:
@@ -33,9 +35,10 @@ def check_sandbox() -> str | None:
 
 
 def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = (),
+                 parent: TemplateParent | None = None):
     """A sandbox for one worker: ``"template"`` (default) or ``"fresh"``; a template imports
-    ``preload`` and runs the ``warm_up`` cells once.
+    ``preload`` and runs the ``warm_up`` cells once, or is forked from ``parent``, which did.
 
     The template needs root (it gives each child a uid of its own); as an ordinary user every
     job gets a fresh sandbox instead.
@@ -43,8 +46,19 @@ def make_sandbox(kind: str = "template", forbidden: Sequence[Path] = (),
     if kind == "fresh" or (kind == "template" and not as_root()):
         return FreshSandbox(forbidden)
     if kind == "template":
-        return TemplateSandbox(forbidden, preload=preload, warm_up=warm_up)
+        return TemplateSandbox(forbidden, preload=preload, warm_up=warm_up, parent=parent)
     raise ValueError(f"unknown sandbox kind {kind!r}")
+
+
+def make_template_parent(kind: str = "template", forbidden: Sequence[Path] = (),
+                         preload: tuple[str, ...] = DEFAULT_PRELOAD,
+                         warm_up: tuple[str, ...] = ()) -> TemplateParent | None:
+    """The one parent the workers' templates are forked from, where templates are used and
+    each forked template can have a cgroup of its own (see :class:`TemplateParent`); else None,
+    and every worker starts a template of its own."""
+    if kind != "template" or not as_root() or memory_cgroup()[0] is None:
+        return None
+    return TemplateParent(forbidden, preload=preload, warm_up=warm_up)
 
 
 _local = threading.local()

@@ -21,45 +21,32 @@ if TYPE_CHECKING:
     import socket
 
 
-class TemplateSandbox:
-    """A long-lived pre-imported template in a sandbox, forking one fresh child per job.
+class _SandboxedServer:
+    """A long-lived Python in a bwrap sandbox, ``inside.<ENTRY>(fd, config)``, that the grader
+    talks to over a Unix socket (one JSON line per message) and that first imports ``preload``
+    and runs the ``warm_up`` cells once (``inside._prepare``)."""
 
-    The grader talks to the template over a Unix socket (one JSON line per message). For each
-    job it passes three new pipes (the child's stdin, stdout+stderr and result channel) with
-    SCM_RIGHTS, so a child can only ever reach its own job's pipes; the grader reads them until
-    EOF, which it sees only once every process of the job has exited. Anything unexpected (the
-    template dies, stalls, answers oddly, or a job had to be killed) and the template is thrown
-    away; a new one is started for the next job. If a template cannot be started at all, jobs
-    run in a :class:`FreshSandbox`.
-    """
-
-    kind = "template"
+    ENTRY = ""
 
     def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
-                 scratch: int = Limits.scratch, max_jobs: int = 1000, warm_up: tuple[str, ...] = ()):
+                 warm_up: tuple[str, ...] = ()):
         self.forbidden = [Path(f) for f in forbidden]
         self.preload = tuple(preload)
         self.warm_up = tuple(warm_up)
-        self.scratch = scratch
-        self.max_jobs = max_jobs
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
-        self.log: IO[bytes] | None = None   # the template's own stderr, see _start()
+        self.log: IO[bytes] | None = None   # its own stderr, see _start()
         self._rbuf = b""
-        self.jobs = 0
-        self.starts = 0
-        self.broken: str | None = None
-        self.fallback = FreshSandbox(forbidden)
-        self.cgroup: JobCgroup | None = None   # the template's and its job's, see run()
-        self.baseline = 0                      # bytes charged to it when the template was ready
+        self.broken: str | None = None      # why it cannot be started here
+        self.cgroup: JobCgroup | None = None
 
     def _start(self) -> None:
         import socket
 
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [sandbox_python(), "-s", "-B", "-c",
-                "import sys; sys.path.insert(0, '/opt/grader'); import runner; "
-                "runner.serve(int(sys.argv[1]), sys.argv[2])",
+                f"import sys; sys.path.insert(0, '/opt/grader'); import runner; "
+                f"runner.{self.ENTRY}(int(sys.argv[1]), sys.argv[2])",
                 str(child.fileno()), json.dumps({"preload": list(self.preload), "warm_up": list(self.warm_up)})]
         # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
         cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
@@ -78,23 +65,24 @@ class TemplateSandbox:
             child.close()
         self.sock = parent
         self._rbuf = b""
-        self.starts += 1
+        self._await_ready(self.log)
+
+    def _await_ready(self, log: IO[bytes] | None) -> None:
+        """Wait for its ``{"ready": true}``; close it and raise SandboxError if none comes."""
         hello = self._recv(timeout=120)
         if not hello or hello.get("ready") is not True:
-            err = b""
+            err = str(hello.get("error", "")).encode() if hello else b""
             if self.proc is not None:
                 _kill_group(self.proc)
                 try:
                     self.proc.wait(timeout=10)
-                    self.log.seek(0)
-                    err = self.log.read()[-2000:]
+                    if log is not None:
+                        log.seek(0)
+                        err = log.read()[-2000:]
                 except Exception:
                     pass
             self.close()
             raise SandboxError(f"the template did not start: {err.decode('utf-8', 'replace')}")
-        self.jobs = 0
-        if self.cgroup is not None:
-            self.baseline = self.cgroup.usage()
 
     def _recv(self, timeout: float) -> dict | None:
         """The next JSON line from the template, or None (closed, garbage, or too slow)."""
@@ -117,6 +105,9 @@ class TemplateSandbox:
         except (OSError, ValueError):
             return None
 
+    def _alive(self) -> bool:
+        return self.sock is not None and self.proc is not None and self.proc.poll() is None
+
     def close(self) -> None:
         if self.sock is not None:
             try:
@@ -134,9 +125,137 @@ class TemplateSandbox:
         if self.log is not None:
             self.log.close()
             self.log = None
-        if self.cgroup is not None:
+        if self.cgroup is not None:  # kills whatever of it is left
             self.cgroup.close()
             self.cgroup = None
+
+
+class TemplateParent(_SandboxedServer):
+    """One pre-imported Python in a sandbox that forks a template for every worker.
+
+    Importing numpy, matplotlib and scalebook and warming up costs a template about 0.6 s of
+    CPU, and a grader starts one per worker on the same cores it reads the notebooks on; forked
+    from this parent, every template after it costs a fork. A forked template moves itself into
+    a cgroup of its own (the grader opens that cgroup's entry file and passes the descriptor
+    along; see ``inside.serve_templates``) and makes a network namespace of its own, so the
+    jobs of two workers, running at once, are as far apart as those of two templates started
+    on their own. Only where job cgroups can be made: a forked template is not the pid 1 of
+    a namespace, so removing its cgroup is what kills everything of it.
+    """
+
+    ENTRY = "serve_templates"
+    kind = "template parent"
+
+    def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
+                 warm_up: tuple[str, ...] = ()):
+        super().__init__(forbidden, preload, warm_up)
+        self.lock = threading.Lock()
+        self.starts = 0
+
+    def fork(self, sock: socket.socket, cgroup: JobCgroup) -> bool:
+        """Fork a template that serves jobs on ``sock`` in ``cgroup``; False if this parent
+        cannot be started here (or has died and cannot be started again)."""
+        import socket
+
+        with self.lock:
+            if self.broken is not None:
+                return False
+            if not self._alive():
+                self.close()
+                try:
+                    self.starts += 1
+                    self._start()
+                except (SandboxError, OSError) as exc:
+                    self.broken = str(exc)
+                    return False
+            assert self.sock is not None
+            entry = os.open(cgroup.entry(), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                socket.send_fds(self.sock, [b'{"template": true}\n'], [sock.fileno(), entry])
+                return True
+            except OSError:
+                self.close()  # started again for the next request
+                return False
+            finally:
+                os.close(entry)
+
+
+class TemplateSandbox(_SandboxedServer):
+    """A long-lived pre-imported template in a sandbox, forking one fresh child per job.
+
+    The grader talks to the template over a Unix socket (one JSON line per message). For each
+    job it passes three new pipes (the child's stdin, stdout+stderr and result channel) with
+    SCM_RIGHTS, so a child can only ever reach its own job's pipes; the grader reads them until
+    EOF, which it sees only once every process of the job has exited. Anything unexpected (the
+    template dies, stalls, answers oddly, or a job had to be killed) and the template is thrown
+    away; a new one is started for the next job. With a ``parent``
+    (:class:`TemplateParent`), a template is forked from it; else, or if that fails, it is a
+    sandbox of its own. If a template cannot be started at all, jobs run in a
+    :class:`FreshSandbox`.
+    """
+
+    kind = "template"
+    ENTRY = "serve"
+
+    def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
+                 scratch: int = Limits.scratch, max_jobs: int = 1000, warm_up: tuple[str, ...] = (),
+                 parent: TemplateParent | None = None):
+        super().__init__(forbidden, preload, warm_up)
+        self.scratch = scratch
+        self.max_jobs = max_jobs
+        self.parent = parent
+        self.jobs = 0
+        self.starts = 0
+        self.forked = 0                        # of the starts, how many were forks of the parent
+        self.fallback = FreshSandbox(forbidden)
+        self.baseline = 0                      # bytes charged to its cgroup when it was ready
+
+    def _start(self) -> None:
+        self.starts += 1
+        if self.parent is not None and self._start_forked():
+            self.forked += 1
+        else:
+            super()._start()
+        self.jobs = 0
+        if self.cgroup is not None:
+            self.baseline = self.cgroup.usage()
+
+    def _start_forked(self) -> bool:
+        """A template forked by the parent, in a cgroup of its own. False if the parent cannot
+        give one; after a forked template failed to get ready, this worker starts its own."""
+        import socket
+
+        assert self.parent is not None
+        cgroup_parent, _ = memory_cgroup()
+        if cgroup_parent is None:
+            return False
+        try:
+            cgroup = JobCgroup(cgroup_parent, None)
+        except OSError:
+            return False
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            forked = self.parent.fork(theirs, cgroup)
+        finally:
+            theirs.close()
+        self.sock, self.cgroup, self._rbuf = ours, cgroup, b""
+        if not forked:
+            self.close()
+            return False
+        try:
+            self._await_ready(None)
+        except SandboxError:
+            self.parent = None
+            return False
+        return True
+
+    def _alive(self) -> bool:
+        if self.proc is not None or self.sock is None:
+            return super()._alive()
+        # forked: between jobs it sends nothing, so a readable socket is a closed one
+        import select
+
+        return not self._rbuf and not select.select([self.sock], [], [], 0)[0]
 
     def warm(self) -> None:
         """Start the template now, not at the first job (a grader starts every worker's template
@@ -147,7 +266,7 @@ class TemplateSandbox:
         """A running template (started anew if need be); False: it cannot be started."""
         if self.broken is not None:
             return False
-        if self.proc is None or self.proc.poll() is not None or self.jobs >= self.max_jobs:
+        if not self._alive() or self.jobs >= self.max_jobs:
             self.close()
             try:
                 self._start()

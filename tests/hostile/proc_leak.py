@@ -120,17 +120,21 @@ CPU_BURN = {"steps": [{"kind": "code", "index": 0, "source": "while True:\n    p
 def main(argv: list[str]) -> None:
     kind, forbidden = argv[1], Path(argv[2])
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from autograder.sandbox import Limits, make_sandbox
+    from autograder.sandbox import Limits, make_sandbox, make_template_parent
 
-    sandbox = make_sandbox(kind, [forbidden])
+    # "forked": a template forked from a TemplateParent, as the grader's workers get them
+    parent = make_template_parent("template", [forbidden]) if kind == "forked" else None
+    sandbox = make_sandbox("template" if kind == "forked" else kind, [forbidden], parent=parent)
     try:
         outcome = sandbox.run(job(), Limits(timeout=60, memory=1 << 30, nproc=64))
         # the same sandbox at RLIMIT_CPU: reported as such, pid 1 of its namespace or not
         burn = sandbox.run(CPU_BURN, Limits(timeout=30, cpu=1, memory=1 << 30, nproc=64))
     finally:
         sandbox.close()
+        if parent is not None:
+            parent.close()
     cell = next((json.loads(line) for line in outcome.lines if b'"cell"' in line), None)
-    json.dump({"texts": texts(outcome), "error": outcome.error, "sandbox": sandbox.kind,
+    json.dump({"texts": texts(outcome), "error": outcome.error, "sandbox": "forked" if getattr(sandbox, "forked", 0) else sandbox.kind,
                "cell_error": cell and cell.get("error"), "grader_uid": os.getuid(),
                "captured": any(b'"capture"' in line for line in outcome.lines),
                "memory_cap": getattr(outcome, "memory_cap", None),
