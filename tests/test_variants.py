@@ -24,6 +24,7 @@ import io
 import math
 import os
 import re
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -142,6 +143,27 @@ def test_placeholders_fill_with_values_or_labels():
 ])
 def test_values_are_written_as_a_person_would(value, text):
     assert format_value(value) == text
+
+
+def test_a_homework_module_is_imported_when_its_homework_is_looked_up():
+    """A notebook's ``your_numbers`` (and a grader's ``spec_for``) imports its own homework's
+    module, not all seven; every module declares the assignment it is listed under."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from scalebook.homework import your_numbers\n"
+            "your_numbers('hw3-sharding', '', '', show=False)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('scalebook.homework.hw')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "['scalebook.homework.hw3_sharding']", out.stdout + out.stderr
+    from scalebook.homework import MODULES, PARTS
+
+    assert list(SPECS) == list(MODULES) and len(SPECS) == 7
+    assert all(SPECS[a].assignment == a for a in MODULES)
+    assert "hw9-nothing" not in SPECS and SPECS.get("hw9-nothing") is None
+    assert set(PARTS) <= set(MODULES) and PARTS["hw1-rooflines"] is PARTS["hw1-rooflines"]
 
 
 def test_your_numbers_prints_the_students_numbers_and_explains_the_sample(capsys):

@@ -166,7 +166,7 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
             locked[gid] = LockedCell(gid, rel.cell_type, rel.source, checksum(raw_release[rel.index]))
     if not tests:
         raise SpecError(f"{src_path} has no autograder test cells")
-    from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
+    from scalebook.homework import spec_for  # late: it imports NumPy and the homework's solver
     return Spec(assignment, name, tests, locked, release, source_nb, spec_for(assignment))
 
 
