@@ -112,13 +112,20 @@ def course_spec(course: Course, assignment: str) -> Spec:
     return with_course_numbers(spec, variants_secret(course))
 
 
-def check_solutions(spec: Spec, limits: Limits, run) -> SubmissionResult:
-    """Grade the instructor's solutions (``run(job)`` runs a job in a sandbox); raise
+def start_self_check(spec: Spec, limits: Limits, submit) -> tuple[Validation, cf.Future]:
+    """Submit the instructor's solutions as a job (``submit(job)`` -> future); judged by
+    :func:`check_solutions` once it has run."""
+    validation = validate(spec, solution_submission(spec, SELF_CHECK_STUDENT))
+    return validation, submit(validation.job(limits))
+
+
+def check_solutions(spec: Spec, limits: Limits, started: tuple[Validation, cf.Future]) -> SubmissionResult:
+    """Judge the instructor's solutions that :func:`start_self_check` ran in a sandbox; raise
     :class:`GradingError` unless they get full marks."""
     student = SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
-    validation = validate(spec, solution_submission(spec, student))
+    validation, future = started
     try:
-        outcome = run(validation.job(limits))
+        outcome = future.result()
     except Exception as exc:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {exc}") from exc
     if outcome.error:
@@ -189,6 +196,10 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         why = sandbox_check.result() if sandbox_check is not None else None
         if why is not None:
             raise GradingError(f"the grading sandbox does not work here: {why}")
+        # the solutions run while the gradebook is read; judged before any student is graded
+        self_checked = None
+        if self_check and runner is not None:
+            self_checked = start_self_check(spec, limits, lambda job: runner.submit("(solutions)", job))
         with course.gradebook() as gb, open_claims(course, assignment) as claims:
             try:
                 ensure_in_gradebook(gb, spec)
@@ -204,8 +215,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                 report.workers = runner.workers
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
                 report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"
-                if self_check:
-                    check_solutions(spec, limits, lambda job: runner.submit("(solutions)", job).result())
+                if self_checked is not None:
+                    check_solutions(spec, limits, self_checked)
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
                     _GradingRun(course, gb, layout, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)
