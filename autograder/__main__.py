@@ -1,8 +1,6 @@
 """``python -m autograder``: see ``python -m autograder --help``."""
 
-import sys
-
-from .cli import main
+from .cli import exit_with, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -260,7 +260,8 @@ def grading_script(root: Path, assignment: str, workers: int, sandbox: str = "te
         + (f"json.dump({{'students': STAGES, 'main_cpu': time.thread_time() - cpu0, "
            f"'order': [x.student for x in r.results]}}, open({str(stages)!r}, 'w'))\n"
            if stages else "") +
-        "sys.exit(1 if r.errors else 0)\n"
+        "from autograder.cli import exit_with\n"
+        "exit_with(1 if r.errors else 0)  # as python -m autograder ends\n"
     )
 
 

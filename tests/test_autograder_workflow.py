@@ -408,3 +408,28 @@ def test_split_hint():
     assert split_hint("x = 3 is not within 5% of the expected answer. Hint: use dense FLOPs") == (
         "x = 3 is not within 5% of the expected answer.", "use dense FLOPs")
     assert split_hint("not answered") == ("not answered", "")
+
+
+def test_python_m_autograder_ends_with_the_commands_status_and_nothing_unwritten(tmp_path):
+    """``python -m autograder`` ends by ``cli.exit_with``, which freezes what is still alive so
+    that the interpreter's last collections skip it: the command's status comes back, its
+    buffered output is written, and files left unclosed keep what was written to them: one held
+    by a live object in a reference cycle (which the freeze would keep from being finalized)
+    and one let go of in a cycle (which Python alone loses)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from autograder.cli import exit_with\n"
+            "class Holder: pass\n"
+            "held = Holder(); held.me = held\n"
+            f"held.f = open({str(tmp_path / 'held.txt')!r}, 'w'); held.f.write('kept')\n"
+            f"f = open({str(tmp_path / 'let-go.txt')!r}, 'w')\n"
+            "f.write('kept'); f.me = f; del f\n"
+            "sys.stdout.write('x' * 100000)\n"
+            "exit_with(3)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 3 and r.stdout == "x" * 100000, r.stderr[-500:]
+    assert (tmp_path / "held.txt").read_text() == "kept"
+    assert (tmp_path / "let-go.txt").read_text() == "kept"
