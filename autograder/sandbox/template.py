@@ -144,7 +144,6 @@ class TemplateParent(_SandboxedServer):
     """
 
     ENTRY = "serve_templates"
-    kind = "template parent"
 
     def __init__(self, forbidden: Sequence[Path] = (), preload: tuple[str, ...] = DEFAULT_PRELOAD,
                  warm_up: tuple[str, ...] = ()):
@@ -169,7 +168,10 @@ class TemplateParent(_SandboxedServer):
                     self.broken = str(exc)
                     return False
             assert self.sock is not None
-            entry = os.open(cgroup.entry(), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                entry = os.open(cgroup.entry(), os.O_WRONLY | os.O_CLOEXEC)
+            except OSError:
+                return False
             try:
                 socket.send_fds(self.sock, [b'{"template": true}\n'], [sock.fileno(), entry])
                 return True
@@ -255,7 +257,9 @@ class TemplateSandbox(_SandboxedServer):
         # forked: between jobs it sends nothing, so a readable socket is a closed one
         import select
 
-        return not self._rbuf and not select.select([self.sock], [], [], 0)[0]
+        readable = select.poll()
+        readable.register(self.sock, select.POLLIN)
+        return not self._rbuf and not readable.poll(0)
 
     def warm(self) -> None:
         """Start the template now, not at the first job (a grader starts every worker's template
