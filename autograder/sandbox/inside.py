@@ -970,12 +970,7 @@ def serve_templates(sock_fd: int, config_json: str) -> None:
     sock.sendall(json.dumps({"ready": True}).encode() + b"\n")
     buf = b""
     while True:
-        msg, fds, _, _ = socket.recv_fds(sock, 65536, 4)
-        if not msg:
-            os._exit(0)
-        buf += msg
-        lines = buf.split(b"\n")
-        buf = lines.pop()
+        lines, fds, buf = _recv_lines(sock, buf, 4)
         if not any(line.strip() for line in lines) and not fds:
             continue
         try:
@@ -989,6 +984,19 @@ def serve_templates(sock_fd: int, config_json: str) -> None:
             _forked_template(socket.socket(fileno=fds[0]), fds[1], config, compiled)
         for fd in fds:
             os.close(fd)
+
+
+def _recv_lines(sock, buf: bytes, max_fds: int) -> tuple[list[bytes], list[int], bytes]:
+    """The next message from the grader: its complete lines (after ``buf``, what was left of
+    a line), the descriptors it carried, and what is left of a line now. Exits when the
+    grader has closed the socket."""
+    import socket
+
+    msg, fds, _, _ = socket.recv_fds(sock, 65536, max_fds)
+    if not msg:
+        os._exit(0)
+    lines = (buf + msg).split(b"\n")
+    return lines[:-1], fds, lines[-1]
 
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP, CLONE_NEWNET = 0x8913, 0x8914, 0x1, 0x40000000
@@ -1034,7 +1042,6 @@ def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
     import fcntl
     import select
     import signal
-    import socket
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
@@ -1047,12 +1054,7 @@ def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
     pidfd = None
     while True:
         if child is None:
-            msg, fds, _, _ = socket.recv_fds(sock, 65536, 8)
-            if not msg:
-                os._exit(0)
-            buf += msg
-            lines = buf.split(b"\n")
-            buf = lines.pop()
+            lines, fds, buf = _recv_lines(sock, buf, 8)
             headers = [ln for ln in lines if ln.strip() and b'"kill"' not in ln]  # stale kills
             if not fds and not headers:
                 continue
