@@ -667,16 +667,18 @@ def main(argv: list[str]) -> None:
 # --- template (zygote) mode --------------------------------------------------------------------
 #
 # ``serve`` runs as pid 1 of a bwrap sandbox (``sandbox.TemplateSandbox``), still root but with
-# only CAP_SETUID, CAP_SETGID, CAP_SYS_ADMIN and CAP_KILL, after importing the usual modules.
-# Per job it forks C, which makes new mount, IPC, UTS and pid namespaces and forks G, pid 1 of
-# the new pid namespace. G mounts an empty /tmp, /dev/shm and its own /proc, sets the limits,
-# drops to the job's uid, installs the seccomp filter (after its namespaces and mounts are made:
-# nothing of them is left to do), sends "ready" and runs the job; everything G starts dies with
-# it (the kernel kills a
-# pid namespace whose pid 1 exits). C only waits for G and reports how it ended; it kills G when
-# the grader asks. The template itself is not dumpable (no ptrace, no /proc/<pid>/fd access),
-# is pid 1 of its own namespace (its children cannot signal it to death) and runs as another
-# uid than any child; a child can reach neither the template nor any other job.
+# only CAP_SETUID, CAP_SETGID, CAP_SYS_ADMIN, CAP_KILL and CAP_NET_ADMIN, after importing the
+# usual modules. Per job it makes a new pid namespace for its next child and forks G, pid 1 of
+# that namespace (then sets its own children's namespace back: the next job gets a new one).
+# G makes new mount, IPC and UTS namespaces, mounts an empty /tmp, /dev/shm and its own /proc,
+# sets the limits, drops to the job's uid, installs the seccomp filter (after its namespaces and
+# mounts are made: nothing of them is left to do), sends "ready" and runs the job; everything G
+# starts dies with it (the kernel kills a pid namespace whose pid 1 exits). The template waits
+# for G and reports how it ended; it kills G when the grader asks. The template itself is not
+# dumpable (no ptrace, no /proc/<pid>/fd access), is outside every job's pid namespace (a job
+# cannot signal it) and runs as another uid than any job; a job can reach neither the template
+# nor any other job. (Forking G from the template itself, not from a child of it that made the
+# namespaces, saves a fork and an exit of a copy of the template per job.)
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID = 0x20000, 0x04000000, 0x08000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 0x4000, 0x40000
@@ -846,10 +848,11 @@ def _reseed() -> None:
             pass
 
 
-def _grandchild(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[str, CodeType]) -> None:
+def _job(header: dict, fds: list[int], compiled: Mapping[str, CodeType]) -> None:
     """G: pid 1 of a fresh pid namespace. Never returns."""
     try:
         libc = _libc()
+        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
         _mount(libc, "", "/", None, MS_REC | MS_PRIVATE, None)
         scratch = int(header.get("scratch", 128 << 20))
         _fresh_tmp(libc, scratch)
@@ -888,47 +891,6 @@ def _grandchild(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[st
             pass
         os._exit(70)
     os._exit(0)
-
-
-def _child(header: dict, fds: list[int], sock_fd: int, compiled: Mapping[str, CodeType]) -> None:
-    """C: new namespaces, fork G, wait for it, report. Never returns."""
-    import signal
-
-    code = 71
-    try:
-        os.close(sock_fd)
-        libc = _libc()
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the template
-        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
-        pid = os.fork()
-        if pid == 0:
-            _grandchild(header, fds, -1, compiled)
-        for fd in fds:
-            os.close(fd)
-
-        def kill_g(*_):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-        signal.signal(signal.SIGTERM, kill_g)
-        while True:
-            try:
-                _, status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
-        if os.WIFSIGNALED(status):
-            code = 128 + os.WTERMSIG(status)
-        else:
-            code = os.WEXITSTATUS(status)
-    except BaseException as exc:
-        try:
-            os.write(2, f"runner: {type(exc).__name__}: {exc}\n".encode())
-        except BaseException:
-            pass
-    os._exit(code)
 
 
 def _prepare(config: dict) -> dict[str, CodeType]:
@@ -1044,6 +1006,8 @@ def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
     import signal
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    libc = _libc()
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
 
     def send(obj) -> None:
         sock.sendall(json.dumps(obj).encode() + b"\n")
@@ -1061,14 +1025,18 @@ def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
             if len(fds) != 3 or len(headers) != 1:
                 os._exit(3)  # protocol error: the grader starts a new template
             header = json.loads(headers[0])
-            # out of the way of 0-3, which the grandchild sets up from these
+            # out of the way of 0-3, which G sets up from these
             fds = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100) for fd in fds] + fds
             for fd in fds[3:]:
                 os.close(fd)
             fds = fds[:3]
+            if libc.unshare(CLONE_NEWPID) != 0:  # the next child is pid 1 of a new one
+                os._exit(3)
             child = os.fork()
             if child == 0:
-                _child(header, fds, sock.fileno(), compiled)
+                _job(header, fds, compiled)
+            if libc.setns(own_pid_ns, CLONE_NEWPID) != 0:  # so that the next job gets a new one
+                os._exit(3)
             for fd in fds:
                 os.close(fd)
             pidfd = os.pidfd_open(child)
@@ -1094,7 +1062,7 @@ def _serve_jobs(sock, config: dict, compiled: Mapping[str, CodeType]) -> None:
             line, _, buf = buf.partition(b"\n")
             if b"kill" in line:
                 try:
-                    os.kill(child, signal.SIGTERM)
+                    os.kill(child, signal.SIGKILL)  # pid 1 of its namespace: all of the job
                 except ProcessLookupError:
                     pass
 
