@@ -426,6 +426,12 @@ def test_progress_bar_counts_and_stays_quiet_when_asked():
     with progress_bar(200, "hw1", enabled=False, stream=quiet) as advance:
         advance()
     assert quiet.getvalue() == ""
+    # a grader started quietly (the API, --quiet) does not load rich at all
+    code = ("import sys\nfrom autograder.grading.grade import progress_bar\n"
+            "with progress_bar(200, 'hw1', enabled=False) as advance:\n    advance()\n"
+            "print('rich' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.stdout.strip() == "False", r.stdout + r.stderr[-500:]
 
 
 def test_atomic_write(tmp_path):

@@ -86,7 +86,10 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
     """A progress bar on stderr (rich's): ``grading hw1 ━━━━━╸  120/2000  6% 0:00:40 0:10:05``.
 
     Yields ``advance()``; on a terminal the bar redraws in place, elsewhere (a CI log) only the
-    final line is printed."""
+    final line is printed. Disabled, it does not import rich (20 ms of a grader's start)."""
+    if not enabled or total == 0:
+        yield lambda: None
+        return
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
                                TextColumn, TimeElapsedColumn, TimeRemainingColumn)
@@ -94,8 +97,7 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
     console = Console(file=stream or sys.stderr, highlight=False)
     columns = (TextColumn(f"grading {label}", markup=False), BarColumn(), MofNCompleteColumn(),
                TaskProgressColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, disable=not enabled or total == 0,
-                  refresh_per_second=5) as bar:
+    with Progress(*columns, console=console, refresh_per_second=5) as bar:
         task = bar.add_task(label, total=total)
         yield lambda: bar.advance(task)
 
