@@ -940,7 +940,7 @@ def serve_templates(sock_fd: int, config_json: str) -> None:
         except ValueError:
             request = None
         if request != {"template": True} or len(fds) != 2:
-            os._exit(3)  # protocol error: the grader starts templates of its own
+            os._exit(3)  # protocol error: the grader starts a new parent
         if os.fork() == 0:
             sock.close()
             _forked_template(socket.socket(fileno=fds[0]), fds[1], config, compiled)
