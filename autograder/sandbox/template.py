@@ -39,6 +39,7 @@ class _SandboxedServer:
         self._rbuf = b""
         self.broken: str | None = None      # why it cannot be started here
         self.cgroup: JobCgroup | None = None
+        self.starts = 0
 
     def _start(self) -> None:
         import socket
@@ -108,6 +109,20 @@ class _SandboxedServer:
     def _alive(self) -> bool:
         return self.sock is not None and self.proc is not None and self.proc.poll() is None
 
+    def _ready(self) -> bool:
+        """Running (started anew if it is not alive); False: it cannot be started here."""
+        if self.broken is not None:
+            return False
+        if not self._alive():
+            self.close()
+            try:
+                self.starts += 1
+                self._start()
+            except (SandboxError, OSError) as exc:
+                self.broken = str(exc)
+                return False
+        return True
+
     def close(self) -> None:
         if self.sock is not None:
             try:
@@ -149,7 +164,6 @@ class TemplateParent(_SandboxedServer):
                  warm_up: tuple[str, ...] = ()):
         super().__init__(forbidden, preload, warm_up)
         self.lock = threading.Lock()
-        self.starts = 0
 
     def fork(self, sock: socket.socket, cgroup: JobCgroup) -> bool:
         """Fork a template that serves jobs on ``sock`` in ``cgroup``; False if this parent
@@ -157,16 +171,8 @@ class TemplateParent(_SandboxedServer):
         import socket
 
         with self.lock:
-            if self.broken is not None:
+            if not self._ready():
                 return False
-            if not self._alive():
-                self.close()
-                try:
-                    self.starts += 1
-                    self._start()
-                except (SandboxError, OSError) as exc:
-                    self.broken = str(exc)
-                    return False
             assert self.sock is not None
             try:
                 entry = os.open(cgroup.entry(), os.O_WRONLY | os.O_CLOEXEC)
@@ -207,13 +213,11 @@ class TemplateSandbox(_SandboxedServer):
         self.max_jobs = max_jobs
         self.parent = parent
         self.jobs = 0
-        self.starts = 0
         self.forked = 0                        # of the starts, how many were forks of the parent
         self.fallback = FreshSandbox(forbidden)
         self.baseline = 0                      # bytes charged to its cgroup when it was ready
 
     def _start(self) -> None:
-        self.starts += 1
         if self.parent is not None and self._start_forked():
             self.forked += 1
         else:
@@ -252,6 +256,9 @@ class TemplateSandbox(_SandboxedServer):
         return True
 
     def _alive(self) -> bool:
+        """Alive, and not yet due to be replaced (``max_jobs``)."""
+        if self.jobs >= self.max_jobs:
+            return False
         if self.proc is not None or self.sock is None:
             return super()._alive()
         # forked: between jobs it sends nothing, so a readable socket is a closed one
@@ -265,19 +272,6 @@ class TemplateSandbox(_SandboxedServer):
         """Start the template now, not at the first job (a grader starts every worker's template
         at once, while it reads the gradebook). If it cannot start, jobs will use the fallback."""
         self._ready()
-
-    def _ready(self) -> bool:
-        """A running template (started anew if need be); False: it cannot be started."""
-        if self.broken is not None:
-            return False
-        if not self._alive() or self.jobs >= self.max_jobs:
-            self.close()
-            try:
-                self._start()
-            except (SandboxError, OSError) as exc:
-                self.broken = str(exc)
-                return False
-        return True
 
     def run(self, job: dict, limits: Limits, cancel: threading.Event | None = None) -> Outcome:
         if not self._ready():
