@@ -62,7 +62,8 @@ from typing import Sequence, TypedDict, Union
 
 from scalebook._np import np
 
-from scalebook.hardware import WRAP_MULTIPLE_OF_4, Chip, get_chip
+from scalebook.hardware import Chip, get_chip
+from scalebook.torus import axis_wraps, has_wraparound
 
 BANDWIDTH_BOUND = "bandwidth-bound"
 LATENCY_BOUND = "latency-bound"
@@ -719,29 +720,6 @@ def _check_axis_sizes(axis_sizes: object) -> list[int]:
     if len(axis_sizes) == 0:
         raise ValueError("axis_sizes is empty; give at least one axis size")
     return [_check_count(size, "each axis size") for size in axis_sizes]
-
-
-def has_wraparound(chip: Chip | str, axis_size: int) -> bool:
-    """Whether a TPU slice axis of ``axis_size`` chips is a true ring (has wraparound links).
-
-    Read from the chip's ``wraparound_rule`` (shared/facts/hardware.md):
-    ``"multiple-of-4"`` (v4p/v5p, 3D tori built from 4x4x4 cubes) when the axis is a multiple
-    of 4; ``"full-axis"`` (v3, v5e, v6e) only when the axis spans the largest slice's
-    (32 on v3, 16 on v5e/v6e). Raises ``ValueError`` for a chip without an ICI torus and for
-    axes longer than the chip's largest slice.
-    """
-    chip = get_chip(chip)
-    if not chip.has_ici_torus:
-        raise ValueError(f"{chip.name} has no ICI torus; wraparound is a TPU ICI notion")
-    size = _check_count(axis_size, "axis_size")
-    longest = max(chip.max_slice)
-    if size > longest:
-        raise ValueError(
-            f"axis_size {size} is longer than {chip.name}'s largest slice axis ({longest})"
-        )
-    if chip.wraparound_rule == WRAP_MULTIPLE_OF_4:
-        return size % 4 == 0
-    return size == longest  # WRAP_FULL_AXIS: only the full-width axis closes the ring
 
 
 # --------------------------------------------------------------------------- GPUs

@@ -66,13 +66,22 @@ def bytes_per_element(dtype: str) -> float:
 ICI_TORUS = "ici-torus"
 NVLINK_SWITCH = "nvlink-switch"
 NVLINK_MESH = "nvlink-mesh"
-INTERCONNECTS: tuple[str, ...] = (ICI_TORUS, NVLINK_SWITCH, NVLINK_MESH)
+FULL_MESH = "full-mesh"
+INTERCONNECTS: tuple[str, ...] = (ICI_TORUS, NVLINK_SWITCH, NVLINK_MESH, FULL_MESH)
 """The values of :attr:`Chip.interconnect`."""
 
-WRAP_MULTIPLE_OF_4 = "multiple-of-4"
+WRAP_WHOLE_CUBES = "whole-cubes"
 WRAP_FULL_AXIS = "full-axis"
-WRAPAROUND_RULES: tuple[str, ...] = (WRAP_MULTIPLE_OF_4, WRAP_FULL_AXIS)
-"""The values of :attr:`Chip.wraparound_rule` (shared/facts/hardware.md)."""
+WRAPAROUND_RULES: tuple[str, ...] = (WRAP_WHOLE_CUBES, WRAP_FULL_AXIS)
+"""The values of :attr:`Chip.wraparound_rule`.
+
+- :data:`WRAP_WHOLE_CUBES` (v4p, v5p, TPU7x: 3D tori built from 4x4x4 cubes wired by optical
+  switches): a slice made of whole cubes (every axis a multiple of 4) is a full 3D torus, every
+  axis a ring; a slice smaller than a cube (2x2x1, 2x2x2, 2x4x4) has no wraparound links at all.
+  Google's v5p page: "All 4x4x4 and larger slices (one cube) have full 3D torus connectivity."
+- :data:`WRAP_FULL_AXIS` (v3, v5e, v6e: 2D tori): an axis wraps only when it spans the largest
+  slice's (16 chips on v5e/v6e, 32 on v3).
+"""
 
 
 @dataclass(frozen=True)
@@ -112,15 +121,23 @@ class Chip:
             :func:`scalebook.collectives.collective_cost` prices a collective:
             :data:`ICI_TORUS` (TPU ICI links to torus neighbours), :data:`NVLINK_SWITCH` (every
             GPU of a node reaches every other through NVSwitches), :data:`NVLINK_MESH` (a
-            node's GPUs wired directly, V100's hybrid cube mesh), or None (no interconnect
-            modelled: a one-device chip).
-        wraparound_rule: on an ICI torus, when an axis of a slice is a true ring:
-            :data:`WRAP_MULTIPLE_OF_4` (v4p/v5p: axes built from 4-chip cube edges),
-            :data:`WRAP_FULL_AXIS` (v3/v5e/v6e: only an axis as long as the largest slice's);
-            None off a torus.
+            node's GPUs wired directly, V100's hybrid cube mesh), :data:`FULL_MESH` (every GPU
+            of a node wired straight to every other by one link each, AMD's Infinity Fabric),
+            or None (no interconnect modelled: a one-device chip).
+        wraparound_rule: on an ICI torus, which axes of a slice are true rings (see
+            :data:`WRAPAROUND_RULES`): :data:`WRAP_WHOLE_CUBES` (v4p/v5p/TPU7x) or
+            :data:`WRAP_FULL_AXIS` (v3/v5e/v6e); None off a torus.
         nics_per_host: scale-out NICs per host or node, one per rail (8 on a DGX H100: NIC ``r``
             of every node plugs into leaf switch ``r``); None where not modelled (TPU hosts
             reach the data-centre network through ``host_network_bandwidth`` alone).
+        switch_reduction: whether the switches of the scale-up domain can reduce in the
+            network (NVLink SHARP, "NVLS", in third-generation NVSwitches and later: H100, H200,
+            B200 nodes); an AllReduce then sends and receives each byte about once per GPU
+            instead of twice (:mod:`scalebook.collectives`). False elsewhere.
+        slice_shapes: the slice topologies the vendor ships (TPUs), smallest first, from the
+            generation's documentation. On a :data:`WRAP_WHOLE_CUBES` generation every
+            whole-cube shape (each axis a multiple of 4) up to the largest listed chip count is
+            shipped as well (the docs list "most but not all" of them). Empty: not checked.
 
     The last seven are None where the catalog has no sourced figure; the helpers that use them
     (:func:`vpu_flops`, :func:`on_chip_memory`) refuse such a chip by name. On-chip sizes are
@@ -157,6 +174,8 @@ class Chip:
     interconnect: str | None = None
     wraparound_rule: str | None = None
     nics_per_host: int | None = None
+    switch_reduction: bool = False
+    slice_shapes: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         flops = {canonical_dtype(k): float(v) for k, v in dict(self.flops_per_s).items()}
@@ -191,6 +210,17 @@ class Chip:
         if (self.wraparound_rule is None) != (self.interconnect != ICI_TORUS):
             raise ValueError(f"{self.name}: an ICI torus needs a wraparound_rule, and only a "
                              "torus has one")
+        shapes = tuple(tuple(shape) for shape in self.slice_shapes)
+        for shape in shapes:
+            if (len(shape) != len(self.max_slice)
+                    or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                               for n in shape)):
+                raise ValueError(f"{self.name}: each slice shape needs {len(self.max_slice)} "
+                                 f"positive integer axes, got {shape!r}")
+        object.__setattr__(self, "slice_shapes", shapes)
+        if not isinstance(self.switch_reduction, bool):
+            raise ValueError(f"{self.name}: switch_reduction must be True or False, got "
+                             f"{self.switch_reduction!r}")
         nics = self.nics_per_host
         if nics is not None and (isinstance(nics, bool) or not isinstance(nics, int) or nics < 1):
             raise ValueError(f"{self.name}: nics_per_host must be a positive integer or None, "
@@ -209,9 +239,10 @@ class Chip:
 
     @property
     def has_nvlink_domain(self) -> bool:
-        """Whether chips of a node talk over NVLink (:data:`NVLINK_SWITCH` or
-        :data:`NVLINK_MESH`), and across nodes through their NICs."""
-        return self.interconnect in (NVLINK_SWITCH, NVLINK_MESH)
+        """Whether the chips are GPUs in nodes (scale-up domains) that talk inside the node over
+        NVLink or Infinity Fabric (:data:`NVLINK_SWITCH`, :data:`NVLINK_MESH`,
+        :data:`FULL_MESH`), and across nodes through their NICs."""
+        return self.interconnect in (NVLINK_SWITCH, NVLINK_MESH, FULL_MESH)
 
     @property
     def nic_bandwidth_per_chip(self) -> float:
@@ -272,6 +303,9 @@ _IB_PER_GPU = 5.0e10  # one 400 Gb/s NIC per GPU, each way
 _JAX_TPU_REF = "JAX documentation, Pallas 'TPU Hardware Reference' (jax.experimental.pallas.tpu)"
 _NO_VPU_RATE = ("VPU ALUs per position and clock are not in the sources, so vpu_flops refuses "
                 "this chip.")
+_V5P_DOCS = ("Google Cloud TPU v5p page (docs.cloud.google.com/tpu/docs/v5p): slice shapes, "
+             "'All 4x4x4 and larger slices (one cube) have full 3D torus connectivity', largest "
+             "slice 16x16x24")
 _GPU_ON_CHIP = f"{_HSYM}, part 12 (SMEM per SM, L2, 256 kB of registers per SM)"
 
 CATALOG: tuple[Chip, ...] = (
@@ -286,6 +320,7 @@ CATALOG: tuple[Chip, ...] = (
                _NO_VPU_RATE),
         vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
         interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
+        slice_shapes=((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16), (16, 32), (32, 32)),
         aliases=("v3", "tpuv3", "tpu-v3"),
     ),
     Chip(
@@ -300,24 +335,32 @@ CATALOG: tuple[Chip, ...] = (
                "VMEM 16 MiB per TensorCore and 8x128 vregs from the JAX TPU Hardware Reference.",
                _NO_VPU_RATE),
         vmem_bytes_per_core=16 * MiB, vreg_shape=(8, 128),
-        interconnect=ICI_TORUS, wraparound_rule=WRAP_MULTIPLE_OF_4,
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_WHOLE_CUBES,
+        slice_shapes=((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4), (4, 4, 4), (4, 4, 8),
+                      (4, 8, 8), (8, 8, 8), (8, 8, 16), (8, 16, 16), (16, 16, 16)),
         aliases=("v4", "v4p", "tpuv4", "tpuv4p", "tpu-v4", "tpu-v4p", "tpu v4"),
     ),
     Chip(
         name="TPU v5p", vendor="google", hbm_bytes=96 * GB, hbm_bandwidth=2.8e12,
         flops_per_s={"bf16": 4.59e14, "int8": 9.18e14},
         link_bandwidth_one_way=9.0e10, links_per_chip=6, topology="3D torus",
-        max_slice=(16, 20, 28), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
+        max_slice=(16, 16, 24), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=2, mxu_size=128,
-        sources=(_TPU_DOCS, f"{_HSYM}, parts 2 and 3", _JAX_TPU_REF),
+        sources=(_TPU_DOCS, f"{_HSYM}, parts 2 and 3", _JAX_TPU_REF, _V5P_DOCS),
         notes=("HBM bandwidth 2.77e12 B/s is also quoted; the catalog keeps 2.8e12.",
+               "A pod holds 8,960 chips (HSYM draws it 16x20x28); the largest slice a job gets "
+               "is 16x16x24 = 6,144 chips, 96 cubes (Google's v5p page), which max_slice keeps.",
+               "Wraparound: slices of whole 4x4x4 cubes are full 3D tori; 2x2x1, 2x2x2 and "
+               "2x4x4 have no wraparound links (Google's v5p page).",
                "Two TensorCores act as one 'megacore'.",
                "VPU: 8 sublanes x 128 lanes x 4 ALUs per TensorCore at about 1.75 GHz (HSYM "
                "part 2, appendix A, which works out 2 x 8 x 128 x 4 x 1.75e9 = 1.4e13 vector "
                "FLOPs/s).",
                "VMEM 64 MiB per TensorCore from the JAX TPU Hardware Reference."),
         vmem_bytes_per_core=64 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.75e9,
-        interconnect=ICI_TORUS, wraparound_rule=WRAP_MULTIPLE_OF_4,
+        interconnect=ICI_TORUS, wraparound_rule=WRAP_WHOLE_CUBES,
+        slice_shapes=((2, 2, 1), (2, 2, 2), (2, 4, 4), (4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8),
+                      (8, 8, 16), (8, 16, 16), (16, 16, 16), (16, 16, 24)),
         aliases=("v5p", "tpuv5p", "tpu-v5p"),
     ),
     Chip(
@@ -336,6 +379,7 @@ CATALOG: tuple[Chip, ...] = (
                "is derived from it, not published."),
         vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128), vpu_alus=4, core_clock_hz=1.5e9,
         interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
+        slice_shapes=((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
         aliases=("v5e", "v5lite", "v5litepod", "tpuv5e", "tpu-v5e", "tpu-v5-lite"),
     ),
     Chip(
@@ -351,6 +395,7 @@ CATALOG: tuple[Chip, ...] = (
                _NO_VPU_RATE),
         vmem_bytes_per_core=128 * MiB, vreg_shape=(8, 128),
         interconnect=ICI_TORUS, wraparound_rule=WRAP_FULL_AXIS,
+        slice_shapes=((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
         aliases=("v6e", "trillium", "tpuv6e", "tpu-v6e", "tpuv6", "v6"),
     ),
     Chip(
@@ -402,7 +447,7 @@ CATALOG: tuple[Chip, ...] = (
                "Per SM: 4 sub-partitions x 32 fp32 CUDA cores, 256 kB SMEM/L1; L2 about 50 MB.",
                "NVLink 4: 18 links x 25 GB/s each way = 450 GB/s per GPU each way."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
-        interconnect=NVLINK_SWITCH, nics_per_host=8,
+        interconnect=NVLINK_SWITCH, nics_per_host=8, switch_reduction=True,
         aliases=("h100-sxm", "h100-sxm5", "h100-80gb", "h100 sxm"),
     ),
     Chip(
@@ -418,7 +463,7 @@ CATALOG: tuple[Chip, ...] = (
                "of registers per SM).",
                "Spec sheet prints tensor-core figures 'with sparsity' (2x dense)."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=50 * MiB,
-        interconnect=NVLINK_SWITCH, nics_per_host=8,
+        interconnect=NVLINK_SWITCH, nics_per_host=8, switch_reduction=True,
         aliases=("h200-sxm", "h200-141gb"),
     ),
     Chip(
@@ -440,7 +485,7 @@ CATALOG: tuple[Chip, ...] = (
                "Per SM 256 kB SMEM and 256 kB registers, L2 126 MB (HSYM part 12 table, not in "
                "the vetted facts); Blackwell's 256 kB of TMEM per SM is not modelled."),
         smem_l1_bytes_per_sm=256 * KiB, register_bytes_per_sm=256 * KiB, l2_bytes=126 * MiB,
-        interconnect=NVLINK_SWITCH, nics_per_host=8,
+        interconnect=NVLINK_SWITCH, nics_per_host=8, switch_reduction=True,
         aliases=("b200-sxm", "blackwell", "dgx-b200"),
     ),
 )

@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-from scalebook.collectives import has_wraparound
 from scalebook.hardware import Chip, get_chip
+from scalebook.torus import axis_wraps, check_slice_shape
 from scalebook.validation import positive_int
 
 __all__ = ["parse_topology", "format_topology", "TpuSlice", "tpu_slice", "GpuCluster",
@@ -129,9 +129,10 @@ class TpuSlice:
     @property
     def wraparound(self) -> tuple[bool, ...]:
         """Per axis, whether it is a ring (has wraparound links), by
-        :func:`scalebook.collectives.has_wraparound`: on v4p/v5p when the axis is a multiple of 4,
-        on v5e/v6e only when it spans the full 16 (v3: the full 32)."""
-        return tuple(has_wraparound(self.chip, n) for n in self.shape)
+        :func:`scalebook.torus.axis_wraps`: on v4p/v5p/TPU7x every axis of a slice of whole
+        4x4x4 cubes and none of a smaller slice (v5p 2x4x4: no wraparound); on v5e/v6e an axis
+        only when it spans the full 16 (v3: the full 32)."""
+        return axis_wraps(self.chip, self.shape)
 
     @property
     def bisection_bandwidth(self) -> float:
@@ -156,10 +157,12 @@ class TpuSlice:
 def tpu_slice(chip: Chip | str, topology: Topology) -> TpuSlice:
     """A :class:`TpuSlice` of ``chip`` with ``topology`` ("4x4x8" or (4, 4, 8)), checked.
 
-    The topology must have as many axes as the chip's torus (2 on v3/v5e/v6e, 3 on v4p/v5p) and
+    The topology must have as many axes as the chip's torus (2 on v3/v5e/v6e, 3 on v4p/v5p/TPU7x),
     fit in the chip's largest slice (``chip.max_slice``, axes in any order: sorted sizes must not
-    exceed the sorted maximum). Raises ``ValueError`` for a GPU, a malformed topology, the wrong
-    number of axes, or a slice beyond the largest one, naming the limit.
+    exceed the sorted maximum), and be a shape the generation ships
+    (:func:`scalebook.torus.check_slice_shape`: no v5p 4x4x1, no "16x4"). Raises ``ValueError``
+    for a GPU, a malformed topology, the wrong number of axes, a slice beyond the largest one,
+    or a shape not shipped, naming the limit or the shapes that exist.
 
     TPU v5p "8x16x16": 2048 chips, 512 hosts, 4096 TensorCores, 2048 x 4.59e14 bf16 FLOPs/s.
     """
@@ -178,6 +181,7 @@ def tpu_slice(chip: Chip | str, topology: Topology) -> TpuSlice:
             f"topology {format_topology(shape)} is beyond {chip.name}'s largest slice "
             f"{format_topology(limit)}"
         )
+    check_slice_shape(chip, shape)
     return TpuSlice(chip=chip, shape=shape)
 
 
