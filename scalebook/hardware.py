@@ -344,12 +344,12 @@ CATALOG: tuple[Chip, ...] = (
         name="TPU v5p", vendor="google", hbm_bytes=96 * GB, hbm_bandwidth=2.8e12,
         flops_per_s={"bf16": 4.59e14, "int8": 9.18e14},
         link_bandwidth_one_way=9.0e10, links_per_chip=6, topology="3D torus",
-        max_slice=(16, 16, 24), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
+        max_slice=(16, 20, 28), chips_per_host=4, pcie_bandwidth=_TPU_PCIE,
         host_network_bandwidth=_TPU_DCN, cores=2, mxu_size=128,
         sources=(_TPU_DOCS, f"{_HSYM}, parts 2 and 3", _JAX_TPU_REF, _V5P_DOCS),
         notes=("HBM bandwidth 2.77e12 B/s is also quoted; the catalog keeps 2.8e12.",
-               "A pod holds 8,960 chips (HSYM draws it 16x20x28); the largest slice a job gets "
-               "is 16x16x24 = 6,144 chips, 96 cubes (Google's v5p page), which max_slice keeps.",
+               "A pod holds 8,960 chips, 16x20x28 (HSYM part 2; max_slice); the largest slice one "
+               "job gets is 16x16x24 = 6,144 chips, 96 cubes (Google's v5p page).",
                "Wraparound: slices of whole 4x4x4 cubes are full 3D tori; 2x2x1, 2x2x2 and "
                "2x4x4 have no wraparound links (Google's v5p page).",
                "Two TensorCores act as one 'megacore'.",

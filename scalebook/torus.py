@@ -34,7 +34,7 @@ from scalebook.hardware import WRAP_WHOLE_CUBES, Chip, get_chip
 from scalebook.validation import positive_int
 
 __all__ = ["axis_wraps", "has_wraparound", "shipped_shapes", "check_slice_shape",
-           "AxisPlacement", "place_mesh"]
+           "shipped_description", "AxisPlacement", "place_mesh"]
 
 CUBE_EDGE = 4
 """Chips along each edge of the 4x4x4 cube a v4p / v5p / TPU7x pod is built from."""
@@ -108,7 +108,7 @@ def check_slice_shape(chip: Chip | str, shape: Sequence[int]) -> tuple[int, ...]
     ``ValueError`` listing the shapes it does ship.
 
     Shipped: a shape in ``chip.slice_shapes``, or on a whole-cube generation any shape of whole
-    4x4x4 cubes with at most as many chips as the largest listed one. A chip with no listed
+    4x4x4 cubes that fits in the pod (``chip.max_slice``, axes in any order). A chip with no listed
     shapes is not checked. ``check_slice_shape("v5p", (16, 4))`` raises (a v5p slice has three
     axes; 64 chips are the cube 4x4x4).
     """
@@ -118,18 +118,24 @@ def check_slice_shape(chip: Chip | str, shape: Sequence[int]) -> tuple[int, ...]
     if not listed:
         return sizes
     shipped = {tuple(sorted(s)) for s in listed}
-    largest = max(math.prod(s) for s in listed)
     ok = len(sizes) == len(chip.max_slice) and (
         tuple(sorted(sizes)) in shipped
         or (chip.wraparound_rule == WRAP_WHOLE_CUBES and _whole_cubes(sizes)
-            and math.prod(sizes) <= largest))
+            and all(n <= m for n, m in zip(sorted(sizes), sorted(chip.max_slice)))))
     if not ok:
-        names = ", ".join("x".join(map(str, s)) for s in listed)
-        more = (" and other shapes of whole 4x4x4 cubes up to "
-                f"{largest:,} chips" if chip.wraparound_rule == WRAP_WHOLE_CUBES else "")
         raise ValueError(f"{chip.name} is not shipped as a {'x'.join(map(str, sizes))} slice; "
-                         f"its slices are {names}{more}")
+                         f"its slices are {shipped_description(chip)}")
     return sizes
+
+
+def shipped_description(chip: Chip | str) -> str:
+    """The shapes a generation ships, in words: "2x2x1, 2x2x2, …, and other shapes of whole
+    4x4x4 cubes inside the 16x20x28 pod" (v5p)."""
+    chip = _torus_chip(chip)
+    names = ", ".join("x".join(map(str, s)) for s in chip.slice_shapes) or "not listed"
+    pod = "x".join(map(str, chip.max_slice))
+    return names + (f" and other shapes of whole 4x4x4 cubes inside the {pod} pod"
+                    if chip.wraparound_rule == WRAP_WHOLE_CUBES else "")
 
 
 @dataclass(frozen=True)
@@ -170,8 +176,10 @@ def place_mesh(chip: Chip | str, slice_shape: Sequence[int],
     v5p 4x4x4 as mesh (4, 16): the 16-axis, placed first, takes physical axes 0 and 1 (two
     rings of 4), the 4-axis physical axis 2 (a ring). v5e 16x16 as mesh (64, 4): the 4-axis is a 4-chip segment
     of the first 16-chip ring (a line), the 64-axis every 4th chip of it (stride 4, a ring of
-    4 whose links it shares with the 3 other groups) and the whole second axis. Raises ``ValueError`` when
-    the mesh has a different number of devices or cannot be placed.
+    4 whose links it shares with the 3 other groups) and the whole second axis. Raises
+    ``ValueError`` when the mesh has a different number of devices, or when a mesh axis would
+    need part of one physical axis together with another (8 on a 4x4x4 cube): this rule does
+    not cut a physical axis and join its pieces to others.
     """
     chip = _torus_chip(chip)
     shape = _shape(chip, slice_shape)

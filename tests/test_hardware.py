@@ -257,9 +257,9 @@ def test_new_chip_fields_are_validated():
 def test_interconnect_and_wraparound_rule_are_explicit_fields():
     """Collectives read these fields, not the vendor or the name (issue 25)."""
     from scalebook.hardware import (ICI_TORUS, NVLINK_MESH, NVLINK_SWITCH, WRAP_FULL_AXIS,
-                                    WRAP_MULTIPLE_OF_4)
+                                    WRAP_WHOLE_CUBES)
     rules = {c.name: (c.interconnect, c.wraparound_rule, c.nics_per_host) for c in CATALOG}
-    assert rules["TPU v5p"] == rules["TPU v4p"] == (ICI_TORUS, WRAP_MULTIPLE_OF_4, None)
+    assert rules["TPU v5p"] == rules["TPU v4p"] == (ICI_TORUS, WRAP_WHOLE_CUBES, None)
     for name in ("TPU v3", "TPU v5e", "TPU v6e"):
         assert rules[name] == (ICI_TORUS, WRAP_FULL_AXIS, None), name
     assert rules["V100"] == (NVLINK_MESH, None, 8)
@@ -267,8 +267,9 @@ def test_interconnect_and_wraparound_rule_are_explicit_fields():
         assert rules[name] == (NVLINK_SWITCH, None, 8), name
     # a renamed v5p keeps its rule: nothing is read from a trailing "p"
     renamed = get_chip("v5p").replace(name="custom torus")
-    from scalebook.collectives import has_wraparound
-    assert has_wraparound(renamed, 8) and not has_wraparound(renamed, 6)
+    from scalebook.torus import axis_wraps
+    assert axis_wraps(renamed, (4, 4, 8)) == (True,) * 3
+    assert axis_wraps(renamed, (2, 4, 4)) == (False,) * 3
     assert get_chip("H100").nic_bandwidth_per_chip == pytest.approx(5e10)
     assert get_chip("v5p").nic_bandwidth_per_chip == pytest.approx(6.25e9)
     with pytest.raises(ValueError, match="interconnect must be one of"):
