@@ -73,8 +73,10 @@ def test_a_mesh_axis_may_span_two_physical_axes():
 def test_place_mesh_refuses_what_does_not_fit():
     with pytest.raises(ValueError, match="does not fill"):
         torus.place_mesh("v5p", (4, 4, 4), (4, 8))
-    with pytest.raises(ValueError, match="cannot be placed"):
-        torus.place_mesh("v5p", (4, 4, 4), (8, 8))   # 8 would need half of one axis and another
+    # 8 on a 4x4x4 cube: one whole 4-ring and a 2-chip segment of another axis
+    first, second = torus.place_mesh("v5p", (4, 4, 4), (8, 8))
+    assert second == AxisPlacement(8, (0, 1), (4, 2), (True, False), (1, 1))
+    assert first.size == 8 and torus.link_share(first) < torus.link_share(second) + 1
 
 
 def test_placements_are_for_tpus_only():
