@@ -129,20 +129,16 @@ def _figure_labels(*dtypes: str) -> dict[str, tuple[str, str]]:
 
 # --- 1. the two bounds near the corner
 
-def _w1_time(v: Mapping[str, Any]):
-    return matmul_time(v["B"], v["D"], v["F"], v["chip"])
-
-
 def _w1_overlap_us(v: Mapping[str, Any]) -> float:
-    return _w1_time(v).lower / US
+    return _bf16_matmul(v).lower / US
 
 
 def _w1_serial_us(v: Mapping[str, Any]) -> float:
-    return _w1_time(v).upper / US
+    return _bf16_matmul(v).upper / US
 
 
 def _w1_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
-    t, cost = _w1_time(v), _cost(v)
+    t, cost = _bf16_matmul(v), _cost(v)
     return (f"T_math = 2·B·D·F / C = {cost.flops:.4g} / {v['bf16_text']} = "
             f"{format_seconds(t.t_math)}.",
             f"T_comms = 2·(B·D + D·F + B·F) / W = {cost.total_bytes:.4g} / {v['bw_text']} = "
@@ -173,15 +169,15 @@ W1 = Problem(
                       "with perfect overlap the time is the larger of T_math and T_comms; their "
                       "sum is the time without overlap."),
                  Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
-                     _w1_time(v).t_math / 2, _w1_time(v).t_comms) / US), _FMA_HINT),
-                 Slip("seconds, not µs", lambda v: _w1_time(v).lower, _US_HINT),
+                     _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
+                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
              )),
         Part(answer="t_serial_us", expected=_w1_serial_us,
              slips=(
                  Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
                       "without overlap the chip loads, then computes: the times add up, "
                       "T_math + T_comms."),
-                 Slip("seconds, not µs", lambda v: _w1_time(v).upper, _US_HINT),
+                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
              )),
     ),
     labels={"t_overlap_us": "time with perfect overlap, in µs",
@@ -250,8 +246,8 @@ def _w3_intensity(v: Mapping[str, Any]) -> float:
     return float(_w3_cost(v).intensity)
 
 
-def _w3_time(v: Mapping[str, Any], dtype: str | None = None):
-    return elementwise_time((v["B"], v["D"]), v["chip"], dtype=dtype or v["dtype"])
+def _w3_time(v: Mapping[str, Any]):
+    return elementwise_time((v["B"], v["D"]), v["chip"], dtype=v["dtype"])
 
 
 def _w3_us(v: Mapping[str, Any]) -> float:
@@ -449,21 +445,17 @@ def _w6_derive(v: Mapping[str, Any]) -> dict[str, Any]:
             "B": int(round(v["k"] * b_star / 16) * 16)}
 
 
-def _w6_time(v: Mapping[str, Any]):
-    return matmul_time(v["B"], v["D"], v["F"], v["chip"])
-
-
 def _w6_sparse_us(v: Mapping[str, Any]) -> float:
-    t = _w6_time(v)
+    t = _bf16_matmul(v)
     return max(t.t_math / 2, t.t_comms) / US
 
 
 def _w6_us(v: Mapping[str, Any]) -> float:
-    return _w6_time(v).lower / US
+    return _bf16_matmul(v).lower / US
 
 
 def _w6_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
-    chip, t = get_chip(v["chip"]), _w6_time(v)
+    chip, t = get_chip(v["chip"]), _bf16_matmul(v)
     return (f"Dense peak = {v['sparse_text']} / 2 = {format_flops(chip.flops('bf16'))}.",
             f"B* = C/W = {critical_batch_size(chip):,.0f} tokens (the printed figure would give "
             f"{2 * critical_batch_size(chip):,.0f}).",
@@ -496,12 +488,12 @@ W6 = Problem(
                          _BF16_HINT))),
         Part(answer="t_us", expected=_w6_us,
              conventions=(
-                 Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _w6_time(v).upper / US),
+                 Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
                             verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
              ),
              slips=(
                  Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
-                 Slip("seconds, not µs", lambda v: _w6_time(v).lower, _US_HINT),
+                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
              )),
     ),
     labels={"b_star": "critical batch B*, in tokens", "t_us": "lower bound on the time, in µs"},
