@@ -724,7 +724,7 @@ W10 = Problem(
               derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
                               "one_way_text": ("link bandwidth, one way", ""),
                               "both_text": ("link bandwidth, both directions", "")},
-              chip=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p", "TPU v3"), "TPU")),
+              chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
     text=("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
           "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
           "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
