@@ -733,6 +733,15 @@ def _best_placement(chip: Chip, total: int,
     return best
 
 
+def _wrap(chip: Chip, size: int) -> bool:
+    """Whether a sub-torus axis of ``size`` chips is a ring, as an axis of its own slice; an
+    axis longer than the pod's (a layout beyond one slice) is priced as a ring."""
+    try:
+        return axis_wraps(chip, (size,))[0]
+    except ValueError:
+        return True
+
+
 class _Fabric:
     """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart,
     all priced by :func:`scalebook.collectives.collective_cost`.
@@ -782,9 +791,7 @@ class _Fabric:
             if group is not None:
                 return group, {}
             axes = _torus_axes(chip, n)
-            wraps = axis_wraps(chip, axes) if len(axes) <= len(chip.max_slice) else \
-                [False] * len(axes)
-            return axes, {"wraparound": list(wraps)[:len(axes)]}
+            return axes, {"wraparound": [_wrap(chip, a) for a in axes]}
         host = chip.chips_per_host
         return [n], {"gpus_per_node": math.gcd(n, host // stride) if stride < host else 1}
 
