@@ -1,8 +1,12 @@
 """The chip catalog: every hardware figure the book and the grader use.
 
 All quantities are SI: bytes, bytes/s, FLOPs/s (dense, never "with sparsity"), seconds, hertz.
-Each chip names its sources. The vetted reference is ``shared/facts/hardware.md``; where two
-public figures disagree the catalog keeps one and says which in ``notes``.
+Each figure of each chip names its source (``Chip.cited``, checked by
+:func:`uncited_figures`). The vetted reference is ``shared/facts/hardware.md``; where two public
+figures disagree the catalog keeps one and says which in ``notes``.
+
+A GPU "node" is the scale-up domain: 8 GPUs of an HGX / DGX or AMD platform, or the 72 GPUs of
+an NVL72 rack (``chips_per_host``), with ``host_network_bandwidth`` the whole node's NICs.
 
 A problem that states its own numbers overrides fields with :meth:`Chip.replace`::
 
