@@ -796,7 +796,7 @@ CATALOG: tuple[Chip, ...] = (
                "SM count 148 as the B200 (HSYM part 12); no CUDA-core clock or on-chip memory "
                "figures are vetted: cuda_core_flops and on_chip_memory refuse this chip."),
         interconnect=NVLINK_SWITCH, nics_per_host=72, switch_reduction=True,
-        aliases=("gb200", "gb200-nvl72", "gb200nvl72", "nvl72-gb200"),
+        aliases=("gb200", "gb200-nvl72", "gb200nvl72", "nvl72-gb200", "nvidia gb200"),
         cited=_cite(
             (_GB200_RACK, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                           "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4"),
@@ -828,7 +828,7 @@ CATALOG: tuple[Chip, ...] = (
                "Cores: 'up to 160 SMs, varies by SKU' (NVIDIA); the catalog keeps 160. No "
                "CUDA-core clock or on-chip memory figures are vetted."),
         interconnect=NVLINK_SWITCH, nics_per_host=72, switch_reduction=True,
-        aliases=("gb300", "gb300-nvl72", "gb300nvl72", "nvl72-gb300"),
+        aliases=("gb300", "gb300-nvl72", "gb300nvl72", "nvl72-gb300", "nvidia gb300"),
         cited=_cite(
             (_GB300_RACK, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                           "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4"),
@@ -853,7 +853,7 @@ CATALOG: tuple[Chip, ...] = (
                "on_chip_memory refuse AMD GPUs by name.",
                "Collectives run through RCCL, AMD's NCCL-compatible library."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi300x", "mi300", "instinct mi300x", "amd mi300x"),
+        aliases=("mi300", "instinct mi300x", "amd mi300x", "amd instinct mi300x"),
         cited=_cite(
             (_MI300X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 cores links_per_chip pcie_bandwidth"),
@@ -876,7 +876,7 @@ CATALOG: tuple[Chip, ...] = (
                "Scale-out NICs are an assumption: one 400 Gb/s NIC per GPU, as on MI300X nodes.",
                "Cores are compute units (CUs). Collectives run through RCCL."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi325x", "mi325", "instinct mi325x", "amd mi325x"),
+        aliases=("mi325", "instinct mi325x", "amd mi325x", "amd instinct mi325x"),
         cited=_cite(
             (_MI325X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 cores links_per_chip pcie_bandwidth"),
@@ -902,7 +902,7 @@ CATALOG: tuple[Chip, ...] = (
                "Scale-out NICs are an assumption: one 400 Gb/s NIC per GPU (AMD Pollara 400).",
                "Cores are compute units (CUs), 32 per XCD x 8. Collectives run through RCCL."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi355x", "mi355", "instinct mi355x", "amd mi355x"),
+        aliases=("mi355", "instinct mi355x", "amd mi355x", "amd instinct mi355x"),
         cited=_cite(
             (_MI355X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4 cores links_per_chip "
