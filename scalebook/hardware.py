@@ -414,14 +414,16 @@ _BLACKWELL_ULTRA = ("NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra': 'up 
                     "288GB HBM3E ... varies by SKU'")
 _CX8 = ("NVIDIA ConnectX-8 SuperNIC page: 800 Gb/s per GPU (100 GB/s each way), PCIe Gen6 x16 "
         "to the GPU")
-_PCIE6 = "PCIe Gen6 x16 through the ConnectX-8's switch (NVIDIA ConnectX-8 page): 64 GT/s x 16 / 8 = 128 GB/s each way"
+_PCIE6 = ("PCIe Gen6 x16 through the ConnectX-8's switch (NVIDIA ConnectX-8 page): "
+          "64 GT/s x 16 / 8 = 128 GB/s each way (derived)")
 _GB200_RACK = ("NVIDIA GB200 NVL72 page (per rack of 72 GPUs: 13.4 TB HBM3E, 576 TB/s, 1,440 | 720 "
                "PFLOPS fp4 sparse | dense, 720 PFLOPS fp8 and 720 POPS int8 and 360 PFLOPS bf16 "
                "with sparsity, 130 TB/s NVLink), divided by 72")
 _GB300_RACK = ("NVIDIA GB300 NVL72 page (per rack of 72 GPUs: 20 TB HBM3E, 576 TB/s, 1,440 | 1,080 "
                "PFLOPS fp4 sparse | dense, 720 PFLOPS fp8, 24 POPS int8 and 360 PFLOPS bf16 with "
                "sparsity, 130 TB/s NVLink), divided by 72")
-_NVL72_DOMAIN = "NVIDIA GB200 / GB300 NVL72 pages: 72 GPUs in one NVLink domain (18 compute trays of 4)"
+_NVL72_DOMAIN = ("NVIDIA GB200 / GB300 NVL72 pages: 72 GPUs in one NVLink domain (18 compute "
+                 "trays of 4)")
 _C2C = ("NVIDIA GB200 NVL72 page: NVLink-C2C, 900 GB/s both ways between a Grace CPU and its two "
         "GPUs; the catalog gives each GPU half of one direction, 225 GB/s (derived)")
 _CX7_NVL72 = ("NVIDIA DGX GB200 user guide / SuperPOD reference architecture: 4 x ConnectX-7 "
@@ -435,8 +437,8 @@ _MI325X_DS = ("AMD Instinct MI325X datasheet (256 GB HBM3E, 6 TB/s, 304 CUs, 1,3
               "and 2,614.9 fp8/int8 dense, 7 Infinity Fabric links at 128 GB/s peak per link, "
               "PCIe Gen5 x16 128 GB/s)")
 _MI355X_DS = ("AMD Instinct MI355X datasheet (288 GB HBM3E, 8 TB/s, 256 CUs, 2.5166 PFLOPS bf16, "
-              "5.0332 fp8/int8, 10.0663 MXFP4 dense, 7 Infinity Fabric links at 153.6 GB/s peak per "
-              "link, PCIe Gen5 x16 128 GB/s)")
+              "5.0332 fp8/int8, 10.0663 MXFP4 dense, 7 Infinity Fabric links at 153.6 GB/s peak "
+              "per link, PCIe Gen5 x16 128 GB/s)")
 _IF_LINK = "per link both ways, halved for one way (derived)"
 _AMD_NODE = ("AMD CDNA 3 architecture whitepaper: 8-GPU platform (UBB), each GPU wired to the "
              "other seven by one Infinity Fabric link")

@@ -20,8 +20,7 @@ from .roofline import fmt_intensity
 __all__ = [
     "Metric", "METRICS", "comparison_table", "table_markdown", "ComparisonState",
     "comparison_state", "comparison_series", "comparison_html", "get_metric", "view", "VENDOR_COLOURS",
-    "DEFAULT_CHIPS",
-    "RELATIVE_LOG_FLOOR", "FIGURE_PX",
+    "RELATIVE_LOG_FLOOR", "FIGURE_PX", "DEFAULT_CHIPS",
 ]
 
 #: Bar colours by vendor; other vendors are grey.
