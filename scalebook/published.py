@@ -173,10 +173,10 @@ class Measurement:
         if self.quantity in ("bus_bandwidth", "collective_time"):
             size = "large messages" if self.nbytes is None else _size_text(self.nbytes)
             what = "busbw" if self.quantity == "bus_bandwidth" else "time"
-            return f"{self.collective} {what}, {size}"
+            return f"{_kind(self)} {what}, {size}"
         if self.quantity == "matmul_throughput":
-            m, n, k = self.shape
-            return f"{self.dtype} GEMM {m}x{n}x{k} (MxNxK)"
+            (m, n, k), dtype = _gemm(self)
+            return f"{dtype} GEMM {m}x{n}x{k} (MxNxK)"
         return "HBM copy bandwidth (read + write)"
 
 
@@ -215,6 +215,18 @@ def bus_bandwidth(kind: str, nbytes: float, seconds: float, n_devices: int) -> f
 
 # --------------------------------------------------------------------------- predictions
 
+def _kind(m: Measurement) -> str:
+    if m.collective is None:
+        raise ValueError(f"{m.id} is a {m.quantity}, not a collective")
+    return m.collective
+
+
+def _gemm(m: Measurement) -> tuple[tuple[int, int, int], str]:
+    if m.shape is None or m.dtype is None:
+        raise ValueError(f"{m.id} is a {m.quantity}, not a GEMM")
+    return m.shape, m.dtype
+
+
 def _gpu_options(m: Measurement) -> dict:
     """Keyword options of ``collective_cost`` for a GPU measurement. Today: the ring model.
     Once ``collective_cost`` takes ``algorithm=``, add ``algorithm=m.algorithm`` here."""
@@ -233,14 +245,14 @@ def _collective(m: Measurement):
     if m.nbytes is None:
         options["hop_latency"] = 0.0
     nbytes = LARGE_MESSAGE if m.nbytes is None else m.nbytes
-    return nbytes, collective_cost(m.collective, nbytes, [m.system.n_devices], m.system.chip,
+    return nbytes, collective_cost(_kind(m), nbytes, [m.system.n_devices], m.system.chip,
                                    **options)
 
 
 def predict_bus_bandwidth(m: Measurement) -> float:
     """The solver's busbw (bytes/s): ``bus_bandwidth(kind, S, collective_cost(...).time, n)``."""
     nbytes, cost = _collective(m)
-    return bus_bandwidth(m.collective, nbytes, cost.time, m.system.n_devices)
+    return bus_bandwidth(_kind(m), nbytes, float(cost.time), m.system.n_devices)
 
 
 def predict_collective_time(m: Measurement) -> float:
@@ -252,9 +264,9 @@ def predict_collective_time(m: Measurement) -> float:
 def predict_matmul_throughput(m: Measurement) -> float:
     """The roofline's FLOP/s of ``Out[M, N] = A[M, K] · B[K, N]``: ``2MNK / max(T_math,
     T_comms)`` (:func:`scalebook.roofline.matmul_time`, peak of ``dtype``, HBM traffic)."""
-    M, N, K = m.shape
-    flops = matmul_cost(M, K, N, x_dtype=m.dtype).flops
-    return flops / float(matmul_time(M, K, N, m.system.chip, x_dtype=m.dtype).lower)
+    (M, N, K), dtype = _gemm(m)
+    flops = float(matmul_cost(M, K, N, x_dtype=dtype).flops)
+    return flops / float(matmul_time(M, K, N, m.system.chip, x_dtype=dtype).lower)
 
 
 def predict_hbm_bandwidth(m: Measurement) -> float:
@@ -521,20 +533,20 @@ def _text(value: object, what: str, where: str, *, allow_empty: bool = False) ->
 
 
 def _choice(value: object, choices: Sequence[str], what: str, where: str) -> str:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{where}: {what} must be one of {', '.join(map(repr, choices))}, "
                          f"got {value!r}")
     return value
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _count(value: object, what: str) -> int:
-    if not _is_count(value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return value
 
 
 def _positive(value: object, what: str) -> float:
