@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from .collectives import KINDS, collective_cost
+from .collectives import KINDS, CollectiveCost, collective_cost
 from .hardware import canonical_dtype, get_chip
 from .live.comparison import table_markdown
 from .roofline import matmul_cost, matmul_time, time_bounds
@@ -238,7 +238,7 @@ def _gpu_options(m: Measurement) -> dict:
     return options
 
 
-def _collective(m: Measurement):
+def _collective(m: Measurement) -> tuple[float, CollectiveCost]:
     """``collective_cost`` of the measured collective; the large-message limit when the source
     gives no size (no per-step latency)."""
     options = _gpu_options(m) if get_chip(m.system.chip).has_nvlink_domain else {}
