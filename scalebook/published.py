@@ -35,9 +35,9 @@ convention of :mod:`scalebook.collectives`, so a prediction is
 Which NCCL algorithm ran
 ------------------------
 ``Measurement.algorithm`` records what the measurement ran ("ring", "nvls", "sharp", or "auto"
-where the source does not say; None for things that are not NCCL collectives). Today's
-predictions use the solver's ring model for every GPU collective; :func:`_gpu_options` is the one
-place that will pass ``algorithm=measurement.algorithm`` once ``collective_cost`` takes it.
+where the source does not say; None for things that are not NCCL collectives), and the
+prediction prices that algorithm (``collective_cost(..., algorithm=...)``, "auto" for None):
+an NVLS AllReduce is held against the in-switch model, a ring against the ring.
 """
 
 from __future__ import annotations
@@ -227,10 +227,10 @@ def _gemm(m: Measurement) -> tuple[tuple[int, int, int], str]:
     return m.shape, m.dtype
 
 
-def _gpu_options(m: Measurement) -> dict:
-    """Keyword options of ``collective_cost`` for a GPU measurement. Today: the ring model.
-    Once ``collective_cost`` takes ``algorithm=``, add ``algorithm=m.algorithm`` here."""
-    options: dict = {}
+def _gpu_options(m: Measurement, algorithm: str | None = None) -> dict:
+    """Keyword options of ``collective_cost`` for a GPU measurement: the algorithm it ran
+    (``algorithm`` overrides it, e.g. to show what the ring model would say)."""
+    options: dict = {"algorithm": algorithm or m.algorithm or "auto"}
     if m.system.gpus_per_node is not None:
         options["gpus_per_node"] = m.system.gpus_per_node
     if m.system.nic_bandwidth is not None:
@@ -238,10 +238,10 @@ def _gpu_options(m: Measurement) -> dict:
     return options
 
 
-def _collective(m: Measurement) -> tuple[float, CollectiveCost]:
+def _collective(m: Measurement, algorithm: str | None = None) -> tuple[float, CollectiveCost]:
     """``collective_cost`` of the measured collective; the large-message limit when the source
     gives no size (no per-step latency)."""
-    options = _gpu_options(m) if get_chip(m.system.chip).has_nvlink_domain else {}
+    options = (_gpu_options(m, algorithm) if get_chip(m.system.chip).has_nvlink_domain else {})
     if m.nbytes is None:
         options["hop_latency"] = 0.0
     nbytes = LARGE_MESSAGE if m.nbytes is None else m.nbytes
@@ -249,9 +249,10 @@ def _collective(m: Measurement) -> tuple[float, CollectiveCost]:
                                    **options)
 
 
-def predict_bus_bandwidth(m: Measurement) -> float:
-    """The solver's busbw (bytes/s): ``bus_bandwidth(kind, S, collective_cost(...).time, n)``."""
-    nbytes, cost = _collective(m)
+def predict_bus_bandwidth(m: Measurement, algorithm: str | None = None) -> float:
+    """The solver's busbw (bytes/s): ``bus_bandwidth(kind, S, collective_cost(...).time, n)``,
+    by the algorithm the measurement ran (or ``algorithm``)."""
+    nbytes, cost = _collective(m, algorithm)
     return bus_bandwidth(_kind(m), nbytes, float(cost.time), m.system.n_devices)
 
 

@@ -18,18 +18,12 @@ RAW = json.loads(published.DATA_PATH.read_text(encoding="utf-8"))
 # AllReduce's busbw at the NVLink line rate (450 GB/s on H100/H200); NVLink SHARP reduces in
 # the switch and measures ~480 GB/s. Once collective_cost(..., algorithm="nvls") prices it, the
 # ratio drops into the band and strict xfail turns into a failure: remove the id from here.
-RING_MISSES = {
-    "nccl-allreduce-h100x8-nvls-azure": "nvls",
-    "nccl-allreduce-h200x8-nvls-azure": "nvls",
-    "nccl-allreduce-h200x8-nvls-mleng": "nvls",
-}
+#: The NVLS rows: NCCL's in-switch reduction beat the ring model's line rate.
+NVLS_ROWS = ("nccl-allreduce-h100x8-nvls-azure", "nccl-allreduce-h200x8-nvls-azure",
+             "nccl-allreduce-h200x8-nvls-mleng")
 
 
 def _band_case(m):
-    if m.id in RING_MISSES:
-        algorithm = RING_MISSES[m.id]
-        return pytest.param(m, id=m.id, marks=pytest.mark.xfail(
-            strict=True, reason=f"today's ring model is beaten; needs algorithm={algorithm!r}"))
     return pytest.param(m, id=m.id)
 
 
@@ -93,12 +87,16 @@ def test_every_ratio_lies_in_its_band(m):
     assert lo <= r <= hi, f"{m.id}: ratio {r:.3f} outside [{lo}, {hi}] ({m.band_reason})"
 
 
-def test_the_rows_marked_as_ring_misses_ran_the_algorithm_named():
+def test_the_nvls_rows_beat_a_ring_and_need_the_switch_to_reduce():
     by_id = {m.id: m for m in MEASUREMENTS}
-    for mid, algorithm in RING_MISSES.items():
-        assert by_id[mid].algorithm == algorithm
-        # beaten, not merely low: the measurement is above the ring model's line rate
-        assert ratio(by_id[mid], predict(by_id[mid])) > by_id[mid].band[1]
+    for mid in NVLS_ROWS:
+        m = by_id[mid]
+        assert m.algorithm == "nvls"
+        # priced as a ring, the measurement is above the model's line rate: a model error
+        ring = published.predict_bus_bandwidth(m, algorithm="ring")
+        assert ratio(m, ring) > m.band[1]
+        # priced by the in-switch reduction it ran, it sits inside its band
+        assert m.band[0] <= ratio(m, predict(m)) <= m.band[1]
 
 
 def test_reality_check_rows_agree_with_predict_and_ratio():
@@ -110,7 +108,7 @@ def test_reality_check_rows_agree_with_predict_and_ratio():
             assert row.ratio == pytest.approx(ratio(row.measurement, row.predicted))
             assert row.inside == (row.band[0] <= row.ratio <= row.band[1])
     outside = {r.measurement.id for r in reality_check("sharded-matmuls") if not r.inside}
-    assert outside == set(RING_MISSES)
+    assert outside == set()
 
 
 def test_a_model_change_moves_the_ratio_out_of_its_band(monkeypatch):
@@ -255,7 +253,7 @@ def test_the_markdown_table_has_one_line_per_row_and_says_inside_or_not():
         assert all(line.count("|") == 9 for line in lines)
     table = reality_check_markdown("sharded-matmuls")
     h100 = next(line for line in table.splitlines() if "8x H100, nvls" in line)
-    assert "| 479 GB/s | 450 GB/s | 1.06 | 0.50–1.05 | no |" in h100
+    assert "| 479 GB/s | 787 GB/s | 0.61 | 0.50–1.05 | yes |" in h100
     assert "](https://github.com/Azure/AI-benchmarking-guide/" in h100
 
 
