@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 #: Bar colours by vendor; other vendors are grey.
-VENDOR_COLOURS = {"google": "#1f5fa8", "nvidia": "#5a9e2f"}
+VENDOR_COLOURS = {"google": "#1f5fa8", "nvidia": "#5a9e2f", "amd": "#b5442c"}
 OTHER_COLOUR = "#808080"
 
 #: Bar heights are relative to the largest value; a log axis shows three decades below it.

@@ -24,11 +24,12 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from, merg
 from ..roofline import (critical_batch_size, critical_intensity, elementwise_cost,
                         elementwise_time, matmul_cost, mxu_useful_fraction,
                         vector_critical_intensity, weight_load_time)
-from ..topology import format_topology
+from ..topology import format_topology, tpu_slice
+from ..torus import CUBE_EDGE
 from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
+from .common import GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
 from .problem import Problem
 
 KIB = 2.0**10
@@ -944,42 +945,178 @@ W6 = Problem(
 )
 
 
+# --------------------------------------------------------------------------- w3. GiB
+
+#: How much larger a GiB is than a GB, for the hints.
+_GIB_TEXT = {"gib_pct": f"{100 * (GIB / GB - 1):.1f}%", "gib_factor": f"{GIB / GB:.4f}"}
+
+def _w3_derive(v):
+    chip = get_chip(v["chip"])
+    b = bytes_per_element(v["dtype"])
+    return {"hbm_gib": f"{chip.hbm_bytes / GIB:g}", "b_text": bytes_text(b), **_GIB_TEXT}
+
+
+def _w3_gb(v):
+    return get_chip(v["chip"]).hbm_bytes / GB
+
+
+def _w3_params_b(v, hbm_bytes=None):
+    hbm = get_chip(v["chip"]).hbm_bytes if hbm_bytes is None else hbm_bytes
+    return (1 - v["reserve_pct"] / 100) * hbm / bytes_per_element(v["dtype"]) / 1e9
+
+
+def _w3_gib_as_gb(v):
+    return get_chip(v["chip"]).hbm_bytes / GIB * GB
+
+
+def _w3_solution(v):
+    chip = get_chip(v["chip"])
+    return (
+        f"1 GiB = 2³⁰ = {GIB:,.0f} bytes: {v['hbm_gib']} GiB = {chip.hbm_bytes:,.0f} bytes "
+        f"= {_w3_gb(v):.4g} GB.",
+        f"Keep {v['reserve_pct']}% free: {100 - v['reserve_pct']}% × {_w3_gb(v):.4g} GB = "
+        f"{decimal_bytes((1 - v['reserve_pct'] / 100) * chip.hbm_bytes)}, / {v['b_text']} per "
+        f"parameter = {_w3_params_b(v):.4g} billion parameters.",
+    )
+
+
+W3 = Problem(
+    id="hardware.w3",
+    title="A datasheet in GiB",
+    worked="3",
+    spec=spec("hardware.w3", derive=_w3_derive,
+               chip=Choice(("TPU7x",), "chip"),
+               reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
+               dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
+    text=("Google's page for the {chip} (Ironwood) gives each chip {hbm_gib} GiB of HBM. How many "
+          "GB (10⁹ bytes) is that? And if {reserve_pct}% of it is kept free for activations and "
+          "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
+    parts=(
+        Part("hbm_gb", _w3_gb, slips=(
+            Slip("GiB as GB", _w3_gib_as_gb,
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by {gib_factor}."),
+        )),
+        Part("params_b", _w3_params_b, slips=(
+            Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
+            Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
+                 "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
+        )),
+    ),
+    labels={"hbm_gb": "HBM, in GB", "params_b": "parameters that fit, in billions"},
+    solution=_w3_solution,
+)
+
+
+# --------------------------------------------------------------------------- w11. Ironwood pod
+
+def _w11_slice(v):
+    return tpu_slice(v["chip"], v["shape"])
+
+
+def _w11_derive(v):
+    chip = get_chip(v["chip"])
+    return {"topology": format_topology(v["shape"]), "fp8_text": format_flops(chip.flops("fp8")),
+            "hbm_gib": f"{chip.hbm_bytes / GIB:g}", "chips": _w11_slice(v).chips,
+            "cube": CUBE_EDGE, "cube_chips": CUBE_EDGE**3, **_GIB_TEXT}
+
+
+def _w11_eflops(v, dtype="fp8"):
+    return _w11_slice(v).flops(dtype) / 1e18
+
+
+def _w11_hbm_tb(v):
+    return _w11_slice(v).hbm_bytes / 1e12
+
+
+def _w11_hbm_gib_as_gb_tb(v):
+    return _w11_slice(v).chips * get_chip(v["chip"]).hbm_bytes / GIB * GB / 1e12
+
+
+def _w11_cubes(v):
+    return _w11_slice(v).chips / CUBE_EDGE**3
+
+
+def _w11_solution(v):
+    s = _w11_slice(v)
+    return (
+        f"{v['topology']} = {s.chips:,} chips = {s.chips:,} / {CUBE_EDGE}³ = {_w11_cubes(v):g} "
+        f"cubes of {CUBE_EDGE} × {CUBE_EDGE} × {CUBE_EDGE}.",
+        f"fp8: {s.chips:,} × {v['fp8_text']} = {_w11_eflops(v):.4g} EFLOP/s.",
+        f"HBM: {s.chips:,} × {v['hbm_gib']} GiB = {decimal_bytes(s.hbm_bytes)} (a GiB is 2³⁰ "
+        "bytes).",
+    )
+
+
+W11 = Problem(
+    id="hardware.w11",
+    title="An Ironwood pod",
+    worked="11",
+    spec=spec("hardware.w11", derive=_w11_derive,
+               chip=Choice(("TPU7x",), "chip"),
+               shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
+                            "slice")),
+    text=("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × {cube} × "
+          "{cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
+          "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
+          "HBM does it hold, in TB (10¹² bytes)?"),
+    parts=(
+        Part("cubes", _w11_cubes, rel=0.01, slips=(
+            Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
+                 "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not {cube} × {cube}."),
+        )),
+        Part("fp8_eflops", _w11_eflops, slips=(
+            Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
+                 "that is the bf16 rate; fp8 runs twice as fast on this chip."),
+            Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
+                 "the chip's {fp8_text} is already the dense rate: no factor 2."),
+        )),
+        Part("hbm_tb", _w11_hbm_tb, slips=(
+            Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
+                 "than {hbm_gib} GB."),
+        )),
+    ),
+    labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
+            "hbm_tb": "HBM, in TB"},
+    solution=_w11_solution,
+)
+
+
 # --------------------------------------------------------------------------- w10. NVL72 rack
 
-#: A GB200 NVL72 rack: 72 Blackwell GPUs in one NVLink domain; an HGX B200 system: 8.
-NVL72_GPUS = 72
+#: The rack and the 8-GPU system it is set against: the same Blackwell GPUs' NVLink and NICs.
+RACK, HGX = "GB200 NVL72", "B200"
 
 
 def _w10_derive(v):
-    chip = get_chip(v["gpu"])
-    return {"nvlink_text": format_bandwidth(chip.interconnect_bandwidth_one_way),
-            "bidi_text": format_bandwidth(2 * chip.interconnect_bandwidth_one_way),
-            "nic_text": format_bandwidth(chip.nic_bandwidth_per_chip),
-            "gpus": NVL72_GPUS, "per_node": chip.chips_per_host,
-            "nodes": NVL72_GPUS // chip.chips_per_host,
+    rack, hgx = get_chip(RACK), get_chip(HGX)
+    return {"bidi_text": format_bandwidth(2 * rack.interconnect_bandwidth_one_way),
+            "nvlink_text": format_bandwidth(rack.interconnect_bandwidth_one_way),
+            "hgx_nvlink_text": format_bandwidth(hgx.interconnect_bandwidth_one_way),
+            "nic_text": format_bandwidth(hgx.nic_bandwidth_per_chip),
+            "gpus": rack.chips_per_host, "per_node": hgx.chips_per_host,
+            "nodes": rack.chips_per_host // hgx.chips_per_host,
             "a_kind": {"all_gather": "An AllGather",
                        "reduce_scatter": "A ReduceScatter"}[v["kind"]]}
 
 
-def _w10_ms(v, per_node, **kw):
-    return collective_cost(v["kind"], v["V_gb"] * GB, NVL72_GPUS, v["gpu"],
-                           gpus_per_node=per_node, **kw).time / MS
+def _w10_cost(v, chip, **kw):
+    return collective_cost(v["kind"], v["V_gb"] * GB, get_chip(RACK).chips_per_host, chip, **kw)
 
 
 def _w10_rack_ms(v):
-    return _w10_ms(v, NVL72_GPUS)
+    return _w10_cost(v, RACK).time / MS
 
 
 def _w10_nodes_ms(v):
-    return _w10_ms(v, get_chip(v["gpu"]).chips_per_host)
+    return _w10_cost(v, HGX).time / MS
 
 
 def _w10_solution(v):
-    rack = collective_cost(v["kind"], v["V_gb"] * GB, NVL72_GPUS, v["gpu"],
-                           gpus_per_node=NVL72_GPUS)
-    nodes = collective_cost(v["kind"], v["V_gb"] * GB, NVL72_GPUS, v["gpu"])
+    rack, nodes = _w10_cost(v, RACK), _w10_cost(v, HGX)
     return (
-        f"In one NVL72 rack every GPU reaches every other through the NVLink switches at "
+        f"In the NVL72 rack every GPU reaches every other through the NVLink switches at "
         f"{v['nvlink_text']} one way: {rack.formula} = {format_seconds(rack.time)}.",
         f"In {v['nodes']} nodes of {v['per_node']}, the bytes that leave a node cross each "
         f"GPU's NIC at {v['nic_text']}: {nodes.formula} = {format_seconds(nodes.time)}, "
@@ -989,23 +1126,23 @@ def _w10_solution(v):
 
 W10 = Problem(
     id="hardware.w10",
-    title="One NVLink domain of 72 against nine nodes of 8",
+    title="One NVLink domain of 72 against nodes of 8",
     worked="10",
     spec=spec("hardware.w10", derive=_w10_derive,
-               gpu=Choice(("B200",), "GPU"),
                kind=Choice(("all_gather", "reduce_scatter"), "collective"),
                V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
-    text=("{a_kind} over {gpus} {gpu} GPUs works on a {V_gb:g} GB array (the whole "
+    text=("{a_kind} over {gpus} Blackwell GPUs works on a {V_gb:g} GB array (the whole "
           "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
-          "in one NVLink domain ({bidi_text} per GPU \"bidirectional\"); in an HGX system they "
-          "sit in {nodes} nodes of {per_node}, with the same NVLink inside a node and "
-          "{nic_text} per GPU one way through its NIC between nodes (NCCL's rail rings, the "
-          "chapter's model; 1 µs per step). How long does it take in the rack, and in the "
-          "{nodes} nodes, in ms?"),
+          "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
+          "they sit in {nodes} nodes of {per_node}, with {hgx_nvlink_text} of NVLink per GPU "
+          "one way inside a node and {nic_text} per GPU one way through its NIC between nodes "
+          "(NCCL's rail rings, the chapter's model; 1 µs per step). How long does it take in "
+          "the rack, and in the {nodes} nodes, in ms?"),
     parts=(
         Part("rack_ms", _w10_rack_ms, slips=(
-            Slip("bidirectional", lambda v: _w10_ms(
-                v, NVL72_GPUS, nvlink_bandwidth=2 * get_chip(v["gpu"]).interconnect_bandwidth_one_way),
+            Slip("bidirectional", lambda v: _w10_cost(
+                v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
+            ).time / MS,
                  "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
         )),
         Part("nodes_ms", _w10_nodes_ms, slips=(
@@ -1013,8 +1150,7 @@ W10 = Problem(
                  "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
                  "between nodes the data crosses the NICs."),
             Slip("one flat ring", distinct_from(
-                _w10_nodes_ms, lambda v: _w10_ms(v, get_chip(v["gpu"]).chips_per_host,
-                                                 scheme="flat")),
+                _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
                  "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
                  "per NIC rail, each carrying its share, while NVLink moves the rest."),
         )),
@@ -1030,14 +1166,15 @@ def _w12_derive(v):
     chip = get_chip(v["gpu"])
     b = bytes_per_element(v["dtype"])
     return {"b_text": bytes_text(b), "bw_text": format_bandwidth(chip.hbm_bandwidth),
-            "hbm_gb": f"{chip.hbm_bytes / GB:g}", "gpus": NVL72_GPUS}
+            "hbm_text": decimal_bytes(chip.hbm_bytes), "gpus": chip.chips_per_host}
 
 
 def _w12_bytes(v, b=None):
     return v["params_b"] * 1e9 * (bytes_per_element(v["dtype"]) if b is None else b)
 
 
-def _w12_ms(v, n_chips=NVL72_GPUS, b=None):
+def _w12_ms(v, n_chips=None, b=None):
+    n_chips = get_chip(v["gpu"]).chips_per_host if n_chips is None else n_chips
     return weight_load_time(_w12_bytes(v, b), v["gpu"], n_chips=n_chips) / MS
 
 
@@ -1048,11 +1185,11 @@ def _w12_fewest(v, b=None):
 def _w12_solution(v):
     return (
         f"{v['params_b']:,} billion parameters × {v['b_text']} = {decimal_bytes(_w12_bytes(v))}.",
-        f"Spread over {NVL72_GPUS} GPUs, each reading its share at {v['bw_text']}: "
-        f"{decimal_bytes(_w12_bytes(v))} / ({NVL72_GPUS} × {v['bw_text']}) = "
+        f"Spread over {v['gpus']} GPUs, each reading its share at {v['bw_text']}: "
+        f"{decimal_bytes(_w12_bytes(v))} / ({v['gpus']} × {v['bw_text']}) = "
         f"{format_seconds(_w12_ms(v) * MS)} per token, at most {1 / (_w12_ms(v) * MS):,.0f} "
         "tokens per second for one conversation.",
-        f"To hold the weights at all: {decimal_bytes(_w12_bytes(v))} / {v['hbm_gb']} GB, rounded "
+        f"To hold the weights at all: {decimal_bytes(_w12_bytes(v))} / {v['hbm_text']}, rounded "
         f"up: {_w12_fewest(v)} GPUs.",
     )
 
@@ -1062,12 +1199,12 @@ W12 = Problem(
     title="How fast can a rack speak?",
     worked="12",
     spec=spec("hardware.w12", derive=_w12_derive,
-               gpu=Choice(("B200",), "GPU"),
+               gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
                params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
                dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
     text=("A model of {params_b:,} billion parameters, stored in {dtype} ({b_text} per "
-          "parameter), is split evenly over the {gpus} {gpu} GPUs of an NVL72 rack, "
-          "{bw_text} of HBM bandwidth and {hbm_gb} GB of HBM each. Counting only the weight "
+          "parameter), is split evenly over the {gpus} GPUs of a {gpu} rack, "
+          "{bw_text} of HBM bandwidth and {hbm_text} of HBM each. Counting only the weight "
           "reads, what is the lower bound on the time per token of one conversation, in ms? And "
           "how few of these GPUs could hold the weights at all (nothing else)?"),
     parts=(
@@ -1091,6 +1228,6 @@ W12 = Problem(
 
 PROBLEMS: tuple[Problem, ...] = (
     # the worked problems, in the chapter's order
-    SPARSITY, W2, W4, W5, W6, PADDING, WRAPAROUND, DCN, W10, W12,
+    SPARSITY, W2, W3, W4, W5, W6, PADDING, WRAPAROUND, DCN, W10, W11, W12,
     # the practice set's own
     HBM_SWEEP, TOKEN_BUDGET, GPU_ALLGATHER, ELEMENTWISE, PCIE, COST_ANALYSIS)
