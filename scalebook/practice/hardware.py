@@ -966,6 +966,7 @@ def _w3_params_b(v, hbm_bytes=None):
 
 
 def _w3_gib_as_gb(v):
+    """The HBM's bytes if its GiB figure is read as GB."""
     return get_chip(v["chip"]).hbm_bytes / GIB * GB
 
 
@@ -993,7 +994,7 @@ W3 = Problem(
           "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
     parts=(
         Part("hbm_gb", _w3_gb, slips=(
-            Slip("GiB as GB", _w3_gib_as_gb,
+            Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by {gib_factor}."),
         )),
         Part("params_b", _w3_params_b, slips=(
