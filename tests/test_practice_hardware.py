@@ -126,3 +126,12 @@ def test_the_chapter_keeps_its_outline():
     assert len(worked) >= 10
     for n in worked:
         assert f"**{n}. {{glue:text}}`w{n}_title`** {{glue:text}}`w{n}_q`" in text
+
+
+def test_the_comparison_colours_every_vendor():
+    """Part 2's comparison sets AMD beside Google and NVIDIA: each vendor its own colour."""
+    from scalebook.live.comparison import OTHER_COLOUR, comparison_series, comparison_state
+
+    state = comparison_state(["TPU7x", "GB200 NVL72", "MI355X"], "flops:fp8")
+    colours = comparison_series(state)["colours"]
+    assert len(set(colours)) == 3 and OTHER_COLOUR not in colours
