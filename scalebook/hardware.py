@@ -1,8 +1,12 @@
 """The chip catalog: every hardware figure the book and the grader use.
 
 All quantities are SI: bytes, bytes/s, FLOPs/s (dense, never "with sparsity"), seconds, hertz.
-Each chip names its sources. The vetted reference is ``shared/facts/hardware.md``; where two
-public figures disagree the catalog keeps one and says which in ``notes``.
+Each figure of each chip names its source (``Chip.cited``, checked by
+:func:`uncited_figures`). The vetted reference is ``shared/facts/hardware.md``; where two public
+figures disagree the catalog keeps one and says which in ``notes``.
+
+A GPU "node" is the scale-up domain: 8 GPUs of an HGX / DGX or AMD platform, or the 72 GPUs of
+an NVL72 rack (``chips_per_host``), with ``host_network_bandwidth`` the whole node's NICs.
 
 A problem that states its own numbers overrides fields with :meth:`Chip.replace`::
 
@@ -410,14 +414,16 @@ _BLACKWELL_ULTRA = ("NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra': 'up 
                     "288GB HBM3E ... varies by SKU'")
 _CX8 = ("NVIDIA ConnectX-8 SuperNIC page: 800 Gb/s per GPU (100 GB/s each way), PCIe Gen6 x16 "
         "to the GPU")
-_PCIE6 = "PCIe Gen6 x16 through the ConnectX-8's switch (NVIDIA ConnectX-8 page): 64 GT/s x 16 / 8 = 128 GB/s each way"
+_PCIE6 = ("PCIe Gen6 x16 through the ConnectX-8's switch (NVIDIA ConnectX-8 page): "
+          "64 GT/s x 16 / 8 = 128 GB/s each way (derived)")
 _GB200_RACK = ("NVIDIA GB200 NVL72 page (per rack of 72 GPUs: 13.4 TB HBM3E, 576 TB/s, 1,440 | 720 "
                "PFLOPS fp4 sparse | dense, 720 PFLOPS fp8 and 720 POPS int8 and 360 PFLOPS bf16 "
                "with sparsity, 130 TB/s NVLink), divided by 72")
 _GB300_RACK = ("NVIDIA GB300 NVL72 page (per rack of 72 GPUs: 20 TB HBM3E, 576 TB/s, 1,440 | 1,080 "
                "PFLOPS fp4 sparse | dense, 720 PFLOPS fp8, 24 POPS int8 and 360 PFLOPS bf16 with "
                "sparsity, 130 TB/s NVLink), divided by 72")
-_NVL72_DOMAIN = "NVIDIA GB200 / GB300 NVL72 pages: 72 GPUs in one NVLink domain (18 compute trays of 4)"
+_NVL72_DOMAIN = ("NVIDIA GB200 / GB300 NVL72 pages: 72 GPUs in one NVLink domain (18 compute "
+                 "trays of 4)")
 _C2C = ("NVIDIA GB200 NVL72 page: NVLink-C2C, 900 GB/s both ways between a Grace CPU and its two "
         "GPUs; the catalog gives each GPU half of one direction, 225 GB/s (derived)")
 _CX7_NVL72 = ("NVIDIA DGX GB200 user guide / SuperPOD reference architecture: 4 x ConnectX-7 "
@@ -431,8 +437,8 @@ _MI325X_DS = ("AMD Instinct MI325X datasheet (256 GB HBM3E, 6 TB/s, 304 CUs, 1,3
               "and 2,614.9 fp8/int8 dense, 7 Infinity Fabric links at 128 GB/s peak per link, "
               "PCIe Gen5 x16 128 GB/s)")
 _MI355X_DS = ("AMD Instinct MI355X datasheet (288 GB HBM3E, 8 TB/s, 256 CUs, 2.5166 PFLOPS bf16, "
-              "5.0332 fp8/int8, 10.0663 MXFP4 dense, 7 Infinity Fabric links at 153.6 GB/s peak per "
-              "link, PCIe Gen5 x16 128 GB/s)")
+              "5.0332 fp8/int8, 10.0663 MXFP4 dense, 7 Infinity Fabric links at 153.6 GB/s peak "
+              "per link, PCIe Gen5 x16 128 GB/s)")
 _IF_LINK = "per link both ways, halved for one way (derived)"
 _AMD_NODE = ("AMD CDNA 3 architecture whitepaper: 8-GPU platform (UBB), each GPU wired to the "
              "other seven by one Infinity Fabric link")
@@ -792,7 +798,7 @@ CATALOG: tuple[Chip, ...] = (
                "SM count 148 as the B200 (HSYM part 12); no CUDA-core clock or on-chip memory "
                "figures are vetted: cuda_core_flops and on_chip_memory refuse this chip."),
         interconnect=NVLINK_SWITCH, nics_per_host=72, switch_reduction=True,
-        aliases=("gb200", "gb200-nvl72", "gb200nvl72", "nvl72-gb200"),
+        aliases=("gb200", "gb200-nvl72", "gb200nvl72", "nvl72-gb200", "nvidia gb200"),
         cited=_cite(
             (_GB200_RACK, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                           "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4"),
@@ -824,7 +830,7 @@ CATALOG: tuple[Chip, ...] = (
                "Cores: 'up to 160 SMs, varies by SKU' (NVIDIA); the catalog keeps 160. No "
                "CUDA-core clock or on-chip memory figures are vetted."),
         interconnect=NVLINK_SWITCH, nics_per_host=72, switch_reduction=True,
-        aliases=("gb300", "gb300-nvl72", "gb300nvl72", "nvl72-gb300"),
+        aliases=("gb300", "gb300-nvl72", "gb300nvl72", "nvl72-gb300", "nvidia gb300"),
         cited=_cite(
             (_GB300_RACK, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                           "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4"),
@@ -849,7 +855,7 @@ CATALOG: tuple[Chip, ...] = (
                "on_chip_memory refuse AMD GPUs by name.",
                "Collectives run through RCCL, AMD's NCCL-compatible library."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi300x", "mi300", "instinct mi300x", "amd mi300x"),
+        aliases=("mi300", "instinct mi300x", "amd mi300x", "amd instinct mi300x"),
         cited=_cite(
             (_MI300X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 cores links_per_chip pcie_bandwidth"),
@@ -872,7 +878,7 @@ CATALOG: tuple[Chip, ...] = (
                "Scale-out NICs are an assumption: one 400 Gb/s NIC per GPU, as on MI300X nodes.",
                "Cores are compute units (CUs). Collectives run through RCCL."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi325x", "mi325", "instinct mi325x", "amd mi325x"),
+        aliases=("mi325", "instinct mi325x", "amd mi325x", "amd instinct mi325x"),
         cited=_cite(
             (_MI325X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 cores links_per_chip pcie_bandwidth"),
@@ -898,7 +904,7 @@ CATALOG: tuple[Chip, ...] = (
                "Scale-out NICs are an assumption: one 400 Gb/s NIC per GPU (AMD Pollara 400).",
                "Cores are compute units (CUs), 32 per XCD x 8. Collectives run through RCCL."),
         interconnect=FULL_MESH, nics_per_host=8,
-        aliases=("mi355x", "mi355", "instinct mi355x", "amd mi355x"),
+        aliases=("mi355", "instinct mi355x", "amd mi355x", "amd instinct mi355x"),
         cited=_cite(
             (_MI355X_DS, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                          "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4 cores links_per_chip "
