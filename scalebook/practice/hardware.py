@@ -305,7 +305,8 @@ def _wrap_solution(v):
         rule = ("a slice of whole 4 × 4 × 4 cubes is a full 3D torus; a smaller slice has no "
                 "wraparound links")
     else:
-        rule = f"an axis wraps only when it spans the full {max(get_chip(v['chip']).max_slice)} chips"
+        longest = max(get_chip(v["chip"]).max_slice)
+        rule = f"an axis wraps only when it spans the full {longest} chips"
     kind = "a ring: data flows both ways round" if _wrap(v) else "a line: no wraparound"
     return (
         f"On a {v['chip']} {rule}, so the {v['N']}-chip axis of {v['topology']} is {kind}.",
@@ -702,7 +703,8 @@ def _w2_solution(v):
         f"{v['V_gb']:g} GB / {format_bandwidth(chip.interconnect_bandwidth_one_way)} = "
         f"{format_seconds(_w2_nvlink_ms(v) * MS)}.",
         f"The NIC's {v['nic_gbit']} Gb/s is bits: / 8 = "
-        f"{format_bandwidth(chip.nic_bandwidth_per_chip)}, so {format_seconds(_w2_nic_ms(v) * MS)}, "
+        f"{format_bandwidth(chip.nic_bandwidth_per_chip)}, so "
+        f"{format_seconds(_w2_nic_ms(v) * MS)}, "
         f"{_w2_nic_ms(v) / _w2_nvlink_ms(v):.3g} times longer.",
     )
 
@@ -995,7 +997,8 @@ W3 = Problem(
     parts=(
         Part("hbm_gb", _w3_gb, slips=(
             Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
-                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by {gib_factor}."),
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
+                 "{gib_factor}."),
         )),
         Part("params_b", _w3_params_b, slips=(
             Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
@@ -1057,14 +1060,15 @@ W11 = Problem(
                chip=Choice(("TPU7x",), "chip"),
                shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
                             "slice")),
-    text=("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × {cube} × "
-          "{cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
+    text=("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × "
+          "{cube} × {cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
           "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
           "HBM does it hold, in TB (10¹² bytes)?"),
     parts=(
         Part("cubes", _w11_cubes, rel=0.01, slips=(
             Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
-                 "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not {cube} × {cube}."),
+                 "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
+                 "{cube} × {cube}."),
         )),
         Part("fp8_eflops", _w11_eflops, slips=(
             Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
@@ -1222,7 +1226,8 @@ W12 = Problem(
                  "the weights are {dtype}: {b_text} per parameter."),
         )),
     ),
-    labels={"token_ms": "time per token, in ms", "fewest_gpus": "fewest GPUs that hold the weights"},
+    labels={"token_ms": "time per token, in ms",
+            "fewest_gpus": "fewest GPUs that hold the weights"},
     solution=_w12_solution,
 )
 
