@@ -23,14 +23,16 @@ def test_the_critical_batch_problems_draw_every_chip_of_the_catalog_that_has_the
     assert _choices(practice.W5, "tpu") | _choices(practice.W5, "gpu") == bf16
     assert _choices(practice.W5, "tpu") == {n for n in bf16 if not get_chip(n).is_gpu}
     assert _choices(practice.W7, "chip") == {c.name for c in CATALOG
-                                             if {"int8", "bf16"} <= set(c.flops_per_s)}
+                                             if {"int8", "bf16"} <= set(c.flops_per_s)
+                                             and c.flops("int8") >= c.flops("bf16")}
     assert _choices(practice.W8, "chip") == {c.name for c in CATALOG if "fp8" in c.flops_per_s}
 
 
-def test_the_int8_peak_is_once_or_twice_the_bf16_peak_as_problem_7_says():
+def test_the_int8_peak_is_once_or_twice_the_bf16_peak_or_below_it_as_problem_7_says():
     ratios = {c.name: round(c.flops("int8") / c.flops("bf16"), 1) for c in CATALOG
               if {"int8", "bf16"} <= set(c.flops_per_s)}
-    assert set(ratios.values()) == {1.0, 2.0}, ratios
+    assert {r for r in ratios.values() if r >= 1} == {1.0, 2.0}, ratios
+    assert [n for n, r in ratios.items() if r < 1] == ["GB300 NVL72"]  # fp4 took its place
     # where the two peaks are equal, int8 everything halves the critical batch
     assert critical_batch_size("TPU v4p", compute_dtype="int8") == pytest.approx(
         critical_batch_size("TPU v4p") / 2)
