@@ -1107,7 +1107,9 @@ def _w10_derive(v):
 
 
 def _w10_cost(v, chip, **kw):
-    return collective_cost(v["kind"], v["V_gb"] * GB, get_chip(RACK).chips_per_host, chip, **kw)
+    """As rings (the problem says so): the rack's 71 steps, the nodes' rail rings."""
+    return collective_cost(v["kind"], v["V_gb"] * GB, get_chip(RACK).chips_per_host, chip,
+                           algorithm="ring", **kw)
 
 
 def _w10_rack_ms(v):
@@ -1140,8 +1142,9 @@ W10 = Problem(
           "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
           "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
           "they sit in {nodes} nodes of {per_node}, with {hgx_nvlink_text} of NVLink per GPU "
-          "one way inside a node and {nic_text} per GPU one way through its NIC between nodes "
-          "(NCCL's rail rings, the chapter's model; 1 µs per step). How long does it take in "
+          "one way inside a node and {nic_text} per GPU one way through its NIC between nodes. "
+          "Price both as NCCL's rings (in the rack one ring of {gpus}, across nodes one ring "
+          "per NIC rail; 1 µs per step). How long does it take in "
           "the rack, and in the {nodes} nodes, in ms?"),
     parts=(
         Part("rack_ms", _w10_rack_ms, slips=(
