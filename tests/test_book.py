@@ -100,9 +100,10 @@ def test_sharded_matmuls_numbers_come_from_the_solver():
     page = built_page("sharded-matmuls")
     text = visible_text(page)
     # the hook: a bf16[8192, 32768] weight gathered over 16 TPU v5p chips, 1,024 tokens each
+    # (one 16-chip axis of a whole-cube slice, so a ring)
     hook = plan_matmul("A[B_X, D]", "W[D_X, F]", Mesh({"X": 16}), contracting="D",
                        shapes={"B": 1024 * 16, "D": 8192, "F": 32768}, chip="TPU v5p",
-                       wraparound="auto")
+                       wraparound=True)
     assert format_seconds(hook.compute_time) in text
     assert format_seconds(hook.comms_time) in text
     assert f"{parallelism.critical_batch_per_chip_fsdp('TPU v5p'):,.0f}" == "2,550"
