@@ -152,7 +152,7 @@ def slices_of(chip: Chip | str, n_chips: int) -> tuple[tuple[int, ...], ...]:
     order once: v5p 64 -> ((4, 4, 4),); v5e 32 -> ((4, 8), (8, 4))."""
     chip = _torus_chip(chip)
     n = positive_int(n_chips, "n_chips")
-    shapes = set()
+    shapes: set[tuple[int, ...]] = set()
     for shape in _factorisations(n, len(chip.max_slice)):
         try:
             check_slice_shape(chip, shape)

@@ -199,7 +199,7 @@ def _w2_n(v: Mapping[str, Any]) -> float:
 
 def _w2_reads_only(v: Mapping[str, Any]) -> float:
     reads = matmul_cost(1.0, 1.0, 1.0)
-    return critical_intensity(v["chip"]) * reads.bytes_read / reads.flops
+    return float(critical_intensity(v["chip"]) * reads.bytes_read / reads.flops)
 
 
 def _w2_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
