@@ -403,6 +403,8 @@ _H100_WP = "NVIDIA H100 Tensor Core GPU architecture whitepaper"
 _H200_DS = "NVIDIA H200 Tensor Core GPU datasheet (SXM)"
 _HGX_B200 = ("NVIDIA HGX B200 datasheet (per 8 GPUs: 1,440 GB, 72 PFLOPS dense fp4, 72 PFLOPS "
              "fp8 and 36 PFLOPS bf16 with sparsity, 1.8 TB/s NVLink per GPU)")
+_B200_HBM = ("NVIDIA B200 GPU, 192 GB HBM3e (GTC 2024 announcement; shared/facts/hardware.md, "
+             "the project's vetted figure)")
 _B200_CLOCK = "derived from the HGX B200 datasheet's 75 TFLOPS of FP32 over 148 SMs x 128 cores"
 _NVLINK5 = ("NVIDIA NVLink page: fifth-generation NVLink, 18 links per GPU, 1.8 TB/s per GPU "
             "both directions = 50 GB/s per link each way")
@@ -714,7 +716,7 @@ CATALOG: tuple[Chip, ...] = (
                                                    "l2_bytes")),
     ),
     Chip(
-        name="B200", vendor="nvidia", hbm_bytes=180 * GB, hbm_bandwidth=8.0e12,
+        name="B200", vendor="nvidia", hbm_bytes=192 * GB, hbm_bandwidth=8.0e12,
         flops_per_s={"bf16": 2.25e15, "fp16": 2.25e15, "fp8": 4.5e15, "int8": 4.5e15,
                      "fp4": 9.0e15},
         link_bandwidth_one_way=5.0e10, links_per_chip=18,
@@ -722,10 +724,12 @@ CATALOG: tuple[Chip, ...] = (
         pcie_bandwidth=6.4e10, host_network_bandwidth=8 * _IB_PER_GPU, cores=148,
         fp32_cores_per_sm=128, boost_clock_hz=1.98e9,
         sources=(_HGX_B200, "NVIDIA B200 / DGX B200 datasheet", f"{_HSYM}, part 12"),
-        notes=("The catalog models the HGX / DGX B200 node: 180 GB of HBM3e per GPU (HGX B200 "
-               "datasheet: 1,440 GB per 8 GPUs), the capacity a program gets. 192 GB (GTC 2024 "
-               "announcement, 8 stacks of 24 GB) is the raw HBM on the package; the GB200 "
-               "superchip exposes 186 GB per GPU (see 'GB200 NVL72').",
+        notes=("HBM: the catalog keeps the B200 GPU's 192 GB of HBM3e (8 stacks of 24 GB; "
+               "shared/facts/hardware.md, the vetted figure), the variant NVIDIA announced. The "
+               "HGX / DGX B200 datasheet lists 1,440 GB per 8 GPUs, 180 GB each: what a program "
+               "can allocate there, as a v5p shows 95 GiB of its 96. A problem about an HGX "
+               "B200 system may say hbm_bytes=180e9. The GB200 superchip exposes 186 GB per GPU "
+               "(see 'GB200 NVL72').",
                "Spec sheet prints tensor-core figures 'with sparsity' (2x dense).",
                "NVLink 5: 18 links x 50 GB/s each way = 900 GB/s per GPU each way.",
                "A GB200 NVL72 rack forms one 72-GPU NVLink domain: see 'GB200 NVL72'.",
@@ -738,8 +742,9 @@ CATALOG: tuple[Chip, ...] = (
         interconnect=NVLINK_SWITCH, nics_per_host=8, switch_reduction=True,
         aliases=("b200-sxm", "blackwell", "dgx-b200", "hgx-b200"),
         cited=_cite(
-            (_HGX_B200, "hbm_bytes hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
+            (_HGX_B200, "hbm_bandwidth flops_per_s.bf16 flops_per_s.fp16 "
                         "flops_per_s.fp8 flops_per_s.int8 flops_per_s.fp4"),
+            (_B200_HBM, "hbm_bytes"),
             (_NVLINK5, "link_bandwidth_one_way links_per_chip"),
             (_PCIE5, "pcie_bandwidth"), _NVIDIA_NODE, _NVIDIA_NICS,
             (_HSYM12, "cores fp32_cores_per_sm smem_l1_bytes_per_sm register_bytes_per_sm "

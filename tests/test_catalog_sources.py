@@ -107,8 +107,10 @@ def test_b300_is_an_8_gpu_hgx_node():
     assert "int8" not in chip.dtypes
 
 
-def test_b200_models_the_hgx_node_180_gb():
-    assert get_chip("B200").hbm_bytes == 180e9
+def test_b200_keeps_the_vetted_192_gb_and_says_the_hgx_node_exposes_180():
+    b200 = get_chip("B200")
+    assert b200.hbm_bytes == 192e9    # shared/facts/hardware.md
+    assert any("180 GB" in note for note in b200.notes)
 
 
 @pytest.mark.parametrize("name, hbm, hbm_bw, bf16, fp8, cus, link", [

@@ -125,3 +125,13 @@ def test_the_solvers_layout_passes_and_a_slower_feasible_one_is_told_the_gap(tes
                       {"training_layout": [2, 8, 2, 2, 0, 8, "full"]}, SAMPLE)
     assert "It fits and meets the communication limit" in str(info.value)
     assert "43% longer than the best layout" in str(info.value)
+
+
+def test_problem_10_keeps_the_draws_it_was_first_handed_out_with():
+    """The three numbers Q10_NOT_DRAWN keeps out are well posed under today's collectives (NVLS
+    AllReduces), so the guard, not the model, is what keeps every student's draw as it was."""
+    from scalebook.homework import hw4_parallelism as hw4
+    from scalebook.homework.parts import design_well_posed
+    for model, gpu, n, batch in sorted(hw4.Q10_NOT_DRAWN):
+        v = {"q10_model": model, "q10_gpu": gpu, "q10_n": n, "q10_B": batch}
+        assert design_well_posed(hw4.DESIGNS[0], v), v
