@@ -5,7 +5,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 - P1, sampling one token of a big model whose weights are spread over many TPUs: the model size
   N (billions of parameters), the number of chips and the TPU (v5p, v6e, v5e, v4p; its HBM
   bandwidth and capacity come from the catalog). Well posed: see :func:`well_posed`.
-- P2, counting a TPU v5p slice: the slice shape X × Y × Z (multiples of 4 within the full pod,
+- P2, counting a block of a TPU v5p pod: its shape X × Y × Z (multiples of 4 within the full pod,
   16 × 20 × 28, which is the published one). The chip stays a v5p: the problem's slips need two
   TensorCores per chip (v5e, v6e have one), 4 chips per host (v3, v5e, v6e have 8) and an int8
   rate twice the bf16 rate (v3, v4p have them equal), and only the v5p has all three.
