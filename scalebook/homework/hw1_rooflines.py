@@ -150,13 +150,13 @@ PARTS = (
              "bytes_read counts the inputs X and W; Out belongs in bytes_written."),
         Slip("weights only", lambda v: v["q1_D"] * v["q1_F"],
              "X has to be read from HBM too, not only the weights."),
-    )),
+    ), unit="bytes"),
     Part("bytes_written", lambda v: _cost1(v).bytes_written, slips=(
         Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES),
-    )),
+    ), unit="bytes"),
     # P1 (b)
     Part("ops", lambda v: _cost1(v).flops, conventions=(
-        _fma_as_one(lambda v: _cost1(v).flops),)),
+        _fma_as_one(lambda v: _cost1(v).flops),), unit="FLOPs"),
     Part("intensity", lambda v: _cost1(v).intensity, conventions=(
         Convention("B << D shortcut 2B", lambda v: 2 * v["q1_B"], PINNED,
                    phrase="**exact** bytes read plus written",
@@ -166,7 +166,7 @@ PARTS = (
     ), slips=(
         Slip("bytes read only", lambda v: _cost1(v).flops / _cost1(v).bytes_read,
              "Count the bytes written for Out as well as those read."),
-    )),
+    ), unit="FLOPs/byte"),
     # P1 (c)
     Part("t_math", lambda v: _time1(v).t_math, conventions=(
         _fma_as_one(lambda v: _time1(v).t_math),), slips=(
@@ -174,25 +174,25 @@ PARTS = (
              "This chip does int8 at {q1_int8_ops:.3g} OPs/s, twice its bf16 rate."),
         Slip("divided by bandwidth", lambda v: _cost1(v).flops / v["q1_hbm"],
              "T_math divides operations by the chip's OPs/s; the bandwidth belongs in T_comms."),
-    )),
+    ), unit="s"),
     Part("t_comms", lambda v: _time1(v).t_comms, slips=(
         Slip("divided by OPs/s", lambda v: _cost1(v).total_bytes / v["q1_int8_ops"],
              "T_comms divides bytes by the HBM bandwidth in bytes/s, not by the OPs/s."),
         Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES),
         Slip("reads only", lambda v: _cost1(v).bytes_read / v["q1_hbm"],
              "Writing Out back to HBM takes bandwidth too."),
-    )),
+    ), unit="s"),
     # P1 (d)
     Part("t_lower", lambda v: _time1(v).lower, slips=(
         Slip("sum", lambda v: _time1(v).upper,
              "With perfect overlap the runtime is the larger of T_math and T_comms, not their sum."),
         Slip("min", lambda v: min(_time1(v).t_math, _time1(v).t_comms),
              "Overlap hides the shorter time behind the longer one: take the larger."),
-    )),
+    ), unit="s"),
     Part("t_upper", lambda v: _time1(v).upper, slips=(
         Slip("max", lambda v: _time1(v).lower,
              "Without any overlap compute and memory traffic happen one after the other: add them."),
-    )),
+    ), unit="s"),
     # P1 (e)
     Part("critical_batch_int8", lambda v: critical_batch_size(_chip1(v), compute_dtype="int8"),
          conventions=(_fma_as_one(lambda v: critical_batch_size(_chip1(v), compute_dtype="int8"),
@@ -202,7 +202,7 @@ PARTS = (
         Slip("bf16 rate", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                         weight_dtype="int8"),
              "This matmul runs at the int8 rate, {q1_int8_ops:.3g} OPs/s, twice the bf16 rate."),
-    )),
+    ), unit="count"),
     # P2
     Part("critical_batch_mixed", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                                weight_dtype="int8"),
@@ -215,7 +215,7 @@ PARTS = (
                                                         weight_dtype="bf16"),
              "The multiply runs in bf16 after the weights are converted: use the bf16 rate, "
              "{q1_bf16_flops:.3g} FLOPs/s, and one byte per weight."),
-    )),
+    ), unit="count"),
     # P3 (a), (b): arrays of 14 values, judged element by element.
     Part("flops_small", lambda v: _roofline3(v, v["q3_D_small"]), shape=(14,), conventions=(
         Convention("B << D shortcut", lambda v: _shortcut3(v, v["q3_D_small"]), PINNED,
@@ -227,7 +227,7 @@ PARTS = (
              "No chip beats its peak: take the minimum of the peak and intensity x bandwidth."),
         Slip("elements, not bytes", lambda v: _roofline3(v, v["q3_D_small"], bytes_scale=0.5),
              "bf16 takes 2 bytes per element: count bytes, not elements."),
-    )),
+    ), unit="FLOPs/s"),
     Part("flops_large", lambda v: _roofline3(v, v["q3_D_large"]), shape=(14,), conventions=(
         # within a few percent of the exact curve for the large layer: accepted
         Convention("B << D shortcut", lambda v: _shortcut3(v, v["q3_D_large"]), ACCEPTED),),
@@ -236,7 +236,7 @@ PARTS = (
              "No chip beats its peak: take the minimum of the peak and intensity x bandwidth."),
         Slip("elements, not bytes", lambda v: _roofline3(v, v["q3_D_large"], bytes_scale=0.5),
              "bf16 takes 2 bytes per element: count bytes, not elements."),
-    )),
+    ), unit="FLOPs/s"),
     # P3 (c)
     Part("b_compute_bound_small", _crossover3, conventions=(
         Convention("rounded up to a power of two",
@@ -247,12 +247,12 @@ PARTS = (
         Slip("B << D shortcut", _i_star3,
              "That is the B << D rule of thumb. For D = F = {q3_D_small} include the bytes of X "
              "and Out and solve the exact intensity for B."),
-    )),
+    ), unit="count"),
     # P4
     Part("intensity_per_example", _intensity4, conventions=(_fma_as_one(_intensity4),), slips=(
         Slip("shared weights", _shared4, _SHARED_4),
         Slip("2B", lambda v: 2 * v["q4_B"], _SHARED_4),
-    )),
+    ), unit="FLOPs/byte"),
     Part("best_fraction_of_peak", _fraction4, slips=(
         Slip("bf16 peak", lambda v: _intensity4(v) * _v5e().hbm_bandwidth / _v5e().flops("bf16"),
              "Compare with the int8 peak, 3.94e14 OPs/s, not the bf16 one."),
@@ -261,7 +261,7 @@ PARTS = (
         Slip("shared weights", lambda v: attainable_flops(_shared4(v), _v5e(), "int8")
              / _v5e().flops("int8"),
              "Every example has its own D x F matrix, so the weight bytes grow with B."),
-    )),
+    ), unit="fraction"),
     # P5
     Part("critical_batch_gpu", _crit5, slips=(
         Slip("sparse rate", lambda v: 2 * _crit5(v),
@@ -269,7 +269,7 @@ PARTS = (
              "sparsity); a dense matmul gets half of it."),
         Slip("one byte per weight", lambda v: _crit5(v) / 2,
              "In bf16 each weight is 2 bytes, so the intensity is about B, not 2B."),
-    )),
+    ), unit="count"),
     # P6: leaving out the one scalar written, or counting N − 1 adds, is within a
     # millionth: both accepted.
     Part("intensity_dot", _dot6, conventions=(
@@ -279,12 +279,12 @@ PARTS = (
     ), slips=(
         Slip("elements, not bytes", lambda v: 2 * _dot6(v),
              "Count bytes, not elements: each bf16 value takes 2 bytes."),
-    )),
+    ), unit="FLOPs/byte"),
     # P7
     Part("t_math_shard", lambda v: _split7(v).t_math, conventions=(
         _fma_as_one(lambda v: _split7(v).t_math),), slips=(
         Slip("whole D", lambda v: 2 * _split7(v).t_math, "Each chip multiplies only its half of D."),
-    )),
+    ), unit="s"),
     Part("t_comms_shard", lambda v: _split7(v).t_comms, slips=(
         Slip("both directions (or 1 byte)", lambda v: _split7(v).t_comms / 2,
              "One chip's partial result travels one way: {q7_ici:.3g} bytes/s, not twice that "
@@ -292,14 +292,14 @@ PARTS = (
         Slip("shared link", lambda v: 2 * _split7(v).t_comms,
              "Each direction of the link has its own {q7_ici:.3g} bytes/s: the two partial "
              "results do not share it."),
-    )),
+    ), unit="s"),
     Part("d_critical", _dcrit7, slips=(
         Slip("both directions (or 1 byte)", lambda v: _dcrit7(v) / 2,
              "Count the link one way, not both directions added, and 2 bytes per bf16 partial sum."),
         Slip("HBM", lambda v: critical_contracting_dim(_chip7(v), dtype="bf16",
                                                        bandwidth=_chip7(v).hbm_bandwidth),
              "The partial sums cross the ICI link, not HBM."),
-    )),
+    ), unit="count"),
 )
 
 

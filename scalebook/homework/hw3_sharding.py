@@ -247,12 +247,12 @@ PARTS = (
              "{q1_dtype} takes {q1_dtype_bytes} bytes per element."),
         "That is 1/{q1_Z} of the answer. Z splits no dim of W, so each of the {q1_Z} slices of "
         "the mesh along Z holds a whole copy of W (one chip holds 1/(X·Y) of it); and {q1_dtype} "
-        "takes {q1_dtype_bytes} bytes per element.")),
+        "takes {q1_dtype_bytes} bytes per element."), unit="bytes"),
     Part("w_bytes_mesh", _w_mesh, slips=(
         Slip("no copies", lambda v: _w_mesh(v) / v["q1_Z"],
              "Count the copies: Z splits no dim of W, so the mesh holds W {q1_Z} times."),
         Slip("one chip", _w_chip, "That is one chip's share; add up all {q1_chips} chips."),
-    )),
+    ), unit="bytes"),
     Part("t_allgather", lambda v: _ag3(v).time, conventions=(
         _pinned_first_cut(_ag3, _n3),), slips=(
         Slip("one way", lambda v: 2 * _ag3(v).bandwidth_time + _ag3(v).latency_time,
@@ -261,7 +261,7 @@ PARTS = (
         Slip("4W", lambda v: _ag3(v).bandwidth_time / 2 + _ag3(v).latency_time,
              "{q3_W:.3g} bytes/s is one direction of one link; a ring uses two links' worth, 2W, "
              "not 4W (the {q3_W2:.3g} figure already adds both directions)."),
-    )),
+    ), unit="s"),
     Part("t_allreduce", lambda v: _ar3(v).time, conventions=(
         _pinned_first_cut(_ar3, _n3),), slips=(
         Slip("one AllGather", lambda v: _ag3(v).time,
@@ -270,7 +270,7 @@ PARTS = (
         Slip("line", lambda v: all_reduce(v["q3_V"], v["q3_N"], v["q3_chip"], hop_latency=LAT,
                                           wraparound=False).time,
              "With wraparound the data travels both ways round the ring: 2W per chip, not W."),
-    )),
+    ), unit="s"),
     Part("t_alltoall", lambda v: _a2a3(v).time, slips=(
         Slip("AllGather", lambda v: _ag3(v).time,
              "Unlike an AllGather, each piece of an AllToAll goes to one chip only, on average a "
@@ -285,7 +285,7 @@ PARTS = (
                                       * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time),
              _NO_FACTOR),
         "Two slips give about this value: leaving out the latency (N/2 hops of 1 µs), or "
-        "keeping a (N − 1)/N factor. " + _NO_FACTOR)),
+        "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s"),
     Part("t_allgather_2d", lambda v: _2d(v).time, conventions=(
         _pinned_first_cut(_2d, lambda v: v["q3_block_chips"]),), slips=(
         Slip("one axis's bandwidth",
@@ -296,7 +296,7 @@ PARTS = (
         Slip("one axis b", lambda v: all_gather(v["q3_V"], v["q3_by"], v["q3_chip"], hop_latency=LAT).time
              if v["q3_by"] != v["q3_bx"] else _NaN,
              "The group is all {q3_block_chips} chips: each chip must take in all but 1/{q3_block_chips} of the array."),
-    )),
+    ), unit="s"),
     Part("t_ag_line", lambda v: _line4(v).time, conventions=(
         _pinned_first_cut(_line4, lambda v: v["q4_L"]),), slips=(
         Slip("ring", lambda v: all_gather(v["q4_V"], v["q4_L"], v["q4_chip"], wraparound=True,
@@ -304,7 +304,7 @@ PARTS = (
              _LINE_4A),
         Slip("2W on a line", lambda v: _line4(v).bandwidth_time / 2 + _line4(v).latency_time,
              _LINE_4A),
-    )),
+    ), unit="s"),
     Part("t_ar_ring16", lambda v: _ring4(v).time, conventions=(
         _pinned_first_cut(_ring4, lambda v: FULL_AXIS),), slips=(
         Slip("one AllGather", lambda v: all_gather(v["q4_V"], FULL_AXIS, v["q4_chip"],
@@ -315,7 +315,7 @@ PARTS = (
                                           hop_latency=LAT).time,
              "The full 16-chip {q4_chip} axis has wraparound: a ring, both directions, 2W per "
              "chip."),
-    )),
+    ), unit="s"),
     Part("t_small_allreduce", lambda v: _small5(v).time, slips=(
         Slip("bandwidth only", lambda v: _small5(v).bandwidth_time,
              "For a message this small the latency dominates: an AllReduce over a {q5_N}-chip "
@@ -326,7 +326,7 @@ PARTS = (
                                                    hop_latency=LAT).time,
              "An AllReduce is a ReduceScatter followed by an AllGather: twice the bytes and twice "
              "the hops."),
-    )),
+    ), unit="s"),
     Part("v_star", _v_star, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _v_star(v) * (v["q3_N"] - 1) / v["q3_N"],
                    PINNED, phrase="keep\nthe exact (N − 1)/N",
@@ -337,7 +337,7 @@ PARTS = (
              "already counts both directions."),
         Slip("one way", lambda v: _v_star(v) / 2,
              "With wraparound each chip takes data in on two links: 2W, not W."),
-    )),
+    ), unit="bytes"),
     Part("t_node_allreduce", lambda v: _ar6(v).time, conventions=(
         _pinned_first_cut(_ar6, lambda v: 8),), slips=merged(
         Slip("NIC inside the node",
@@ -353,7 +353,7 @@ PARTS = (
         Slip("one AllGather", lambda v: gpu_all_gather(v["q6_V"], 8, v["q6_gpu"], hop_latency=LAT).time,
              "An AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather's cost "
              "(or: {q6_nvlink:.3g} bytes/s is already one direction; do not double it)."),
-    )),
+    ), unit="s"),
     Part("t_hier_allreduce", lambda v: _hier6(v).time, slips=merged(
         Slip("flat ring", lambda v: 2 * v["q6_V"] * (v["q6_gpus"] - 1) / v["q6_gpus"] / v["q6_nic"]
              + 2 * (v["q6_gpus"] - 1) * LAT,
@@ -374,7 +374,7 @@ PARTS = (
              "Add the ReduceScatter and the AllGather inside the nodes."),
         "Two slips give about this value: the cross-node stage goes through the NICs, "
         "{q6_nic:.3g} bytes/s per GPU, not NVLink; and the ReduceScatter and the AllGather "
-        "inside the nodes add to it.")),
+        "inside the nodes add to it."), unit="s"),
     Part("tokens_per_chip_star", _fsdp7, conventions=(
         Convention("first cut C / 2W", _fsdp7_first_cut, ACCEPTED),), slips=(
         Slip("one way", lambda v: 2 * _fsdp7(v), _ONE_WAY_7A),
@@ -383,7 +383,7 @@ PARTS = (
         Slip("4W, first cut", lambda v: _fsdp7_first_cut(v) / 2, _FOUR_W_7A),
         Slip("global batch", lambda v: _fsdp7(v) * v["q7_Na"], _GLOBAL_7A),
         Slip("global batch, first cut", lambda v: _fsdp7_first_cut(v) * v["q7_Na"], _GLOBAL_7A),
-    )),
+    ), unit="count"),
     Part("d_star_allreduce", _dstar7, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _dstar7(v) * v["q7_Nb"] / (v["q7_Nb"] - 1),
                    PINNED, phrase="In (b) and (c) keep (N − 1)/N",
@@ -395,7 +395,7 @@ PARTS = (
              "Give the full contracting dim D; each chip holds D/{q7_Nb} of it."),
         Slip("one way", lambda v: 2 * _dstar7(v),
              "With wraparound the ring's bandwidth is 2W per chip, not W."),
-    )),
+    ), unit="count"),
     Part("t_layer_serial", _serial7, slips=merged(
         Slip("matmul only", lambda v: _plan7c(v, "reduce_scatter").compute_time,
              "Both operands split the contracting dim D, so each chip's matmul gives only partial "
@@ -412,7 +412,7 @@ PARTS = (
         Slip("whole D", lambda v: 16 * _plan7c(v, "reduce_scatter").compute_time
              + _plan7c(v, "reduce_scatter").comms_time,
              "Each chip multiplies only its D/16 slice."),
-    )),
+    ), unit="s"),
 )
 
 

@@ -189,7 +189,7 @@ PARTS = (
         Slip("backward only", lambda v: _train_flops(v) * 2 / 3,
              "That is the backward pass alone (4 FLOPs per weight per token); add the forward "
              "pass's 2."),
-    )),
+    ), unit="FLOPs"),
     Part("train_time", _train_time, slips=(
         Slip("times MFU", lambda v: _train_time(v) * v["q1_mfu"],
              "At {q1_mfu:.0%} MFU the chips deliver only {q1_mfu:g} of their peak: divide by it."),
@@ -198,7 +198,7 @@ PARTS = (
         Slip("int8 rate", lambda v: _train_time(v) / 2,
              "Use the bf16 rate, {q1_bf16_flops:.3g} FLOPs/s; int8 is twice as fast."),
         Slip("days", lambda v: _train_time(v) / 86400, "The answer is in seconds, not days."),
-    )),
+    ), unit="s"),
     Part("optimizer_bytes", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes * v["q2_n_params"],
          slips=(
         Slip("2 bytes of state", lambda v: 2 * v["q2_n_params"],
@@ -215,7 +215,7 @@ PARTS = (
              "gradients."),
         Slip("bytes per parameter", lambda v: MIXED_PRECISION_ADAM.optimizer_bytes,
              "That is per parameter; the part asks for the whole model's {q2_n_params:,}."),
-    )),
+    ), unit="bytes"),
     Part("max_params_one_gpu", lambda v: v["q2_hbm_gb"] * 1e9 / MIXED_PRECISION_ADAM.bytes_per_param,
          conventions=(
         Convention("80 GB read as GiB", lambda v: v["q2_hbm_gb"] * 2 ** 30 / 16, PINNED,
@@ -231,7 +231,7 @@ PARTS = (
         Slip("optimizer only", lambda v: v["q2_hbm_gb"] * 1e9 / 12,
              "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
              "the two fp32 Adam moments (8)."),
-    )),
+    ), unit="params"),
     Part("min_gpus", _min_gpus, rel=0.001, slips=(
         Slip("unrounded", lambda v: _q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes,
              "A chip count is a whole number: round up."),
@@ -245,7 +245,7 @@ PARTS = (
         Slip("no master copy", lambda v: fewest_chips(12 * _q2_memory(v).n_params, v["q2_gpu"]),
              "Mixed precision keeps an fp32 master copy of the weights too: 16 bytes per "
              "parameter in all, not 12."),
-    )),
+    ), unit="count"),
     Part("dp_bytes_per_chip", _dp_bytes, conventions=(
         Convention("16 bytes per parameter (master copy)", lambda v: _dp_bytes(v) * 16 / 12, PINNED,
                    phrase="master copy here: 12 bytes", hint=_MASTER_16),
@@ -257,7 +257,7 @@ PARTS = (
              "That is the bf16 weights alone; add gradients and Adam's moments."),
         Slip("2 bytes of state", lambda v: 6 * _stack(v).n_params,
              "Adam's state is not 2 bytes per parameter: two fp32 moments take 8."),
-    )),
+    ), unit="bytes"),
     Part("t_grad_allreduce", _t_grad, conventions=(_exact_ring(_t_grad),), slips=(
         Slip("one AllGather", lambda v: _t_grad(v) / 2,
              "An AllReduce is a ReduceScatter followed by an AllGather: 2·V/W, not V/W."),
@@ -265,7 +265,7 @@ PARTS = (
         Slip("divided by X", lambda v: _t_grad(v) / v["q3_X"],
              "A ring collective's time V/W does not shrink with the number of chips: each chip "
              "still sends and receives almost the whole array."),
-    )),
+    ), unit="s"),
     Part("dp_critical_tokens_per_chip", _dp_critical, conventions=(_exact_ring(_dp_critical),),
          slips=(
         Slip("global batch", lambda v: _dp_critical(v) * v["q3_X"],
@@ -276,14 +276,14 @@ PARTS = (
         Slip("AllReduce factor", lambda v: _dp_critical(v) / 2,
              "The AllReduce's factor 2 is matched by the backward pass's 8·B·D·F FLOPs (twice "
              "the forward's): the threshold is C / W."),
-    )),
+    ), unit="count"),
     Part("dp_min_global_batch", _dp_global, conventions=(_exact_ring(_dp_global),), slips=(
         Slip("per chip", lambda v: _dp_critical(v),
              "That is the batch each chip needs; the global batch feeds all {q3_X} chips."),
         Slip("one way", lambda v: _dp_global(v) * 2,
              "A wrapped ICI axis moves data both ways round the ring: W = {q3_ici:.3g} bytes/s, "
              "not one direction's half."),
-    )),
+    ), unit="count"),
     Part("fsdp_bytes_per_chip", _fsdp_bytes, conventions=(
         Convention("16 bytes per parameter (master copy)", lambda v: _fsdp_bytes(v) * 16 / 12,
                    PINNED, phrase="(12 bytes per parameter", hint=_MASTER_16),
@@ -296,7 +296,7 @@ PARTS = (
              "and gradients."),
         Slip("weights' shard only", lambda v: 2 * _stack(v).n_params / v["q3_X"],
              "That is the weights' shard alone; add the gradients and Adam's moments."),
-    )),
+    ), unit="bytes"),
     Part("t_fsdp_gather_layer", _t_gather, conventions=(_exact_ring(_t_gather),), slips=(
         Slip("divided by X", lambda v: _t_gather(v) / v["q3_X"],
              "A ring AllGather of a V-byte array takes about V/W whatever the number of chips: "
@@ -305,7 +305,7 @@ PARTS = (
              "That is twice the answer: an AllGather costs V/W (2·V/W is an AllReduce), the "
              "weights are bf16, and a wrapped axis moves W = {q3_ici:.3g} bytes/s both ways."),
         Slip("all layers", lambda v: _t_gather(v) * v["q3_L"], "One layer, not all {q3_L}."),
-    )),
+    ), unit="s"),
     Part("t_fsdp_comms_step", _t_fsdp_step, conventions=(_exact_ring(_t_fsdp_step),), slips=(
         Slip("DP's AllReduce", lambda v: _t_fsdp_step(v) * 2 / 3,
              "That is data parallelism's gradient AllReduce (2·V/W per layer). FSDP also gathers "
@@ -314,7 +314,7 @@ PARTS = (
         Slip("forward only", lambda v: _t_fsdp_step(v) / 3,
              "Count the backward pass too: it AllGathers the weights again and ReduceScatters "
              "the gradients."),
-    )),
+    ), unit="s"),
     Part("tp_collectives_per_layer", _tp_count, rel=0.001, slips=(
         Slip("one AllReduce", lambda v: 1,
              "With activations sharded along D, the forward pass's AllReduce is split into an "
@@ -325,7 +325,7 @@ PARTS = (
         Slip("weight gradients too", lambda v: 6,
              "The weight gradients need no collective under TP: each GPU owns its slice of W_in "
              "and W_out and computes that slice's gradient locally."),
-    )),
+    ), unit="count"),
     Part("t_tp_comms_forward", _t_tp, conventions=(_exact_ring(_t_tp, lambda v: 7 / 8),), slips=(
         Slip("one collective", lambda v: _t_tp(v) / 2,
              "The forward pass has two collectives per layer: an AllGather of In and a "
@@ -335,7 +335,7 @@ PARTS = (
              "not divide by 8."),
         Slip("twice", lambda v: _t_tp(v) * 2,
              "An AllGather and a ReduceScatter each take V/W: 2·V/W together, not 2·V/W each."),
-    )),
+    ), unit="s"),
     Part("max_tp_degree", _max_tp, rel=0.001, slips=(
         Slip("d_model", lambda v: math.floor(v["q5_D"] * v["q5_nvlink"] / v["q5_bf16_flops"]),
              "The condition compares F / Y with C / W: use d_ff = {q5_F}, not d_model."),
@@ -344,7 +344,7 @@ PARTS = (
              "'with sparsity' is twice that."),
         Slip("unrounded", lambda v: v["q5_F"] * v["q5_nvlink"] / v["q5_bf16_flops"],
              "A TP degree is a whole number: round down."),
-    )),
+    ), unit="count"),
     Part("min_tokens_per_chip_2d", _min_2d, slips=(
         Slip("two FSDP axes", lambda v: _min_2d(v) / 2,
              "2·(C/W)²/F is the case where FSDP spans two mesh axes (twice the bandwidth); here "
@@ -353,21 +353,21 @@ PARTS = (
              "That is pure FSDP's threshold C/W; adding TP lowers it."),
         Slip("times F", lambda v: _min_2d(v) * v["q6_F"],
              "Divide by F: the bound is 4·(C/W)² / F."),
-    )),
+    ), unit="count"),
     Part("max_chips_2d", _chips_2d, rel=0.001, slips=(
         Slip("FSDP alone", lambda v: math.floor(v["q6_B"] / critical_batch_per_chip_fsdp(v["q6_chip"])),
              "That is how far FSDP alone goes (B / (C/W)); FSDP × TP needs fewer tokens per chip."),
         Slip("two FSDP axes", lambda v: _chips_2d(v) * 2,
              "Each strategy has one mesh axis here: the bound per chip is 4·(C/W)²/F, not "
              "2·(C/W)²/F."),
-    )),
+    ), unit="count"),
     Part("bubble_fraction", lambda v: pipeline_bubble_fraction(v["q7_K"], v["q7_M"]), slips=(
         Slip("M and K swapped", lambda v: (v["q7_M"] - 1) / (v["q7_M"] + v["q7_K"] - 1),
              "M and K are swapped: the idle slots come from the K - 1 stages filling and "
              "draining, (K - 1) / (M + K - 1)."),
         Slip("over M", lambda v: (v["q7_K"] - 1) / v["q7_M"],
              "A pass takes M + K - 1 slots, not M: divide the K - 1 idle slots by M + K - 1."),
-    )),
+    ), unit="fraction"),
     Part("min_microbatches", lambda v: min_microbatches(v["q7_K"], v["q7_bubble"]), rel=0.001,
          slips=(
         Slip("over M", lambda v: (v["q7_K"] - 1) / v["q7_bubble"],
@@ -375,7 +375,7 @@ PARTS = (
              "slots."),
         Slip("K", lambda v: v["q7_K"],
              "M and K are swapped: it is the number of microbatches that must grow."),
-    )),
+    ), unit="count"),
     Part("act_bytes_remat", _remat, slips=(
         Slip("global batch", lambda v: _remat(v) * v["q8_X"],
              "That uses the global batch. Each chip holds the activations of its own B / X "
@@ -383,7 +383,7 @@ PARTS = (
         Slip("one byte", lambda v: _remat(v) / 2, "bf16 activations take 2 bytes per element."),
         Slip("one layer", lambda v: _remat(v) / v["q3_L"],
              "Every one of the {q3_L} layers keeps its input."),
-    )),
+    ), unit="bytes"),
     Part("act_bytes_no_remat", _no_remat, slips=(
         Slip("global batch", lambda v: _no_remat(v) * v["q8_X"],
              "That uses the global batch. Each chip holds the activations of its own B / X "
@@ -393,7 +393,7 @@ PARTS = (
              "[tokens, F] arrays H and phi(H)."),
         Slip("one F array", lambda v: _remat(v) * (v["q3_D"] + v["q3_F"]) / v["q3_D"],
              "Both H and phi(H) are kept: two [tokens, F] arrays."),
-    )),
+    ), unit="bytes"),
     Part("remat_flops_factor", _remat_factor, slips=(
         Slip("whole step again", lambda v: 2.0,
              "Remat repeats the forward pass only (2 of the 6 FLOPs per weight per token), not "
@@ -402,7 +402,7 @@ PARTS = (
              "The forward pass is 2 of the 6 FLOPs per weight per token: recomputing it adds a "
              "third, not a half."),
         Slip("inverted", lambda v: 1 / _remat_factor(v), "Give the factor with remat over without: above 1."),
-    )),
+    ), unit="ratio"),
 )
 
 # --------------------------------------------------------------------------- problem 10: design

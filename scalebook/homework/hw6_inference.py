@@ -219,12 +219,12 @@ PARTS = (
              "Count the keys and the values (x2) and 2 bytes per bf16 number (x2)."),
         Slip("one layer", lambda v: _kv1(v) / v["q1_L"],
              "That is one layer: each of the L layers caches its own keys and values."),
-    )),
+    ), unit="bytes"),
     Part("kv_bytes_per_sequence", _seq1, slips=(
         Slip("H heads", lambda v: _seq1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
         Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS),
         Slip("GB", lambda v: _seq1(v) / 1e9, "The answer is in bytes, not GB."),
-    )),
+    ), unit="bytes"),
     Part("max_batch", _fits1, rel=0.001, slips=(
         Slip("weights left out", lambda v: v["q1_n"] * v["q1_hbm"] // _seq1(v),
              "The weights sit in the same HBM: subtract their 2 bytes per parameter before you "
@@ -233,7 +233,7 @@ PARTS = (
              "Only the key/value heads are cached: count K, not H."),
         Slip("unrounded", distinct_from(_fits1, _raw1, 0.001),
              "Round down: a part of a sequence is no sequence."),
-    )),
+    ), unit="count"),
     Part("prefill_flops", lambda v: _prefill2(v).flops, slips=(
         Slip("no attention", lambda v: v["q2_T"] * 2 * v["q2_P"],
              "Add the attention core: 4·T·H·d_h FLOPs per token per layer, which at long prompts "
@@ -241,14 +241,14 @@ PARTS = (
         Slip("training", lambda v: 3 * _prefill2(v).flops,
              "Serving runs the forward pass only: 2 FLOPs per weight per token, not the 6 of "
              "training."),
-    )),
+    ), unit="FLOPs"),
     Part("prefill_intensity", lambda v: _prefill2(v).intensity, slips=(
         Slip("elements", lambda v: 2 * _prefill2(v).intensity,
              "Each bf16 weight and cache entry is 2 bytes: count bytes, not numbers."),
         Slip("one token", lambda v: _prefill2(v).intensity / v["q2_T"],
              "The weights are read once for all T tokens: divide the whole prefill's FLOPs by "
              "the bytes it moves, not one token's FLOPs."),
-    )),
+    ), unit="FLOPs/byte"),
     Part("prefill_time", lambda v: _prefill2(v).time, slips=(
         Slip("memory time", lambda v: _prefill2(v).t_memory,
              "That is the time to move the bytes; with an intensity far above C / W_hbm the "
@@ -256,7 +256,7 @@ PARTS = (
         Slip("sparse rate", lambda v: _prefill2(v).time / 2,
              "Use the dense bf16 rate; the datasheet's larger figure assumes 2:4 sparsity."),
         Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+    ), unit="s"),
     Part("decode_time", lambda v: _decode3(v).time, slips=(
         Slip("compute time", lambda v: _decode3(v).t_compute,
              "At batch 1 decode is memory-bound: 2 FLOPs per weight against 2 bytes per weight is "
@@ -264,14 +264,14 @@ PARTS = (
         Slip("no cache", lambda v: _decode3(v).weight_bytes / v["q2_hbm_bw"],
              "Each step also reads the sequence's whole cache: S tokens of keys and values."),
         Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+    ), unit="s"),
     Part("decode_tokens_per_s", lambda v: _decode3(v).tokens_per_s, slips=(
         Slip("compute rate", lambda v: 1 / _decode3(v).t_compute,
              "At batch 1 decode is memory-bound: the step takes as long as reading the weights "
              "and the cache, not as long as its FLOPs."),
         Slip("per ms", lambda v: _decode3(v).tokens_per_s / 1e3,
              "Tokens per second, not per millisecond."),
-    )),
+    ), unit="tokens/s"),
     Part("decode_time_int8", lambda v: _decode3_int8(v).time, slips=(
         Slip("cache halved too", lambda v: _decode3(v).time / 2,
              "Only the weights are int8: the cache stays bf16, 2 bytes per number, so its bytes "
@@ -281,7 +281,7 @@ PARTS = (
              "weight instead of 2."),
         Slip("8 bytes", lambda v: (8 * v["q2_P"] + _decode3(v).kv_bytes) / v["q2_hbm_bw"],
              "int8 is 8 bits: 1 byte per weight, not 8."),
-    )),
+    ), unit="s"),
     Part("critical_batch", _crit4, slips=(
         Slip("sparse rate", lambda v: 2 * _crit4(v),
              "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
@@ -289,7 +289,7 @@ PARTS = (
         Slip("half", lambda v: _crit4(v) / 2,
              "Each 2-byte weight takes part in 2·B FLOPs per step: the intensity is B FLOPs per "
              "byte, so the step turns compute-bound at B = C / W_hbm, not half."),
-    )),
+    ), unit="count"),
     Part("critical_batch_int8", lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
          slips=(
         Slip("bf16 bytes", lambda v: 2 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
@@ -298,7 +298,7 @@ PARTS = (
         Slip("int8 rate", lambda v: 4 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
              "The matmuls run at the bf16 rate (the weights are widened to bf16 once loaded): "
              "the int8 rate does not apply."),
-    )),
+    ), unit="count"),
     Part("critical_batch_long", _crit4_long, conventions=(
         Convention("overlapped", _crit4_overlapped, PINNED, phrase=PHASED, hint=(
             "That is where the step's totals balance, all FLOPs / C = all bytes / W_hbm: the "
@@ -310,14 +310,14 @@ PARTS = (
         Slip("sparse rate", lambda v: 2 * _crit4_long(v),
              "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
              "int8."),
-    )),
+    ), unit="count"),
     Part("allreduces_per_step", lambda v: 2 * v["q5_L"], rel=0.001, slips=(
         Slip("one per layer", lambda v: v["q5_L"],
              "Each layer has two blocks that end in a partial sum, attention and the MLP: two "
              "AllReduces per layer."),
         Slip("one layer", lambda v: 2,
              "That is one layer: every one of the L layers does its two AllReduces."),
-    )),
+    ), unit="count"),
     Part("allreduce_time", _ar5, slips=(
         Slip("one half", _ar5_slip(doubled=False),
              "An AllReduce is a ReduceScatter followed by an AllGather: twice the cost of one of "
@@ -327,7 +327,7 @@ PARTS = (
              "is most of the time."),
         Slip("fp32", _ar5_slip(bytes_factor=2), "The activations are bf16: 2 bytes per number."),
         Slip("µs", lambda v: _ar5(v) * 1e6, "The answer is in seconds, not microseconds."),
-    )),
+    ), unit="s"),
     Part("decode_step_time", _time5, conventions=(
         Convention("overlapped", distinct_from(_time5, _time5_overlapped), PINNED, phrase=PHASED,
                    hint=_OVERLAPPED),
@@ -343,7 +343,7 @@ PARTS = (
              "Each GPU reads only its 1/n share of the weights and of the caches: divide the "
              "bytes by n GPUs' bandwidth."),
         Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+    ), unit="s"),
     Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, conventions=(
         Convention("overlapped", distinct_from(_rate6(_time5), _rate6(_time5_overlapped)), PINNED,
                    phrase=PHASED, hint=_OVERLAPPED),
@@ -353,7 +353,7 @@ PARTS = (
              "sizes."),
         Slip("one token per step", lambda v: 1 / _step5(v).time,
              "A step produces one token for each of the B sequences, not one in all."),
-    )),
+    ), unit="tokens/s"),
     Part("cost_per_million_tokens", _cost6, conventions=(
         Convention("overlapped", distinct_from(_cost6, lambda v: _cost6(v) * _time5_overlapped(v)
                                                / _time5(v)), PINNED, phrase=PHASED,
@@ -366,7 +366,7 @@ PARTS = (
              "The price is per hour: divide it by 3,600 to get dollars per second."),
         Slip("one token", lambda v: _cost6(v) / 1e6,
              "That is the cost of one token; the part asks for a million."),
-    )),
+    ), unit="dollars"),
     Part("smallest_slice", _slice7, rel=0.001, slips=(
         Slip("weights only", distinct_from(_slice7, lambda v: smallest_power_of_two(
             weight_bytes(_m7(v), "bf16"), v["q7_hbm"]) or float("nan"), 0.001),
@@ -376,14 +376,14 @@ PARTS = (
              "everything."),
         Slip("unrounded", distinct_from(_slice7, lambda v: _need7(v) / v["q7_hbm"], 0.001),
              "Round up to a whole slice of 1, 2, 4 or 8 GPUs."),
-    )),
+    ), unit="count"),
     Part("best_batch", _best7, conventions=(
         Convention("overlapped", distinct_from(_best7, best_batch_overlapped), PINNED,
                    phrase=PHASED, hint=_OVERLAPPED),
     ), slips=(
         Slip("no AllReduces", best_batch_without_allreduces,
              "Count the AllReduces: 2·L per step, and their bytes grow with B."),
-    )),
+    ), unit="count"),
 )
 
 

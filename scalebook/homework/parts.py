@@ -11,7 +11,12 @@ value``) that calls the solver:
   ``ACCEPTED`` (full marks) or ``PINNED``: the problem text names the convention it wants (its
   ``phrase`` must appear in the problem's markdown, a test checks it) and an answer under the
   other convention scores zero with a hint that names the convention wanted;
-- a :class:`Slip` is a known error with its value and the hint it earns.
+- a :class:`Slip` is a known error with its value and the hint it earns;
+- each convention and slip names the entries of the alternatives catalog
+  (:mod:`.alternatives`: bits for bytes, a multiply-add as one FLOP, per chip or global, ...)
+  whose outcome it stands for (``alternatives``), and the part names those that do not apply to
+  it, with the reason (``not_applicable``); tests/test_homework_alternatives.py asks every part
+  every entry that applies to it.
 
 A hinted value that is NaN does not apply to that draw: two slips that give the same value in
 some draws (Z = 2 mesh copies and 2 bytes per element) are declared as the two single slips,
@@ -36,10 +41,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Su
 
 from ..units import format_percent
 from ..variants import Variant
+from .alternatives import UNITS, alternative, catalog_hint
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value"]
+           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
+           "sources"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -68,6 +75,7 @@ class Convention:
     verdict: str = ACCEPTED
     phrase: str = ""
     hint: str = ""
+    alternatives: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in (ACCEPTED, PINNED):
@@ -79,11 +87,27 @@ class Convention:
 
 @dataclass(frozen=True)
 class Slip:
-    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says."""
+    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says;
+    ``alternatives``: the catalog entries (:mod:`.alternatives`) whose cause the hint names."""
 
     name: str
     value: Value
     hint: str
+    alternatives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A catalog entry (:mod:`.alternatives`) that does not apply to a part, and why ("an
+    inference step has no backward pass"). ``--list`` shows it."""
+
+    alternative: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        alternative(self.alternative)  # KeyError for a name not in the catalog
+        if not self.reason.strip():
+            raise ValueError(f"not applicable {self.alternative!r}: say why")
 
 
 @dataclass(frozen=True)
@@ -96,6 +120,9 @@ class Part:
     ``shape``: None for a number; for an array answer (a roofline curve at 14 batch sizes) its
     shape, ``(14,)``. An array part's values are sequences of that length, judged element by
     element: a value matches a target when every element lies within ``rel`` of the target's.
+    ``unit``: the answer's dimension, one of :data:`~.alternatives.UNITS` ("s" for a time asked
+    in ms); the catalog entries of that unit apply to it, and "" (undeclared) makes every entry
+    apply. ``not_applicable``: the catalog entries that do not, each with its reason.
     """
 
     answer: str
@@ -105,6 +132,8 @@ class Part:
     slips: tuple[Slip, ...] = ()
     positive: bool = True
     shape: tuple[int, ...] | None = None
+    unit: str = ""
+    not_applicable: tuple[NotApplicable, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.rel < 1:
@@ -112,6 +141,11 @@ class Part:
         names = [c.name for c in self.conventions] + [s.name for s in self.slips]
         if len(set(names)) != len(names):
             raise ValueError(f"part {self.answer!r} names a convention or slip twice: {names}")
+        if self.unit and self.unit not in UNITS:
+            raise ValueError(f"part {self.answer!r}: unit {self.unit!r} is not one of {sorted(UNITS)}")
+        for x in (*self.conventions, *self.slips):
+            for name in x.alternatives:
+                alternative(name)  # KeyError for a name not in the catalog
 
     @property
     def accepted(self) -> tuple[Convention, ...]:
@@ -125,6 +159,10 @@ class Part:
         """(name, value, hint) of every pinned convention and slip: what earns a hint."""
         return (tuple((c.name, c.value, c.hint) for c in self.pinned)
                 + tuple((s.name, s.value, s.hint) for s in self.slips))
+
+    def not_applicable_reason(self, name: str) -> str | None:
+        """Why the catalog entry ``name`` does not apply to this part, or None."""
+        return next((n.reason for n in self.not_applicable if n.alternative == name), None)
 
 
 @dataclass(frozen=True)
@@ -198,18 +236,32 @@ def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
     return hint.format(**dict(v), answer=answer)
 
 
-def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
-    """Whether ``value`` is right for the student with numbers ``v``, under the reference or
-    an accepted convention; if not, the hints of the pinned conventions and slips it matches."""
+def sources(part: Part, v: Mapping[str, Any], value: Any) -> tuple[bool, tuple[tuple[str, tuple[str, ...], str], ...]]:
+    """How ``value`` is judged, with where each hint comes from: (passed, ((name, catalog
+    entries it names, hint text), ...)). The declared pinned conventions and slips it matches;
+    when none does, the self-resolving catalog entry of the part's unit it matches (a value in
+    bits, GiB or ms), if any."""
     targets = [part.expected(v)] + [c.value(v) for c in part.accepted]
     if any(_matches(value, t, part.rel) for t in targets):
-        return Verdict(True)
-    hints: list[str] = []
-    for _name, wrong, hint in part.hinted():
-        text = _fill(hint, v, value)
-        if _matches(value, wrong(v), part.rel) and text not in hints:  # NaN never near
-            hints.append(text)
-    return Verdict(False, tuple(hints))
+        return True, ()
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for x in (*part.pinned, *part.slips):
+        text = _fill(x.hint, v, value)
+        if _matches(value, x.value(v), part.rel) and text not in [h for *_n, h in out]:  # NaN never near
+            out.append((x.name, x.alternatives, text))
+    if not out and part.unit:
+        found = catalog_hint(part.unit, _floats(targets[0]), _floats(value),
+                             lambda a, b: _matches(a, b, part.rel))
+        if found is not None:
+            out.append((found[0], (found[0],), found[1]))
+    return False, tuple(out)
+
+
+def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
+    """Whether ``value`` is right for the student with numbers ``v``, under the reference or
+    an accepted convention; if not, the hints it earns (:func:`sources`)."""
+    passed, found = sources(part, v, value)
+    return Verdict(passed, tuple(hint for *_n, hint in found))
 
 
 def check_answer(v: Variant, answer: str, value: Any) -> None:
@@ -343,10 +395,11 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
     def close(v) -> bool:
         return _overlap(as_float(a.value(v)), as_float(b.value(v)), rel)
 
-    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint),
-            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
-            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint),
-            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
+    both = a.alternatives + tuple(x for x in b.alternatives if x not in a.alternatives)
+    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint, a.alternatives),
+            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint, b.alternatives),
+            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint, both),
+            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint, both))
 
 
 def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
@@ -379,7 +432,9 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
             chosen = [slips[i] for i in subset]
             hint = chosen[0].hint if size == 1 else (
                 f"{len(chosen)} slips give about this value: " + " Or: ".join(x.hint for x in chosen))
-            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint))
+            names = tuple(dict.fromkeys(n for x in chosen for n in x.alternatives))
+            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint,
+                            names))
     return tuple(out)
 
 
@@ -444,13 +499,18 @@ def describe(part: Part | Design) -> list[str]:
     if isinstance(part, Design):
         return [f"{part.answer}: design, {part.form}; judged by the solver"]
     shape = f", array {part.shape}" if part.shape is not None else ""
-    lines = [f"{part.answer} (within {format_percent(part.rel)}{shape})"]
+    unit = f", {part.unit}" if part.unit else ", unit not declared"
+    lines = [f"{part.answer} (within {format_percent(part.rel)}{unit}{shape})"]
     for c in part.conventions:
         phrase = " ".join(c.phrase.split())
         pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
-        lines.append(f"    convention {c.name}: {c.verdict}{pinned}")
-    names = [s.name for s in part.slips]
+        names = f" [{', '.join(c.alternatives)}]" if c.alternatives else ""
+        lines.append(f"    convention {c.name}{names}: {c.verdict}{pinned}")
+    names = [s.name + (f" [{', '.join(s.alternatives)}]" if s.alternatives else "")
+             for s in part.slips]
     if names:
         lines.append(f"    slips: {'; '.join(names)}")
+    for n in part.not_applicable:
+        lines.append(f"    not applicable {n.alternative}: {n.reason}")
     return lines
 
