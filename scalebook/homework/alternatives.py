@@ -153,8 +153,10 @@ CATALOG: tuple[Alternative, ...] = (
                 auto=False),
     Alternative("floor or ceil", "limits", "rounded a whole count down where it must be "
                 "rounded up, or back", None, frozenset({"count"}), auto=False),
+    # asked where a part names it: most counts here are exact (a pod's chips, a critical batch
+    # the text asks unrounded), so the power of two is not a reading of every count
     Alternative("power of two", "limits", "rounded to a power of two, or did not", _pow2,
-                frozenset({"count"})),
+                frozenset({"count"}), auto=False),
     # precision
     Alternative("bf16 or fp32", "precision", "used 4 bytes (fp32) where 2 (bf16) are meant, "
                 "or back, for weights, moments, gradients or a communicated tensor", 2.0,

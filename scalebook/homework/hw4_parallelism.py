@@ -47,7 +47,8 @@ from ..training import (MIXED_PRECISION_ADAM, TrainingLayout, best_training_layo
                         llama3_405b, plan_training, run_time, training_memory)
 from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
 from ..variants import Choice, VariantSpec
-from .parts import ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict
+from .parts import (ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
@@ -431,8 +432,14 @@ def judge_layout10(v: Mapping[str, Any], value: Any) -> Verdict:
     at most 10% of the step, and steps within 10% of the solver's best; otherwise why not."""
     if not isinstance(value, list) or len(value) != len(LAYOUT_FIELDS):
         return Verdict(False, (f"Give a list of {len(LAYOUT_FIELDS)}: [{', '.join(LAYOUT_FIELDS)}].",))
+    fields = dict(zip(LAYOUT_FIELDS, value))
+    for name in LAYOUT_FIELDS[:-1]:
+        count = whole_number(fields[name], name)
+        if isinstance(count, str):
+            return Verdict(False, (count,))
+        fields[name] = count
     try:
-        layout = TrainingLayout(**dict(zip(LAYOUT_FIELDS, value)))
+        layout = TrainingLayout(**fields)
     except (TypeError, ValueError) as exc:
         return Verdict(False, (f"That is not a layout: {exc}.",))
     n = v["q10_n"]

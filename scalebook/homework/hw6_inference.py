@@ -37,7 +37,8 @@ from ..inference import (best_batch, cost_per_million_tokens, decode_critical_ba
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
-from .parts import PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from
+from .parts import (PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 #: The catalog's configs, by the name the problem text prints.
@@ -419,26 +420,40 @@ def best_serving8(v: Mapping[str, Any]) -> list:
     return list(_cheapest8(v["q8_model"], v["q8_gpu"], v["q8_S"], v["q8_target"], v["q6_price"])[1])
 
 
+def _does_not_fit8(cfg, gpu: str, s: int, n: int, b: int, dtype: str, fits: int) -> str:
+    """Why ``b`` caches do not fit: what they and the weights need, what the slice holds, and the
+    shortfall (so rounded figures never read as equal), in singular or plural as the counts are."""
+    need = weight_bytes(cfg, dtype) + b * s * kv_bytes_per_token(cfg, "bf16")
+    hold = n * get_chip(gpu).hbm_bytes
+    caches = "cache" if b == 1 else "caches"
+    gpus = f"{n} {gpu}" + ("" if n == 1 else "s")
+    holds = "holds" if n == 1 else "hold"
+    room = ("not even the weights fit" if fits < 1 else
+            f"at most {fits} sequence{'' if fits == 1 else 's'} fit")
+    return (f"It does not fit: {dtype} weights and {b} {caches} of {s:,} tokens need "
+            f"{need / 1e9:.1f} GB; {gpus} {holds} {hold / 1e9:.1f} GB, {(need - hold) / 1e9:.1f} GB "
+            f"short ({room}).")
+
+
 def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
     """Full points for any [GPUs, batch, weight dtype] that fits, meets the latency target and
     costs at most 10% more per million tokens than the solver's cheapest; otherwise why not."""
     if not isinstance(value, list) or len(value) != 3:
         return Verdict(False, ("Give a list of 3: [GPUs, batch, weight dtype].",))
     n, b, dtype = value
-    if n not in SLICES:
-        return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {n!r}.",))
+    n = whole_number(n, "The number of GPUs")
+    if isinstance(n, str) or n not in SLICES:
+        return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {value[0]!r}.",))
     if dtype not in DTYPES8:
         return Verdict(False, (f"The weights are \"bf16\" or \"int8\", not {dtype!r}.",))
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-        return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not {b!r}.",))
+    b = whole_number(b, "The batch")
+    if isinstance(b, str) or b < 1:
+        return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not "
+                               f"{value[1]!r}.",))
     cfg, gpu, s = model(v["q8_model"]), v["q8_gpu"], v["q8_S"]
     fits = max_batch(cfg, gpu, context_len=s, n_chips=n, weight_dtype=dtype)
     if b > fits:
-        need = weight_bytes(cfg, dtype) + b * s * kv_bytes_per_token(cfg, "bf16")
-        return Verdict(False, (f"It does not fit: {dtype} weights and {b} caches of {s:,} tokens "
-                               f"need {need / 1e9:.0f} GB; {n} {gpu}s hold "
-                               f"{n * get_chip(gpu).hbm_bytes / 1e9:.0f} GB (at most {fits} "
-                               "sequences).",))
+        return Verdict(False, (_does_not_fit8(cfg, gpu, s, n, b, dtype, fits),))
     step = decode_step(cfg, gpu, batch=b, context_len=s, n_chips=n, weight_dtype=dtype)
     if step.time > v["q8_target"]:
         return Verdict(False, (f"A step takes {step.time * 1e3:.1f} ms, over the "

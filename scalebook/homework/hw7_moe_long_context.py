@@ -34,7 +34,8 @@ from ..moe import (MoEConfig, dense_critical_batch, dropped_fraction, ep_fsdp_cr
 from ..training import llama3_405b, training_flops_from_params
 from ..transformer import llama3_8b, llama3_70b, kv_cache_bytes
 from ..variants import Choice, VariantSpec
-from .parts import Convention, Design, Example, Part, Slip, Verdict, distinct_from, merged
+from .parts import (Convention, Design, Example, Part, Slip, Verdict, distinct_from, merged,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 LLAMAS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
@@ -287,13 +288,15 @@ def judge_ep6(v: Mapping[str, Any], ep: Any) -> Verdict:
     parameter) fit the memory limit; otherwise the verdict says which condition fails, with
     the numbers."""
     cfg = cfg6(v)
-    try:
-        ep = int(ep)
-    except (TypeError, ValueError):
-        return Verdict(False, ("design_ep must be a whole number.",))
-    if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep or ep > DESIGN_CHIPS:
+    ep = whole_number(ep, "design_ep")
+    if isinstance(ep, str):
+        return Verdict(False, (ep,))
+    if ep > DESIGN_CHIPS:
+        return Verdict(False, (f"design_ep = {ep} is more than the {DESIGN_CHIPS} chips there "
+                               "are: each EP rank is a chip.",))
+    if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep:
         return Verdict(False, (f"design_ep = {ep} is not a power of two that divides "
-                               f"E = {cfg.n_experts} and fits on {DESIGN_CHIPS} chips.",))
+                               f"E = {cfg.n_experts}.",))
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
         return Verdict(False, (f"With EP = {ep} each chip holds {mem:.3g} bytes of expert "
@@ -348,7 +351,9 @@ DESIGNS = (
                 "memory per chip falls as 1/EP"),
         Example("not a power of two", lambda v: 3 * smallest_design_ep(v) // 2,
                 "not a power of two"),
-        Example("more chips than there are", lambda v: 2 * DESIGN_CHIPS, f"fits on {DESIGN_CHIPS} chips"),
+        Example("more chips than there are", lambda v: 2 * DESIGN_CHIPS,
+                f"more than the {DESIGN_CHIPS} chips"),
+        Example("not a whole number", lambda v: smallest_design_ep(v) + 0.9, "a whole number"),
     )),
     Design("design_capacity_factor", smallest_capacity6, judge_capacity6, form="a ratio",
            examples=(

@@ -46,7 +46,7 @@ from .alternatives import UNITS, alternative, catalog_hint
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources"]
+           "sources", "whole_number", "judge_design"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -205,6 +205,34 @@ class Design:
     examples: tuple[Example, ...] = ()
 
 
+def whole_number(value: Any, what: str) -> int | str:
+    """The one rule of every design part for an answer that counts something: an int, or a
+    float with a whole value (``103.0``, what arithmetic gives), as an int; anything else (a
+    bool, ``32.9``, a string) is not truncated but refused: the message says it has to be a
+    whole number."""
+    if isinstance(value, bool):
+        return f"{what} has to be a whole number, not {value!r}."
+    if isinstance(value, int):
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return f"{what} has to be a whole number, not {value!r}."
+    if not math.isfinite(x) or x != int(x):
+        return f"{what} has to be a whole number, not {value!r}."
+    return int(x)
+
+
+def judge_design(part: Design, v: Mapping[str, Any], value: Any) -> Verdict:
+    """A design part's verdict on ``value``: its judge's, and a design the solver refuses (a
+    ``ValueError``: more pipeline stages than layers) judged like any infeasible one, failed
+    with the solver's reason, never as an error of the grader."""
+    try:
+        return part.judge(v, list(value) if isinstance(value, tuple) else value)
+    except ValueError as exc:
+        return Verdict(False, (f"The course's solver cannot build this design: {exc}",))
+
+
 def as_float(x: Number) -> float:
     """A scalar value as a float; ``TypeError`` for a sequence (an array part's value where a
     number belongs: a definition error)."""
@@ -273,7 +301,7 @@ def check_answer(v: Variant, answer: str, value: Any) -> None:
 
     part = parts_of(v.assignment)[answer]
     if isinstance(part, Design):
-        verdict = part.judge(v, list(value) if isinstance(value, tuple) else value)
+        verdict = judge_design(part, v, value)
         if not verdict.passed:
             # the judge's reasons are the hints: the feedback's hint column and the report's
             # grouping of wrong answers read what follows "Hint:", so a rejected design is
