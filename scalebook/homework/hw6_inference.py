@@ -442,12 +442,16 @@ def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
         return Verdict(False, ("Give a list of 3: [GPUs, batch, weight dtype].",))
     n, b, dtype = value
     n = whole_number(n, "The number of GPUs")
-    if isinstance(n, str) or n not in SLICES:
+    if isinstance(n, str):
+        return Verdict(False, (n,))
+    if n not in SLICES:
         return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {value[0]!r}.",))
     if dtype not in DTYPES8:
         return Verdict(False, (f"The weights are \"bf16\" or \"int8\", not {dtype!r}.",))
     b = whole_number(b, "The batch")
-    if isinstance(b, str) or b < 1:
+    if isinstance(b, str):
+        return Verdict(False, (b,))
+    if b < 1:
         return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not "
                                f"{value[1]!r}.",))
     cfg, gpu, s = model(v["q8_model"]), v["q8_gpu"], v["q8_S"]

@@ -210,7 +210,7 @@ def whole_number(value: Any, what: str) -> int | str:
     float with a whole value (``103.0``, what arithmetic gives), as an int; anything else (a
     bool, ``32.9``, a string) is not truncated but refused: the message says it has to be a
     whole number."""
-    if isinstance(value, bool):
+    if isinstance(value, (bool, str, bytes)):
         return f"{what} has to be a whole number, not {value!r}."
     if isinstance(value, int):
         return value
