@@ -89,7 +89,7 @@ def _fma_as_one(value, factor: float = 0.5, hint: str = _FMA_HINT) -> Convention
     """A multiply-add counted as one operation: ``factor`` × the answer (½ for a count or a
     time, 2 for a batch size that balances it), pinned out by the title."""
     return Convention("multiply-add as 1 operation", lambda v: factor * value(v), PINNED,
-                      phrase=FMA_PHRASE, hint=hint)
+                      phrase=FMA_PHRASE, hint=hint, alternatives=('multiply-add as 1 FLOP',))
 
 
 def _chip1(v):
@@ -145,14 +145,14 @@ _SHARED_4 = ("Every example has its own D x F matrix, so the weight bytes grow w
 PARTS = (
     # P1 (a): one cell grades bytes_read and bytes_written, one point.
     Part("bytes_read", lambda v: _cost1(v).bytes_read, slips=(
-        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_read, _INT8_BYTES),
+        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_read, _INT8_BYTES, alternatives=('bf16 or fp32',)),
         Slip("Out counted as read", lambda v: _cost1(v).total_bytes,
              "bytes_read counts the inputs X and W; Out belongs in bytes_written."),
         Slip("weights only", lambda v: v["q1_D"] * v["q1_F"],
              "X has to be read from HBM too, not only the weights."),
     ), unit="bytes"),
     Part("bytes_written", lambda v: _cost1(v).bytes_written, slips=(
-        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES),
+        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES, alternatives=('bf16 or fp32',)),
     ), unit="bytes"),
     # P1 (b)
     Part("ops", lambda v: _cost1(v).flops, conventions=(
@@ -178,7 +178,7 @@ PARTS = (
     Part("t_comms", lambda v: _time1(v).t_comms, slips=(
         Slip("divided by OPs/s", lambda v: _cost1(v).total_bytes / v["q1_int8_ops"],
              "T_comms divides bytes by the HBM bandwidth in bytes/s, not by the OPs/s."),
-        Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES),
+        Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES, alternatives=('bf16 or fp32',)),
         Slip("reads only", lambda v: _cost1(v).bytes_read / v["q1_hbm"],
              "Writing Out back to HBM takes bandwidth too."),
     ), unit="s"),
@@ -257,7 +257,7 @@ PARTS = (
         Slip("bf16 peak", lambda v: _intensity4(v) * _v5e().hbm_bandwidth / _v5e().flops("bf16"),
              "Compare with the int8 peak, 3.94e14 OPs/s, not the bf16 one."),
         Slip("percentage", lambda v: 100 * _fraction4(v),
-             "Give a fraction between 0 and 1, not a percentage."),
+             "Give a fraction between 0 and 1, not a percentage.", alternatives=('percent for fraction',)),
         Slip("shared weights", lambda v: attainable_flops(_shared4(v), _v5e(), "int8")
              / _v5e().flops("int8"),
              "Every example has its own D x F matrix, so the weight bytes grow with B."),

@@ -168,7 +168,7 @@ PARTS = (
         Slip("1 byte per parameter", lambda v: _token1(v) / 2, "bf16 stores each parameter in 2 bytes."),
         Slip("one chip's bandwidth", lambda v: _token1(v) * v["q1_chips"],
              "The {q1_chips} chips read their shards at the same time: divide by the total "
-             "bandwidth of all {q1_chips}."),
+             "bandwidth of all {q1_chips}.", alternatives=('per chip or global',)),
         Slip("fp32", lambda v: 2 * _token1(v), "bf16 is 2 bytes per parameter, not 4 (fp32)."),
     ), unit="s"),
     # rounding down, one byte per parameter and GB read as GiB often give one count: each
@@ -199,7 +199,7 @@ PARTS = (
     ), unit="FLOPs/s"),
     Part("pod_hbm_bytes", lambda v: _pod2(v).hbm_bytes, conventions=(
         Convention("GiB", lambda v: _pod2(v).chips * 96 * 2**30, PINNED, phrase=GB_PHRASE,
-                   hint="1 GB is 1e9 bytes here (the title says so), not 2**30."),), slips=(
+                   hint="1 GB is 1e9 bytes here (the title says so), not 2**30.", alternatives=('GB read as GiB',)),), slips=(
         Slip("per TensorCore", lambda v: _pod2(v).tensorcores * get_chip("TPU v5p").hbm_bytes,
              "96 GB is per chip, not per TensorCore."),
     ), unit="bytes"),

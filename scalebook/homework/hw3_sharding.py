@@ -330,7 +330,7 @@ PARTS = (
     Part("v_star", _v_star, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _v_star(v) * (v["q3_N"] - 1) / v["q3_N"],
                    PINNED, phrase="keep\nthe exact (N − 1)/N",
-                   hint="Keep the (N − 1)/N factor: V* = N²αW/(N − 1), not NαW."),
+                   hint="Keep the (N − 1)/N factor: V* = N²αW/(N − 1), not NαW.", alternatives=('(N-1)/N',)),
     ), slips=(
         Slip("4W", lambda v: _v_star(v) * 2,
              "The ring's bandwidth is 2W with W = {q3_W:.3g} bytes/s one way; {q3_W2:.3g} "
@@ -387,7 +387,7 @@ PARTS = (
     Part("d_star_allreduce", _dstar7, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _dstar7(v) * v["q7_Nb"] / (v["q7_Nb"] - 1),
                    PINNED, phrase="In (b) and (c) keep (N − 1)/N",
-                   hint="Keep the (N − 1)/N factor, as the prompt asks."),
+                   hint="Keep the (N − 1)/N factor, as the prompt asks.", alternatives=('(N-1)/N',)),
     ), slips=(
         Slip("ReduceScatter", lambda v: _dstar7(v) / 2,
              "C[B, F] is needed whole: that is an AllReduce, twice a ReduceScatter."),

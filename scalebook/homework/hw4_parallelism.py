@@ -186,7 +186,7 @@ PARTS = (
     Part("train_flops", _train_flops, slips=(
         Slip("forward only", lambda v: _train_flops(v) / 3,
              "That counts the forward pass only (2 FLOPs per weight per token); the backward pass "
-             "costs twice as much again: 6 per weight per token in all."),
+             "costs twice as much again: 6 per weight per token in all.", alternatives=('forward only',)),
         Slip("backward only", lambda v: _train_flops(v) * 2 / 3,
              "That is the backward pass alone (4 FLOPs per weight per token); add the forward "
              "pass's 2."),
@@ -221,7 +221,7 @@ PARTS = (
          conventions=(
         Convention("80 GB read as GiB", lambda v: v["q2_hbm_gb"] * 2 ** 30 / 16, PINNED,
                    phrase="1 GB = 1e9 bytes",
-                   hint="This course counts 1 GB = 1e9 bytes (the datasheets' GB), not 2^30."),
+                   hint="This course counts 1 GB = 1e9 bytes (the datasheets' GB), not 2^30.", alternatives=('GB read as GiB',)),
     ), slips=(
         Slip("weights only", lambda v: v["q2_hbm_gb"] * 1e9 / 2,
              "That fits the bf16 weights alone; training also keeps gradients and the optimizer "
@@ -280,7 +280,7 @@ PARTS = (
     ), unit="count"),
     Part("dp_min_global_batch", _dp_global, conventions=(_exact_ring(_dp_global),), slips=(
         Slip("per chip", lambda v: _dp_critical(v),
-             "That is the batch each chip needs; the global batch feeds all {q3_X} chips."),
+             "That is the batch each chip needs; the global batch feeds all {q3_X} chips.", alternatives=('per chip or global',)),
         Slip("one way", lambda v: _dp_global(v) * 2,
              "A wrapped ICI axis moves data both ways round the ring: W = {q3_ici:.3g} bytes/s, "
              "not one direction's half."),
@@ -305,7 +305,7 @@ PARTS = (
         Slip("twice", lambda v: _t_gather(v) * 2,
              "That is twice the answer: an AllGather costs V/W (2·V/W is an AllReduce), the "
              "weights are bf16, and a wrapped axis moves W = {q3_ici:.3g} bytes/s both ways."),
-        Slip("all layers", lambda v: _t_gather(v) * v["q3_L"], "One layer, not all {q3_L}."),
+        Slip("all layers", lambda v: _t_gather(v) * v["q3_L"], "One layer, not all {q3_L}.", alternatives=('one layer or all layers',)),
     ), unit="s"),
     Part("t_fsdp_comms_step", _t_fsdp_step, conventions=(_exact_ring(_t_fsdp_step),), slips=(
         Slip("DP's AllReduce", lambda v: _t_fsdp_step(v) * 2 / 3,
@@ -380,15 +380,15 @@ PARTS = (
     Part("act_bytes_remat", _remat, slips=(
         Slip("global batch", lambda v: _remat(v) * v["q8_X"],
              "That uses the global batch. Each chip holds the activations of its own B / X "
-             "tokens only."),
+             "tokens only.", alternatives=('per chip or global',)),
         Slip("one byte", lambda v: _remat(v) / 2, "bf16 activations take 2 bytes per element."),
         Slip("one layer", lambda v: _remat(v) / v["q3_L"],
-             "Every one of the {q3_L} layers keeps its input."),
+             "Every one of the {q3_L} layers keeps its input.", alternatives=('one layer or all layers',)),
     ), unit="bytes"),
     Part("act_bytes_no_remat", _no_remat, slips=(
         Slip("global batch", lambda v: _no_remat(v) * v["q8_X"],
              "That uses the global batch. Each chip holds the activations of its own B / X "
-             "tokens only."),
+             "tokens only.", alternatives=('per chip or global',)),
         Slip("remat figure", _remat,
              "That is the rematerialised figure: without remat each layer also keeps the two "
              "[tokens, F] arrays H and phi(H)."),

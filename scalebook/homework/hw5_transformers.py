@@ -151,7 +151,7 @@ PARTS = (
         Slip("FMA as 1", lambda v: v["q2_P"],
              "A multiply-add is 2 FLOPs: each weight costs 2 FLOPs per token in the forward pass."),
         Slip("training", lambda v: 6 * v["q2_P"],
-             "That is forward and backward together; the part asks for the forward pass."),
+             "That is forward and backward together; the part asks for the forward pass.", alternatives=('forward only',)),
     ), unit="FLOPs"),
     Part("fwd_attn_flops_per_token", _core2, conventions=(
         Convention("causal discount", lambda v: _core2(v) / 2, PINNED, phrase=NO_CAUSAL,
@@ -164,7 +164,7 @@ PARTS = (
     Part("train_flops_per_token", _train2, slips=(
         Slip("forward only", _fwd2,
              "That is the forward pass only: the backward pass costs twice as much again, 3 × "
-             "forward in all."),
+             "forward in all.", alternatives=('forward only',)),
         Slip("backward only", lambda v: 2 * _fwd2(v),
              "The backward pass is 2 × the forward pass; add the forward pass itself: 3 ×."),
     ) + merged(
@@ -235,7 +235,7 @@ PARTS = (
     Part("step_flops", _flops5, slips=(
         Slip("forward only", lambda v: _flops5(v) / 3,
              "That is the forward pass only; the backward pass costs twice as much again: 6 "
-             "FLOPs per weight per token."),
+             "FLOPs per weight per token.", alternatives=('forward only',)),
         Slip("problem 2's model", _problem2_model(_flops5), _MODEL5),
     ), unit="FLOPs"),
     Part("step_time_ideal", _ideal5, slips=(
@@ -243,7 +243,7 @@ PARTS = (
              "Use the dense bf16 peak, {h100_bf16_flops:.3g} FLOPs/s; the datasheet's larger "
              "figure assumes 2:4 sparsity."),
         Slip("one GPU", lambda v: _ideal5(v) * v["q5_gpus"],
-             "Divide by all {q5_gpus} GPUs: each does 1/{q5_gpus} of the step."),
+             "Divide by all {q5_gpus} GPUs: each does 1/{q5_gpus} of the step.", alternatives=('per chip or global',)),
         Slip("problem 2's model", _problem2_model(_ideal5), _MODEL5),
     ), unit="s"),
     Part("mfu", _mfu5, slips=(
@@ -251,8 +251,8 @@ PARTS = (
              "Use the dense bf16 peak ({h100_bf16_flops:.3g} FLOPs/s), not the 'with sparsity' "
              "figure."),
         Slip("forward only", lambda v: _mfu5(v) / 3,
-             "Count the backward pass: 6 FLOPs per weight per token, not 2."),
-        Slip("percentage", lambda v: 100 * _mfu5(v), "MFU is a fraction between 0 and 1, not a percentage."),
+             "Count the backward pass: 6 FLOPs per weight per token, not 2.", alternatives=('forward only',)),
+        Slip("percentage", lambda v: 100 * _mfu5(v), "MFU is a fraction between 0 and 1, not a percentage.", alternatives=('percent for fraction',)),
         Slip("problem 2's model", _problem2_model(_mfu5), _MODEL5),
     ), unit="fraction"),
     Part("hfu", lambda v: _mfu5(v) * 8 / 6, slips=(
@@ -263,7 +263,7 @@ PARTS = (
              "The recomputed forward pass costs 2 FLOPs per weight per token, not 3."),
     ), unit="fraction"),
     Part("run_flops", _flops6, slips=(
-        Slip("forward only", lambda v: _flops6(v) / 3, "Count the backward pass: 6·N·D, not 2·N·D."),
+        Slip("forward only", lambda v: _flops6(v) / 3, "Count the backward pass: 6·N·D, not 2·N·D.", alternatives=('forward only',)),
     ), unit="FLOPs"),
     Part("run_seconds", _time6, slips=(
         Slip("at peak", lambda v: _time6(v) * v["q6_mfu"],

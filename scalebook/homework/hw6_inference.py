@@ -241,7 +241,7 @@ PARTS = (
              "rivals the weights' 2·P."),
         Slip("training", lambda v: 3 * _prefill2(v).flops,
              "Serving runs the forward pass only: 2 FLOPs per weight per token, not the 6 of "
-             "training."),
+             "training.", alternatives=('forward only',)),
     ), unit="FLOPs"),
     Part("prefill_intensity", lambda v: _prefill2(v).intensity, slips=(
         Slip("elements", lambda v: 2 * _prefill2(v).intensity,
@@ -256,7 +256,7 @@ PARTS = (
              "prefill is compute-bound: FLOPs / C."),
         Slip("sparse rate", lambda v: _prefill2(v).time / 2,
              "Use the dense bf16 rate; the datasheet's larger figure assumes 2:4 sparsity."),
-        Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+        Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
     ), unit="s"),
     Part("decode_time", lambda v: _decode3(v).time, slips=(
         Slip("compute time", lambda v: _decode3(v).t_compute,
@@ -264,7 +264,7 @@ PARTS = (
              "an intensity of 1, far below C / W_hbm. Time the bytes."),
         Slip("no cache", lambda v: _decode3(v).weight_bytes / v["q2_hbm_bw"],
              "Each step also reads the sequence's whole cache: S tokens of keys and values."),
-        Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+        Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
     ), unit="s"),
     Part("decode_tokens_per_s", lambda v: _decode3(v).tokens_per_s, slips=(
         Slip("compute rate", lambda v: 1 / _decode3(v).t_compute,
@@ -343,7 +343,7 @@ PARTS = (
         Slip("every GPU reads all", lambda v: _step5(v).t_memory * v["q5_n"] + _step5(v).t_comm,
              "Each GPU reads only its 1/n share of the weights and of the caches: divide the "
              "bytes by n GPUs' bandwidth."),
-        Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds."),
+        Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
     ), unit="s"),
     Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, conventions=(
         Convention("overlapped", distinct_from(_rate6(_time5), _rate6(_time5_overlapped)), PINNED,
@@ -351,7 +351,7 @@ PARTS = (
     ), slips=(
         Slip("whole slice", lambda v: _step5(v).tokens_per_s,
              "That is the whole slice's rate: divide by its n GPUs to compare with other slice "
-             "sizes."),
+             "sizes.", alternatives=('per chip or global',)),
         Slip("one token per step", lambda v: 1 / _step5(v).time,
              "A step produces one token for each of the B sequences, not one in all."),
     ), unit="tokens/s"),

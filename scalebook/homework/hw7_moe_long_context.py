@@ -167,7 +167,7 @@ PARTS = (
     Part("moe_training_flops", _flops1, slips=(
         Slip("total", lambda v: 6 * v["q1_P_total"] * v["q1_tokens"], _TOTAL),
         Slip("forward only", lambda v: _flops1(v) / 3,
-             "Training is forward and backward: 6 FLOPs per active parameter per token, not 2."),
+             "Training is forward and backward: 6 FLOPs per active parameter per token, not 2.", alternatives=('forward only',)),
     ), unit="FLOPs"),
     Part("tokens_per_expert", _tpe2, slips=(
         Slip("no k", lambda v: v["q2_B"] / v["q2_E"],
@@ -210,7 +210,7 @@ PARTS = (
              "Each token is sent to k experts: k copies per token."),
         Slip("whole V", lambda v: _V4(v),
              "That is the whole AllToAll's array, all GPUs' tokens; one GPU sends its own t "
-             "tokens' copies."),
+             "tokens' copies.", alternatives=('per chip or global',)),
     ), unit="bytes"),
     Part("dispatch_time", lambda v: _a2a4(v).dispatch.time, slips=(
         Slip("AllGather", lambda v: gpu_all_gather(_V4(v), v["q4_N"], v["q4_gpu"]).time,
