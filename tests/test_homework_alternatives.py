@@ -126,10 +126,28 @@ def test_declared_resolutions():
     f = lambda v: 1e-3 * v["b"] * v["n"]
     part = Part("t", f, unit="s", slips=(
         Slip("per chip", lambda v: f(v) / v["n"], "That is per chip.", ("per chip or global",)),
-        Slip("bad", lambda v: f(v) * v["n"], "Some other cause."),
     ), not_applicable=(NotApplicable("(N-1)/N", "no collective here"),))
-    by = {(o.alternative, o.reading.split()[0]): o.resolution for o in audit(part, SPEC, v)}
-    assert by[("ms for s", "x")] == "hinted"                      # the catalog's own hint
-    assert by[("per chip or global", "/")] == "hinted"
-    assert by[("per chip or global", "x")] == "wrong cause"
-    assert by[("(N-1)/N", "x")] == "not applicable"
+    by = {(o.alternative, o.reading.split()[0]): o for o in audit(part, SPEC, v)}
+    assert by[("ms for s", "x")].resolution == "hinted"            # the catalog's own hint
+    assert by[("per chip or global", "/")].resolution == "hinted"
+    assert by[("per chip or global", "/")].hints == ("That is per chip.",)
+    assert by[("per chip or global", "x")].resolution == "hinted"  # the catalog's own hint
+    assert by[("(N-1)/N", "x")].resolution == "not applicable"
+
+
+def test_wrong_cause_and_two_hints_are_caught():
+    """An entry without a hint of its own (the causal mask) whose reading earns a slip of
+    another cause, and two slips on one value, fail."""
+    v = default_variant(SPEC)
+    f = lambda v: 1e9 * v["b"]
+    part = Part("f", f, unit="FLOPs", slips=(
+        Slip("causal", lambda v: f(v) / 2, "The text counts no causal discount.", ("causal mask",)),
+        Slip("other", lambda v: f(v) * 2, "Some other cause."),
+        Slip("third", lambda v: f(v) * 3, "One cause."),
+        Slip("fourth", lambda v: f(v) * 3, "Another cause."),
+    ))
+    by = {(o.alternative, o.reading.split()[0]): o for o in audit(part, SPEC, v)}
+    assert by[("causal mask", "/")].resolution == "hinted"
+    assert "multiply-add" in by[("causal mask", "/")].hints[0]    # the two causes coincide
+    assert by[("causal mask", "x")].resolution == "wrong cause"
+    assert by[("forward only", "x")].resolution == "two hints"

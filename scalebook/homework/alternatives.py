@@ -8,9 +8,11 @@ every homework and practice problem, on the book's numbers and on drawn students
 - a declared :class:`~scalebook.homework.parts.Convention` (accepted, or pinned with the
   problem text's phrase) or :class:`~scalebook.homework.parts.Slip` lists the entry in its
   ``alternatives``: its hint names that cause;
-- an entry with a ``hint`` of its own (the unit readings: bits, GiB, ms, percent) resolves
-  itself for every part of the units it applies to: the grader gives that hint when no
-  declared one matches;
+- an entry with a ``hint`` of its own (bits, GiB, ms, percent; a multiply-add as one FLOP;
+  forward only; one layer or all; per chip or all chips; (N − 1)/N; bf16 or fp32) resolves
+  itself for every part that declares its unit: the grader gives that hint (naming every entry
+  whose reading the value matches) when no declared hint matches and the part does not
+  declare the entry not applicable;
 - the part's ``not_applicable`` names the entry with the reason it does not apply there ("an
   inference step has no backward pass").
 
@@ -24,8 +26,8 @@ or ``not_applicable``'s declaration, and listed for every part by ``--list``.
 
 Each entry's transformation is a factor ``f`` (a number, or a function of the role input's
 value); the two readings it stands for are the answer times ``f`` and the answer divided by it
-(bits for bytes and bytes for bits). :func:`readings` gives them; ``power of two`` rounds
-instead.
+(bits for bytes and bytes for bits), or only one of them (``directions``) where the course's
+own convention is fixed. :func:`readings` gives them; ``power of two`` rounds instead.
 
 No imports from the rest of the package: :mod:`.parts` uses this module.
 """
@@ -37,8 +39,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Sequence
 
-__all__ = ["UNITS", "Alternative", "CATALOG", "ROLES", "alternative", "readings", "role_of",
-           "applies_by_unit", "catalog_hint"]
+__all__ = ["UNITS", "Alternative", "CATALOG", "ROLES", "NotApplicable", "alternative",
+           "readings", "role_of", "applies_by_unit"]
 
 #: The units a part declares (its answer's dimension, whatever scale the prompt asks: a part in
 #: ms has unit "s"). "count": a whole number of things (chips, tokens, microbatches).
@@ -75,6 +77,7 @@ class Alternative:
     role: str = ""
     hint: str = ""
     auto: bool = True
+    directions: tuple[str, ...] = ("x", "/")
 
     def __post_init__(self) -> None:
         if not self.units <= UNITS:
@@ -107,15 +110,27 @@ CATALOG: tuple[Alternative, ...] = (
                 hint="That is 100 times off: check whether the part asks for a fraction (0.3) "
                      "or a percentage (30)."),
     # counting
+    # one direction: the course always counts a multiply-add as 2 (FMA_PHRASE), so the other
+    # reading is half the count (a part whose answer grows as the count falls, a critical batch,
+    # names it)
     Alternative("multiply-add as 1 FLOP", "counting", "counted a multiply-add as 1 operation "
-                "(or 2 where the text counts 1)", 2.0, frozenset({"FLOPs", "FLOPs/byte"})),
+                "where the course counts 2", 2.0, frozenset({"FLOPs", "FLOPs/byte"}),
+                hint="This course counts a multiply-add as 2 FLOPs (a multiply and an add); "
+                     "counting it as 1 halves the count.", directions=("/",)),
     Alternative("forward only", "counting", "counted the forward pass only (2 of 6 FLOPs per "
                 "parameter and token), or forward and backward where one pass is asked", 3.0,
-                frozenset({"FLOPs"})),
+                frozenset({"FLOPs"}),
+                hint="That is 3 times off: a training step costs 6 FLOPs per parameter per token "
+                     "(forward 2, backward 4), the forward pass alone 2; check which the part "
+                     "asks for."),
     Alternative("one layer or all layers", "counting", "gave one layer's figure for all "
-                "layers', or back", lambda L: L, _ANY_AMOUNT, role="layers"),
+                "layers', or back", lambda L: L, _ANY_AMOUNT, role="layers",
+                hint="That is {n:g} times off: check whether the part asks for one layer or all "
+                     "{n:g}."),
     Alternative("per chip or global", "counting", "gave the figure per chip where the total "
-                "over the chips is asked, or back", lambda n: n, _ANY_AMOUNT, role="chips"),
+                "over the chips is asked, or back", lambda n: n, _ANY_AMOUNT, role="chips",
+                hint="That is {n:g} times off: check whether the part asks for one chip's share "
+                     "or for all {n:g} chips together."),
     Alternative("embeddings counted", "counting", "counted the embedding lookup (and LM head) "
                 "as matmuls, or left them out", None, frozenset({"FLOPs", "params", "bytes"}),
                 auto=False),
@@ -131,7 +146,9 @@ CATALOG: tuple[Alternative, ...] = (
     # collectives
     Alternative("(N-1)/N", "collectives", "kept the exact (N − 1)/N ring factor where the first "
                 "cut drops it, or back", lambda n: n / (n - 1) if n > 1 else float("nan"),
-                frozenset({"s", "bytes"}), role="chips"),
+                frozenset({"s", "bytes"}), role="chips",
+                hint="That is off by the ring factor (N − 1)/N, N = {n:g}: check whether the part "
+                     "keeps the exact factor or takes the first cut; its text says which."),
     Alternative("bidirectional link", "collectives", "used both directions of a link where "
                 "one is meant, or back", 2.0, frozenset({"s", "bytes/s"}), auto=False),
     Alternative("ring or line", "collectives", "costed a ring where the axis has no "
@@ -160,10 +177,31 @@ CATALOG: tuple[Alternative, ...] = (
     # precision
     Alternative("bf16 or fp32", "precision", "used 4 bytes (fp32) where 2 (bf16) are meant, "
                 "or back, for weights, moments, gradients or a communicated tensor", 2.0,
-                frozenset({"bytes"})),
+                frozenset({"bytes"}),
+                hint="That is twice or half the answer: check the bytes per element the text "
+                     "gives (bf16 2, fp32 4, int8 1)."),
 )
 
 _BY_NAME = MappingProxyType({a.name: a for a in CATALOG})
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A catalog entry that does not apply to a part, and why ("an inference step has no
+    backward pass"); ``reading``: only its reading "x" (times its factor) or "/" (divided by
+    it), or both (""). The grader gives no catalog hint for it; ``--list`` shows it."""
+
+    alternative: str
+    reason: str
+    reading: str = ""
+
+    def __post_init__(self) -> None:
+        alternative(self.alternative)  # KeyError for a name not in the catalog
+        if self.reading not in ("", "x", "/", "up", "down"):
+            raise ValueError(f"not applicable {self.alternative!r}: reading {self.reading!r} is "
+                             "one of x, /, up, down, or empty for both")
+        if not self.reason.strip():
+            raise ValueError(f"not applicable {self.alternative!r}: say why")
 
 
 def alternative(name: str) -> Alternative:
@@ -199,15 +237,5 @@ def readings(alt: Alternative, value: Sequence[float], role_value: float | None 
         high = tuple(_pow2(x)[1] for x in value)
         return (("down", low), ("up", high))
     f = alt.factor(role_value) if callable(alt.factor) else alt.factor
-    return (("x", tuple(x * f for x in value)), ("/", tuple(x / f for x in value)))
-
-
-def catalog_hint(unit: str, expected: Sequence[float], value: Sequence[float],
-                 near: Callable[[Sequence[float], Sequence[float]], bool]) -> tuple[str, str] | None:
-    """(name, hint) of the self-resolving entry of ``unit`` one of whose readings of
-    ``expected`` the value ``value`` matches (``near(value, reading)``), or None."""
-    for alt in CATALOG:
-        if alt.hint and unit in alt.units:
-            if any(near(value, r) for _label, r in readings(alt, expected)):
-                return alt.name, alt.hint
-    return None
+    both = (("x", tuple(x * f for x in value)), ("/", tuple(x / f for x in value)))
+    return tuple((label, r) for label, r in both if label in alt.directions)

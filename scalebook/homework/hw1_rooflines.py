@@ -25,6 +25,7 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
                         critical_intensity, dot_product_cost, matmul_cost, matmul_time,
                         two_chip_sharded_matmul)
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from
 from .parts import well_posed as parts_well_posed
 
@@ -202,7 +203,8 @@ PARTS = (
         Slip("bf16 rate", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                         weight_dtype="int8"),
              "This matmul runs at the int8 rate, {q1_int8_ops:.3g} OPs/s, twice the bf16 rate."),
-    ), unit="count"),
+    ), unit="count", not_applicable=(
+        NotApplicable("multiply-add as 1 FLOP", "counting a multiply-add as 1 doubles this critical batch (the pinned convention); halving it is no reading of that", "/"),)),
     # P2
     Part("critical_batch_mixed", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                                weight_dtype="int8"),

@@ -39,6 +39,7 @@ from ..roofline import (critical_batch_size, critical_intensity, matmul_cost, ma
 from ..topology import tpu_slice
 from ..training import fewest_chips
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, coinciding, distinct_from
 from .parts import well_posed as parts_well_posed
 
@@ -202,7 +203,8 @@ PARTS = (
                    hint="1 GB is 1e9 bytes here (the title says so), not 2**30.", alternatives=('GB read as GiB',)),), slips=(
         Slip("per TensorCore", lambda v: _pod2(v).tensorcores * get_chip("TPU v5p").hbm_bytes,
              "96 GB is per chip, not per TensorCore."),
-    ), unit="bytes"),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "a pod's HBM capacity: no element size enters it"),)),
     # P3
     Part("critical_batch_pcie", lambda v: critical_intensity(_chip3(v), "bf16",
                                                               bandwidth=_chip3(v).pcie_bandwidth),

@@ -50,6 +50,7 @@ from ..hardware import bytes_per_element, get_chip
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..topology import gpu_node
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from, merged
 from .parts import well_posed as parts_well_posed
 
@@ -159,7 +160,7 @@ def _pinned_first_cut(cost_of, n_of) -> Convention:
     return Convention("first cut (drops (N-1)/N)",
                       distinct_from(lambda v: cost_of(v).time,
                                     lambda v: _first_cut(cost_of(v), n_of(v))),
-                      PINNED, phrase=EXACT, hint=_KEEP)
+                      PINNED, phrase=EXACT, hint=_KEEP, alternatives=('(N-1)/N',))
 
 
 def _mesh1(v):
@@ -283,7 +284,7 @@ PARTS = (
              "Add the latency: N/2 hops of 1 µs."),
         Slip("(N-1)/N", distinct_from(lambda v: _a2a3(v).time, lambda v: _a2a3(v).bandwidth_time
                                       * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time),
-             _NO_FACTOR),
+             _NO_FACTOR, alternatives=('(N-1)/N',)),
         "Two slips give about this value: leaving out the latency (N/2 hops of 1 µs), or "
         "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s"),
     Part("t_allgather_2d", lambda v: _2d(v).time, conventions=(
@@ -337,7 +338,8 @@ PARTS = (
              "already counts both directions."),
         Slip("one way", lambda v: _v_star(v) / 2,
              "With wraparound each chip takes data in on two links: 2W, not W."),
-    ), unit="bytes"),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "V* follows from the latency and the link bandwidth; no element size enters it"),)),
     Part("t_node_allreduce", lambda v: _ar6(v).time, conventions=(
         _pinned_first_cut(_ar6, lambda v: 8),), slips=merged(
         Slip("NIC inside the node",
@@ -381,8 +383,8 @@ PARTS = (
         Slip("one way, first cut", lambda v: 2 * _fsdp7_first_cut(v), _ONE_WAY_7A),
         Slip("4W", lambda v: _fsdp7(v) / 2, _FOUR_W_7A),
         Slip("4W, first cut", lambda v: _fsdp7_first_cut(v) / 2, _FOUR_W_7A),
-        Slip("global batch", lambda v: _fsdp7(v) * v["q7_Na"], _GLOBAL_7A),
-        Slip("global batch, first cut", lambda v: _fsdp7_first_cut(v) * v["q7_Na"], _GLOBAL_7A),
+        Slip("global batch", lambda v: _fsdp7(v) * v["q7_Na"], _GLOBAL_7A, alternatives=('per chip or global',)),
+        Slip("global batch, first cut", lambda v: _fsdp7_first_cut(v) * v["q7_Na"], _GLOBAL_7A, alternatives=('per chip or global',)),
     ), unit="count"),
     Part("d_star_allreduce", _dstar7, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _dstar7(v) * v["q7_Nb"] / (v["q7_Nb"] - 1),
@@ -392,7 +394,7 @@ PARTS = (
         Slip("ReduceScatter", lambda v: _dstar7(v) / 2,
              "C[B, F] is needed whole: that is an AllReduce, twice a ReduceScatter."),
         Slip("per chip", lambda v: _dstar7(v) / v["q7_Nb"],
-             "Give the full contracting dim D; each chip holds D/{q7_Nb} of it."),
+             "Give the full contracting dim D; each chip holds D/{q7_Nb} of it.", alternatives=('per chip or global',)),
         Slip("one way", lambda v: 2 * _dstar7(v),
              "With wraparound the ring's bandwidth is 2W per chip, not W."),
     ), unit="count"),

@@ -204,7 +204,7 @@ PARTS = (
          slips=(
         Slip("2 bytes of state", lambda v: 2 * v["q2_n_params"],
              "Adam's state is not 2 bytes per parameter: it keeps two fp32 moments (4 bytes each) "
-             "and, with mixed precision, an fp32 master copy of the weights (4 bytes)."),
+             "and, with mixed precision, an fp32 master copy of the weights (4 bytes).", alternatives=('bf16 or fp32',)),
         Slip("one moment", lambda v: 4 * v["q2_n_params"],
              "Adam keeps two moments, m and v, each fp32 (4 bytes), and mixed precision adds an "
              "fp32 master copy of the weights (4 bytes)."),
@@ -228,7 +228,7 @@ PARTS = (
              "state: 16 bytes per parameter."),
         Slip("2 bytes of state", lambda v: v["q2_hbm_gb"] * 1e9 / 6,
              "Adam's state is not 2 bytes per parameter: two fp32 moments and the fp32 master "
-             "copy make 12, 16 in all."),
+             "copy make 12, 16 in all.", alternatives=('bf16 or fp32',)),
         Slip("optimizer only", lambda v: v["q2_hbm_gb"] * 1e9 / 12,
              "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
              "the two fp32 Adam moments (8)."),
@@ -242,7 +242,7 @@ PARTS = (
              "That holds the bf16 weights only; training keeps 16 bytes per parameter with "
              "mixed-precision Adam."),
         Slip("2 bytes of state", lambda v: fewest_chips(6 * _q2_memory(v).n_params, v["q2_gpu"]),
-             "Adam's state is not 2 bytes per parameter: count 16 bytes per parameter in all."),
+             "Adam's state is not 2 bytes per parameter: count 16 bytes per parameter in all.", alternatives=('bf16 or fp32',)),
         Slip("no master copy", lambda v: fewest_chips(12 * _q2_memory(v).n_params, v["q2_gpu"]),
              "Mixed precision keeps an fp32 master copy of the weights too: 16 bytes per "
              "parameter in all, not 12."),
@@ -257,7 +257,7 @@ PARTS = (
         Slip("weights only", lambda v: 2 * _stack(v).n_params,
              "That is the bf16 weights alone; add gradients and Adam's moments."),
         Slip("2 bytes of state", lambda v: 6 * _stack(v).n_params,
-             "Adam's state is not 2 bytes per parameter: two fp32 moments take 8."),
+             "Adam's state is not 2 bytes per parameter: two fp32 moments take 8.", alternatives=('bf16 or fp32',)),
     ), unit="bytes"),
     Part("t_grad_allreduce", _t_grad, conventions=(_exact_ring(_t_grad),), slips=(
         Slip("one AllGather", lambda v: _t_grad(v) / 2,
@@ -265,7 +265,7 @@ PARTS = (
         Slip("twice", lambda v: _t_grad(v) * 2, _BOTH_WAYS),
         Slip("divided by X", lambda v: _t_grad(v) / v["q3_X"],
              "A ring collective's time V/W does not shrink with the number of chips: each chip "
-             "still sends and receives almost the whole array."),
+             "still sends and receives almost the whole array.", alternatives=('per chip or global',)),
     ), unit="s"),
     Part("dp_critical_tokens_per_chip", _dp_critical, conventions=(_exact_ring(_dp_critical),),
          slips=(
@@ -301,7 +301,7 @@ PARTS = (
     Part("t_fsdp_gather_layer", _t_gather, conventions=(_exact_ring(_t_gather),), slips=(
         Slip("divided by X", lambda v: _t_gather(v) / v["q3_X"],
              "A ring AllGather of a V-byte array takes about V/W whatever the number of chips: "
-             "each chip receives the (X − 1)/X of it that it lacks."),
+             "each chip receives the (X − 1)/X of it that it lacks.", alternatives=('per chip or global',)),
         Slip("twice", lambda v: _t_gather(v) * 2,
              "That is twice the answer: an AllGather costs V/W (2·V/W is an AllReduce), the "
              "weights are bf16, and a wrapped axis moves W = {q3_ici:.3g} bytes/s both ways."),
@@ -381,7 +381,7 @@ PARTS = (
         Slip("global batch", lambda v: _remat(v) * v["q8_X"],
              "That uses the global batch. Each chip holds the activations of its own B / X "
              "tokens only.", alternatives=('per chip or global',)),
-        Slip("one byte", lambda v: _remat(v) / 2, "bf16 activations take 2 bytes per element."),
+        Slip("one byte", lambda v: _remat(v) / 2, "bf16 activations take 2 bytes per element.", alternatives=('bf16 or fp32',)),
         Slip("one layer", lambda v: _remat(v) / v["q3_L"],
              "Every one of the {q3_L} layers keeps its input.", alternatives=('one layer or all layers',)),
     ), unit="bytes"),

@@ -149,7 +149,7 @@ PARTS = (
     ), unit="params"),
     Part("fwd_matmul_flops_per_token", lambda v: inference_flops_per_token(_m1(v)), slips=(
         Slip("FMA as 1", lambda v: v["q2_P"],
-             "A multiply-add is 2 FLOPs: each weight costs 2 FLOPs per token in the forward pass."),
+             "A multiply-add is 2 FLOPs: each weight costs 2 FLOPs per token in the forward pass.", alternatives=('multiply-add as 1 FLOP',)),
         Slip("training", lambda v: 6 * v["q2_P"],
              "That is forward and backward together; the part asks for the forward pass.", alternatives=('forward only',)),
     ), unit="FLOPs"),
@@ -224,11 +224,11 @@ PARTS = (
              "Add the attention term 5·H·T/D: the stored T × T scores and softmax grow with the "
              "context."),
         Slip("halved", lambda v: _act4(v) / 2,
-             "The formula already counts bytes (bf16 activations); do not halve it."),
+             "The formula already counts bytes (bf16 activations); do not halve it.", alternatives=('bf16 or fp32',)),
     ), unit="bytes"),
     Part("act_bytes_remat", lambda v: v["q4_L"] * 2 * v["q4_T"] * v["q4_D"], slips=(
         Slip("elements", lambda v: v["q4_L"] * v["q4_T"] * v["q4_D"],
-             "Each checkpoint is bf16: 2 bytes per element. Bytes, not elements."),
+             "Each checkpoint is bf16: 2 bytes per element. Bytes, not elements.", alternatives=('bf16 or fp32',)),
         Slip("one layer", lambda v: 2 * v["q4_T"] * v["q4_D"],
              "That is one layer's checkpoint; all {q4_L} layers keep one each."),
     ), unit="bytes"),

@@ -215,7 +215,7 @@ _TWO_TWOS = ("Two factors of 2: the cache holds both keys and values, and each b
 PARTS = (
     Part("kv_bytes_per_token", _kv1, slips=(
         Slip("H heads", lambda v: _kv1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
-        Slip("one factor 2", lambda v: _kv1(v) / 2, _TWO_TWOS),
+        Slip("one factor 2", lambda v: _kv1(v) / 2, _TWO_TWOS, alternatives=('bf16 or fp32',)),
         Slip("no factor 2", lambda v: _kv1(v) / 4,
              "Count the keys and the values (x2) and 2 bytes per bf16 number (x2)."),
         Slip("one layer", lambda v: _kv1(v) / v["q1_L"],
@@ -223,7 +223,7 @@ PARTS = (
     ), unit="bytes"),
     Part("kv_bytes_per_sequence", _seq1, slips=(
         Slip("H heads", lambda v: _seq1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
-        Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS),
+        Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS, alternatives=('bf16 or fp32',)),
         Slip("GB", lambda v: _seq1(v) / 1e9, "The answer is in bytes, not GB."),
     ), unit="bytes"),
     Part("max_batch", _fits1, rel=0.001, slips=(
@@ -362,7 +362,7 @@ PARTS = (
     ), slips=(
         Slip("slice price, GPU rate", lambda v: _cost6(v) * v["q5_n"],
              "Divide the whole slice's price by the whole slice's rate (or one GPU's price by "
-             "one GPU's rate), not the slice's price by one GPU's rate."),
+             "one GPU's rate), not the slice's price by one GPU's rate.", alternatives=('per chip or global',)),
         Slip("per hour as per second", lambda v: _cost6(v) * 3600,
              "The price is per hour: divide it by 3,600 to get dollars per second."),
         Slip("one token", lambda v: _cost6(v) / 1e6,

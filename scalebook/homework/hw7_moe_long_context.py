@@ -247,7 +247,7 @@ PARTS = (
     Part("ring_block_bytes", lambda v: _ring5(v).kv_block_bytes, slips=(
         Slip("whole sequence", lambda v: _ring5(v).kv_block_bytes * v["q5_C"],
              "Each step sends one chip's block of T/C tokens, not the whole sequence's keys "
-             "and values."),
+             "and values.", alternatives=('per chip or global',)),
         Slip("query heads", lambda v: _ring5(v).kv_block_bytes * v["q5_H"] / v["q5_K"],
              "The block holds keys and values of the K KV heads, not the H query heads."),
         Slip("keys only", lambda v: _ring5(v).kv_block_bytes / 2,
@@ -271,7 +271,7 @@ PARTS = (
         *merged(Slip("ragged", distinct_from(_bytes7, lambda v: _bytes7(v) / v["q7_c"]),
                      "The buffers are fixed-shape: E experts × C slots each, c times the routed "
                      "copies."),
-                Slip("bf16", lambda v: _bytes7(v) / 2, "The arrays are f32: 4 bytes per number."),
+                Slip("bf16", lambda v: _bytes7(v) / 2, "The arrays are f32: 4 bytes per number.", alternatives=('bf16 or fp32',)),
                 "Two things halve this value here: the buffers are fixed-shape (E experts × C "
                 "slots, c times the routed copies), and the arrays are f32, 4 bytes per number."),
         Slip("leaving only", lambda v: _bytes7(v) * (DEVICES - 1) / DEVICES,

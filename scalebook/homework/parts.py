@@ -41,12 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Su
 
 from ..units import format_percent
 from ..variants import Variant
-from .alternatives import UNITS, alternative, catalog_hint
+from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternative,
+                           applies_by_unit, readings, role_of)
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources", "whole_number", "judge_design"]
+           "sources", "applicable", "whole_number", "judge_design"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -94,20 +95,6 @@ class Slip:
     value: Value
     hint: str
     alternatives: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NotApplicable:
-    """A catalog entry (:mod:`.alternatives`) that does not apply to a part, and why ("an
-    inference step has no backward pass"). ``--list`` shows it."""
-
-    alternative: str
-    reason: str
-
-    def __post_init__(self) -> None:
-        alternative(self.alternative)  # KeyError for a name not in the catalog
-        if not self.reason.strip():
-            raise ValueError(f"not applicable {self.alternative!r}: say why")
 
 
 @dataclass(frozen=True)
@@ -160,9 +147,11 @@ class Part:
         return (tuple((c.name, c.value, c.hint) for c in self.pinned)
                 + tuple((s.name, s.value, s.hint) for s in self.slips))
 
-    def not_applicable_reason(self, name: str) -> str | None:
-        """Why the catalog entry ``name`` does not apply to this part, or None."""
-        return next((n.reason for n in self.not_applicable if n.alternative == name), None)
+    def not_applicable_reason(self, name: str, reading: str = "") -> str | None:
+        """Why the catalog entry ``name`` (its reading ``reading``) does not apply to this part,
+        or None."""
+        return next((n.reason for n in self.not_applicable if n.alternative == name
+                     and n.reading in ("", reading)), None)
 
 
 @dataclass(frozen=True)
@@ -264,12 +253,79 @@ def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
     return hint.format(**dict(v), answer=answer)
 
 
+class _Reads(Mapping[str, Any]):
+    """A student's numbers that remember which ones were read."""
+
+    def __init__(self, v: Mapping[str, Any]):
+        self._v = v
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return self._v[name]
+
+    def __iter__(self):
+        return iter(self._v)
+
+    def __len__(self) -> int:
+        return len(self._v)
+
+
+def applicable(part: Part, v: Mapping[str, Any], spec: Any = None
+               ) -> list[tuple[Alternative, str, float | None]]:
+    """(entry, role input name or "", its value) for each catalog entry that applies to
+    ``part`` at ``v``: an automatic entry of the part's unit (every one, for a part that
+    declares none), once per varied input of its role the expected value reads (the roles come
+    from ``spec``, by default ``v.spec``; none without one); an entry the part names in a
+    convention, slip or ``not_applicable``."""
+    spec = spec if spec is not None else getattr(v, "spec", None)
+    reads = _Reads(v)
+    part.expected(reads)
+    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    named |= {n.alternative for n in part.not_applicable}
+    params = spec.parameters if spec is not None else {}
+    out: list[tuple[Alternative, str, float | None]] = []
+    for alt in CATALOG:
+        if not (alt.auto and applies_by_unit(alt, part.unit)) and alt.name not in named:
+            continue
+        if alt.role:
+            out += [(alt, name, float(v[name])) for name in sorted(reads.read)
+                    if name in params and role_of(params[name].label, params[name].unit) == alt.role]
+        else:
+            out.append((alt, "", None))
+    return out
+
+
+def _catalog_hint(part: Part, v: Mapping[str, Any], expected: Any, value: Any,
+                  named: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...], str] | None:
+    """The catalog's own hint for ``value`` on a part that declares its unit: every applicable
+    entry with a hint, not declared not applicable and not in ``named`` (the causes a declared
+    hint already names), one of whose readings ``value`` matches; several in one hint that
+    names each. None if none matches."""
+    found: list[tuple[str, str]] = []
+    for alt, _name, n in applicable(part, v):
+        if not alt.hint or alt.name in named or alt.name in [f for f, _h in found]:
+            continue
+        for label, reading in readings(alt, _floats(expected), n):
+            if part.not_applicable_reason(alt.name, label) is None and _matches(value, reading, part.rel):
+                found.append((alt.name, alt.hint.format(n=n if n is not None else 0.0)))
+                break
+    if not found:
+        return None
+    names = tuple(f for f, _h in found)
+    hint = found[0][1] if len(found) == 1 else (
+        f"{len(found)} readings give about this value: " + " Or: ".join(h for _f, h in found))
+    return " or ".join(names), names, hint
+
+
 def sources(part: Part, v: Mapping[str, Any], value: Any) -> tuple[bool, tuple[tuple[str, tuple[str, ...], str], ...]]:
     """How ``value`` is judged, with where each hint comes from: (passed, ((name, catalog
     entries it names, hint text), ...)). The declared pinned conventions and slips it matches;
-    when none does, the self-resolving catalog entry of the part's unit it matches (a value in
-    bits, GiB or ms), if any."""
-    targets = [part.expected(v)] + [c.value(v) for c in part.accepted]
+    for a part that declares its unit, the catalog's own hint (:func:`_catalog_hint`: a value in
+    bits, GiB or ms, per chip for all chips, ...) when no declared hint matches, or added to the
+    one that does when the two causes give about the same value (as :func:`coinciding` does)."""
+    expected = part.expected(v)
+    targets = [expected] + [c.value(v) for c in part.accepted]
     if any(_matches(value, t, part.rel) for t in targets):
         return True, ()
     out: list[tuple[str, tuple[str, ...], str]] = []
@@ -277,11 +333,14 @@ def sources(part: Part, v: Mapping[str, Any], value: Any) -> tuple[bool, tuple[t
         text = _fill(x.hint, v, value)
         if _matches(value, x.value(v), part.rel) and text not in [h for *_n, h in out]:  # NaN never near
             out.append((x.name, x.alternatives, text))
-    if not out and part.unit:
-        found = catalog_hint(part.unit, _floats(targets[0]), _floats(value),
-                             lambda a, b: _matches(a, b, part.rel))
-        if found is not None:
-            out.append((found[0], (found[0],), found[1]))
+    if len(out) <= 1 and part.unit:
+        found = _catalog_hint(part, v, expected, value, out[0][1] if out else ())
+        if found is not None and out:
+            # a declared slip and a catalog reading coincide here: one hint names both causes
+            name, names, hint = out[0]
+            out[0] = (name, names + found[1], f"{hint} Or: {found[2]}")
+        elif found is not None:
+            out.append(found)
     return False, tuple(out)
 
 
@@ -539,6 +598,7 @@ def describe(part: Part | Design) -> list[str]:
     if names:
         lines.append(f"    slips: {'; '.join(names)}")
     for n in part.not_applicable:
-        lines.append(f"    not applicable {n.alternative}: {n.reason}")
+        reading = f" ({n.reading})" if n.reading else ""
+        lines.append(f"    not applicable {n.alternative}{reading}: {n.reason}")
     return lines
 

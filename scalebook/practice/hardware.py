@@ -76,7 +76,7 @@ PADDING = Problem(
             Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
                  "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
             percent_slip(_pad_pct),
-        )),
+        ), unit="fraction"),
     ),
     labels={"useful_pct": "useful share of the MXU's work, in %"},
     solution=_pad_solution,
@@ -121,7 +121,7 @@ HBM_SWEEP = Problem(
                  "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
             Slip("seconds", lambda v: _sweep_ms(v) * MS,
                  "the answer is asked in ms (1 s = 1,000 ms)."),
-        )),
+        ), unit="s"),
     ),
     labels={"step_ms": "lower bound on the step time, in ms"},
     solution=_sweep_solution,
@@ -173,7 +173,7 @@ TOKEN_BUDGET = Problem(
             Slip("two bytes per parameter", distinct_from(
                 _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
                  "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
-        )),
+        ), unit="params"),
     ),
     labels={"max_params_b": "largest model, in billions of parameters"},
     solution=_budget_solution,
@@ -240,7 +240,7 @@ SPARSITY = Problem(
         Part("critical_intensity", _sparse_intensity, slips=(
             Slip("with sparsity", lambda v: 2 * _sparse_intensity(v),
                  "a figure 'with sparsity' is twice the dense rate: halve it first."),
-        )),
+        ), unit="FLOPs/byte"),
         Part("critical_batch", _sparse_batch, slips=(
             *merged(Slip("with sparsity", lambda v: 2 * _sparse_batch(v),
                          "a figure 'with sparsity' is twice the dense rate: halve it first."),
@@ -251,7 +251,7 @@ SPARSITY = Problem(
                          "weight, read as {b_text}: B* = (C/W)·b/2."),
                     "halve the 'with sparsity' figure; and that value is the critical intensity "
                     "(FLOPs per byte), not the batch: with weights of {b_text}, B* = (C/W)·b/2."),
-        )),
+        ), unit="count"),
     ),
     labels={"critical_intensity": "critical intensity, in FLOPs/byte",
             "critical_batch": "critical batch, in tokens"},
@@ -322,7 +322,7 @@ WRAPAROUND = Problem(
                              "shards travel both ways round it."),
             _wrap_slip(False, "this axis of a {chip} has no wraparound: it is a line, so the "
                               "data streams one way past the end chips, V·(N−1)/N / W."),
-        )),
+        ), unit="s"),
     ),
     labels={"allgather_ms": "AllGather time, in ms"},
     solution=_wrap_solution,
@@ -380,7 +380,7 @@ GPU_ALLGATHER = Problem(
                 v, 8, nvlink_bandwidth=get_chip(v["gpu"]).link_bandwidth_one_way),
                  "every NVLink port of a GPU goes to a switch and they all carry data at once: "
                  "use the GPU's total NVLink bandwidth, not one port's."),
-        )),
+        ), unit="s"),
         Part("cluster_ms", _gag_cluster_ms, slips=(
             Slip("NVLink everywhere", lambda v: _gag_ms(v, 8 * v["nodes"],
                                                         gpus_per_node=8 * v["nodes"]),
@@ -389,7 +389,7 @@ GPU_ALLGATHER = Problem(
             Slip("one flat ring", lambda v: _gag_ms(v, 8 * v["nodes"], scheme="flat"),
                  "NCCL does not run one ring paced by the slowest link for every byte: it runs "
                  "one ring per NIC rail, each carrying its share, while NVLink moves the rest."),
-        )),
+        ), unit="s"),
     ),
     labels={"node_ms": "one node of 8, in ms", "cluster_ms": "across the nodes, in ms"},
     solution=_gag_solution,
@@ -452,7 +452,7 @@ ELEMENTWISE = Problem(
             Slip("fp32", lambda v: _ew_us(v, dtype="fp32"),
                  "the arrays are bf16, 2 bytes per element; the CUDA cores compute in fp32 but "
                  "HBM moves bf16."),
-        )),
+        ), unit="s"),
         Part("flops_per_element", _ew_flops, conventions=(
             Convention("an FMA as two FLOPs", lambda v: _ew_flops(v, fma_flops=2),
                        verdict=PINNED, phrase="one FLOP per add or multiply",
@@ -463,7 +463,7 @@ ELEMENTWISE = Problem(
             Slip("per byte", lambda v: vector_critical_intensity(v["gpu"]),
                  "that is FLOPs per byte; each element moves 6 bytes (two bf16 reads, one "
                  "write)."),
-        )),
+        ), unit="FLOPs"),
     ),
     labels={"add_us": "residual add, in µs",
             "flops_per_element": "FLOPs per element at the crossover"},
@@ -526,11 +526,11 @@ PCIE = Problem(
                                                             n_chips=v["N"]),
                  "the bytes come from the host over PCIe, not out of HBM: use the PCIe "
                  "bandwidth."),
-        )),
+        ), unit="s"),
         Part("pcie_over_hbm", _pcie_ratio, slips=(
             Slip("upside down", lambda v: 1 / _pcie_ratio(v),
                  "the copy over PCIe is the slower one: the ratio is above 1."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"copy_s": "copy over PCIe, in s", "pcie_over_hbm": "PCIe time / HBM time"},
     solution=_pcie_solution,
@@ -582,12 +582,12 @@ DCN = Problem(
                 v, bandwidth=get_chip(v["chip"]).host_network_bandwidth),
                  "all {per_host} chips of a host send at once and share its network: each gets "
                  "1/{per_host} of it."),
-        )),
+        ), unit="s"),
         Part("ici_ms", _ici_ms, slips=(
             Slip("both directions", lambda v: _ici_ms(
                 v, bandwidth=2 * get_chip(v["chip"]).link_bandwidth_one_way),
                  "a send to one neighbour uses one link in one direction: the one-way figure."),
-        )),
+        ), unit="s"),
     ),
     labels={"dcn_ms": "over the DCN, in ms", "ici_ms": "to an ICI neighbour, in ms"},
     solution=_dcn_solution,
@@ -638,13 +638,13 @@ COST_ANALYSIS = Problem(
             Slip("2 bytes per element", distinct_from(
                 _ca_mb, lambda v: matmul_cost(v["B"], v["D"], v["F"]).total_bytes / MB),
                  "the arrays are {dtype}: 4 bytes per element for fp32, 2 for bf16."),
-        )),
+        ), unit="bytes"),
         Part("intensity", _ca_intensity, slips=(
             Slip("one FLOP per multiply-add", lambda v: _ca_intensity(v) / 2,
                  "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
             Slip("no output", lambda v: _ca_cost(v).flops / _ca_cost(v).bytes_read,
                  "the output Out[B, F] is written to memory too: count its bytes."),
-        )),
+        ), unit="FLOPs/byte"),
     ),
     labels={"bytes_mb": "bytes accessed, in MB", "intensity": "intensity, in FLOPs/byte"},
     solution=_ca_solution,
