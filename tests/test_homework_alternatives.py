@@ -96,9 +96,19 @@ def test_the_unresolved_list_only_shrinks():
 
 
 def test_counts():
+    """Print parts, (part, alternative) pairs and readings by resolution; every reading of the
+    book's numbers and the drawn students is one of the resolutions."""
     counts = Counter(o.resolution for _w, o in outcomes())
-    parts = {(w, o.part) for w, o in outcomes()}
-    print(f"\n{len(parts)} parts, {sum(counts.values())} readings: {dict(counts)}")
+    pairs: dict[tuple[str, str, str], set[str]] = {}
+    for where, o in outcomes():
+        pairs.setdefault((where, o.part, o.alternative), set()).add(o.resolution)
+    by_pair = Counter(" + ".join(sorted(r)) for r in pairs.values())
+    homework = sum(1 for a in PARTS for p in PARTS[a].values() if isinstance(p, Part))
+    practice = sum(len(p.parts) for p in PROBLEMS.values())
+    asked = len({(w, o.part) for w, o in outcomes()})
+    print(f"\n{homework} homework and {practice} practice parts, {asked} with a reading that "
+          f"leaves the tolerance; {len(pairs)} (part, alternative) pairs: {dict(by_pair)}; "
+          f"{sum(counts.values())} readings: {dict(counts)}")
     assert set(counts) <= set(RESOLVED) | set(FORBIDDEN)
     assert counts["hinted"] and counts["accepted"]
 

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from ..variants import VariantSpec
 from .alternatives import readings
-from .parts import Part, _floats, _matches, applicable, sources
+from .parts import Part, _floats, _matches, applicable, sources, targets
 
 __all__ = ["Outcome", "audit", "FORBIDDEN", "RESOLVED"]
 
@@ -49,14 +49,15 @@ class Outcome:
 def audit(part: Part, spec: VariantSpec, v: Mapping[str, Any]) -> list[Outcome]:
     """How the grader answers each reading of each applicable catalog entry that leaves the
     part's tolerance (see the module docstring)."""
-    expected = _floats(part.expected(v))
+    within = targets(part, v, spec)
+    expected = _floats(within.accepted[0])
     out: list[Outcome] = []
     for alt, name, role_value in applicable(part, v, spec):
         for label, value in readings(alt, expected, role_value):
             if any(math.isnan(x) for x in value) or _matches(value, expected, part.rel):
                 continue
             reading = f"{label} {name}".strip()
-            passed, found = sources(part, v, value if part.shape is not None else value[0])
+            passed, found = sources(part, v, value if part.shape is not None else value[0], within)
             hints = tuple(h for *_n, h in found)
             causes = tuple(c for _n, cs, _h in found for c in cs)
             if passed:

@@ -47,7 +47,7 @@ from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternati
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources", "applicable", "whole_number", "judge_design"]
+           "sources", "applicable", "targets", "Targets", "whole_number", "judge_design"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -296,20 +296,46 @@ def applicable(part: Part, v: Mapping[str, Any], spec: Any = None
     return out
 
 
-def _catalog_hint(part: Part, v: Mapping[str, Any], expected: Any, value: Any,
-                  named: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...], str] | None:
-    """The catalog's own hint for ``value`` on a part that declares its unit: every applicable
-    entry with a hint, not declared not applicable and not in ``named`` (the causes a declared
-    hint already names), one of whose readings ``value`` matches; several in one hint that
-    names each. None if none matches."""
+@dataclass(frozen=True)
+class Targets:
+    """Everything a part's verdict at one student's numbers compares with, computed once: the
+    accepted values, each pinned convention's and slip's (name, catalog entries, value, hint),
+    and each catalog reading of an applicable entry with a hint of its own that the part does
+    not declare not applicable, as (entry, value, hint)."""
+
+    part: Part
+    v: Mapping[str, Any]
+    accepted: tuple[Any, ...]
+    hinted: tuple[tuple[str, tuple[str, ...], Any, str], ...]
+    catalog: tuple[tuple[str, tuple[float, ...], str], ...]
+
+
+def targets(part: Part, v: Mapping[str, Any], spec: Any = None) -> Targets:
+    """The :class:`Targets` of ``part`` at ``v`` (``spec``: as for :func:`applicable`); the
+    catalog readings only for a part that declares its unit."""
+    expected = part.expected(v)
+    catalog: list[tuple[str, tuple[float, ...], str]] = []
+    if part.unit:
+        for alt, _name, n in applicable(part, v, spec):
+            if alt.hint:
+                catalog += [(alt.name, reading, alt.hint.format(n=n if n is not None else 0.0))
+                            for label, reading in readings(alt, _floats(expected), n)
+                            if part.not_applicable_reason(alt.name, label) is None]
+    return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]),
+                   tuple((x.name, x.alternatives, x.value(v), x.hint)
+                         for x in (*part.pinned, *part.slips)),
+                   tuple(catalog))
+
+
+def _catalog_hint(t: Targets, value: Any, named: tuple[str, ...] = ()
+                  ) -> tuple[str, tuple[str, ...], str] | None:
+    """The catalog's own hint for ``value``: every entry of ``t.catalog`` not in ``named`` (the
+    causes a declared hint already names) one of whose readings ``value`` matches; several in
+    one hint that names each. None if none matches."""
     found: list[tuple[str, str]] = []
-    for alt, _name, n in applicable(part, v):
-        if not alt.hint or alt.name in named or alt.name in [f for f, _h in found]:
-            continue
-        for label, reading in readings(alt, _floats(expected), n):
-            if part.not_applicable_reason(alt.name, label) is None and _matches(value, reading, part.rel):
-                found.append((alt.name, alt.hint.format(n=n if n is not None else 0.0)))
-                break
+    for name, reading, hint in t.catalog:
+        if name not in named and name not in [f for f, _h in found] and _matches(value, reading, t.part.rel):
+            found.append((name, hint))
     if not found:
         return None
     names = tuple(f for f, _h in found)
@@ -318,23 +344,24 @@ def _catalog_hint(part: Part, v: Mapping[str, Any], expected: Any, value: Any,
     return " or ".join(names), names, hint
 
 
-def sources(part: Part, v: Mapping[str, Any], value: Any) -> tuple[bool, tuple[tuple[str, tuple[str, ...], str], ...]]:
+def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None = None
+            ) -> tuple[bool, tuple[tuple[str, tuple[str, ...], str], ...]]:
     """How ``value`` is judged, with where each hint comes from: (passed, ((name, catalog
     entries it names, hint text), ...)). The declared pinned conventions and slips it matches;
     for a part that declares its unit, the catalog's own hint (:func:`_catalog_hint`: a value in
     bits, GiB or ms, per chip for all chips, ...) when no declared hint matches, or added to the
-    one that does when the two causes give about the same value (as :func:`coinciding` does)."""
-    expected = part.expected(v)
-    targets = [expected] + [c.value(v) for c in part.accepted]
-    if any(_matches(value, t, part.rel) for t in targets):
+    one that does when the two causes give about the same value (as :func:`coinciding` does).
+    ``within``: the part's :func:`targets` at ``v``, when already computed."""
+    t = within if within is not None else targets(part, v)
+    if any(_matches(value, a, part.rel) for a in t.accepted):
         return True, ()
     out: list[tuple[str, tuple[str, ...], str]] = []
-    for x in (*part.pinned, *part.slips):
-        text = _fill(x.hint, v, value)
-        if _matches(value, x.value(v), part.rel) and text not in [h for *_n, h in out]:  # NaN never near
-            out.append((x.name, x.alternatives, text))
-    if len(out) <= 1 and part.unit:
-        found = _catalog_hint(part, v, expected, value, out[0][1] if out else ())
+    for name, names, wrong, hint in t.hinted:
+        text = _fill(hint, v, value)
+        if _matches(value, wrong, part.rel) and text not in [h for *_n, h in out]:  # NaN never near
+            out.append((name, names, text))
+    if len(out) <= 1:
+        found = _catalog_hint(t, value, out[0][1] if out else ())
         if found is not None and out:
             # a declared slip and a catalog reading coincide here: one hint names both causes
             name, names, hint = out[0]
