@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scalebook.homework import PARTS, spec_for
+from scalebook.homework import NOTEBOOK_PARTS, PARTS, spec_for
 from scalebook.homework.alternatives import CATALOG
 from scalebook.homework.audit import FORBIDDEN, RESOLVED, Outcome, audit
 from scalebook.homework.parts import NotApplicable, Part, Slip
@@ -50,7 +50,7 @@ def outcomes() -> tuple[tuple[str, Outcome], ...]:
     for assignment in sorted(PARTS):
         spec = spec_for(assignment)
         students = _homework_students(assignment)
-        for part in PARTS[assignment].values():
+        for part in (*PARTS[assignment].values(), *NOTEBOOK_PARTS.get(assignment, ())):
             if isinstance(part, Part):
                 out += [(assignment, o) for v in students for o in audit(part, spec, v)]
     for pid, problem in PROBLEMS.items():
@@ -103,7 +103,8 @@ def test_counts():
     for where, o in outcomes():
         pairs.setdefault((where, o.part, o.alternative), set()).add(o.resolution)
     by_pair = Counter(" + ".join(sorted(r)) for r in pairs.values())
-    homework = sum(1 for a in PARTS for p in PARTS[a].values() if isinstance(p, Part))
+    homework = sum(1 for a in PARTS for p in PARTS[a].values() if isinstance(p, Part)) + sum(
+        len(NOTEBOOK_PARTS[a]) for a in NOTEBOOK_PARTS)
     practice = sum(len(p.parts) for p in PROBLEMS.values())
     asked = len({(w, o.part) for w, o in outcomes()})
     print(f"\n{homework} homework and {practice} practice parts, {asked} with a reading that "

@@ -47,7 +47,7 @@ from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternati
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources", "applicable", "targets", "Targets", "whole_number", "judge_design"]
+           "sources", "applicable", "targets", "Targets", "check_number", "whole_number", "judge_design"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -88,12 +88,13 @@ class Convention:
 
 @dataclass(frozen=True)
 class Slip:
-    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says;
-    ``alternatives``: the catalog entries (:mod:`.alternatives`) whose cause the hint names."""
+    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says (a format
+    string, or a function of the variant that returns one); ``alternatives``: the catalog
+    entries (:mod:`.alternatives`) whose cause the hint names."""
 
     name: str
     value: Value
-    hint: str
+    hint: str | Callable[[Mapping[str, Any]], str]
     alternatives: tuple[str, ...] = ()
 
 
@@ -249,8 +250,10 @@ def _matches(value: Any, target: Any, rel: float) -> bool:
     return len(a) == len(b) and all(_near(x, y, rel) for x, y in zip(a, b))
 
 
-def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
-    return hint.format(**dict(v), answer=answer)
+def _fill(hint: str | Callable[[Mapping[str, Any]], str], v: Mapping[str, Any], answer: float) -> str:
+    """A hint's text: a format string over the variant and ``answer``, or a function of the
+    variant that writes it (a figure the variant does not hold, such as X·Z)."""
+    return (hint(v) if callable(hint) else hint).format(**dict(v), answer=answer)
 
 
 class _Reads(Mapping[str, Any]):
@@ -376,6 +379,17 @@ def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
     an accepted convention; if not, the hints it earns (:func:`sources`)."""
     passed, found = sources(part, v, value)
     return Verdict(passed, tuple(hint for *_n, hint in found))
+
+
+def check_number(part: Part, v: Mapping[str, Any], value: Any) -> None:
+    """The number ``value`` judged as ``part`` on the numbers ``v``: ``AssertionError`` with
+    :func:`feedback`'s message unless it passes. The hidden checks that compile a JAX program
+    (hw3's and hw4's specs) judge their numeric answer with it, so those answers are declared
+    parts too, asked every alternative like the others."""
+    from ..checks import _as_number
+    message = feedback(part, v, _as_number(value, part.answer, positive=False))
+    if message is not None:
+        raise AssertionError(message)
 
 
 def check_answer(v: Variant, answer: str, value: Any) -> None:
