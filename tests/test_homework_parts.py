@@ -139,8 +139,10 @@ def test_convention_matrix(assignment):
                 if value != value:                  # NaN: this slip does not apply here
                     continue
                 verdict = judge(part, v, value)
-                own = hint.format(**dict(v), answer=value)
-                if verdict.passed or verdict.hints != (own,):
+                own = hint(v) if callable(hint) else hint
+                own = own.format(**dict(v), answer=value)
+                # one hint, its own; where a catalog reading coincides, that cause follows it
+                if verdict.passed or len(verdict.hints) != 1 or not verdict.hints[0].startswith(own):
                     failures.append((v.key, part.answer, name, verdict))
     assert not failures, f"{len(failures)} failures, first: {failures[:5]}"
 

@@ -291,12 +291,13 @@ def judge_ep6(v: Mapping[str, Any], ep: Any) -> Verdict:
     ep = whole_number(ep, "design_ep")
     if isinstance(ep, str):
         return Verdict(False, (ep,))
+    wrong = []
     if ep > DESIGN_CHIPS:
-        return Verdict(False, (f"design_ep = {ep} is more than the {DESIGN_CHIPS} chips there "
-                               "are: each EP rank is a chip.",))
+        wrong.append(f"is more than the {DESIGN_CHIPS} chips there are (each EP rank is a chip)")
     if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep:
-        return Verdict(False, (f"design_ep = {ep} is not a power of two that divides "
-                               f"E = {cfg.n_experts}.",))
+        wrong.append(f"is not a power of two that divides E = {cfg.n_experts}")
+    if wrong:
+        return Verdict(False, (f"design_ep = {ep} {', and '.join(wrong)}.",))
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
         return Verdict(False, (f"With EP = {ep} each chip holds {mem:.3g} bytes of expert "
