@@ -27,7 +27,8 @@ or ``not_applicable``'s declaration, and listed for every part by ``--list``.
 Each entry's transformation is a factor ``f`` (a number, or a function of the role input's
 value); the two readings it stands for are the answer times ``f`` and the answer divided by it
 (bits for bytes and bytes for bits), or only one of them (``directions``) where the course's
-own convention is fixed. :func:`readings` gives them; ``power of two`` rounds instead.
+own convention is fixed. :func:`readings` gives them; ``floor or ceil`` and ``power of two``
+round down and up instead.
 
 No imports from the rest of the package: :mod:`.parts` uses this module.
 """
@@ -84,6 +85,14 @@ class Alternative:
             raise ValueError(f"alternative {self.name!r}: unknown units {sorted(self.units - UNITS)}")
         if self.role and self.role not in ROLES:
             raise ValueError(f"alternative {self.name!r}: unknown role {self.role!r}")
+
+
+def _round(x: float) -> tuple[float, float]:
+    """A whole count rounded the other way: the whole numbers next below and above ``x`` (one
+    off, when ``x`` is whole)."""
+    if x == math.floor(x):
+        return (x - 1, x + 1)
+    return (float(math.floor(x)), float(math.ceil(x)))
 
 
 def _pow2(x: float) -> tuple[float, float]:
@@ -169,7 +178,10 @@ CATALOG: tuple[Alternative, ...] = (
                 "slice's chips, the head count), or did not", None, frozenset({"count"}),
                 auto=False),
     Alternative("floor or ceil", "limits", "rounded a whole count down where it must be "
-                "rounded up, or back", None, frozenset({"count"}), auto=False),
+                "rounded up, or back", _round, frozenset({"count"}),
+                hint="That is one off: a whole count rounds up where it must hold or cover "
+                     "something (chips for the weights) and down where it must fit (sequences in "
+                     "memory); check which the part asks for."),
     # asked where a part names it: most counts here are exact (a pod's chips, a critical batch
     # the text asks unrounded), so the power of two is not a reading of every count
     Alternative("power of two", "limits", "rounded to a power of two, or did not", _pow2,
@@ -232,9 +244,9 @@ def readings(alt: Alternative, value: Sequence[float], role_value: float | None 
     two below and above. Empty for an entry without a factor."""
     if alt.factor is None:
         return ()
-    if alt.name == "power of two":
-        low = tuple(_pow2(x)[0] for x in value)
-        high = tuple(_pow2(x)[1] for x in value)
+    if alt.factor in (_pow2, _round):
+        low = tuple(alt.factor(x)[0] for x in value)
+        high = tuple(alt.factor(x)[1] for x in value)
         return (("down", low), ("up", high))
     f = alt.factor(role_value) if callable(alt.factor) else alt.factor
     both = (("x", tuple(x * f for x in value)), ("/", tuple(x / f for x in value)))
