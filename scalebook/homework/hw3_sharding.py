@@ -51,8 +51,7 @@ from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..topology import gpu_node
 from ..variants import Choice, VariantSpec
 from .parts import NotApplicable
-from .parts import (ACCEPTED, PINNED, Convention, Part, Slip, check_number, distinct_from,
-                    merged)
+from .parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from, merged
 from .parts import well_posed as parts_well_posed
 
 #: Seconds per ICI hop or GPU ring step (the same for every student).
@@ -562,6 +561,7 @@ SPEC = VariantSpec(
 def check_q1a_local(v: Mapping[str, Any], a_local_shape, a_bytes_per_chip) -> None:
     """The hidden check of grade cell ``hw3-q1a-local-test``: raises ``AssertionError`` (with its hint)
     unless ``a_local_shape``, ``a_bytes_per_chip`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     from scalebook.checks import check_allclose
     from scalebook.sharding import Mesh, local_shape
     _X, _Y, _Z = v["q1_X"], v["q1_Y"], v["q1_Z"]
@@ -588,6 +588,7 @@ def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
 def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
     """The hidden check of grade cell ``hw3-q2a-case1-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_a``, ``c_bytes_a`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_Y]")
     _kind = _plan.collectives[0].kind if _plan.collectives else "none"
     assert collective_a.replace(" ", "").lower() == _kind.lower(), (
@@ -599,6 +600,7 @@ def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
 def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
     """The hidden check of grade cell ``hw3-q2b-case2-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_b``, ``v_b`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J_Y]", "B[J, K]")
     _step = _plan.collectives[0]
     assert collective_b.replace(" ", "").lower() == _step.kind.lower(), (
@@ -610,6 +612,7 @@ def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
 def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
     """The hidden check of grade cell ``hw3-q2c-case3-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_c``, ``v_c`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
                                        scatter_dim="K")
     _step = _plan.collectives[0]
@@ -626,6 +629,7 @@ def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
 def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
     """The hidden check of grade cell ``hw3-q2d-case4-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_d``, ``v_d`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_X]")
     _step = _plan.collectives[0]
     assert collective_d.replace(" ", "").lower() == _step.kind.lower(), (
@@ -638,6 +642,7 @@ def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
 def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None:
     """The hidden check of grade cell ``hw3-q8a-specs-test``: raises ``AssertionError`` (with its hint)
     unless ``w_shard_bytes``, ``a_spec``, ``w_spec`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -678,6 +683,7 @@ def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None
 def check_q8b_tp(v: Mapping[str, Any], w_tp_spec, allreduce_bytes) -> None:
     """The hidden check of grade cell ``hw3-q8b-tp-test``: raises ``AssertionError`` (with its hint)
     unless ``w_tp_spec``, ``allreduce_bytes`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     import jax
     import jax.numpy as jnp
     import numpy as np
