@@ -313,21 +313,28 @@ class Targets:
     catalog: tuple[tuple[str, tuple[float, ...], str], ...]
 
 
+def _catalog_readings(part: Part, v: Mapping[str, Any], expected: Any, spec: Any = None
+                      ) -> tuple[tuple[str, tuple[float, ...], str], ...]:
+    """(entry, reading, hint) of each catalog reading of ``expected`` that has a hint of its own
+    and that ``part`` does not declare not applicable; none for a part without a unit."""
+    if not part.unit:
+        return ()
+    out: list[tuple[str, tuple[float, ...], str]] = []
+    for alt, _name, n in applicable(part, v, spec):
+        if alt.hint:
+            out += [(alt.name, reading, alt.hint.format(n=n if n is not None else 0.0))
+                    for label, reading in readings(alt, _floats(expected), n)
+                    if part.not_applicable_reason(alt.name, label) is None]
+    return tuple(out)
+
+
 def targets(part: Part, v: Mapping[str, Any], spec: Any = None) -> Targets:
-    """The :class:`Targets` of ``part`` at ``v`` (``spec``: as for :func:`applicable`); the
-    catalog readings only for a part that declares its unit."""
+    """The :class:`Targets` of ``part`` at ``v`` (``spec``: as for :func:`applicable`)."""
     expected = part.expected(v)
-    catalog: list[tuple[str, tuple[float, ...], str]] = []
-    if part.unit:
-        for alt, _name, n in applicable(part, v, spec):
-            if alt.hint:
-                catalog += [(alt.name, reading, alt.hint.format(n=n if n is not None else 0.0))
-                            for label, reading in readings(alt, _floats(expected), n)
-                            if part.not_applicable_reason(alt.name, label) is None]
     return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]),
                    tuple((x.name, x.alternatives, x.value(v), x.hint)
                          for x in (*part.pinned, *part.slips)),
-                   tuple(catalog))
+                   _catalog_readings(part, v, expected, spec))
 
 
 def _catalog_hint(t: Targets, value: Any, named: tuple[str, ...] = ()
@@ -355,7 +362,12 @@ def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None
     bits, GiB or ms, per chip for all chips, ...) when no declared hint matches, or added to the
     one that does when the two causes give about the same value (as :func:`coinciding` does).
     ``within``: the part's :func:`targets` at ``v``, when already computed."""
-    t = within if within is not None else targets(part, v)
+    if within is None:      # the grader's path: the catalog's readings only for a wrong answer
+        if any(_matches(value, a, part.rel)
+               for a in [part.expected(v)] + [c.value(v) for c in part.accepted]):
+            return True, ()
+        within = targets(part, v)
+    t = within
     if any(_matches(value, a, part.rel) for a in t.accepted):
         return True, ()
     out: list[tuple[str, tuple[str, ...], str]] = []
@@ -629,6 +641,11 @@ def describe(part: Part | Design) -> list[str]:
     shape = f", array {part.shape}" if part.shape is not None else ""
     unit = f", {part.unit}" if part.unit else ", unit not declared"
     lines = [f"{part.answer} (within {format_percent(part.rel)}{unit}{shape})"]
+    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    asked = [a.name + (f" (per {a.role} input)" if a.role else "") for a in CATALOG
+             if (a.auto and applies_by_unit(a, part.unit)) or a.name in named]
+    if asked:
+        lines.append(f"    asked: {'; '.join(asked)}")
     for c in part.conventions:
         phrase = " ".join(c.phrase.split())
         pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
