@@ -41,7 +41,7 @@ from types import MappingProxyType
 from typing import Callable, Sequence
 
 __all__ = ["UNITS", "Alternative", "CATALOG", "ROLES", "NotApplicable", "alternative",
-           "readings", "role_of", "applies_by_unit"]
+           "readings", "role_of", "applies_by_unit", "NO_LINK", "ONE_PASS"]
 
 #: The units a part declares (its answer's dimension, whatever scale the prompt asks: a part in
 #: ms has unit "s"). "count": a whole number of things (chips, tokens, microbatches).
@@ -158,8 +158,12 @@ CATALOG: tuple[Alternative, ...] = (
                 frozenset({"s", "bytes"}), role="chips",
                 hint="That is off by the ring factor (N − 1)/N, N = {n:g}: check whether the part "
                      "keeps the exact factor or takes the first cut; its text says which."),
+    # asked of a time that reads a chip count (a collective's, mostly): the factor is 2 whatever
+    # the count; the two give one value, so one hint names both
     Alternative("bidirectional link", "collectives", "used both directions of a link where "
-                "one is meant, or back", 2.0, frozenset({"s", "bytes/s"}), auto=False),
+                "one is meant, or back", lambda n: 2.0, frozenset({"s"}), role="chips",
+                hint="That is twice or half the answer: check whether the link's bandwidth counts "
+                     "one direction or both, as the text states it."),
     Alternative("ring or line", "collectives", "costed a ring where the axis has no "
                 "wraparound, or back", 2.0, frozenset({"s"}), auto=False),
     Alternative("latency hops", "collectives", "counted N/2, N − 1 or per-stage hops", None,
@@ -168,8 +172,10 @@ CATALOG: tuple[Alternative, ...] = (
                 "multi-axis collective where they run at once, or back", None,
                 frozenset({"s"}), auto=False),
     Alternative("AllReduce passes", "collectives", "costed an AllReduce as one pass where it "
-                "is two (a ReduceScatter and an AllGather), or back", 2.0,
-                frozenset({"s", "bytes"}), auto=False),
+                "is two (a ReduceScatter and an AllGather), or back", lambda n: 2.0,
+                frozenset({"s"}), role="chips",
+                hint="An AllReduce is two passes, a ReduceScatter then an AllGather: check the "
+                     "count of passes."),
     # attention
     Alternative("causal mask", "attention", "halved the score and value matmuls for the "
                 "causal mask, or did not", 2.0, frozenset({"FLOPs", "s"}), auto=False),
@@ -251,3 +257,15 @@ def readings(alt: Alternative, value: Sequence[float], role_value: float | None 
     f = alt.factor(role_value) if callable(alt.factor) else alt.factor
     both = (("x", tuple(x * f for x in value)), ("/", tuple(x / f for x in value)))
     return tuple((label, r) for label, r in both if label in alt.directions)
+
+
+#: What a time with no communication in it declares: it reads a chip count, but no link and no
+#: collective enters it (a step's compute, HBM reads).
+NO_LINK = (NotApplicable("bidirectional link", "a time of compute or memory reads: no link "
+                         "enters it"),
+           NotApplicable("AllReduce passes", "a time of compute or memory reads: no collective "
+                         "enters it"))
+#: What the time of a one-pass collective declares (an AllGather, an AllToAll, a ring's sends).
+ONE_PASS = NotApplicable("AllReduce passes", "one pass (an AllGather, an AllToAll or a ring's "
+                         "sends): only an AllReduce has two")
+

@@ -30,6 +30,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 from __future__ import annotations
 
 import math
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import has_wraparound, point_to_point, ppermute
@@ -171,7 +172,8 @@ PARTS = (
              "The {q1_chips} chips read their shards at the same time: divide by the total "
              "bandwidth of all {q1_chips}.", alternatives=('per chip or global',)),
         Slip("fp32", lambda v: 2 * _token1(v), "bf16 is 2 bytes per parameter, not 4 (fp32)."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     # rounding down, one byte per parameter and GB read as GiB often give one count: each
     # alone earns its hint, a coincidence one hint naming every cause
     Part("min_chips_for_weights", lambda v: fewest_chips(_bytes1(v), _chip1(v)), rel=0.001,
@@ -252,13 +254,13 @@ PARTS = (
     # at least 80 µs): accepted.
     Part("t_neighbour", lambda v: ppermute(_V5(v), v["q5_chip"], hop_latency=HOP_LATENCY).time,
          conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
-        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),), unit="s"),
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI, alternatives=('bidirectional link',)),), unit="s"),
     Part("t_swap", lambda v: ppermute(_V5(v), v["q5_chip"], n_devices=2, hop_latency=HOP_LATENCY).time,
          conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
         Slip("shared link", lambda v: 2 * _V5(v) / _W5(v) + HOP_LATENCY,
              "Each direction of a link has its own {q5_ici:.3g} bytes/s: the two arrays travel "
              "in opposite directions and do not share it."),
-        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI, alternatives=('bidirectional link',)),
     ), unit="s"),
     Part("t_ring", lambda v: _ring5(v).time, conventions=(
         Convention("one path", lambda v: _V5(v) / _W5(v) + _ring5(v).hops * HOP_LATENCY, PINNED,
@@ -268,12 +270,13 @@ PARTS = (
                         "along each."),), slips=(
         Slip("both directions", lambda v: _V5(v) / (4 * _W5(v)) + _ring5(v).hops * HOP_LATENCY,
              "Each half of A travels one way along its path at {q5_ici:.3g} bytes/s, not "
-             "{q5_ici_both:.3g}."),
+             "{q5_ici_both:.3g}.", alternatives=('bidirectional link',)),
     ), unit="s"),
     Part("t_line", lambda v: _line5(v).time, slips=(
         Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + _line5(v).hops * HOP_LATENCY,
              "A {q5_line}-chip {q5_chip} axis has no wraparound: there is one path and it runs "
-             "one way, at {q5_ici:.3g} bytes/s."),), unit="s"),
+             "one way, at {q5_ici:.3g} bytes/s.", alternatives=('bidirectional link',)),), unit="s", not_applicable=(
+        ONE_PASS,)),
     # P6
     Part("h100_cuda_cores", lambda v: _h100().cores * (_h100().fp32_cores_per_sm or 0), rel=0.001, slips=(
         Slip("sub-partitions", lambda v: _h100().cores * 4,

@@ -41,6 +41,7 @@ the same for everyone.
 
 from __future__ import annotations
 
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import (all_gather, all_gather_multi_axis, all_reduce, all_to_all,
@@ -262,7 +263,8 @@ PARTS = (
         Slip("4W", lambda v: _ag3(v).bandwidth_time / 2 + _ag3(v).latency_time,
              "{q3_W:.3g} bytes/s is one direction of one link; a ring uses two links' worth, 2W, "
              "not 4W (the {q3_W2:.3g} figure already adds both directions)."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_allreduce", lambda v: _ar3(v).time, conventions=(
         _pinned_first_cut(_ar3, _n3),), slips=(
         Slip("one AllGather", lambda v: _ag3(v).time,
@@ -286,7 +288,8 @@ PARTS = (
                                       * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time),
              _NO_FACTOR, alternatives=('(N-1)/N',)),
         "Two slips give about this value: leaving out the latency (N/2 hops of 1 µs), or "
-        "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s"),
+        "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_allgather_2d", lambda v: _2d(v).time, conventions=(
         _pinned_first_cut(_2d, lambda v: v["q3_block_chips"]),), slips=(
         Slip("one axis's bandwidth",
@@ -297,7 +300,8 @@ PARTS = (
         Slip("one axis b", lambda v: all_gather(v["q3_V"], v["q3_by"], v["q3_chip"], hop_latency=LAT).time
              if v["q3_by"] != v["q3_bx"] else _NaN,
              "The group is all {q3_block_chips} chips: each chip must take in all but 1/{q3_block_chips} of the array."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_ag_line", lambda v: _line4(v).time, conventions=(
         _pinned_first_cut(_line4, lambda v: v["q4_L"]),), slips=(
         Slip("ring", lambda v: all_gather(v["q4_V"], v["q4_L"], v["q4_chip"], wraparound=True,
@@ -305,7 +309,8 @@ PARTS = (
              _LINE_4A),
         Slip("2W on a line", lambda v: _line4(v).bandwidth_time / 2 + _line4(v).latency_time,
              _LINE_4A),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_ar_ring16", lambda v: _ring4(v).time, conventions=(
         _pinned_first_cut(_ring4, lambda v: FULL_AXIS),), slips=(
         Slip("one AllGather", lambda v: all_gather(v["q4_V"], FULL_AXIS, v["q4_chip"],

@@ -33,6 +33,7 @@ is a pinned one (their text says "no master copy", "12 bytes per parameter").
 from __future__ import annotations
 
 import math
+from .alternatives import NO_LINK, ONE_PASS
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -306,7 +307,8 @@ PARTS = (
              "That is twice the answer: an AllGather costs V/W (2·V/W is an AllReduce), the "
              "weights are bf16, and a wrapped axis moves W = {q3_ici:.3g} bytes/s both ways."),
         Slip("all layers", lambda v: _t_gather(v) * v["q3_L"], "One layer, not all {q3_L}.", alternatives=('one layer or all layers',)),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_fsdp_comms_step", _t_fsdp_step, conventions=(_exact_ring(_t_fsdp_step),), slips=(
         Slip("DP's AllReduce", lambda v: _t_fsdp_step(v) * 2 / 3,
              "That is data parallelism's gradient AllReduce (2·V/W per layer). FSDP also gathers "

@@ -22,6 +22,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 
 from __future__ import annotations
 
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -245,7 +246,8 @@ PARTS = (
         Slip("one GPU", lambda v: _ideal5(v) * v["q5_gpus"],
              "Divide by all {q5_gpus} GPUs: each does 1/{q5_gpus} of the step.", alternatives=('per chip or global',)),
         Slip("problem 2's model", _problem2_model(_ideal5), _MODEL5),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     Part("mfu", _mfu5, slips=(
         Slip("sparse rate", lambda v: _mfu5(v) / 2,
              "Use the dense bf16 peak ({h100_bf16_flops:.3g} FLOPs/s), not the 'with sparsity' "
@@ -272,7 +274,8 @@ PARTS = (
         Slip("days", lambda v: _time6(v) / 86400, "The answer is in seconds, not days."),
         Slip("sparse rate", lambda v: _time6(v) / 2,
              "Use the dense bf16 peak, not the 'with sparsity' figure."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     Part("implied_mfu", _mfu6, slips=(
         Slip("sparse rate", lambda v: _mfu6(v) / 2,
              "Use the dense bf16 peak, not the 'with sparsity' figure."),

@@ -22,6 +22,7 @@ The latency per hop (1 µs) and bf16's 2 bytes are the course's conventions.
 from __future__ import annotations
 
 import math
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -226,13 +227,15 @@ PARTS = (
              lambda v: _V4(v) / v["q4_N"] * (v["q4_N"] - 1) / v["q4_N"] / v["q4_nic"] + 1e-6,
              "Only the (N − g)/N of the block bound for other nodes crosses the NIC; the copies "
              "for the GPU's own node go over NVLink at the same time."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("a2a_time_per_layer", lambda v: _a2a4(v).forward, slips=(
         Slip("no combine", lambda v: _a2a4(v).dispatch.time,
              "The expert outputs must come back: a combine AllToAll as large as the dispatch."),
         Slip("training", lambda v: _a2a4(v).training,
              "The part asks for the forward pass: dispatch and combine, not the backward's two."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("ep_fsdp_crossover", _cross4, slips=(
         Slip("one matrix", lambda v: _cross4(v) / 3,
              "A gated expert has three D × F_e matrices."),
@@ -266,7 +269,8 @@ PARTS = (
         Slip("one step", lambda v: _ring5(v).t_block,
              "That is one step; the ring takes C steps per layer, the first on the diagonal "
              "block (half masked), the others on full blocks."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("a2a_bytes_per_device", _bytes7, slips=(
         *merged(Slip("ragged", distinct_from(_bytes7, lambda v: _bytes7(v) / v["q7_c"]),
                      "The buffers are fixed-shape: E experts × C slots each, c times the routed "

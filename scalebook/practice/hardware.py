@@ -13,6 +13,7 @@ answer needs them. Sizes are in GB or MB (10⁹, 10⁶ bytes); times in ms or µ
 from __future__ import annotations
 
 
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from ..collectives import all_gather, all_gather_first_cut, collective_cost, has_wraparound
 from ..hardware import bytes_per_element, get_chip
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from, merged
@@ -322,7 +323,8 @@ WRAPAROUND = Problem(
                              "shards travel both ways round it."),
             _wrap_slip(False, "this axis of a {chip} has no wraparound: it is a line, so the "
                               "data streams one way past the end chips, V·(N−1)/N / W."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allgather_ms": "AllGather time, in ms"},
     solution=_wrap_solution,
@@ -526,7 +528,8 @@ PCIE = Problem(
                                                             n_chips=v["N"]),
                  "the bytes come from the host over PCIe, not out of HBM: use the PCIe "
                  "bandwidth."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("pcie_over_hbm", _pcie_ratio, slips=(
             Slip("upside down", lambda v: 1 / _pcie_ratio(v),
                  "the copy over PCIe is the slower one: the ratio is above 1."),

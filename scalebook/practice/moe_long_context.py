@@ -11,6 +11,7 @@ by the chapter's model (``scalebook.collectives.collective_cost`` on the chip's 
 from __future__ import annotations
 
 import math
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import collective_cost, has_wraparound
@@ -528,7 +529,8 @@ W7 = Problem(
                  "AllToAll."),
             Slip("no k", lambda v: _w7_a2a(v, copies_per_token=1).dispatch.time / MS,
                  "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"sent_mb": "bytes each GPU sends, in MB", "dispatch_ms": "one dispatch, in ms"},
     solution=_w7_solution,
@@ -601,7 +603,8 @@ W8 = Problem(
                 "all_gather", _w8_a2a(v).nbytes, v["N"], v["chip"]).time / MS,
                  "in an AllToAll each block goes to one chip only, on average a quarter of the "
                  "way round: about a quarter of an AllGather's bandwidth time."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"array_gb": "AllToAll array V, in GB", "dispatch_ms": "one dispatch, in ms"},
     solution=_w8_solution,
@@ -739,7 +742,8 @@ W10 = Problem(
             Slip("whole sequence", lambda v: (_w10_ring(v).send.bandwidth_time * v["C"]
                                               + _w10_ring(v).send.latency_time) / MS,
                  "each step sends one chip's block of T/C tokens, not the whole sequence's."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("compute_ms", _w10_block_ms, slips=(
             Slip("one matmul", lambda v: _w10_block_ms(v) / 2,
                  "a block is two matmuls, Q·Kᵀ and the scores times V, each 2·(T/C)²·H·d_h "
@@ -747,7 +751,8 @@ W10 = Problem(
             Slip("KV heads", lambda v: _w10_block_ms(v) * v["K"] / v["H"],
                  "every one of the H = {H} query heads computes its own scores: the FLOPs "
                  "scale with H, not K."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"block_mb": "K,V block, in MB", "send_ms": "one send, in ms",
             "compute_ms": "one full block of compute, in ms"},

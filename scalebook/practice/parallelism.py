@@ -13,6 +13,7 @@ chips a batch keeps busy, a quotient of napkin figures, to 2%.
 from __future__ import annotations
 
 import math
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from .. import collectives, parallelism as par, training, transformer
@@ -141,7 +142,8 @@ W1 = Problem(
                  "chips × peak × MFU."),
             Slip("forward pass only", lambda v: _w1_days(v) / 3,
                  SIX_FLOPS),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"days": "training time, in days"},
     solution=_w1_solution,
@@ -318,7 +320,8 @@ W4 = Problem(
                  SIX_FLOPS),
             Slip("the whole batch on one chip", lambda v: _w4_compute_ms(v) * v["N"],
                  "each chip computes only its own {tokens:,} tokens; the {N} chips work at once."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"allreduce_ms": "gradient AllReduce, in ms", "compute_ms": "step compute, in ms"},
     solution=_w4_solution,
@@ -715,7 +718,8 @@ W10 = Problem(
             Slip("the whole model", lambda v: _w10_compute_ms(v) * v["stages"],
                  "each stage holds 1/{stages} of the layers, so it does 1/{stages} of the "
                  "FLOPs."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"send_us": "stage-to-stage send, in µs", "compute_ms": "stage compute, in ms"},
     solution=_w10_solution,

@@ -10,6 +10,7 @@ tolerance). Collective times are the chapter's exact ring model: bandwidth term 
 
 from __future__ import annotations
 
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import (DEFAULT_HOP_LATENCY, all_gather, all_gather_first_cut, all_reduce,
@@ -153,7 +154,8 @@ W2 = Problem(
             Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
                                                               "TPU v5p").time / US,
                  "bf16 takes 2 bytes per element."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allgather_us": "AllGather time, in µs"},
     solution=_w2_solution,
@@ -306,7 +308,8 @@ W5 = Problem(
             Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
                  "in an AllToAll each block goes to one chip only, on average a quarter of the way "
                  "round: about a quarter of an AllGather's bandwidth time."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allreduce_us": "AllReduce time, in µs", "alltoall_us": "AllToAll time, in µs"},
     solution=_w5_solution,
@@ -443,7 +446,8 @@ W7 = Problem(
                                    chip="TPU v5e", gather=side, wraparound=True))
                 for side in ("lhs", "rhs")) / US,
                  "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"gather_us": "time of the cheaper gather, in µs"},
     solution=_w7_solution,
@@ -638,11 +642,13 @@ W11 = Problem(
             Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
                                                        n_devices=v["N"]).time / US,
                  "each step moves one shard, V/N, not the whole array."),
-        ), unit="s"),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
             Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
                  "a chip already holds its own shard: N − 1 steps bring the others."),
-        ), rel=0.05, unit="s"),
+        ), rel=0.05, unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"step_us": "one step, in µs", "steps_us": "all steps in sequence, in µs"},
     solution=_w11_solution,

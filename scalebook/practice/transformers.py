@@ -12,6 +12,7 @@ an answer in GiB is accepted. Shares and utilisations are asked in percent.
 
 from __future__ import annotations
 
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Callable, Mapping
 
 from ..hardware import get_chip
@@ -539,8 +540,10 @@ W7 = Problem(
     text=("How many days does {model} ({tokens_t:g} trillion tokens, by the 6·N·D rule with N all "
           "parameters) take at {mfu:.0%} MFU on {gpus:,} H100s, and on {tpus:,} TPU v5p chips?"),
     parts=(
-        Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s"),
-        Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False), unit="s"),
+        Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s", not_applicable=(
+        *NO_LINK,)),
+        Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"days_h100": "days on the H100s", "days_v5p": "days on the v5p chips"},
     solution=_w7_solution,
