@@ -264,7 +264,8 @@ def readings(alt: Alternative, value: Sequence[float], role_value: float | None 
 NO_LINK = (NotApplicable("bidirectional link", "a time of compute or memory reads: no link "
                          "enters it"),
            NotApplicable("AllReduce passes", "a time of compute or memory reads: no collective "
-                         "enters it"))
+                         "enters it"),
+           NotApplicable("(N-1)/N", "a time of compute or memory reads: no ring factor enters it"))
 #: What the time of a one-pass collective declares (an AllGather, an AllToAll, a ring's sends).
 ONE_PASS = NotApplicable("AllReduce passes", "one pass (an AllGather, an AllToAll or a ring's "
                          "sends): only an AllReduce has two")
