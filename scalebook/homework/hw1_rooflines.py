@@ -151,13 +151,16 @@ PARTS = (
              "bytes_read counts the inputs X and W; Out belongs in bytes_written."),
         Slip("weights only", lambda v: v["q1_D"] * v["q1_F"],
              "X has to be read from HBM too, not only the weights."),
-    ), unit="bytes"),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     Part("bytes_written", lambda v: _cost1(v).bytes_written, slips=(
         Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES, alternatives=('bf16 or fp32',)),
-    ), unit="bytes"),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     # P1 (b)
     Part("ops", lambda v: _cost1(v).flops, conventions=(
-        _fma_as_one(lambda v: _cost1(v).flops),), unit="FLOPs"),
+        _fma_as_one(lambda v: _cost1(v).flops),), unit="FLOPs", not_applicable=(
+        NotApplicable("forward only", "one matmul's operations, not a training step"),)),
     Part("intensity", lambda v: _cost1(v).intensity, conventions=(
         Convention("B << D shortcut 2B", lambda v: 2 * v["q1_B"], PINNED,
                    phrase="**exact** bytes read plus written",
@@ -182,7 +185,8 @@ PARTS = (
         Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES, alternatives=('bf16 or fp32',)),
         Slip("reads only", lambda v: _cost1(v).bytes_read / v["q1_hbm"],
              "Writing Out back to HBM takes bandwidth too."),
-    ), unit="s"),
+    ), unit="s", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     # P1 (d)
     Part("t_lower", lambda v: _time1(v).lower, slips=(
         Slip("sum", lambda v: _time1(v).upper,
