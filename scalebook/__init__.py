@@ -7,8 +7,10 @@ that this list names every module and subpackage):
 - :mod:`scalebook.hardware` — the chip catalog and dtype sizes
 - :mod:`scalebook.roofline` — FLOPs, bytes, intensity, time bounds (matmuls, element-wise ops)
 - :mod:`scalebook.topology` — TPU slices and pods, GPU nodes and clusters, as objects
+- :mod:`scalebook.torus` — TPU slices as shipped: shapes, wraparound, mesh axes on physical ones
 - :mod:`scalebook.collectives` — time of collectives on rings, lines, tori and GPU nodes
 - :mod:`scalebook.networks` — GPU cluster networks (leaf and spine levels, bisection)
+- :mod:`scalebook.published` — published measurements of real systems beside the solver's numbers
 - :mod:`scalebook.sharding` — sharding notation, meshes and the sharded-matmul planner
 - :mod:`scalebook.parallelism` — data, FSDP, tensor and pipeline parallelism
 - :mod:`scalebook.transformer` — parameter counts, FLOPs and KV caches of decoders

@@ -55,6 +55,7 @@ collective on one device, are "no communication").
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -62,8 +63,8 @@ from typing import Sequence, TypedDict, Union
 
 from scalebook._np import np
 
-from scalebook.hardware import Chip, get_chip
-from scalebook.torus import axis_wraps, has_wraparound
+from scalebook.hardware import FULL_MESH, Chip, get_chip
+from scalebook.torus import AxisPlacement, axis_wraps, has_wraparound
 
 BANDWIDTH_BOUND = "bandwidth-bound"
 LATENCY_BOUND = "latency-bound"
@@ -95,7 +96,8 @@ __all__ = [
     "all_gather_multi_axis", "reduce_scatter_multi_axis", "all_reduce_multi_axis",
     "has_wraparound",
     "gpu_all_gather", "gpu_reduce_scatter", "gpu_all_reduce", "gpu_all_to_all",
-    "gpu_hierarchical_all_reduce", "GPU_SCHEMES",
+    "gpu_hierarchical_all_reduce", "GPU_SCHEMES", "GPU_ALGORITHMS", "ALGORITHMS",
+    "gpu_algorithms", "gpu_collective",
     "collective_cost", "collective_time", "KINDS", "NETWORKS",
 ]
 
@@ -118,6 +120,9 @@ class CollectiveCost:
         combine: how the two terms make the time: "sum" (the alpha-beta model, every function
             but the first-cut ones) or "max" (the first-cut rule that latency and bandwidth
             overlap completely).
+        algorithm: on GPUs, which algorithm the cost is for (:data:`GPU_ALGORITHMS`: "ring",
+            "tree", "nvls", "one-shot", "two-shot", "sharp"), the one ``algorithm="auto"``
+            chose; "" on TPU axes, where the ring (or line) is the one algorithm modelled.
         time: bandwidth_time + latency_time (s), or their maximum when ``combine="max"``.
         regime: "bandwidth-bound", "latency-bound" or "no communication" (numpy array of those
             strings when ``nbytes`` is an array).
@@ -132,6 +137,7 @@ class CollectiveCost:
     formula: str = ""
     stages: tuple["CollectiveCost", ...] = ()
     combine: str = SUM
+    algorithm: str = ""
     time: Bytes = field(init=False)
     regime: Union[str, np.ndarray] = field(init=False)
 
@@ -385,16 +391,14 @@ def ppermute(nbytes: Bytes, chip: Chip | str | None = None, *, n_devices: int = 
 
 
 def _renamed(cost: CollectiveCost, name: str) -> CollectiveCost:
-    return CollectiveCost(name, cost.n_devices, cost.nbytes, cost.bandwidth_time,
-                          cost.latency_time, cost.link_bandwidth, cost.formula, cost.stages,
-                          cost.combine)
+    return dataclasses.replace(cost, name=name)
 
 
 def _doubled(cost: CollectiveCost, name: str) -> CollectiveCost:
     formula = f"2 × {cost.formula}" if cost.n_devices > 1 else cost.formula
     return CollectiveCost(name, cost.n_devices, cost.nbytes, 2 * cost.bandwidth_time,
                           2 * cost.latency_time, cost.link_bandwidth, formula,
-                          combine=cost.combine)
+                          combine=cost.combine, algorithm=cost.algorithm)
 
 
 # --------------------------------------------------------------------------- TPU: point to point
@@ -743,6 +747,14 @@ class _TorusOptions(TypedDict):
 def _gpu_setup(chip: Chip | str, n_gpus: int, gpus_per_node: int | None,
                nvlink_bandwidth: float | None, nic_bandwidth: float | None,
                hop_latency: float) -> tuple[int, int, float, float, float]:
+    """``(N, g, W_nvlink, W_nic, alpha)`` for a group of GPUs, checked.
+
+    ``W_nvlink`` is what one GPU can send into its node's fabric, one way: all its links on an
+    NVSwitch or NVLink mesh node; on a full mesh (:data:`~scalebook.hardware.FULL_MESH`, AMD
+    Infinity Fabric), only the links to the other GPUs *of the group* in its node,
+    ``(min(N, g) − 1) × W_link`` (4 of 8 MI300X use 3 of their 7 links), since every pair has
+    its own link and no switch lends the others.
+    """
     chip = get_chip(chip)
     if not chip.has_nvlink_domain:
         raise ValueError(f"{chip.name} is not a GPU with an NVLink domain; use all_gather / "
@@ -750,8 +762,13 @@ def _gpu_setup(chip: Chip | str, n_gpus: int, gpus_per_node: int | None,
     n = _check_count(n_gpus, "n_gpus")
     per_node = _check_count(gpus_per_node if gpus_per_node is not None else chip.chips_per_host,
                             "gpus_per_node")
-    nvlink = (_check_bandwidth(nvlink_bandwidth, "nvlink_bandwidth") if nvlink_bandwidth is not None
-              else chip.interconnect_bandwidth_one_way)
+    if nvlink_bandwidth is not None:
+        nvlink = _check_bandwidth(nvlink_bandwidth, "nvlink_bandwidth")
+    elif chip.interconnect == FULL_MESH:
+        peers = min(max(min(n, per_node) - 1, 1), chip.links_per_chip)
+        nvlink = peers * chip.link_bandwidth_one_way
+    else:
+        nvlink = chip.interconnect_bandwidth_one_way
     nic = (_check_bandwidth(nic_bandwidth, "nic_bandwidth") if nic_bandwidth is not None
            else chip.nic_bandwidth_per_chip)
     return n, per_node, nvlink, nic, _check_latency(hop_latency)
@@ -968,6 +985,216 @@ def gpu_all_to_all(nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
                           "max((V/N)·(N−g)/N / W_nic, (V/N)·(g−1)/N / W_nvlink)")
 
 
+# --------------------------------------------------------------------------- GPU algorithms
+
+GPU_ALGORITHMS = ("ring", "tree", "nvls", "one-shot", "two-shot", "sharp")
+"""The algorithms a GPU AllReduce, AllGather or ReduceScatter can run (``algorithm=``), each
+priced by :func:`gpu_collective`:
+
+- ``"ring"``: NCCL's ring (across nodes, one ring per NIC rail, or ``scheme=``'s variants).
+- ``"tree"``: across nodes, NCCL's double binary tree (AllReduce only).
+- ``"nvls"``: NVLink SHARP, the reduction done in the NVSwitch (AllReduce; chips with
+  ``switch_reduction``: H100, H200, B200 and later nodes).
+- ``"one-shot"``, ``"two-shot"``: inside a node, every GPU reads or writes its peers' buffers
+  directly (the small-message AllReduce kernels of TensorRT-LLM, vLLM and PyTorch's symmetric
+  memory; for AllGather and ReduceScatter, direct copies: ``"one-shot"``).
+- ``"sharp"``: across nodes, in-network reduction in InfiniBand switches (SHARP, NCCL's CollNet),
+  AllReduce only. Never chosen by ``"auto"``: it needs a fabric with SHARP switches enabled.
+"""
+
+ALGORITHMS = ("auto",) + GPU_ALGORITHMS
+"""``algorithm=`` of :func:`collective_cost` and :func:`gpu_collective`: ``"auto"`` (the
+default) prices every algorithm of :func:`gpu_algorithms` and keeps the fastest, a stand-in
+for NCCL's tuner, which also picks by message size and topology."""
+
+_NOT_AUTO = ("sharp",)
+
+
+def _check_algorithm(algorithm: str) -> str:
+    if not isinstance(algorithm, str) or algorithm.strip().lower() not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(map(repr, ALGORITHMS))}, "
+                         f"got {algorithm!r}")
+    return algorithm.strip().lower()
+
+
+def gpu_algorithms(kind: str, n_gpus: int, chip: Chip | str, *,
+                   gpus_per_node: int | None = None) -> tuple[str, ...]:
+    """The algorithms that can run ``kind`` over ``n_gpus`` GPUs of ``chip`` (see
+    :data:`GPU_ALGORITHMS`), in the order ``"auto"`` tries them (it keeps the first of equal
+    times).
+
+    Inside one node: AllReduce ``ring``, ``two-shot``, ``one-shot``, and ``nvls`` where the
+    switch reduces; AllGather and ReduceScatter ``ring`` and ``one-shot``. Across nodes:
+    AllReduce ``ring``, ``tree``, ``nvls`` where the switch reduces, and ``sharp``; AllGather
+    and ReduceScatter ``ring``. AllToAll and ppermute have one algorithm (direct sends) and
+    are not listed here.
+    """
+    kind = _check_kind(kind)
+    chip = get_chip(chip)
+    n, g, *_ = _gpu_setup(chip, n_gpus, gpus_per_node, None, None, DEFAULT_HOP_LATENCY)
+    if kind not in ("AllGather", "ReduceScatter", "AllReduce"):
+        raise ValueError(f"{kind} has one algorithm on GPUs (direct sends); algorithms are "
+                         "listed for AllReduce, AllGather and ReduceScatter")
+    nvls = ("nvls",) if chip.switch_reduction else ()
+    if kind != "AllReduce":
+        return ("ring", "one-shot") if n <= g else ("ring",)
+    if n <= g:
+        return ("ring", "two-shot", "one-shot") + nvls
+    return ("ring", "tree") + nvls + ("sharp",)
+
+
+def _in_node(kind: str, algorithm: str, nbytes: Bytes, n: int, nvlink: float,
+             latency: float) -> CollectiveCost:
+    """``kind`` by ``algorithm`` inside one node of ``n`` GPUs, ``W = nvlink`` one way each."""
+    label = f"{kind} ({algorithm}, NVLink, {n} GPUs)"
+    if algorithm == "ring":
+        one = _gpu_ring(kind, "NVLink", nbytes, n, nvlink, latency)
+        cost = _doubled(one, label) if kind == "AllReduce" else _renamed(one, label)
+    elif algorithm == "one-shot" and kind == "AllReduce":
+        # every GPU reads the whole buffer of each of its N − 1 peers and sums locally
+        cost = CollectiveCost(label, n, nbytes, nbytes * (n - 1) / nvlink, latency, nvlink,
+                              "V·(N−1) / W_nvlink")
+    elif algorithm == "one-shot":
+        # direct copies: the ring's bytes, in one step
+        cost = CollectiveCost(label, n, nbytes, nbytes * (n - 1) / n / nvlink, latency, nvlink,
+                              "V·(N−1)/N / W_nvlink")
+    elif algorithm == "two-shot":
+        # a direct ReduceScatter, then a direct AllGather: the ring's bytes in two steps
+        cost = CollectiveCost(label, n, nbytes, 2 * nbytes * (n - 1) / n / nvlink, 2 * latency,
+                              nvlink, "2·V·(N−1)/N / W_nvlink")
+    else:  # nvls: the switch sums (multimem load-reduce) and multicasts (multimem store)
+        cost = CollectiveCost(label, n, nbytes, nbytes / nvlink, 2 * latency, nvlink,
+                              "V / W_nvlink")
+    return dataclasses.replace(cost, algorithm=algorithm)
+
+
+def _across_nodes_all_reduce(algorithm: str, nbytes: Bytes, n: int, g: int, nvlink: float,
+                             nic: float, latency: float, switch_reduction: bool
+                             ) -> CollectiveCost:
+    """AllReduce over ``M = n/g`` nodes by ``tree``, ``nvls`` or ``sharp`` (rings: elsewhere).
+
+    Each GPU owns ``1/g`` of the buffer across the nodes and sends it through its own NIC
+    (rail); the stages inside and across nodes are pipelined, so the slower one paces it.
+    """
+    m = n // g
+    rail = nbytes / g
+    if algorithm == "tree":
+        # a double binary tree: each node sends and receives its share twice (up, then down)
+        bw = nbytes * max(2 * (g - 1) / (g * nvlink), 2.0 / (g * nic))
+        steps = 2 * math.ceil(math.log2(m)) + 2 * (g - 1)
+        formula = "2·V · max((g−1)/(g·W_nvlink), 1/(g·W_nic))"
+    elif algorithm == "nvls":
+        bw = np.maximum(nbytes / nvlink, 2 * rail * (m - 1) / m / nic)
+        steps = 2 + 2 * (m - 1)
+        formula = "max(V / W_nvlink, 2·(V/g)·(M−1)/M / W_nic)"
+    else:  # sharp: the IB switches sum each rail's share; inside the node the switch or a ring
+        inside = nbytes / nvlink if switch_reduction else 2 * nbytes * (g - 1) / g / nvlink
+        bw = np.maximum(inside, rail / nic)
+        steps = (2 if switch_reduction else 2 * (g - 1)) + 2
+        formula = (f"max({'V / W_nvlink' if switch_reduction else '2·V·(g−1)/g / W_nvlink'}, "
+                   "(V/g) / W_nic)")
+    bw = bw if isinstance(bw, np.ndarray) else float(bw)
+    return CollectiveCost(f"AllReduce ({algorithm}, {m} nodes × {g})", n, nbytes, bw,
+                          steps * latency, nic, formula, algorithm=algorithm)
+
+
+def gpu_collective(kind: str, nbytes: Bytes, n_gpus: int, chip: Chip | str, *,
+                   algorithm: str = "auto", scheme: str = "rail",
+                   gpus_per_node: int | None = None, nvlink_bandwidth: float | None = None,
+                   nic_bandwidth: float | None = None,
+                   hop_latency: float = DEFAULT_HOP_LATENCY) -> CollectiveCost:
+    """AllReduce, AllGather or ReduceScatter over ``N = n_gpus`` GPUs by ``algorithm``.
+
+    Symbols: ``V = nbytes``, ``W = W_nvlink`` (one GPU's one-way bandwidth into its node's
+    fabric), ``W_nic`` (one GPU's NIC), ``g`` GPUs per node, ``M = N/g`` nodes, ``α`` =
+    ``hop_latency`` per step.
+
+    Inside a node (N ≤ g):
+
+    ======== ============================== =========== ===========================================
+    AllReduce bandwidth term                 steps       why
+    ======== ============================== =========== ===========================================
+    ring     2·V·(N−1)/N / W                2(N−1)      ReduceScatter then AllGather round a ring
+    two-shot 2·V·(N−1)/N / W                2           the same bytes, sent straight to each peer
+    one-shot V·(N−1) / W                    1           each GPU reads every peer's whole buffer
+    nvls     V / W                          2           the switch sums and multicasts: each GPU
+                                                        sends V and receives V, once
+    ======== ============================== =========== ===========================================
+
+    So NVLS halves the ring's bandwidth term (the true lower bound without in-network
+    reduction is the ring's ``2·V·(N−1)/N`` sent per GPU), one-shot wins for messages of a
+    few tens of kB where only steps count, and two-shot between them on GPUs without NVLS.
+    AllGather and ReduceScatter: ``ring`` ``V·(N−1)/N / W`` in N − 1 steps, ``one-shot``
+    (direct copies) the same bytes in one step.
+
+    Across nodes (AllReduce): ``ring`` is NCCL's rail-aligned rings (:func:`gpu_all_reduce`,
+    ``scheme=`` picks its variants); ``tree`` a double binary tree over the nodes,
+    ``2·V·max((g−1)/(g·W), 1/(g·W_nic))`` in ``2⌈log2 M⌉ + 2(g−1)`` steps (about the ring's
+    bandwidth, far fewer steps); ``nvls`` the switch inside each node and rings across,
+    ``max(V/W, 2·(V/g)·(M−1)/M / W_nic)``; ``sharp`` the InfiniBand switches reduce, so each
+    NIC carries its ``V/g`` once each way: ``max(V/W or 2·V·(g−1)/g / W, (V/g)/W_nic)``.
+    AllGather and ReduceScatter across nodes: rings.
+
+    ``algorithm="auto"`` prices each of :func:`gpu_algorithms` but ``sharp`` and keeps the
+    fastest (elementwise when ``nbytes`` is an array); the result's ``algorithm`` says which.
+    8 H100s, AllReduce of 1 MB: ring 17.9 µs (14 steps of 1 µs), two-shot 5.9 µs, nvls
+    4.2 µs, one-shot 16.6 µs: auto picks nvls. ``scheme`` other than "rail" implies the ring.
+    Raises ``ValueError`` for an algorithm that cannot run this kind on these GPUs.
+    """
+    kind = _check_kind(kind)
+    algorithm = _check_algorithm(algorithm)
+    scheme = _check_scheme(scheme)
+    nbytes = _check_nbytes(nbytes)
+    n, g, nvlink, nic, latency = _gpu_setup(chip, n_gpus, gpus_per_node, nvlink_bandwidth,
+                                            nic_bandwidth, hop_latency)
+    chip = get_chip(chip)
+    options = _GpuOptions(gpus_per_node=g, nvlink_bandwidth=nvlink_bandwidth,
+                          nic_bandwidth=nic_bandwidth, hop_latency=latency)
+    if scheme != "rail":
+        if algorithm not in ("auto", "ring"):
+            raise ValueError(f"scheme={scheme!r} is a way to run the ring across nodes; it does "
+                             f"not go with algorithm={algorithm!r}")
+        algorithm = "ring"
+    possible = gpu_algorithms(kind, n, chip, gpus_per_node=g)
+    if algorithm != "auto" and algorithm not in possible:
+        raise ValueError(f"{kind} over {n} {chip.name} GPUs ({g} per node) cannot run "
+                         f"algorithm={algorithm!r}; it can run {', '.join(possible)}")
+    if n == 1:
+        return dataclasses.replace(_zero(kind, n, nbytes, nvlink), algorithm="ring")
+    if algorithm == "auto":
+        return _fastest([gpu_collective(kind, nbytes, n, chip, algorithm=a, **options)
+                         for a in possible if a not in _NOT_AUTO])
+    if algorithm == "ring":
+        ring = {"AllGather": gpu_all_gather, "ReduceScatter": gpu_reduce_scatter,
+                "AllReduce": gpu_all_reduce}[kind]
+        return dataclasses.replace(ring(nbytes, n, chip, scheme=scheme, **options),
+                                   algorithm="ring")
+    if n <= g:
+        return _in_node(kind, algorithm, nbytes, n, nvlink, latency)
+    _nodes(n, g)
+    return _across_nodes_all_reduce(algorithm, nbytes, n, g, nvlink, nic, latency,
+                                    chip.switch_reduction)
+
+
+def _fastest(costs: Sequence[CollectiveCost]) -> CollectiveCost:
+    """The cheapest of ``costs`` (the first of equals); for array sizes, element by element,
+    named "auto" (the choice differs along the array)."""
+    times = [cost.time for cost in costs]
+    if not isinstance(times[0], np.ndarray):
+        return costs[min(range(len(costs)), key=lambda i: times[i])]
+    best = np.argmin(np.stack(times), axis=0)
+    bw = np.choose(best, [np.broadcast_to(c.bandwidth_time, best.shape) for c in costs])
+    lat = np.choose(best, [np.broadcast_to(np.asarray(c.latency_time, dtype=float), best.shape)
+                           for c in costs])
+    first = costs[0]
+    # the latency term differs along the array too: carried in bandwidth_time's place would
+    # blur the regime, so both terms are kept element by element
+    return CollectiveCost(first.name.split(" (")[0] + " (auto)", first.n_devices, first.nbytes,
+                          bw, lat, first.link_bandwidth,
+                          " | ".join(f"{c.algorithm}: {c.formula}" for c in costs),
+                          algorithm="auto")
+
+
 # --------------------------------------------------------------------------- mixture of experts
 
 @dataclass(frozen=True)
@@ -1129,7 +1356,8 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
                     scheme: str = "rail", gpus_per_node: int | None = None,
                     hop_latency: float = DEFAULT_HOP_LATENCY, bandwidth: float | None = None,
                     nvlink_bandwidth: float | None = None,
-                    nic_bandwidth: float | None = None) -> CollectiveCost:
+                    nic_bandwidth: float | None = None,
+                    algorithm: str = "auto") -> CollectiveCost:
     """The one place a collective is priced: ``kind`` over a group of ``axis_sizes`` on
     ``chip``'s real interconnect (``chip.interconnect``). Returns a :class:`CollectiveCost`
     (``.time`` in seconds).
@@ -1138,21 +1366,30 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
     etc. also read). ``nbytes``: the module's convention (the array the group holds together;
     for ppermute, the bytes each device sends). ``axis_sizes``: the sizes of the axes the
     group spans, e.g. ``[4, 2]`` for a whole v5e 4x2 slice; the group has their product ``N``
-    devices. Which links they use:
+    devices. On a TPU they may instead be placements of mesh axes on a slice
+    (:class:`scalebook.torus.AxisPlacement`, from :func:`scalebook.torus.place_mesh`). Which
+    links they use:
 
-    - **ICI torus** (TPUs; ``network="auto"``): each axis is a ring where the chip's
-      ``wraparound_rule`` says so (:func:`has_wraparound`; ``wraparound=`` overrides, one flag
-      or one per axis), else a line, and the bandwidths of the axes add
+    - **ICI torus** (TPUs; ``network="auto"``). Given plain sizes, the group *is* the slice
+      (its axes padded with 1s: a 16-chip v5p group ``[4, 4]`` is the slice 4x4x1) and each
+      axis is a ring where :func:`scalebook.torus.axis_wraps` says so for that shape (on
+      v4p/v5p/TPU7x only slices of whole 4x4x4 cubes wrap), else a line; ``wraparound=``
+      overrides, one flag or one per axis. Given placements, each mesh axis runs on the
+      physical axes it was placed on: a whole physical axis keeps its wraparound, a segment of
+      one is a line, and an axis that takes every ``s``-th chip shares each link with ``s − 1``
+      other groups (``W/s`` each). The bandwidths of the axes add
       (:func:`all_gather_multi_axis`: ``T_bw = V·(N−1)/N / Σ W_axis``, ``W_axis = 2W`` on a
       ring, ``W`` on a line, ``W`` one link one way). An AllToAll over several axes runs axis by
       axis (the sum of :func:`all_to_all` of ``V·n_a/N`` over each axis ``a``); a ppermute runs
       on one axis (every other axis of size 1). ``bandwidth=`` overrides ``W``.
     - **NVLink domain** (GPUs): ``N`` GPUs, ``gpus_per_node`` of them per node (default: all
-      of them when ``N`` fits one node, else the chip's ``chips_per_host``). Inside a node
-      ``T_bw = V·(N−1)/N / W_nvlink``; across nodes by ``scheme`` (:data:`GPU_SCHEMES`):
-      NCCL's rail-aligned rings (default), the three-stage hierarchical model, or one flat
-      ring (:func:`gpu_all_gather`). AllToAll: :func:`gpu_all_to_all`. ppermute: ``V/W_nvlink``
-      inside a node, ``V/W_nic`` across nodes.
+      of them when ``N`` fits one node, else the chip's ``chips_per_host``). AllReduce,
+      AllGather and ReduceScatter by ``algorithm`` (:data:`ALGORITHMS`, :func:`gpu_collective`):
+      ``"auto"`` (the default) keeps the fastest of ring, tree, NVLS (in-switch reduction),
+      one-shot and two-shot that can run there; a ring across nodes by ``scheme``
+      (:data:`GPU_SCHEMES`): NCCL's rail-aligned rings (default), the three-stage hierarchical
+      model, or one flat ring (:func:`gpu_all_gather`). AllToAll: :func:`gpu_all_to_all`.
+      ppermute: ``V/W_nvlink`` inside a node, ``V/W_nic`` across nodes.
     - **DCN** (``network="dcn"``, any chip): the ``N`` devices sit in different hosts (one per
       slice or node, e.g. data parallelism across TPU pods) and every chip of a host sends at
       once through its share of the host's network, ``W_dcn = host_network_bandwidth /
@@ -1166,8 +1403,16 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
     """
     kind = _check_kind(kind)
     chip = get_chip(chip)
-    sizes = _sizes(axis_sizes)
+    algorithm = _check_algorithm(algorithm)
+    placements = _placements(axis_sizes)
+    sizes = [p.size for p in placements] if placements else _sizes(axis_sizes)
     n = math.prod(sizes)
+    if placements and not chip.has_ici_torus:
+        raise ValueError(f"placements of mesh axes on a slice describe a TPU torus, not "
+                         f"{chip.name}; give the group's size")
+    if algorithm != "auto" and not chip.has_nvlink_domain:
+        raise ValueError(f"algorithm={algorithm!r} names a GPU collective algorithm; on "
+                         f"{chip.name} leave it 'auto'")
     if network not in NETWORKS:
         raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, "
                          f"got {network!r}")
@@ -1187,6 +1432,11 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
         if given or scheme != "rail":
             raise ValueError(f"{', '.join(given) or 'scheme'} describe GPU nodes; for a TPU "
                              "slice give wraparound / direction / bandwidth")
+        if placements:
+            if wraparound is not None:
+                raise ValueError("placements carry their own wraparound; do not give "
+                                 "wraparound= with them")
+            return _placed_cost(kind, nbytes, placements, chip, direction, latency, bandwidth)
         return _torus_cost(kind, nbytes, sizes, chip, wraparound, direction, latency, bandwidth)
     if chip.has_nvlink_domain:
         given = [k for k, v in torus_only.items() if v is not None]
@@ -1197,12 +1447,12 @@ def collective_cost(kind: str, nbytes: Bytes, axis_sizes: int | Sequence[int],
             gpus_per_node = n if n <= chip.chips_per_host else chip.chips_per_host
         kwargs = _GpuOptions(gpus_per_node=gpus_per_node, nvlink_bandwidth=nvlink_bandwidth,
                              nic_bandwidth=nic_bandwidth, hop_latency=latency)
-        if kind == "AllGather":
-            return gpu_all_gather(nbytes, n, chip, scheme=scheme, **kwargs)
-        if kind == "ReduceScatter":
-            return gpu_reduce_scatter(nbytes, n, chip, scheme=scheme, **kwargs)
-        if kind == "AllReduce":
-            return gpu_all_reduce(nbytes, n, chip, scheme=scheme, **kwargs)
+        if kind in ("AllGather", "ReduceScatter", "AllReduce"):
+            return gpu_collective(kind, nbytes, n, chip, algorithm=algorithm, scheme=scheme,
+                                  **kwargs)
+        if algorithm != "auto":
+            raise ValueError(f"{kind} has one algorithm on GPUs (direct sends); leave "
+                             "algorithm='auto'")
         if kind == "AllToAll":
             return gpu_all_to_all(nbytes, n, chip, **kwargs)
         return _gpu_ppermute(nbytes, n, chip, **kwargs)
@@ -1230,8 +1480,12 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
                              f"{sizes} uses {len(used)}")
         return ppermute(nbytes, chip, n_devices=sizes[used[0]], hop_latency=latency,
                         bandwidth=bandwidth)
-    if wraparound is None:
-        flags = [has_wraparound(chip, size) for size in sizes]
+    if wraparound is None and len(sizes) <= len(chip.max_slice):
+        flags = list(axis_wraps(chip, sizes))[:len(sizes)]
+    elif wraparound is None:
+        raise ValueError(f"{len(sizes)} axes do not fit {chip.name}'s {len(chip.max_slice)}-axis "
+                         "torus; give wraparound= per axis, or placements from "
+                         "scalebook.torus.place_mesh")
     else:
         flags = _wraparound_list(wraparound, len(sizes))
     directions = _direction_list(direction, len(sizes))
@@ -1254,6 +1508,63 @@ def _torus_cost(kind: str, nbytes: Bytes, sizes: list[int], chip: Chip,
     i = used[0]
     return all_to_all(nbytes, sizes[i], chip, wraparound=flags[i], direction=directions[i],
                       **common)
+
+
+def _placements(axis_sizes: object) -> list[AxisPlacement]:
+    """``axis_sizes`` as placements on a slice, or [] when it holds plain sizes."""
+    if isinstance(axis_sizes, AxisPlacement):
+        return [axis_sizes]
+    if isinstance(axis_sizes, Sequence) and not isinstance(axis_sizes, (str, bytes)) and \
+            any(isinstance(a, AxisPlacement) for a in axis_sizes):
+        if not all(isinstance(a, AxisPlacement) for a in axis_sizes):
+            raise ValueError("give either axis sizes or placements (scalebook.torus.place_mesh), "
+                             "not a mixture")
+        return list(axis_sizes)
+    return []
+
+
+def _placed_cost(kind: str, nbytes: Bytes, placements: Sequence[AxisPlacement], chip: Chip,
+                 direction: str | Sequence[str], latency: float,
+                 bandwidth: float | None) -> CollectiveCost:
+    """``kind`` over mesh axes placed on a slice: one term per physical axis they run along.
+
+    A physical segment of ``n`` chips, ring or line, whose neighbours sit ``s`` links apart
+    gives ``W/s`` per link (``s`` groups share each link) and ``s`` hops per step.
+    """
+    link = _tpu_link_bandwidth(chip, bandwidth)
+    segments = [(span, ring, stride) for p in placements
+                for span, ring, stride in zip(p.spans, p.rings, p.strides) if span > 1]
+    n = math.prod(p.size for p in placements)
+    nbytes = _check_nbytes(nbytes)
+    if not segments:
+        return _zero(kind, 1, nbytes, link)
+    directions = _direction_list(direction, len(segments))
+    if kind in ("AllGather", "ReduceScatter", "AllReduce"):
+        shares = [((2 if _bidirectional_ring(ring, way) else 1) / stride, span, ring, stride, way)
+                  for (span, ring, stride), way in zip(segments, directions)]
+        total = sum(share for share, *_ in shares) * link
+        hops = sum(_hops(span, ring, way) * stride for _, span, ring, stride, way in shares)
+        terms = " + ".join(("2·W" if share * stride == 2 else "W") + (f"/{stride}" if stride > 1
+                           else "") for share, _, _, stride, _ in shares)
+        one = CollectiveCost("AllGather" if kind == "AllGather" else "ReduceScatter", n, nbytes,
+                             nbytes * (n - 1) / n / total, hops * latency, link,
+                             f"V·(N−1)/N / ({terms})")
+        return _doubled(one, "AllReduce") if kind == "AllReduce" else one
+    if kind == "ppermute":
+        if len(segments) > 1:
+            raise ValueError("a ppermute is priced over one physical axis at a time")
+        span, _, stride = segments[0]
+        return ppermute(nbytes, chip, n_devices=span, hop_latency=latency * stride,
+                        bandwidth=link / stride)
+    stages = [all_to_all(nbytes * span / n, span, chip, wraparound=ring, direction=way,
+                         hop_latency=latency * stride, bandwidth=link / stride)
+              for (span, ring, stride), way in zip(segments, directions)]
+    if len(stages) == 1:
+        return stages[0]
+    return CollectiveCost("AllToAll (axis by axis)", n, nbytes,
+                          sum(c.bandwidth_time for c in stages),
+                          sum(c.latency_time for c in stages), link,
+                          " + ".join(c.formula for c in stages), tuple(stages))
 
 
 def _gpu_ppermute(nbytes: Bytes, n: int, chip: Chip, *, gpus_per_node: int | None,

@@ -49,6 +49,7 @@ from typing import Sequence, TypedDict
 
 from scalebook.collectives import collective_cost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
+from scalebook.torus import slice_for
 from scalebook.transformer import TransformerConfig, attention_flops_per_token, param_count
 from scalebook.validation import positive, positive_int
 
@@ -239,10 +240,12 @@ class StepCost:
 def tp_slice_axes(chip: Chip | str, n_chips: int) -> tuple[int, ...]:
     """The ICI axes of the ``n_chips``-chip TPU slice a tensor-parallel group runs on.
 
-    The most nearly square slice of the chip's torus rank, built by doubling the shortest axis:
-    on a 2-D chip (v5e, v6e, v3) 8 chips are 4×2 (one host), 16 are 4×4, 32 are 8×4; on a
-    3-D chip (v4p, v5p) 8 are 2×2×2 and 16 are 4×2×2. Sizes are largest first. ``n_chips`` must
-    be a power of two no larger than the chip's largest slice; GPUs raise ``ValueError``.
+    The most nearly cubic slice the generation ships with that many chips, else a block of
+    powers of two built by doubling the shortest axis (:func:`scalebook.torus.slice_for`): on
+    a 2-D chip (v5e, v6e, v3) 8 chips are 4×2 (one host), 16 are 4×4, 32 are 8×4; on a 3-D chip
+    (v4p, v5p) 8 are 2×2×2, 16 are 4×2×2 and 64 the cube 4×4×4. Sizes are largest first.
+    ``n_chips`` must be a power of two no larger than the chip's largest slice; GPUs raise
+    ``ValueError``.
     """
     chip = get_chip(chip)
     n = positive_int(n_chips, "n_chips")
@@ -251,14 +254,11 @@ def tp_slice_axes(chip: Chip | str, n_chips: int) -> tuple[int, ...]:
     if n & (n - 1) or n > math.prod(chip.max_slice):
         raise ValueError(f"a {chip.name} slice for tensor parallelism needs a power-of-two chip "
                          f"count up to {math.prod(chip.max_slice)}, got {n}")
-    axes = [1] * len(chip.max_slice)
-    while math.prod(axes) < n:
-        axes[axes.index(min(axes))] *= 2
-    return tuple(sorted(axes, reverse=True))
+    return slice_for(chip, n)
 
 
 def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, tokens: int,
-                 dtype: str = "bf16") -> float:
+                 dtype: str = "bf16", algorithm: str = "auto") -> float:
     """Seconds of tensor-parallel AllReduces in one forward pass over ``tokens`` tokens.
 
     Megatron-style tensor parallelism splits attention by head and the MLP by its hidden
@@ -270,9 +270,13 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     :func:`tp_slice_axes` (a v5e 8-chip slice is 4×2, not an 8-chip ring) and each AllReduce
     runs over all its real axes at once (the axes' link bandwidths add, each axis a ring only
     where the chip's wraparound rule says so, else a line). On GPUs the group sits in one
-    NVLink node.
-    Alpha-beta model, 1 µs per hop, which at decode's small messages is mostly latency: a
-    v5e 4×2 pays 2·((4−1) + (2−1)) = 8 hops per AllReduce where an 8-chip line would pay 14.
+    NVLink node and ``algorithm`` picks how each AllReduce runs
+    (:data:`scalebook.collectives.ALGORITHMS`): by default the fastest the node offers, which
+    on an H100 node is one-shot for a few sequences' activations and NVLS (the switch sums)
+    for prefill's; ``"ring"`` is the textbook 2(n−1)-step ring.
+    Alpha-beta model, 1 µs per hop or step, which at decode's small messages is mostly
+    latency: a v5e 4×2 pays 2·((4−1) + (2−1)) = 8 hops per AllReduce where an 8-chip line
+    would pay 14, an 8-GPU H100 node 1 step one-shot where its ring would pay 14.
     Not overlapped with compute. 0 on one chip.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
@@ -284,8 +288,11 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     if chip.is_gpu and n > chip.chips_per_host:
         raise ValueError(f"tensor parallelism over {n} GPUs leaves the {chip.chips_per_host}-GPU "
                          f"NVLink node; serve with at most {chip.chips_per_host} per copy")
-    axes = [n] if chip.is_gpu else list(tp_slice_axes(chip, n))
-    return 2.0 * cfg.n_layers * float(collective_cost("AllReduce", nbytes, axes, chip).time)
+    if chip.is_gpu:
+        cost = collective_cost("AllReduce", nbytes, [n], chip, algorithm=algorithm)
+    else:
+        cost = collective_cost("AllReduce", nbytes, list(tp_slice_axes(chip, n)), chip)
+    return 2.0 * cfg.n_layers * float(cost.time)
 
 
 def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
@@ -296,14 +303,15 @@ def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
 
 def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens: int,
           context_len: int, n_chips: int, weight_flops: float, attention_flops: float,
-          kv_bytes: float, weight_dtype: str, compute_dtype: str) -> StepCost:
+          kv_bytes: float, weight_dtype: str, compute_dtype: str,
+          algorithm: str = "auto") -> StepCost:
     w_bytes = _read_weight_bytes(cfg, weight_dtype)
     peak, bw = n_chips * chip.flops(compute_dtype), n_chips * chip.hbm_bandwidth
     flops = weight_flops + attention_flops
     t_compute, t_memory = flops / peak, (w_bytes + kv_bytes) / bw
     w_c, w_m = weight_flops / peak, w_bytes / bw
     a_c, a_m = attention_flops / peak, kv_bytes / bw
-    t_comm = tp_comm_time(cfg, chip, n_chips=n_chips, tokens=tokens)
+    t_comm = tp_comm_time(cfg, chip, n_chips=n_chips, tokens=tokens, algorithm=algorithm)
     return StepCost(phase=phase, batch=batch, tokens=tokens, context_len=context_len,
                     n_chips=n_chips, flops=flops, weight_bytes=w_bytes, kv_bytes=kv_bytes,
                     t_compute=t_compute, t_memory=t_memory, t_comm=t_comm,
@@ -315,7 +323,8 @@ def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens:
 
 def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch: int = 1,
             n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-            compute_dtype: str = "bf16", kv_sharding: str = "heads") -> StepCost:
+            compute_dtype: str = "bf16", kv_sharding: str = "heads",
+            algorithm: str = "auto") -> StepCost:
     """Prefill of ``batch`` prompts of ``prompt_len`` tokens each, in one forward pass.
 
     FLOPs ``= B·T · (2·P_matmul + 4·L·T·H·d_h)``: every weight twice per token, plus attention
@@ -333,12 +342,13 @@ def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch:
     return _step("prefill", cfg, chip, batch=b, tokens=tokens, context_len=t, n_chips=n,
                  weight_flops=tokens * 2.0 * param_count(cfg).matmul,
                  attention_flops=tokens * float(attention_flops_per_token(cfg, t)), kv_bytes=kv,
-                 weight_dtype=weight_dtype, compute_dtype=compute_dtype)
+                 weight_dtype=weight_dtype, compute_dtype=compute_dtype, algorithm=algorithm)
 
 
 def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context_len: int,
                 n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                compute_dtype: str = "bf16", kv_sharding: str = "heads") -> StepCost:
+                compute_dtype: str = "bf16", kv_sharding: str = "heads",
+                algorithm: str = "auto") -> StepCost:
     """One decode step: ``batch`` sequences, each with ``context_len`` cached tokens, get one
     new token each.
 
@@ -362,7 +372,7 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
     return _step("decode", cfg, chip, batch=b, tokens=b, context_len=s, n_chips=n,
                  weight_flops=b * 2.0 * param_count(cfg).matmul,
                  attention_flops=b * float(attention_flops_per_token(cfg, s)), kv_bytes=kv,
-                 weight_dtype=weight_dtype, compute_dtype=compute_dtype)
+                 weight_dtype=weight_dtype, compute_dtype=compute_dtype, algorithm=algorithm)
 
 
 def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int = 0,
@@ -512,10 +522,11 @@ class _ServingOptions(TypedDict):
 def best_batch(cfg: TransformerConfig, chip: Chip | str, *, latency_target: float,
                context_len: int, n_chips: int = 1, weight_dtype: str = "bf16",
                cache_dtype: str = "bf16", compute_dtype: str = "bf16",
-               reserve: float = 0.0, kv_sharding: str = "heads") -> int:
-    """The largest batch whose decode step (:func:`decode_step`'s ``time``, the phased model)
-    meets ``latency_target`` (s per output token) and whose cache fits; 0 when not even one
-    sequence does.
+               reserve: float = 0.0, kv_sharding: str = "heads",
+               algorithm: str = "auto") -> int:
+    """The largest batch whose decode step (:func:`decode_step`'s ``time``, the phased model,
+    its AllReduces by ``algorithm``) meets ``latency_target`` (s per output token) and whose
+    cache fits; 0 when not even one sequence does.
 
     The step time grows with ``B``, so this is a bisection over ``1 ≤ B ≤ max_batch``.
     """
@@ -525,7 +536,8 @@ def best_batch(cfg: TransformerConfig, chip: Chip | str, *, latency_target: floa
     fits = max_batch(cfg, chip, reserve=reserve, **kw)
 
     def meets(b: int) -> bool:
-        return decode_step(cfg, chip, batch=b, compute_dtype=compute_dtype, **kw).time <= target
+        return decode_step(cfg, chip, batch=b, compute_dtype=compute_dtype, algorithm=algorithm,
+                           **kw).time <= target
 
     if fits == 0 or not meets(1):
         return 0

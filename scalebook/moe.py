@@ -39,6 +39,7 @@ from typing import Sequence
 from scalebook import collectives
 from scalebook.collectives import CollectiveCost
 from scalebook.hardware import Chip, bytes_per_element, get_chip
+from scalebook.torus import slice_for
 from scalebook.transformer import TransformerConfig, param_count
 from scalebook.validation import positive, positive_int
 
@@ -678,20 +679,11 @@ def ep_fsdp_crossover_tokens(n_experts: int, d_expert: int, top_k: int) -> float
 
 
 def tpu_ep_axes(chip: Chip | str, n: int) -> list[int]:
-    """Split ``n`` TPU chips into torus axes of at most 16 (a power-of-two slice shape):
-    16 -> [16], 64 -> [16, 4], 256 -> [16, 16]."""
-    chip = get_chip(chip)
-    n = positive_int(n, "chips")
-    sizes, rest = [], n
-    while rest > 1:
-        s = math.gcd(rest, 16)
-        if s == 1:
-            raise ValueError(f"{n} chips do not make a TPU slice of axes dividing 16")
-        sizes.append(s)
-        rest //= s
-    if len(sizes) > len(chip.max_slice):
-        raise ValueError(f"{n} chips need {len(sizes)} axes; {chip.name} has "
-                         f"{len(chip.max_slice)}")
+    """The torus axes of the slice ``n`` TPU chips form (:func:`scalebook.torus.slice_for`),
+    largest first, axes of one chip left out: v5p 64 -> [4, 4, 4] (a cube, every axis a ring),
+    16 -> [4, 2, 2] (no v5p slice has 16 chips: a block of a larger one, no wraparound);
+    v5e 16 -> [4, 4], 256 -> [16, 16]. A collective over these sizes is priced on that slice."""
+    sizes = [size for size in slice_for(chip, positive_int(n, "chips")) if size > 1]
     return sizes or [1]
 
 

@@ -17,7 +17,10 @@ All bandwidths are one way, in bytes/s; switch ports run at the NIC rate. A node
 ``W_node × up/down`` (= ``W_node / r``).
 
 Ring collectives (AllGather, ReduceScatter, AllReduce) are priced by
-:func:`scalebook.collectives.collective_cost` with the cluster's figures, by ``scheme``: NCCL's
+:func:`scalebook.collectives.collective_cost` with the cluster's figures as rings
+(``algorithm="ring"``: this module is about how rings cross the fabric; NCCL's other
+algorithms, trees, NVLS and SHARP, are :func:`scalebook.collectives.gpu_collective`'s), by
+``scheme``: NCCL's
 rail-aligned rings by default (``g`` rings, one per rail, each leaving a node through its own
 NIC, so all ``g`` NICs of a node work at once), or the three-stage hierarchical model, or one
 flat ring. A rail's ring crosses from one SU to the next through a single up-port per leaf, so
@@ -314,7 +317,7 @@ def _ring(kind: str, nbytes: Bytes, cluster: ClusterNetwork, n_gpus: int | None,
         raise ValueError("pipelined=True overlaps the stages of scheme='hierarchical'; the "
                          "rail-aligned and flat rings have no stages")
     cost = collectives.collective_cost(kind, nbytes, n, cluster.chip, scheme=scheme,
-                                       **_gpu_kwargs(cluster, n, hop_latency))
+                                       algorithm="ring", **_gpu_kwargs(cluster, n, hop_latency))
     return _pipelined(cost, pipelined)
 
 

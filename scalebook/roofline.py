@@ -65,6 +65,7 @@ def matmul_cost(
     w_dtype: str | None = None,
     out_dtype: str | None = None,
     batched_weights: bool = False,
+    weights_on_chip: bool = False,
 ) -> MatmulCost:
     """Exact cost of ``Out[B, F] = X[B, D] ·_D W[D, F]``.
 
@@ -74,13 +75,21 @@ def matmul_cost(
     matrix ``W[B, D, F]``, so the weights cost B·D·F·w bytes and the intensity tends to 2/w
     whatever B is.
 
+    With ``weights_on_chip=True`` the weights already sit in on-chip memory (a TPU's VMEM, a
+    GPU's SMEM or L2: see :func:`scalebook.hardware.on_chip_memory`), loaded by an earlier
+    kernel, so they cost no HBM traffic: bytes = B·D·x + B·F·o and the intensity is
+    2·D·F / (D·x + F·o), independent of B. bf16, D = F = 4096: 2,048 FLOPs/byte. Whether they
+    fit is the caller's question (2·D·F bytes in bf16 against the on-chip size).
+
     No B << D approximation is made: this is the number a plot of exact byte counts uses.
     """
     B, D, F = positive(B, "B"), positive(D, "D"), positive(F, "F")
     x = bytes_per_element(x_dtype)
     w = bytes_per_element(w_dtype or x_dtype)
     o = bytes_per_element(out_dtype or x_dtype)
-    weight_elements = B * D * F if batched_weights else D * F
+    if batched_weights and weights_on_chip:
+        raise ValueError("per-example weights (batched_weights) cannot also stay on chip")
+    weight_elements = 0.0 if weights_on_chip else (B * D * F if batched_weights else D * F)
     return MatmulCost(
         flops=2.0 * B * D * F,
         bytes_read=B * D * x + weight_elements * w,
@@ -197,15 +206,17 @@ def matmul_time(
     out_dtype: str | None = None,
     compute_dtype: str | None = None,
     batched_weights: bool = False,
+    weights_on_chip: bool = False,
 ) -> TimeBounds:
-    """Time bounds of one matmul on one chip, weights and activations in HBM.
+    """Time bounds of one matmul on one chip, weights and activations in HBM (the weights on
+    chip with ``weights_on_chip=True``, see :func:`matmul_cost`).
 
     T_math = 2·B·D·F / C with C the peak in ``compute_dtype`` (default: the wider of x and w,
     i.e. int8 weights with bf16 activations compute in bf16); T_comms = exact bytes / HBM BW.
     """
     chip = get_chip(chip)
     cost = matmul_cost(B, D, F, x_dtype=x_dtype, w_dtype=w_dtype, out_dtype=out_dtype,
-                       batched_weights=batched_weights)
+                       batched_weights=batched_weights, weights_on_chip=weights_on_chip)
     if compute_dtype is None:
         wider = max((x_dtype, w_dtype or x_dtype), key=bytes_per_element)
         compute_dtype = canonical_dtype(wider)

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence, Union
 from scalebook import collectives
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
 from scalebook.units import format_bytes, format_seconds
+from scalebook.torus import axis_wraps
 
 __all__ = [
     "DimSharding", "Sharding", "Mesh", "parse_sharding", "parse_shape",
@@ -697,9 +698,12 @@ def axis_collective_cost(kind: str, nbytes: float, axes: Sequence[str], mesh: Me
     """:func:`scalebook.collectives.collective_cost` over named ``axes`` of ``mesh``.
 
     The mesh's axis sizes are passed on. On an ICI torus ``wraparound`` says which axes are
-    rings: ``"auto"`` (default) as the chip's slices are built
-    (:func:`scalebook.collectives.has_wraparound`), True/False for every axis, or a mapping
-    axis → bool; on GPUs it is ignored (NVLink and NICs have no wraparound).
+    rings: ``"auto"`` (default) as the chip's slices are built, taking the mesh as the slice it
+    fills, mesh axis ``i`` on physical axis ``i`` (:func:`scalebook.torus.axis_wraps`: a v5p
+    mesh 4x4x4 is a cube, every axis a ring; a v5p mesh 4x4 is the slice 4x4x1, no ring; a
+    mesh with more axes than the torus has each axis taken as a slice of its own);
+    True/False for every axis, or a mapping axis → bool; on GPUs it is ignored (NVLink and NICs
+    have no wraparound).
     """
     chip = get_chip(chip)
     axes = tuple(axes)
@@ -707,7 +711,12 @@ def axis_collective_cost(kind: str, nbytes: float, axes: Sequence[str], mesh: Me
     if not chip.has_ici_torus:
         return collectives.collective_cost(kind, nbytes, sizes, chip, hop_latency=hop_latency)
     if wraparound == "auto":
-        flags = None
+        whole = [mesh[axis] for axis in mesh.axis_names]
+        if len(whole) <= len(chip.max_slice):
+            wraps = dict(zip(mesh.axis_names, axis_wraps(chip, whole)))
+            flags = [wraps[axis] for axis in axes] or [False]
+        else:
+            flags = [axis_wraps(chip, (size,))[0] for size in sizes]
     elif isinstance(wraparound, Mapping):
         missing = [axis for axis in axes if axis not in wraparound]
         if missing:

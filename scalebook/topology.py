@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 from scalebook.hardware import Chip, get_chip
-from scalebook.torus import axis_wraps, check_slice_shape
+from scalebook.torus import axis_wraps, check_slice_shape, shipped_description
 from scalebook.validation import positive_int
 
 __all__ = ["parse_topology", "format_topology", "TpuSlice", "tpu_slice", "GpuCluster",
@@ -174,7 +174,8 @@ def tpu_slice(chip: Chip | str, topology: Topology) -> TpuSlice:
     if len(shape) != len(limit):
         raise ValueError(
             f"{chip.name} slices have {len(limit)} axes (largest {format_topology(limit)}); "
-            f"topology {format_topology(shape)} has {len(shape)}"
+            f"topology {format_topology(shape)} has {len(shape)}. Its slices are "
+            f"{shipped_description(chip)}"
         )
     if any(n > m for n, m in zip(sorted(shape), sorted(limit))):
         raise ValueError(

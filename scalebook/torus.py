@@ -34,7 +34,8 @@ from scalebook.hardware import WRAP_WHOLE_CUBES, Chip, get_chip
 from scalebook.validation import positive_int
 
 __all__ = ["axis_wraps", "has_wraparound", "shipped_shapes", "check_slice_shape",
-           "AxisPlacement", "place_mesh"]
+           "shipped_description", "slices_of", "slice_for", "AxisPlacement", "place_mesh",
+           "link_share"]
 
 CUBE_EDGE = 4
 """Chips along each edge of the 4x4x4 cube a v4p / v5p / TPU7x pod is built from."""
@@ -108,7 +109,7 @@ def check_slice_shape(chip: Chip | str, shape: Sequence[int]) -> tuple[int, ...]
     ``ValueError`` listing the shapes it does ship.
 
     Shipped: a shape in ``chip.slice_shapes``, or on a whole-cube generation any shape of whole
-    4x4x4 cubes with at most as many chips as the largest listed one. A chip with no listed
+    4x4x4 cubes that fits in the pod (``chip.max_slice``, axes in any order). A chip with no listed
     shapes is not checked. ``check_slice_shape("v5p", (16, 4))`` raises (a v5p slice has three
     axes; 64 chips are the cube 4x4x4).
     """
@@ -118,18 +119,92 @@ def check_slice_shape(chip: Chip | str, shape: Sequence[int]) -> tuple[int, ...]
     if not listed:
         return sizes
     shipped = {tuple(sorted(s)) for s in listed}
-    largest = max(math.prod(s) for s in listed)
     ok = len(sizes) == len(chip.max_slice) and (
         tuple(sorted(sizes)) in shipped
         or (chip.wraparound_rule == WRAP_WHOLE_CUBES and _whole_cubes(sizes)
-            and math.prod(sizes) <= largest))
+            and all(n <= m for n, m in zip(sorted(sizes), sorted(chip.max_slice)))))
     if not ok:
-        names = ", ".join("x".join(map(str, s)) for s in listed)
-        more = (" and other shapes of whole 4x4x4 cubes up to "
-                f"{largest:,} chips" if chip.wraparound_rule == WRAP_WHOLE_CUBES else "")
         raise ValueError(f"{chip.name} is not shipped as a {'x'.join(map(str, sizes))} slice; "
-                         f"its slices are {names}{more}")
+                         f"its slices are {shipped_description(chip)}")
     return sizes
+
+
+def shipped_description(chip: Chip | str) -> str:
+    """The shapes a generation ships, in words: "2x2x1, 2x2x2, …, and other shapes of whole
+    4x4x4 cubes inside the 16x20x28 pod" (v5p)."""
+    chip = _torus_chip(chip)
+    names = ", ".join("x".join(map(str, s)) for s in chip.slice_shapes) or "not listed"
+    pod = "x".join(map(str, chip.max_slice))
+    return names + (f" and other shapes of whole 4x4x4 cubes inside the {pod} pod"
+                    if chip.wraparound_rule == WRAP_WHOLE_CUBES else "")
+
+
+def _factorisations(n: int, dims: int) -> list[tuple[int, ...]]:
+    """Every way to write ``n`` as a product of ``dims`` factors, smallest first."""
+    if dims == 1:
+        return [(n,)]
+    return [(a, *rest) for a in range(1, n + 1) if n % a == 0
+            for rest in _factorisations(n // a, dims - 1) if rest[0] >= a]
+
+
+def slices_of(chip: Chip | str, n_chips: int) -> tuple[tuple[int, ...], ...]:
+    """Every shipped slice shape of ``n_chips`` chips (:func:`check_slice_shape`), each axis
+    order once: v5p 64 -> ((4, 4, 4),); v5e 32 -> ((4, 8), (8, 4))."""
+    chip = _torus_chip(chip)
+    n = positive_int(n_chips, "n_chips")
+    shapes: set[tuple[int, ...]] = set()
+    for shape in _factorisations(n, len(chip.max_slice)):
+        try:
+            check_slice_shape(chip, shape)
+        except ValueError:
+            continue
+        shapes.update(itertools.permutations(shape))
+    return tuple(sorted(shapes))
+
+
+def link_share(placement: AxisPlacement) -> float:
+    """Links a mesh axis's collective gets per chip, in units of one link one way: 2 per
+    physical ring, 1 per line, divided by the stride (links shared with other groups). The
+    AllGather over the axis takes ``V·(N−1)/N / (share · W)``."""
+    return sum((2.0 if ring else 1.0) / stride
+               for span, ring, stride in zip(placement.spans, placement.rings, placement.strides)
+               if span > 1)
+
+
+def slice_for(chip: Chip | str, n_chips: int) -> tuple[int, ...]:
+    """The slice ``n_chips`` chips of ``chip`` come as: the most nearly cubic shipped shape of
+    that many chips (:func:`check_slice_shape`), largest axis first, padded with 1s.
+
+    Where the generation ships no slice of that size (16 v5p chips), the most nearly cubic block
+    of powers of two, made by doubling the shortest axis (4x2x2): part of a larger slice, priced
+    without wraparound since its axes are not whole cubes. v5e: 8 -> (4, 2), 16 -> (4, 4),
+    256 -> (16, 16); v5p: 8 -> (2, 2, 2), 32 -> (4, 4, 2), 64 -> (4, 4, 4) (the cube, a full
+    torus), 128 -> (8, 4, 4). Raises ``ValueError`` beyond the pod or for a count that is not a
+    power of two and not a shipped size.
+    """
+    chip = _torus_chip(chip)
+    n = positive_int(n_chips, "n_chips")
+    dims = len(chip.max_slice)
+    if n > math.prod(chip.max_slice):
+        raise ValueError(f"{n} chips are more than a {chip.name} pod "
+                         f"({'x'.join(map(str, chip.max_slice))})")
+    candidates = []
+    for shape in _factorisations(n, dims):
+        try:
+            check_slice_shape(chip, shape)
+        except ValueError:
+            continue
+        candidates.append(shape)
+    if candidates:
+        best = min(candidates, key=lambda shape: (max(shape), -min(shape)))
+        return tuple(sorted(best, reverse=True))
+    if n & (n - 1):
+        raise ValueError(f"{chip.name} ships no slice of {n} chips, and {n} is not a power of "
+                         "two to build a block from")
+    axes = [1] * dims
+    while math.prod(axes) < n:
+        axes[axes.index(min(axes))] *= 2
+    return tuple(sorted(axes, reverse=True))
 
 
 @dataclass(frozen=True)
@@ -162,16 +237,18 @@ def place_mesh(chip: Chip | str, slice_shape: Sequence[int],
 
     The rule of JAX's ``create_device_mesh`` (``allow_split_physical_axes=True``): mesh axes are
     placed last first; each takes the largest set of whole, still-free physical axes (three,
-    then two, then one) whose sizes multiply to its size; failing that it takes a contiguous
-    segment of ``n`` chips of the first free physical axis that ``n`` divides, leaving the rest
-    of that axis (every ``n``-th chip, stride ``n``) to later mesh axes. A whole physical axis
+    then two, then one) whose sizes multiply to its size; failing that, the largest set of
+    whole axes times a contiguous segment of ``r`` chips of one more free axis (128 on 16x16:
+    one whole 16-ring and an 8-chip segment of the other), leaving the rest of that axis (every
+    ``r``-th chip, stride ``r``) to later mesh axes. A whole physical axis
     keeps its wraparound (:func:`axis_wraps`); a segment is a line.
 
     v5p 4x4x4 as mesh (4, 16): the 16-axis, placed first, takes physical axes 0 and 1 (two
     rings of 4), the 4-axis physical axis 2 (a ring). v5e 16x16 as mesh (64, 4): the 4-axis is a 4-chip segment
     of the first 16-chip ring (a line), the 64-axis every 4th chip of it (stride 4, a ring of
-    4 whose links it shares with the 3 other groups) and the whole second axis. Raises ``ValueError`` when
-    the mesh has a different number of devices or cannot be placed.
+    4 whose links it shares with the 3 other groups) and the whole second axis. Raises
+    ``ValueError`` when the mesh has a different number of devices, or when a mesh axis fits no
+    such set (8 on a 4x4x4 cube would need two segments).
     """
     chip = _torus_chip(chip)
     shape = _shape(chip, slice_shape)
@@ -201,11 +278,24 @@ def place_mesh(chip: Chip | str, slice_shape: Sequence[int],
             for i in choice:
                 left[i] = (1, left[i][1] * left[i][0])
             continue
-        split = next((i for i, (n, _) in enumerate(left) if n > size and n % size == 0), None)
-        if split is None:
+        # whole axes times one contiguous segment of another (the segment is a line); the
+        # rest of that axis, every r-th chip, is left for the mesh axes placed after
+        mixed = next(((combo, j) for k in range(len(free) - 1, -1, -1)
+                      for combo in itertools.combinations(free, k)
+                      if size % math.prod(left[i][0] for i in combo) == 0
+                      for j in free if j not in combo
+                      and left[j][0] > size // math.prod(left[i][0] for i in combo)
+                      and left[j][0] % (size // math.prod(left[i][0] for i in combo)) == 0),
+                     None)
+        if mixed is None:
             raise ValueError(f"a mesh axis of {size} devices cannot be placed on what is left "
                              f"of the slice {'x'.join(map(str, shape))}")
-        n, stride = left[split]
-        placed.append(AxisPlacement(size, (split,), (size,), (False,), (stride,)))
-        left[split] = (n // size, stride * size)
+        combo, j = mixed
+        r = size // math.prod(left[i][0] for i in combo)
+        placed.append(AxisPlacement(size, (*combo, j), (*(left[i][0] for i in combo), r),
+                                    (*(wraps[i] for i in combo), False),
+                                    (*(left[i][1] for i in combo), left[j][1])))
+        for i in combo:
+            left[i] = (1, left[i][1] * left[i][0])
+        left[j] = (left[j][0] // r, left[j][1] * r)
     return tuple(reversed(placed))

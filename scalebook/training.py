@@ -92,11 +92,14 @@ chip-hours, wall-clock time and MFU.
 GPUs (NVSwitch nodes of ``chips_per_host``): a group whose chips are ``stride`` apart (the
 product of the inner degrees) has ``gcd(n, host // stride)`` members per node, so ``tp <= 8``
 stays on NVLink and outer axes cross nodes over each GPU's own NIC, as NCCL's rail-aligned
-rings. TPUs: each group is given its own sub-torus, ``n`` split into ring axes of at most 16
-chips (the cube edge), with wraparound where :func:`scalebook.collectives.has_wraparound` says
-so, and the bandwidths of its axes add. Every collective is priced by
-:func:`scalebook.collectives.collective_cost`. Links are not shared between groups, which is
-optimistic when all the degrees together need more than the three torus dimensions.
+rings. TPUs: the layout is one mesh (pp, dp, fsdp, tp) on a shipped slice of its chips (64 v5p chips
+are the 4x4x4 cube, a full torus; 16, which no v5p slice has, a 4x2x2 block with no
+wraparound; of several shapes, the one that gives the inner degrees the most links), its axes
+placed as JAX's ``create_device_mesh`` places them
+(:func:`scalebook.torus.place_mesh`): a degree on a whole physical axis of a torus is a ring, on
+a segment of one a line, and a degree over several physical axes adds their links. Every
+collective is priced by :func:`scalebook.collectives.collective_cost`. Concurrent collectives
+of different degrees are priced as if each had its links to itself.
 """
 
 from __future__ import annotations
@@ -119,6 +122,8 @@ from scalebook.transformer import (
     param_count,
     training_flops,
 )
+from scalebook.torus import (AxisPlacement, axis_wraps, link_share, place_mesh, slice_for,
+                             slices_of)
 from scalebook.units import format_bytes
 from scalebook.validation import ArrayLike, positive, positive_int
 
@@ -705,25 +710,86 @@ def _torus_axes(chip: Chip, n: int) -> list[int]:
     return [a for a in axes if a > 1] or [1]
 
 
+def _best_placement(chip: Chip, total: int,
+                    degrees: tuple[int, ...]) -> tuple[AxisPlacement, ...] | None:
+    """The placement of the mesh ``degrees`` (innermost first) on a slice of ``total`` chips
+    that a practitioner would pick: of every shipped slice shape (each axis order; a block of
+    powers of two where none is shipped, :func:`scalebook.torus.slice_for`), the one whose
+    placement gives the innermost degree the most links per chip
+    (:func:`scalebook.torus.link_share`), then the next degree, and so on. A v5p layout of
+    tp = 4 on 1,024 chips gets a 4x16x16 slice with tp on the ring of 4, not 16x8x8 with tp on a
+    segment of a 16-ring (a line). None where no shape places the mesh.
+    """
+    shapes = slices_of(chip, total) or (slice_for(chip, total),)
+    best, best_score = None, None
+    for shape in shapes:
+        try:
+            placed = tuple(reversed(place_mesh(chip, shape, tuple(reversed(degrees)))))
+        except ValueError:
+            continue
+        score = tuple(link_share(p) for p in placed if p.size > 1)
+        if best_score is None or score > best_score:
+            best, best_score = placed, score
+    return best
+
+
 def _wrap(chip: Chip, size: int) -> bool:
+    """Whether a sub-torus axis of ``size`` chips is a ring, as an axis of its own slice; an
+    axis longer than the pod's (a layout beyond one slice) is priced as a ring."""
     try:
-        return coll.has_wraparound(chip, size)
-    except ValueError:  # an axis longer than the slice: price it as a ring
+        return axis_wraps(chip, (size,))[0]
+    except ValueError:
         return True
 
 
 class _Fabric:
     """Collective times (s) on ``chip`` for a group of ``n`` chips spaced ``stride`` apart,
-    all priced by :func:`scalebook.collectives.collective_cost`."""
+    all priced by :func:`scalebook.collectives.collective_cost`.
 
-    def __init__(self, chip: Chip):
+    ``degrees`` are the layout's parallel degrees, innermost first (tp, fsdp, dp, pp). On a TPU
+    they are laid out as one mesh on a slice of their product's chips, placed as
+    ``create_device_mesh`` would (:func:`scalebook.torus.place_mesh`), and a group is priced on
+    the physical axes its mesh axes landed on: :func:`_best_placement` picks the shipped slice
+    shape that gives the inner degrees the most links. Where that mesh cannot be placed (a degree that needs part of one physical
+    axis joined to another), each group gets a sub-torus of its own, ring axes of at most 16
+    whose wraparound is that sub-torus's (optimistic: links are not shared between groups).
+    """
+
+    def __init__(self, chip: Chip, degrees: tuple[int, ...] = ()):
         self.chip = chip
+        self.degrees = degrees
+        self.placed: tuple[AxisPlacement, ...] | None = None
+        total = math.prod(degrees) if degrees else 1
+        if chip.has_ici_torus and 1 < total <= math.prod(chip.max_slice):
+            self.placed = _best_placement(chip, total, degrees)
 
-    def _where(self, n: int, stride: int) -> tuple[list[int], dict]:
-        """The group's axis sizes and placement: GPUs ``gcd(n, host // stride)`` per node;
-        TPUs a sub-torus of ring axes of at most 16 chips."""
+    def _group(self, n: int, stride: int) -> list[AxisPlacement] | None:
+        """The placements of the mesh axes a group of ``n`` chips ``stride`` apart spans."""
+        if self.placed is None:
+            return None
+        inner = 1
+        for first, degree in enumerate(self.degrees):
+            if inner == stride:
+                break
+            inner *= degree
+        else:
+            return None
+        span, group = 1, []
+        for placement in self.placed[first:]:
+            if span == n:
+                break
+            span *= placement.size
+            group.append(placement)
+        return group if span == n else None
+
+    def _where(self, n: int, stride: int) -> tuple[list, dict]:
+        """The group's axes and placement: GPUs ``gcd(n, host // stride)`` per node; TPUs the
+        mesh axes it spans on the slice, else a sub-torus of ring axes of at most 16 chips."""
         chip = self.chip
         if chip.has_ici_torus:
+            group = self._group(n, stride)
+            if group is not None:
+                return group, {}
             axes = _torus_axes(chip, n)
             return axes, {"wraparound": [_wrap(chip, a) for a in axes]}
         host = chip.chips_per_host
@@ -732,6 +798,9 @@ class _Fabric:
     def _time(self, kind: str, nbytes: float, n: int, stride: int) -> float:
         if n == 1 or nbytes == 0:
             return 0.0
+        if kind == "ppermute" and self.chip.has_ici_torus:
+            # a send to the next stage: one hop over one link, wherever the stages sit
+            return float(coll.collective_time(kind, nbytes, [2], self.chip))
         sizes, where = self._where(n, stride)
         return float(coll.collective_time(kind, nbytes, sizes, self.chip, **where))
 
@@ -851,7 +920,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     compute_bwd = compute - compute_fwd
 
     # ---- communication (seconds and bytes sent per chip per step)
-    fabric = _Fabric(chip)
+    fabric = _Fabric(chip, (lay.tp, lay.fsdp, lay.dp, lay.pp))
     M = lay.microbatches
     weights_full = stage_params * b_param  # bytes of one (tp, pp) shard's weights
     grads_full = stage_params * b_grad  # and of its gradients

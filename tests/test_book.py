@@ -83,16 +83,27 @@ def test_hardware_numbers_come_from_the_solver():
     assert "XLA cost_analysis" in text and "scalebook model" in text
     assert re.search(r"\b1,073,741,824\b", text)  # 2·B·D·F for the cost-analysis matmul
     assert "hw2-hardware.ipynb" in page
-    assert len(re.findall(r"<img", page)) >= 2
+    assert len(re.findall(r"<img", page)) >= 3  # two figures and the comparison widget
+    # the scale-up domains: 70B on one NVL72 rack, and an Ironwood pod of 9,216 chips
+    rack = roofline.weight_load_time(params * 2, "GB200 NVL72", n_chips=72)
+    assert format_seconds(rack) in text
+    assert has_number(text, "9,216")
+    # wraparound by slice shape: an AllGather over the 4-chip axis of a v5p cube and of 2x4x4
+    for shape in ((4, 4, 4), (2, 4, 4)):
+        ring = collectives.has_wraparound("TPU v5p", 4, shape)
+        cost = collectives.collective_cost("AllGather", 1e9, 4, "TPU v5p", wraparound=ring)
+        assert format_seconds(cost.time) in text, shape
+    assert ">Reality check<" in page and text.count("Answer") >= 12
 
 
 def test_sharded_matmuls_numbers_come_from_the_solver():
     page = built_page("sharded-matmuls")
     text = visible_text(page)
     # the hook: a bf16[8192, 32768] weight gathered over 16 TPU v5p chips, 1,024 tokens each
+    # (one 16-chip axis of a whole-cube slice, so a ring)
     hook = plan_matmul("A[B_X, D]", "W[D_X, F]", Mesh({"X": 16}), contracting="D",
                        shapes={"B": 1024 * 16, "D": 8192, "F": 32768}, chip="TPU v5p",
-                       wraparound="auto")
+                       wraparound=True)
     assert format_seconds(hook.compute_time) in text
     assert format_seconds(hook.comms_time) in text
     assert f"{parallelism.critical_batch_per_chip_fsdp('TPU v5p'):,.0f}" == "2,550"

@@ -60,7 +60,8 @@ def test_hook_and_the_two_phases(text, models):
                   f"{many.tokens_per_s:,.0f}", format_seconds(one.t_memory),
                   format_seconds(one.t_compute)):
         assert has_number(text, value), value
-    assert one.bound == "memory" and format_seconds(one.time) == "7.49 ms"
+    # 5.27 ms of HBM and 0.2 ms of one-shot/NVLS AllReduces (a 14-step ring made it 7.49 ms)
+    assert one.bound == "memory" and format_seconds(one.time) == "5.44 ms"
     pf = inf.prefill(l70, "H100", prompt_len=2048, n_chips=NODE)
     assert pf.bound == "compute"
     for value in (format_seconds(pf.t_compute), format_seconds(pf.t_memory),
@@ -148,7 +149,11 @@ def test_tensor_parallelism_numbers(text, models):
         st = inf.decode_step(l8, "H100", batch=1, context_len=CTX, n_chips=n)
         assert format_seconds(st.t_comm) in text and format_seconds(st.time) in text, n
     eight = inf.decode_step(l8, "H100", batch=1, context_len=CTX, n_chips=8)
-    assert eight.t_comm > eight.t_memory            # the page says they overtake at 8
+    # the page says they stay small inside the node (NVLS / one-shot), and that rings would
+    # overtake the memory time at 8
+    assert eight.t_comm < 0.2 * eight.t_memory
+    ring = inf.decode_step(l8, "H100", batch=1, context_len=CTX, n_chips=8, algorithm="ring")
+    assert ring.t_comm > ring.t_memory and format_seconds(ring.time) in text
     v16 = inf.decode_step(l8, "TPU v5e", batch=1, context_len=CTX, n_chips=16)
     assert format_seconds(v16.t_memory) in text and format_seconds(v16.t_comm) in text
 

@@ -144,15 +144,19 @@ def test_multi_axis_reduce_scatter_and_all_reduce():
 
 # --------------------------------------------------------------------------- wraparound rules
 
-@pytest.mark.parametrize("chip, size, expected", [
-    ("v5p", 4, True), ("v5p", 8, True), ("v5p", 28, True), ("v5p", 6, False), ("v5p", 2, False),
-    ("v4p", 16, True), ("v4p", 12, True), ("v4p", 10, False),
-    ("v5e", 16, True), ("v5e", 8, False), ("v5e", 4, False),
-    ("v6e", 16, True), ("v6e", 12, False),
-    ("v3", 32, True), ("v3", 16, False),
+@pytest.mark.parametrize("chip, size, shape, expected", [
+    # whole 4x4x4 cubes are full tori; anything smaller has no wraparound at all
+    ("v5p", 4, (4, 4, 4), True), ("v5p", 8, (4, 4, 8), True), ("v5p", 28, (16, 20, 28), True),
+    ("v5p", 4, (2, 4, 4), False), ("v5p", 2, (2, 2, 1), False), ("v5p", 4, (4, 4, 1), False),
+    ("v5p", 16, None, False), ("v5p", 4, None, False),
+    ("v4p", 16, (4, 4, 16), True), ("v4p", 4, (2, 2, 4), False),
+    ("v5e", 16, None, True), ("v5e", 8, None, False), ("v5e", 16, (8, 16), True),
+    ("v5e", 8, (8, 16), False),
+    ("v6e", 16, None, True), ("v6e", 12, None, False),
+    ("v3", 32, None, True), ("v3", 16, (16, 32), False),
 ])
-def test_has_wraparound(chip, size, expected):
-    assert c.has_wraparound(chip, size) is expected
+def test_has_wraparound(chip, size, shape, expected):
+    assert c.has_wraparound(chip, size, shape) is expected
 
 
 def test_has_wraparound_rejects_gpus_and_oversized_axes():
@@ -235,19 +239,22 @@ def test_collective_cost_is_the_one_entry_point():
     assert cost.bandwidth_time == pytest.approx(2 * GB * 7 / 8 / (4.5e10 + 4.5e10))
     assert cost.time == pytest.approx(
         c.all_reduce_multi_axis(GB, [4, 2], "v5e", wraparound=False).time)
-    # a v5e axis of 16 is a ring, of 4 a line; a v5p axis of 4 is a ring
+    # a v5e axis of 16 is a ring, of 4 a line; a v5p group of 4 (the slice 4x1x1) is a
+    # line, a whole v5p cube 4x4x4 a torus
     assert c.collective_cost("AllGather", GB, 16, "v5e").formula == "V·(N−1)/N / (2·W)"
     assert c.collective_cost("AllGather", GB, 4, "v5e").formula == "V·(N−1)/N / (W)"
-    assert c.collective_cost("AllGather", GB, 4, "v5p").formula == "V·(N−1)/N / (2·W)"
+    assert c.collective_cost("AllGather", GB, 4, "v5p").formula == "V·(N−1)/N / (W)"
+    assert c.collective_cost("AllGather", GB, [4, 4, 4], "v5p").formula == \
+        "V·(N−1)/N / (2·W + 2·W + 2·W)"
     assert c.collective_cost("all_to_all", GB, [1, 8], "v5p").time == pytest.approx(
-        c.all_to_all(GB, 8, "v5p", wraparound=True).time)
+        c.all_to_all(GB, 8, "v5p", wraparound=False).time)
     assert c.collective_cost("ppermute", GB, 4, "v5e").time == pytest.approx(
         c.ppermute(GB, "v5e", n_devices=4).time)
-    # GPU: in a node NVLink, across nodes rail rings
-    assert c.collective_time("AllReduce", GB, 8, "H100") == pytest.approx(
+    # GPU: the ring is one algorithm of several; in a node NVLink, across nodes rail rings
+    assert c.collective_time("AllReduce", GB, 8, "H100", algorithm="ring") == pytest.approx(
         c.gpu_all_reduce(GB, 8, "H100").time)
-    assert c.collective_time("AllReduce", GB, [8, 4], "H100") == pytest.approx(
-        c.gpu_all_reduce(GB, 32, "H100").time)
+    assert c.collective_time("AllReduce", GB, [8, 4], "H100", algorithm="ring") == \
+        pytest.approx(c.gpu_all_reduce(GB, 32, "H100").time)
     assert c.collective_cost("ppermute", GB, 16, "H100").bandwidth_time == pytest.approx(
         GB / H100_NIC)
     # DCN: one device per host, each chip at host bandwidth / chips per host (v5p: 6.25 GB/s)
@@ -699,3 +706,81 @@ def test_ragged_all_to_all_on_gpus():
 def test_new_bad_input_raises(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --------------------------------------------------------------------------- GPU algorithms
+
+def test_an_8_gpu_h100_all_reduce_of_1_mb_is_not_a_14_hop_ring():
+    auto = c.collective_cost("AllReduce", 1e6, 8, "H100")
+    ring = c.collective_cost("AllReduce", 1e6, 8, "H100", algorithm="ring")
+    assert ring.latency_time == pytest.approx(14e-6)
+    assert auto.algorithm == "nvls"
+    # NVLS: the switch sums, each GPU sends and receives V once: V / W in 2 steps
+    assert auto.bandwidth_time == pytest.approx(1e6 / H100_NVLINK)
+    assert auto.latency_time == pytest.approx(2e-6)
+    assert auto.time < ring.time / 4
+
+
+def test_small_messages_go_one_shot_large_ones_through_the_switch():
+    assert c.collective_cost("AllReduce", 16e3, 8, "H100").algorithm == "one-shot"
+    assert c.collective_cost("AllReduce", 1e9, 8, "H100").algorithm == "nvls"
+    # an A100's NVSwitch does not reduce: two-shot for mid sizes, the ring's bytes either way
+    a100 = c.collective_cost("AllReduce", 1e9, 8, "A100")
+    assert a100.algorithm == "two-shot"
+    assert a100.bandwidth_time == pytest.approx(2 * 1e9 * 7 / 8 / 3e11)
+    with pytest.raises(ValueError, match="cannot run algorithm='nvls'"):
+        c.collective_cost("AllReduce", 1e9, 8, "A100", algorithm="nvls")
+
+
+def test_in_network_reduction_beats_the_ring_bound():
+    # without in-network reduction no AllReduce sends less than 2·V·(N−1)/N per GPU
+    n, v = 8, 1e9
+    bound = 2 * v * (n - 1) / n / H100_NVLINK
+    for algorithm in ("ring", "two-shot"):
+        assert c.collective_cost("AllReduce", v, n, "H100", algorithm=algorithm
+                                 ).bandwidth_time == pytest.approx(bound)
+    nvls = c.collective_cost("AllReduce", v, n, "H100", algorithm="nvls")
+    assert nvls.bandwidth_time == pytest.approx(bound * n / (2 * (n - 1)))
+
+
+def test_across_nodes_trees_and_sharp():
+    v, n = 1e9, 32
+    ring = c.collective_cost("AllReduce", v, n, "H100", algorithm="ring")
+    tree = c.collective_cost("AllReduce", v, n, "H100", algorithm="tree")
+    sharp = c.collective_cost("AllReduce", v, n, "H100", algorithm="sharp")
+    # a tree: about the ring's bytes in far fewer steps (2·log2(4) + 2·7 = 18, not 62)
+    assert tree.latency_time == pytest.approx(18e-6)
+    assert ring.latency_time == pytest.approx(62e-6)
+    assert tree.bandwidth_time == pytest.approx(2 * v / (8 * H100_NIC))
+    # SHARP: each NIC carries its V/8 once each way; NVLS inside the node
+    assert sharp.bandwidth_time == pytest.approx(max(v / H100_NVLINK, v / 8 / H100_NIC))
+    assert sharp.time < ring.time / 1.9
+    # auto never picks SHARP, which needs a fabric that has it
+    assert c.collective_cost("AllReduce", v, n, "H100").algorithm != "sharp"
+    # for a tiny message across 64 nodes the tree's log steps win
+    assert c.collective_cost("AllReduce", 1e3, 512, "H100").algorithm == "tree"
+
+
+def test_algorithms_listed_per_kind_and_place():
+    assert c.gpu_algorithms("AllReduce", 8, "H100") == ("ring", "two-shot", "one-shot", "nvls")
+    assert c.gpu_algorithms("AllReduce", 8, "A100") == ("ring", "two-shot", "one-shot")
+    assert c.gpu_algorithms("AllReduce", 16, "H100") == ("ring", "tree", "nvls", "sharp")
+    assert c.gpu_algorithms("AllGather", 8, "H100") == ("ring", "one-shot")
+    assert c.gpu_algorithms("AllGather", 16, "H100") == ("ring",)
+    with pytest.raises(ValueError, match="one algorithm"):
+        c.gpu_algorithms("AllToAll", 8, "H100")
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        c.collective_cost("AllReduce", GB, 8, "H100", algorithm="butterfly")
+    with pytest.raises(ValueError, match="leave it 'auto'"):
+        c.collective_cost("AllReduce", GB, 8, "v5e", algorithm="ring")
+    with pytest.raises(ValueError, match="does not go with"):
+        c.collective_cost("AllReduce", GB, 16, "H100", scheme="flat", algorithm="tree")
+
+
+def test_auto_over_an_array_of_sizes_is_the_fastest_everywhere():
+    sizes = np.array([1e3, 1e5, 1e7, 1e9])
+    auto = c.collective_cost("AllReduce", sizes, 8, "H100")
+    each = [c.collective_cost("AllReduce", sizes, 8, "H100", algorithm=a).time
+            for a in ("ring", "two-shot", "one-shot", "nvls")]
+    assert np.allclose(auto.time, np.min(np.stack(each), axis=0))
+    assert auto.algorithm == "auto"

@@ -62,8 +62,9 @@ def _jupyter(module: str):
         from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
 
         return sharded_matmul_explorer()
-    return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "A100", "H100", "B200"],
-                           metric="critical:bf16")
+    # as Part 2 calls it (book/hardware.md, "The catalog")
+    return chip_comparison(["TPU v5e", "TPU v5p", "TPU v6e", "TPU7x", "H100", "B200",
+                            "GB200 NVL72", "MI355X"], metric="critical:bf16")
 
 
 def _jupyter_at(module: str, values: dict, pressed: str | None = None):
@@ -97,6 +98,7 @@ def test_roofline_view_is_the_jupyter_widget(changes):
 
 @pytest.mark.parametrize("changes", [
     {}, {"metric": "hbm_bandwidth", "log": True}, {"chips": ["V100", "H100"], "metric": "flops:fp8"},
+    {"chips": ["MI300X", "TPU7x", "GB300 NVL72"], "metric": "flops:fp8"},
 ])
 def test_comparison_view_is_the_jupyter_widget(changes):
     widget = _jupyter("scalebook.live.comparison")

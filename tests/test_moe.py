@@ -114,17 +114,22 @@ def test_node_limited_routing():
 
 
 def test_part7_groups_are_priced_by_the_one_entry_point():
+    # 16 v5p chips as one axis form no cube: a line; the cube 4x4x4 is a full torus
     assert collectives.collective_cost("all_to_all", 1e9, 16, V5P).time == \
-        collectives.all_to_all(1e9, 16, V5P, wraparound=True).time
+        collectives.all_to_all(1e9, 16, V5P, wraparound=False).time
+    assert moe.tpu_ep_axes(V5P, 64) == [4, 4, 4]
+    cube = collectives.collective_cost("all_to_all", 1e9, [4, 4, 4], V5P)
+    assert cube.time == pytest.approx(3 * collectives.all_to_all(1e9 / 16, 4, V5P).time)
     assert collectives.collective_cost("all_to_all", 1e9, 64, H100).time == \
         collectives.gpu_all_to_all(1e9, 64, H100).time
     assert collectives.collective_cost("all_gather", 1e9, [4, 4], V5P).time == \
-        collectives.all_gather_multi_axis(1e9, [4, 4], V5P).time
+        collectives.all_gather_multi_axis(1e9, [4, 4], V5P, wraparound=False).time
     # a v5e axis shorter than 16 has no wraparound
     assert collectives.collective_cost("all_to_all", 1e9, 8, "TPU v5e").time == \
         collectives.all_to_all(1e9, 8, "TPU v5e", wraparound=False).time
     two = collectives.collective_cost("all_to_all", 1e9, [4, 4], V5P)
-    assert two.time == pytest.approx(2 * collectives.all_to_all(1e9 / 4, 4, V5P).time)
+    assert two.time == pytest.approx(2 * collectives.all_to_all(1e9 / 4, 4, V5P,
+                                                                wraparound=False).time)
     assert collectives.collective_cost("ppermute", 1e6, 8, H100).time == pytest.approx(1e6 / 4.5e11 + collectives.DEFAULT_HOP_LATENCY)
     with pytest.raises(ValueError):
         collectives.collective_cost("broadcast", 1, 2, H100)

@@ -47,6 +47,20 @@ def test_per_example_weights_intensity_tends_to_2():
     assert np.ptp(intensity) < 1e-9  # independent of B
 
 
+def test_weights_on_chip_cost_no_hbm_bytes_and_the_intensity_forgets_B():
+    B = np.array([1, 64, 4096])
+    c = matmul_cost(B, 4096, 8192, weights_on_chip=True)
+    assert np.array_equal(c.bytes_read, 2 * B * 4096)  # only X: W is already on chip
+    assert np.array_equal(c.bytes_written, 2 * B * 8192)
+    # 2·D·F / (2·D + 2·F): independent of B, far above the same matmul with W from HBM
+    assert np.allclose(c.intensity, 4096 * 8192 / (4096 + 8192))
+    assert np.all(c.intensity > matmul_cost(B, 4096, 8192).intensity)
+    t = matmul_time(64, 4096, 4096, "TPU v5e", weights_on_chip=True)
+    assert t.t_comms == pytest.approx(2 * 64 * 8192 / get_chip("TPU v5e").hbm_bandwidth)
+    with pytest.raises(ValueError, match="on chip"):
+        matmul_cost(8, 16, 16, batched_weights=True, weights_on_chip=True)
+
+
 def test_dot_product_intensity():
     assert dot_product_cost(10**6).intensity == pytest.approx(0.5, rel=1e-5)
     assert dot_product_cost(10**6, dtype="fp32").intensity == pytest.approx(0.25, rel=1e-5)

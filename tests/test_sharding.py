@@ -270,7 +270,8 @@ def test_plan_times_options():
     gpu = plan_matmul("A[I, J_X]", "B[J_X, K]", Mesh({'X': 8}), contracting="J",
                       shapes=SHAPES, chip="H100")
     assert gpu.comms_time == pytest.approx(
-        collectives.gpu_all_reduce(1024 * 8192 * 2, 8, "H100").time)
+        collectives.collective_cost("AllReduce", 1024 * 8192 * 2, 8, "H100").time)
+    assert gpu.collectives[0].cost.algorithm == "nvls"  # the switch sums 16 MB in place
     multi = plan_matmul("A[I, J_XY]", "B[J_XY, K]", MESH, contracting="J", shapes=SHAPES,
                         chip="v5p")
     assert multi.comms_time == pytest.approx(

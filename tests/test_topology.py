@@ -97,11 +97,25 @@ def test_v5e_8x16_wraps_only_on_the_16_axis():
     assert tpu_slice("v5e", "4x4").wraparound == (False, False)
 
 
-def test_wraparound_is_collectives_rule():
-    for name, topology in [("v5p", "4x8x12"), ("v5p", "2x2x1"), ("v4p", "4x4x16"),
-                           ("v6e", "8x16"), ("v3", "32x16")]:
-        s = tpu_slice(name, topology)
-        assert s.wraparound == tuple(collectives.has_wraparound(s.chip, n) for n in s.shape)
+def test_wraparound_is_a_rule_of_the_slice_shape():
+    # Google's v5p page: slices of whole 4x4x4 cubes are full tori, smaller ones have none
+    assert tpu_slice("v5p", "4x8x12").wraparound == (True, True, True)
+    assert tpu_slice("v5p", "4x4x4").wraparound == (True, True, True)
+    assert tpu_slice("v5p", "2x4x4").wraparound == (False, False, False)
+    assert tpu_slice("v5p", "2x2x1").wraparound == (False, False, False)
+    assert tpu_slice("v4p", "2x2x4").wraparound == (False, False, False)
+    assert tpu_slice("v6e", "8x16").wraparound == (False, True)
+    assert tpu_slice("v3", "32x16").wraparound == (True, False)
+
+
+def test_only_shipped_shapes_are_slices():
+    with pytest.raises(ValueError, match="4x4x4"):
+        tpu_slice("v5p", "16x4")       # 64 v5p chips are the cube 4x4x4
+    with pytest.raises(ValueError, match="not shipped as a 4x4x1 slice"):
+        tpu_slice("v5p", "4x4x1")      # 16 chips: no such v5p slice
+    with pytest.raises(ValueError, match="not shipped"):
+        tpu_slice("v5e", "2x8")
+    assert tpu_slice("v5p", "8x8x12").chips == 768   # whole cubes, not listed, shipped
 
 
 def test_slice_smaller_than_a_host_occupies_one():

@@ -308,7 +308,8 @@ def test_chip_comparison_widget_follows_its_controls():
     w.controls["log"].value = True
     assert w.figure.axes[0].get_yscale() == "log"
     w.controls["metric"].value = "hbm_bytes"  # the fast path again, on the log axis
-    assert _bars(w)[0] == pytest.approx([16 / 192, 32 / 192, 1.0])
+    b200 = get_chip("B200").hbm_bytes / 1e9  # 180 GB: the HGX B200's
+    assert _bars(w)[0] == pytest.approx([16 / b200, 32 / b200, 1.0])
     assert "<table" in w.summary.value and "TPU v6e" in w.summary.value
     w.controls["chips"].value = ()
     assert "at least one chip" in w.error and w.state.chips == ("TPU v5e", "TPU v6e", "B200")

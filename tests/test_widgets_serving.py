@@ -154,7 +154,9 @@ def test_default_is_the_case_study_and_matches_the_solver(explorer):
     assert s.decode.bound == s.decode.weights_bound == "memory"
     assert s.decode.tokens_per_s_per_chip == pytest.approx(32 / s.decode.time / 8)
     assert s.comm_share == pytest.approx(s.decode.t_comm / s.decode.time)
-    assert 0.2 < s.comm_share < 0.35  # 2.6 ms of AllReduces in a 9.4 ms step
+    # 0.51 ms of AllReduces (NVLS: the switch sums) in a 7.3 ms step; as 14-step rings they
+    # were 2.6 ms of 9.4 ms
+    assert 0.05 < s.comm_share < 0.1
     # the weight matmuls turn compute-bound at C / W_hbm sequences whatever the cache
     assert s.critical_batch == pytest.approx(H100_FLOPS / H100_BW)
 

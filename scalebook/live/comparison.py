@@ -20,12 +20,15 @@ from .roofline import fmt_intensity
 __all__ = [
     "Metric", "METRICS", "comparison_table", "table_markdown", "ComparisonState",
     "comparison_state", "comparison_series", "comparison_html", "get_metric", "view", "VENDOR_COLOURS",
-    "RELATIVE_LOG_FLOOR", "FIGURE_PX",
+    "RELATIVE_LOG_FLOOR", "FIGURE_PX", "DEFAULT_CHIPS",
 ]
 
 #: Bar colours by vendor; other vendors are grey.
-VENDOR_COLOURS = {"google": "#1f5fa8", "nvidia": "#5a9e2f"}
+VENDOR_COLOURS = {"google": "#1f5fa8", "nvidia": "#5a9e2f", "amd": "#c0392b"}
 OTHER_COLOUR = "#808080"
+
+#: The chips compared when a reader has chosen none: a generation apart, three vendors.
+DEFAULT_CHIPS: tuple[str, ...] = ("TPU v5e", "TPU v5p", "TPU7x", "H100", "B200", "MI355X")
 
 #: Bar heights are relative to the largest value; a log axis shows three decades below it.
 RELATIVE_LOG_FLOOR = 1e-3
@@ -138,7 +141,7 @@ class ComparisonState:
     rows: tuple[tuple[str, ...], ...]
 
 
-def comparison_state(chips: Iterable[str | Chip] = ("TPU v5e", "TPU v5p", "H100", "B200"),
+def comparison_state(chips: Iterable[str | Chip] = DEFAULT_CHIPS,
                      metric: str = "flops:bf16", *, log: bool = False) -> ComparisonState:
     """Compare ``chips`` (at least one; catalog names or aliases) on ``metric`` (a
     :data:`METRICS` key). Raises ``ValueError`` for an unknown chip or metric, or no chip."""

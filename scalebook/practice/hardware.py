@@ -1,13 +1,18 @@
 """Practice problems of the chapter book/hardware.md (see :mod:`scalebook.practice.problem`).
 
-The chapter has no worked problems; this is its practice set, one problem per idea: padding to
-the systolic array, reading all of HBM, the per-token latency floor, datasheet FLOPs "with
-sparsity" and the critical intensity and batch, wraparound on a TPU axis, a GPU AllGather inside
-and across nodes, vector-unit (elementwise) work, loading weights over PCIe, the DCN step, and
+Its worked problems, in the chapter's order (``worked``): a datasheet's "with sparsity" figure
+(1), bidirectional link bandwidth and a NIC's bits per second (2), HBM in GiB (3), the clock
+behind a peak (4), a GPU's on-chip memory (5), a TPU's VPU beside its MXU (6), padding to the
+systolic array (7), wraparound on a TPU slice (8), leaving the slice over the DCN (9), an NVL72
+rack against 8-GPU nodes (10), an Ironwood pod (11) and the per-token floor on an NVL72 rack
+(12). Then the practice set's own problems: reading most of HBM, a latency budget, a GPU
+AllGather in and across nodes, elementwise work on CUDA cores, loading weights over PCIe and
 what a compiler's cost analysis counts. None repeats a graded problem of hw2.
 
-Chip figures come from the catalog (``scalebook.hardware``) and are stated in the text where the
-answer needs them. Sizes are in GB or MB (10⁹, 10⁶ bytes); times in ms or µs as asked.
+Problems written before the chapter had worked problems keep their ids ("hardware.sparsity"),
+so a reader's saved score stays; the new ones are "hardware.wN". Chip figures come from the
+catalog (``scalebook.hardware``) and are stated in the text where the answer needs them. Sizes
+are in GB or MB (10⁹, 10⁶ bytes) unless the text says GiB or MiB; times in ms or µs as asked.
 """
 
 from __future__ import annotations
@@ -15,23 +20,21 @@ from __future__ import annotations
 
 from ..homework.alternatives import NO_LINK, ONE_PASS
 from ..collectives import all_gather, all_gather_first_cut, collective_cost, has_wraparound
-from ..hardware import bytes_per_element, get_chip
+from ..hardware import (WRAP_WHOLE_CUBES, bytes_per_element, cuda_core_flops, get_chip,
+                        on_chip_memory, vpu_flops)
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from, merged
 from ..roofline import (critical_batch_size, critical_intensity, elementwise_cost,
                         elementwise_time, matmul_cost, mxu_useful_fraction,
                         vector_critical_intensity, weight_load_time)
+from ..topology import format_topology, tpu_slice
+from ..torus import CUBE_EDGE
+from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, MB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
+from .common import GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
 from .problem import Problem
 
-
-
-
-
-
-
-
+KIB = 2.0**10
 
 
 # --------------------------------------------------------------------------- 1. padding
@@ -59,6 +62,7 @@ def _pad_solution(v):
 PADDING = Problem(
     id="hardware.padding",
     title="The padding tax of a systolic array",
+    worked="7",
     spec=spec("hardware.padding",
                well_posed=lambda v: _pad_pct(v) < 97,
                chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
@@ -230,6 +234,7 @@ def _sparse_solution(v):
 SPARSITY = Problem(
     id="hardware.sparsity",
     title="Reading a datasheet: dense, not sparse",
+    worked="1",
     spec=spec("hardware.sparsity", derive=_sparse_derive,
                case=Choice(tuple(SPARSE_CASES), "chip and number type")),
     text=("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
@@ -262,8 +267,23 @@ SPARSITY = Problem(
 
 # --------------------------------------------------------------------------- 5. wraparound
 
+#: (chip, slice shape, axis size): the slice the AllGather runs on and the axis it uses. On
+#: v4p/v5p a slice of whole 4x4x4 cubes is a full torus and a smaller one has no wraparound; on
+#: v5e/v6e an axis wraps only when it spans 16 chips (scalebook.torus.axis_wraps).
+WRAP_CASES = {
+    "v5p 2x4x4": ("TPU v5p", (2, 4, 4), 4),
+    "v5p 4x4x4": ("TPU v5p", (4, 4, 4), 4),
+    "v5p 4x4x8": ("TPU v5p", (4, 4, 8), 8),
+    "v4p 2x4x4": ("TPU v4p", (2, 4, 4), 4),
+    "v5e 16x16": ("TPU v5e", (16, 16), 16),
+    "v5e 8x16": ("TPU v5e", (8, 16), 8),
+    "v6e 4x8": ("TPU v6e", (4, 8), 8),
+    "v6e 16x16": ("TPU v6e", (16, 16), 16),
+}
+
+
 def _wrap(v) -> bool:
-    return has_wraparound(v["chip"], v["N"])
+    return has_wraparound(v["chip"], v["N"], v["shape"])
 
 
 def _wrap_ms(v, wraparound=None):
@@ -275,22 +295,23 @@ def _wrap_first_cut_ms(v):
     return all_gather_first_cut(v["V_gb"] * GB, v["N"], v["chip"], wraparound=_wrap(v)).time / MS
 
 
-def _wrap_well_posed(v):
-    chip = get_chip(v["chip"])
-    return v["N"] in (4, 8, 16) or chip.wraparound_rule == "multiple-of-4"
-
-
 def _wrap_derive(v):
-    return {"link_text": format_bandwidth(get_chip(v["chip"]).link_bandwidth_one_way)}
+    chip_name, shape, n = WRAP_CASES[v["case"]]
+    return {"chip": chip_name, "shape": shape, "N": n, "topology": format_topology(shape),
+            "link_text": format_bandwidth(get_chip(chip_name).link_bandwidth_one_way)}
 
 
 def _wrap_solution(v):
     cost = all_gather(v["V_gb"] * GB, v["N"], v["chip"], wraparound=_wrap(v))
-    rule = ("an axis that is a multiple of 4" if get_chip(v["chip"]).wraparound_rule
-            == "multiple-of-4" else "only an axis that spans the full 16 chips")
+    if get_chip(v["chip"]).wraparound_rule == WRAP_WHOLE_CUBES:
+        rule = ("a slice of whole 4 × 4 × 4 cubes is a full 3D torus; a smaller slice has no "
+                "wraparound links")
+    else:
+        longest = max(get_chip(v["chip"]).max_slice)
+        rule = f"an axis wraps only when it spans the full {longest} chips"
     kind = "a ring: data flows both ways round" if _wrap(v) else "a line: no wraparound"
     return (
-        f"On a {v['chip']} {rule} has wraparound, so this axis of {v['N']} is {kind}.",
+        f"On a {v['chip']} {rule}, so the {v['N']}-chip axis of {v['topology']} is {kind}.",
         f"Bandwidth term {cost.formula} = {format_seconds(cost.bandwidth_time)}; latency "
         f"{format_seconds(cost.latency_time)}.",
         f"Total {format_seconds(cost.time)}.",
@@ -307,22 +328,24 @@ def _wrap_slip(actual: bool, hint: str) -> Slip:
 WRAPAROUND = Problem(
     id="hardware.wraparound",
     title="Does this axis have wraparound?",
-    spec=spec("hardware.wraparound", derive=_wrap_derive, well_posed=_wrap_well_posed,
-               chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "TPU v4p"), "chip"),
-               N=Choice((16, 8, 4, 12), "N", "chips"),
+    worked="8",
+    spec=spec("hardware.wraparound", derive=_wrap_derive,
+               case=Choice(tuple(WRAP_CASES), "chip and slice"),
                V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
-    text=("An AllGather over one axis of {N} {chip} chips collects a {V_gb:g} GB array (the whole "
-          "gathered array), {link_text} per ICI link one way, 1 µs per hop. Whether the axis has "
-          "wraparound follows the chip's rule in the chapter. How long does it take, in ms, by "
-          "the chapter's model?"),
+    text=("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
+          "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
+          "per hop. Whether the axis has wraparound follows the generation's rule in the "
+          "chapter. How long does it take, in ms, by the chapter's model?"),
     parts=(
         Part("allgather_ms", _wrap_ms, conventions=(
             Convention("first cut", _wrap_first_cut_ms),
         ), slips=(
-            _wrap_slip(True, "this axis of a {chip} has wraparound: it is a ring, and the "
-                             "shards travel both ways round it."),
-            _wrap_slip(False, "this axis of a {chip} has no wraparound: it is a line, so the "
-                              "data streams one way past the end chips, V·(N−1)/N / W."),
+            _wrap_slip(True, "this axis of a {chip} {topology} slice has wraparound: it is a "
+                             "ring, and the shards travel both ways round it."),
+            _wrap_slip(False, "this axis of a {chip} {topology} slice has no wraparound: it is "
+                              "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
+                              "shorter than 16), so the data streams one way past the end "
+                              "chips, V·(N−1)/N / W."),
         ), unit="s", not_applicable=(
         ONE_PASS,)),
     ),
@@ -571,6 +594,7 @@ def _dcn_solution(v):
 DCN = Problem(
     id="hardware.dcn",
     title="Leaving the slice",
+    worked="9",
     spec=spec("hardware.dcn", derive=_dcn_derive,
                chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
                V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
@@ -654,5 +678,569 @@ COST_ANALYSIS = Problem(
 )
 
 
-PROBLEMS: tuple[Problem, ...] = (PADDING, HBM_SWEEP, TOKEN_BUDGET, SPARSITY, WRAPAROUND,
-                                 GPU_ALLGATHER, ELEMENTWISE, PCIE, DCN, COST_ANALYSIS)
+# =========================================================================== worked problems
+# The chapter's worked problems that are not in the practice set above, in the order the
+# chapter prints them (``worked`` is their number there).
+
+# --------------------------------------------------------------------------- w2. bidirectional
+
+def _w2_derive(v):
+    chip = get_chip(v["gpu"])
+    return {"bidi_text": format_bandwidth(2 * chip.interconnect_bandwidth_one_way),
+            "nic_gbit": f"{chip.nic_bandwidth_per_chip * 8 / 1e9:.0f}"}
+
+
+def _w2_nvlink_ms(v, factor=1.0):
+    """V / (one-way NVLink bytes/s of the GPU), in ms; ``factor`` scales the bandwidth."""
+    return v["V_gb"] * GB / (factor * get_chip(v["gpu"]).interconnect_bandwidth_one_way) / MS
+
+
+def _w2_nic_ms(v, factor=1.0):
+    return v["V_gb"] * GB / (factor * get_chip(v["gpu"]).nic_bandwidth_per_chip) / MS
+
+
+def _w2_solution(v):
+    chip = get_chip(v["gpu"])
+    return (
+        f"'{v['bidi_text']} bidirectional' adds both directions: one way it is "
+        f"{format_bandwidth(chip.interconnect_bandwidth_one_way)}, and a send uses one direction.",
+        f"{v['V_gb']:g} GB / {format_bandwidth(chip.interconnect_bandwidth_one_way)} = "
+        f"{format_seconds(_w2_nvlink_ms(v) * MS)}.",
+        f"The NIC's {v['nic_gbit']} Gb/s is bits: / 8 = "
+        f"{format_bandwidth(chip.nic_bandwidth_per_chip)}, so "
+        f"{format_seconds(_w2_nic_ms(v) * MS)}, "
+        f"{_w2_nic_ms(v) / _w2_nvlink_ms(v):.3g} times longer.",
+    )
+
+
+W2 = Problem(
+    id="hardware.w2",
+    title="Bidirectional bandwidth and bits per second",
+    worked="2",
+    spec=spec("hardware.w2", derive=_w2_derive,
+               gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
+               V_gb=Choice((1.0, 4.0, 0.5, 2.0), "V", "GB")),
+    text=("The {gpu} datasheet lists {bidi_text} of NVLink bandwidth per GPU, \"bidirectional\", "
+          "and each GPU of the node has its own {nic_gbit} Gb/s network card. One GPU sends a "
+          "{V_gb:g} GB shard to another GPU of its node, through the NVLink switches, with nothing "
+          "else on the links. How long does that take at least, in ms? And how long does sending "
+          "the same shard to a GPU in another node through the NIC take, in ms? (Bandwidth only.)"),
+    parts=(
+        Part("nvlink_ms", _w2_nvlink_ms, slips=(
+            Slip("bidirectional", lambda v: _w2_nvlink_ms(v, factor=2.0),
+                 "the bidirectional figure adds both directions; a send from one GPU to another "
+                 "uses one: halve it."),
+        )),
+        Part("nic_ms", _w2_nic_ms, slips=(
+            Slip("bits as bytes", lambda v: _w2_nic_ms(v, factor=8.0),
+                 "a NIC's rate is in bits per second: divide by 8 for bytes ({nic_gbit} Gb/s is "
+                 "{nic_gbit} / 8 GB/s)."),
+        )),
+    ),
+    labels={"nvlink_ms": "over NVLink, in ms", "nic_ms": "through the NIC, in ms"},
+    solution=_w2_solution,
+)
+
+
+# --------------------------------------------------------------------------- w4. the clock
+
+def _w4_derive(v):
+    chip = get_chip(v["gpu"])
+    return {"sms": chip.cores, "fp32_per_sm": chip.fp32_cores_per_sm,
+            "boost_ghz": f"{chip.boost_clock_hz / 1e9:.2f}",
+            "bf16_text": format_flops(chip.flops("bf16"))}
+
+
+def _w4_scale(v):
+    return v["f_ghz"] * 1e9 / get_chip(v["gpu"]).boost_clock_hz
+
+
+def _w4_fp32_tflops(v, fma_flops=2):
+    return cuda_core_flops(v["gpu"], fma_flops=fma_flops) * _w4_scale(v) / 1e12
+
+
+def _w4_bf16_tflops(v):
+    return get_chip(v["gpu"]).flops("bf16") * _w4_scale(v) / 1e12
+
+
+def _w4_solution(v):
+    peak = cuda_core_flops(v["gpu"])
+    return (
+        f"Datasheet fp32: {v['sms']} SMs × {v['fp32_per_sm']} cores × 2 FLOPs per FMA × "
+        f"{v['boost_ghz']} GHz = {format_flops(peak)}.",
+        f"At {v['f_ghz']} GHz every unit does {_w4_scale(v):.3g} of that: "
+        f"{format_flops(_w4_fp32_tflops(v) * 1e12)}.",
+        f"The tensor cores scale alike: {v['bf16_text']} × {_w4_scale(v):.3g} = "
+        f"{format_flops(_w4_bf16_tflops(v) * 1e12)}.",
+    )
+
+
+W4 = Problem(
+    id="hardware.w4",
+    title="The clock behind the peak",
+    worked="4",
+    spec=spec("hardware.w4", derive=_w4_derive,
+               well_posed=lambda v: v["f_ghz"] * 1e9 < get_chip(v["gpu"]).boost_clock_hz,
+               gpu=Choice(("H100", "A100", "B200", "H200"), "GPU"),
+               f_ghz=Choice((1.75, 1.6, 1.3, 1.2, 1.1), "sustained clock", "GHz")),
+    text=("An {gpu} has {sms} SMs of {fp32_per_sm} fp32 CUDA cores each; its datasheet peaks "
+          "assume the {boost_ghz} GHz boost clock, and count a fused multiply-add as 2 FLOPs. "
+          "Under a long training run it holds {f_ghz} GHz. What fp32 rate do its CUDA cores "
+          "reach at that clock, in TFLOP/s (FMA as 2 FLOPs)? And its dense bf16 tensor-core rate "
+          "({bf16_text} at boost), if it scales with the clock the same way, in TFLOP/s?"),
+    parts=(
+        Part("fp32_tflops", _w4_fp32_tflops, slips=(
+            Slip("the boost clock", lambda v: cuda_core_flops(v["gpu"]) / 1e12,
+                 "that is the datasheet's peak at the {boost_ghz} GHz boost clock; at "
+                 "{f_ghz} GHz every core does proportionally less."),
+            Slip("an FMA as one FLOP", lambda v: _w4_fp32_tflops(v, fma_flops=1),
+                 "the problem counts a fused multiply-add as 2 FLOPs, as the datasheet does."),
+        )),
+        Part("bf16_tflops", _w4_bf16_tflops, slips=(
+            Slip("the boost clock", lambda v: get_chip(v["gpu"]).flops("bf16") / 1e12,
+                 "the datasheet figure assumes the boost clock: scale it by {f_ghz} / "
+                 "{boost_ghz}."),
+        )),
+    ),
+    labels={"fp32_tflops": "CUDA cores at that clock, in TFLOP/s",
+            "bf16_tflops": "tensor cores (bf16) at that clock, in TFLOP/s"},
+    solution=_w4_solution,
+)
+
+
+# --------------------------------------------------------------------------- w5. on-chip SRAM
+
+def _w5_derive(v):
+    chip = get_chip(v["gpu"])
+    return {"sms": chip.cores,
+            "reg_kib": f"{on_chip_memory(chip, 'registers') / KIB:g}",
+            "smem_kib": f"{on_chip_memory(chip, 'smem') / KIB:g}",
+            "l2_mib": f"{on_chip_memory(chip, 'l2') / MIB:g}",
+            "hbm_gb": f"{chip.hbm_bytes / GB:g}"}
+
+
+def _w5_bytes(v, per_sm_total=True):
+    chip = v["gpu"]
+    return (on_chip_memory(chip, "registers", total=per_sm_total)
+            + on_chip_memory(chip, "smem", total=per_sm_total) + on_chip_memory(chip, "l2"))
+
+
+def _w5_mib(v):
+    return _w5_bytes(v) / MIB
+
+
+def _w5_ratio(v):
+    return get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v)
+
+
+def _w5_solution(v):
+    chip = v["gpu"]
+    reg, smem = (on_chip_memory(chip, level, total=True) / MIB for level in ("registers", "smem"))
+    return (
+        f"Registers: {v['sms']} × {v['reg_kib']} KiB = {reg:.4g} MiB; shared memory/L1: "
+        f"{v['sms']} × {v['smem_kib']} KiB = {smem:.4g} MiB; L2: {v['l2_mib']} MiB.",
+        f"In all {_w5_mib(v):.4g} MiB = {decimal_bytes(_w5_bytes(v))}.",
+        f"HBM: {v['hbm_gb']} GB / {decimal_bytes(_w5_bytes(v))} = {_w5_ratio(v):,.0f} times more.",
+    )
+
+
+W5 = Problem(
+    id="hardware.w5",
+    title="How much memory is on the chip?",
+    worked="5",
+    spec=spec("hardware.w5", derive=_w5_derive,
+               gpu=Choice(("H100", "A100", "B200", "V100"), "GPU")),
+    text=("An {gpu} has {sms} SMs, each with {reg_kib} KiB of registers and {smem_kib} KiB of "
+          "shared memory/L1, and one L2 cache of {l2_mib} MiB shared by all of them. How much "
+          "on-chip memory is that in all, in MiB (2²⁰ bytes)? And how many times more does its "
+          "{hbm_gb} GB of HBM hold?"),
+    parts=(
+        Part("sram_mib", _w5_mib, conventions=(
+            Convention("MB instead of MiB", lambda v: _w5_bytes(v) / MB),
+        ), slips=(
+            Slip("one SM", lambda v: _w5_bytes(v, per_sm_total=False) / MIB,
+                 "registers and shared memory are per SM: multiply them by the {sms} SMs "
+                 "(the L2 is one for the chip)."),
+            Slip("no registers", lambda v: (_w5_bytes(v) - on_chip_memory(
+                v["gpu"], "registers", total=True)) / MIB,
+                 "the register files are on-chip memory too, and as large as the shared "
+                 "memory: count them."),
+        )),
+        Part("hbm_over_sram", _w5_ratio, slips=(
+            Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
+                 "registers and shared memory are per SM: multiply them by the {sms} SMs."),
+        )),
+    ),
+    labels={"sram_mib": "on-chip memory, in MiB", "hbm_over_sram": "HBM / on-chip memory"},
+    solution=_w5_solution,
+)
+
+
+# --------------------------------------------------------------------------- w6. the VPU
+
+def _w6_derive(v):
+    chip = get_chip(v["chip"])
+    sublanes, lanes = chip.vreg_shape
+    return {"cores": chip.cores, "sublanes": sublanes, "lanes": lanes, "alus": chip.vpu_alus,
+            "clock_ghz": f"{chip.core_clock_hz / 1e9:g}",
+            "mxu_text": format_flops(chip.flops("bf16")),
+            "bw_text": format_bandwidth(chip.hbm_bandwidth),
+            "core_word": "TensorCore" if chip.cores == 1 else "TensorCores"}
+
+
+def _w6_tflops(v):
+    return vpu_flops(v["chip"]) / 1e12
+
+
+def _w6_ratio(v):
+    return get_chip(v["chip"]).flops("bf16") / vpu_flops(v["chip"])
+
+
+def _w6_flops_per_element(v, nbytes=4.0):
+    """FLOPs per element at which the VPU takes as long as HBM, for ``nbytes`` moved per element
+    (one bf16 array read, one written: 4 bytes)."""
+    return vpu_flops(v["chip"]) / get_chip(v["chip"]).hbm_bandwidth * nbytes
+
+
+def _w6_solution(v):
+    return (
+        f"VPU: {v['cores']} × {v['sublanes']} × {v['lanes']} × {v['alus']} ALUs × "
+        f"{v['clock_ghz']} GHz = {format_flops(vpu_flops(v['chip']))}.",
+        f"MXUs: {v['mxu_text']}, {_w6_ratio(v):.3g} times faster.",
+        f"The op moves 4 bytes per element (2 read, 2 written): the VPU sets its time above "
+        f"{format_flops(vpu_flops(v['chip']))} / {v['bw_text']} × 4 bytes = "
+        f"{_w6_flops_per_element(v):.3g} FLOPs per element.",
+    )
+
+
+W6 = Problem(
+    id="hardware.w6",
+    title="The VPU beside the MXU",
+    worked="6",
+    spec=spec("hardware.w6", derive=_w6_derive,
+               chip=Choice(("TPU v5p", "TPU v5e"), "chip")),
+    text=("A {chip} chip has {cores} {core_word}. Each has a VPU of {sublanes} × {lanes} "
+          "positions with {alus} ALUs each, at {clock_ghz} GHz, one FLOP per ALU per cycle; the "
+          "chip's MXUs do {mxu_text} in bf16 and its HBM moves {bw_text}. What is the chip's "
+          "VPU rate, in TFLOP/s, and how many times faster are its MXUs? And how many FLOPs per "
+          "element can an elementwise op that reads one bf16 array from HBM and writes one do "
+          "before the VPU, not HBM, sets its time?"),
+    parts=(
+        Part("vpu_tflops", _w6_tflops, slips=(
+            Slip("one TensorCore", distinct_from(_w6_tflops,
+                                                 lambda v: _w6_tflops(v) / v["cores"]),
+                 "the chip has {cores} TensorCores, each with its own VPU: multiply by {cores}."),
+            Slip("two FLOPs per ALU", lambda v: 2 * _w6_tflops(v),
+                 "each VPU ALU does one FLOP per cycle (a vadd or a vmul), not two."),
+        )),
+        Part("mxu_over_vpu", _w6_ratio, slips=(
+            Slip("one TensorCore", distinct_from(_w6_ratio, lambda v: _w6_ratio(v) * v["cores"]),
+                 "the chip has {cores} TensorCores, each with its own VPU."),
+        )),
+        Part("flops_per_element", _w6_flops_per_element, slips=(
+            Slip("per byte", lambda v: _w6_flops_per_element(v, nbytes=1.0),
+                 "that is FLOPs per byte; each element moves 4 bytes (a bf16 read and a bf16 "
+                 "write)."),
+            Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
+                 "the output is written back to HBM too: 4 bytes per element, not 2."),
+        )),
+    ),
+    labels={"vpu_tflops": "VPU, in TFLOP/s", "mxu_over_vpu": "MXU / VPU",
+            "flops_per_element": "FLOPs per element at the crossover"},
+    solution=_w6_solution,
+)
+
+
+# --------------------------------------------------------------------------- w3. GiB
+
+#: How much larger a GiB is than a GB, for the hints.
+_GIB_TEXT = {"gib_pct": f"{100 * (GIB / GB - 1):.1f}%", "gib_factor": f"{GIB / GB:.4f}"}
+
+def _w3_derive(v):
+    chip = get_chip(v["chip"])
+    b = bytes_per_element(v["dtype"])
+    return {"hbm_gib": f"{chip.hbm_bytes / GIB:g}", "b_text": bytes_text(b), **_GIB_TEXT}
+
+
+def _w3_gb(v):
+    return get_chip(v["chip"]).hbm_bytes / GB
+
+
+def _w3_params_b(v, hbm_bytes=None):
+    hbm = get_chip(v["chip"]).hbm_bytes if hbm_bytes is None else hbm_bytes
+    return (1 - v["reserve_pct"] / 100) * hbm / bytes_per_element(v["dtype"]) / 1e9
+
+
+def _w3_gib_as_gb(v):
+    """The HBM's bytes if its GiB figure is read as GB."""
+    return get_chip(v["chip"]).hbm_bytes / GIB * GB
+
+
+def _w3_solution(v):
+    chip = get_chip(v["chip"])
+    return (
+        f"1 GiB = 2³⁰ = {GIB:,.0f} bytes: {v['hbm_gib']} GiB = {chip.hbm_bytes:,.0f} bytes "
+        f"= {_w3_gb(v):.4g} GB.",
+        f"Keep {v['reserve_pct']}% free: {100 - v['reserve_pct']}% × {_w3_gb(v):.4g} GB = "
+        f"{decimal_bytes((1 - v['reserve_pct'] / 100) * chip.hbm_bytes)}, / {v['b_text']} per "
+        f"parameter = {_w3_params_b(v):.4g} billion parameters.",
+    )
+
+
+W3 = Problem(
+    id="hardware.w3",
+    title="A datasheet in GiB",
+    worked="3",
+    spec=spec("hardware.w3", derive=_w3_derive,
+               chip=Choice(("TPU7x",), "chip"),
+               reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
+               dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
+    text=("Google's page for the {chip} (Ironwood) gives each chip {hbm_gib} GiB of HBM. How many "
+          "GB (10⁹ bytes) is that? And if {reserve_pct}% of it is kept free for activations and "
+          "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
+    parts=(
+        Part("hbm_gb", _w3_gb, slips=(
+            Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
+                 "{gib_factor}."),
+        )),
+        Part("params_b", _w3_params_b, slips=(
+            Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
+            Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
+                 "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
+        )),
+    ),
+    labels={"hbm_gb": "HBM, in GB", "params_b": "parameters that fit, in billions"},
+    solution=_w3_solution,
+)
+
+
+# --------------------------------------------------------------------------- w11. Ironwood pod
+
+def _w11_slice(v):
+    return tpu_slice(v["chip"], v["shape"])
+
+
+def _w11_derive(v):
+    chip = get_chip(v["chip"])
+    return {"topology": format_topology(v["shape"]), "fp8_text": format_flops(chip.flops("fp8")),
+            "hbm_gib": f"{chip.hbm_bytes / GIB:g}", "chips": _w11_slice(v).chips,
+            "cube": CUBE_EDGE, "cube_chips": CUBE_EDGE**3, **_GIB_TEXT}
+
+
+def _w11_eflops(v, dtype="fp8"):
+    return _w11_slice(v).flops(dtype) / 1e18
+
+
+def _w11_hbm_tb(v):
+    return _w11_slice(v).hbm_bytes / 1e12
+
+
+def _w11_hbm_gib_as_gb_tb(v):
+    return _w11_slice(v).chips * get_chip(v["chip"]).hbm_bytes / GIB * GB / 1e12
+
+
+def _w11_cubes(v):
+    return _w11_slice(v).chips / CUBE_EDGE**3
+
+
+def _w11_solution(v):
+    s = _w11_slice(v)
+    return (
+        f"{v['topology']} = {s.chips:,} chips = {s.chips:,} / {CUBE_EDGE}³ = {_w11_cubes(v):g} "
+        f"cubes of {CUBE_EDGE} × {CUBE_EDGE} × {CUBE_EDGE}.",
+        f"fp8: {s.chips:,} × {v['fp8_text']} = {_w11_eflops(v):.4g} EFLOP/s.",
+        f"HBM: {s.chips:,} × {v['hbm_gib']} GiB = {decimal_bytes(s.hbm_bytes)} (a GiB is 2³⁰ "
+        "bytes).",
+    )
+
+
+W11 = Problem(
+    id="hardware.w11",
+    title="An Ironwood pod",
+    worked="11",
+    spec=spec("hardware.w11", derive=_w11_derive,
+               chip=Choice(("TPU7x",), "chip"),
+               shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
+                            "slice")),
+    text=("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × "
+          "{cube} × {cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
+          "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
+          "HBM does it hold, in TB (10¹² bytes)?"),
+    parts=(
+        Part("cubes", _w11_cubes, rel=0.01, slips=(
+            Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
+                 "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
+                 "{cube} × {cube}."),
+        )),
+        Part("fp8_eflops", _w11_eflops, slips=(
+            Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
+                 "that is the bf16 rate; fp8 runs twice as fast on this chip."),
+            Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
+                 "the chip's {fp8_text} is already the dense rate: no factor 2."),
+        )),
+        Part("hbm_tb", _w11_hbm_tb, slips=(
+            Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
+                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
+                 "than {hbm_gib} GB."),
+        )),
+    ),
+    labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
+            "hbm_tb": "HBM, in TB"},
+    solution=_w11_solution,
+)
+
+
+# --------------------------------------------------------------------------- w10. NVL72 rack
+
+#: The rack and the 8-GPU system it is set against: the same Blackwell GPUs' NVLink and NICs.
+RACK, HGX = "GB200 NVL72", "B200"
+
+
+def _w10_derive(v):
+    rack, hgx = get_chip(RACK), get_chip(HGX)
+    return {"bidi_text": format_bandwidth(2 * rack.interconnect_bandwidth_one_way),
+            "nvlink_text": format_bandwidth(rack.interconnect_bandwidth_one_way),
+            "hgx_nvlink_text": format_bandwidth(hgx.interconnect_bandwidth_one_way),
+            "nic_text": format_bandwidth(hgx.nic_bandwidth_per_chip),
+            "gpus": rack.chips_per_host, "per_node": hgx.chips_per_host,
+            "nodes": rack.chips_per_host // hgx.chips_per_host,
+            "a_kind": {"all_gather": "An AllGather",
+                       "reduce_scatter": "A ReduceScatter"}[v["kind"]]}
+
+
+def _w10_cost(v, chip, **kw):
+    """As rings (the problem says so): the rack's 71 steps, the nodes' rail rings."""
+    return collective_cost(v["kind"], v["V_gb"] * GB, get_chip(RACK).chips_per_host, chip,
+                           algorithm="ring", **kw)
+
+
+def _w10_rack_ms(v):
+    return _w10_cost(v, RACK).time / MS
+
+
+def _w10_nodes_ms(v):
+    return _w10_cost(v, HGX).time / MS
+
+
+def _w10_solution(v):
+    rack, nodes = _w10_cost(v, RACK), _w10_cost(v, HGX)
+    return (
+        f"In the NVL72 rack every GPU reaches every other through the NVLink switches at "
+        f"{v['nvlink_text']} one way: {rack.formula} = {format_seconds(rack.time)}.",
+        f"In {v['nodes']} nodes of {v['per_node']}, the bytes that leave a node cross each "
+        f"GPU's NIC at {v['nic_text']}: {nodes.formula} = {format_seconds(nodes.time)}, "
+        f"{nodes.time / rack.time:.3g} times longer.",
+    )
+
+
+W10 = Problem(
+    id="hardware.w10",
+    title="One NVLink domain of 72 against nodes of 8",
+    worked="10",
+    spec=spec("hardware.w10", derive=_w10_derive,
+               kind=Choice(("all_gather", "reduce_scatter"), "collective"),
+               V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
+    text=("{a_kind} over {gpus} Blackwell GPUs works on a {V_gb:g} GB array (the whole "
+          "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
+          "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
+          "they sit in {nodes} nodes of {per_node}, with {hgx_nvlink_text} of NVLink per GPU "
+          "one way inside a node and {nic_text} per GPU one way through its NIC between nodes. "
+          "Price both as NCCL's rings (in the rack one ring of {gpus}, across nodes one ring "
+          "per NIC rail; 1 µs per step). How long does it take in "
+          "the rack, and in the {nodes} nodes, in ms?"),
+    parts=(
+        Part("rack_ms", _w10_rack_ms, slips=(
+            Slip("bidirectional", lambda v: _w10_cost(
+                v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
+            ).time / MS,
+                 "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
+        )),
+        Part("nodes_ms", _w10_nodes_ms, slips=(
+            Slip("NVLink everywhere", distinct_from(_w10_nodes_ms, _w10_rack_ms),
+                 "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
+                 "between nodes the data crosses the NICs."),
+            Slip("one flat ring", distinct_from(
+                _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
+                 "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
+                 "per NIC rail, each carrying its share, while NVLink moves the rest."),
+        )),
+    ),
+    labels={"rack_ms": "in one NVL72 rack, in ms", "nodes_ms": "in 8-GPU nodes, in ms"},
+    solution=_w10_solution,
+)
+
+
+# --------------------------------------------------------------------------- w12. NVL72 floor
+
+def _w12_derive(v):
+    chip = get_chip(v["gpu"])
+    b = bytes_per_element(v["dtype"])
+    return {"b_text": bytes_text(b), "bw_text": format_bandwidth(chip.hbm_bandwidth),
+            "hbm_text": decimal_bytes(chip.hbm_bytes), "gpus": chip.chips_per_host}
+
+
+def _w12_bytes(v, b=None):
+    return v["params_b"] * 1e9 * (bytes_per_element(v["dtype"]) if b is None else b)
+
+
+def _w12_ms(v, n_chips=None, b=None):
+    n_chips = get_chip(v["gpu"]).chips_per_host if n_chips is None else n_chips
+    return weight_load_time(_w12_bytes(v, b), v["gpu"], n_chips=n_chips) / MS
+
+
+def _w12_fewest(v, b=None):
+    return fewest_chips(_w12_bytes(v, b), v["gpu"])
+
+
+def _w12_solution(v):
+    return (
+        f"{v['params_b']:,} billion parameters × {v['b_text']} = {decimal_bytes(_w12_bytes(v))}.",
+        f"Spread over {v['gpus']} GPUs, each reading its share at {v['bw_text']}: "
+        f"{decimal_bytes(_w12_bytes(v))} / ({v['gpus']} × {v['bw_text']}) = "
+        f"{format_seconds(_w12_ms(v) * MS)} per token, at most {1 / (_w12_ms(v) * MS):,.0f} "
+        "tokens per second for one conversation.",
+        f"To hold the weights at all: {decimal_bytes(_w12_bytes(v))} / {v['hbm_text']}, rounded "
+        f"up: {_w12_fewest(v)} GPUs.",
+    )
+
+
+W12 = Problem(
+    id="hardware.w12",
+    title="How fast can a rack speak?",
+    worked="12",
+    spec=spec("hardware.w12", derive=_w12_derive,
+               gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
+               params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
+               dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
+    text=("A model of {params_b:,} billion parameters, stored in {dtype} ({b_text} per "
+          "parameter), is split evenly over the {gpus} GPUs of a {gpu} rack, "
+          "{bw_text} of HBM bandwidth and {hbm_text} of HBM each. Counting only the weight "
+          "reads, what is the lower bound on the time per token of one conversation, in ms? And "
+          "how few of these GPUs could hold the weights at all (nothing else)?"),
+    parts=(
+        Part("token_ms", _w12_ms, slips=(
+            Slip("one GPU", lambda v: _w12_ms(v, n_chips=1),
+                 "each of the {gpus} GPUs reads its own share of the weights at the same time."),
+            Slip("two bytes per parameter", distinct_from(_w12_ms,
+                                                          lambda v: _w12_ms(v, b=2.0)),
+                 "the weights are {dtype}: {b_text} per parameter."),
+        )),
+        Part("fewest_gpus", _w12_fewest, rel=0.01, slips=(
+            Slip("two bytes per parameter", distinct_from(
+                _w12_fewest, lambda v: _w12_fewest(v, b=2.0), rel=0.01),
+                 "the weights are {dtype}: {b_text} per parameter."),
+        )),
+    ),
+    labels={"token_ms": "time per token, in ms",
+            "fewest_gpus": "fewest GPUs that hold the weights"},
+    solution=_w12_solution,
+)
+
+
+PROBLEMS: tuple[Problem, ...] = (
+    # the worked problems, in the chapter's order
+    SPARSITY, W2, W3, W4, W5, W6, PADDING, WRAPAROUND, DCN, W10, W11, W12,
+    # the practice set's own
+    HBM_SWEEP, TOKEN_BUDGET, GPU_ALLGATHER, ELEMENTWISE, PCIE, COST_ANALYSIS)

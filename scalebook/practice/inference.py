@@ -41,11 +41,13 @@ def _with(*derives):
 
 
 def _chip_figures(key: str = "chip"):
-    """The drawn chip's dense bf16 peak, HBM bandwidth and capacity, for the text."""
+    """The drawn chip's dense bf16 peak, HBM bandwidth and capacity, and its NVLink bandwidth
+    one way (GB/s), for the text."""
     def derive(p):
         chip = get_chip(p[key])
         return {f"{key}_peak": chip.flops("bf16"), f"{key}_bw": chip.hbm_bandwidth / 1e12,
-                f"{key}_hbm": chip.hbm_bytes / GB}
+                f"{key}_hbm": chip.hbm_bytes / GB,
+                f"{key}_nvlink": chip.interconnect_bandwidth_one_way / GB}
     return derive
 
 
@@ -491,8 +493,9 @@ W7 = Problem(
 
 # --------------------------------------------------------------------------- 8. the AllReduces
 
-def _w8(v):
-    return inf.decode_step(_cfg(v), v["chip"], batch=v["B"], context_len=v["S"], n_chips=NODE)
+def _w8(v, algorithm="nvls"):
+    return inf.decode_step(_cfg(v), v["chip"], batch=v["B"], context_len=v["S"], n_chips=NODE,
+                           algorithm=algorithm)
 
 
 def _w8_count(v):
@@ -514,7 +517,8 @@ def _w8_solution(v):
     return (
         f"Two AllReduces per layer (after attention, after the MLP): {_w8_count(v)}.",
         f"Each of B·D·2 = {v['B']} × {v['D']:,} × 2 = "
-        f"{format_bytes(v['B'] * v['D'] * 2, binary=False)}: latency-dominated.",
+        f"{format_bytes(v['B'] * v['D'] * 2, binary=False)}, run as NVLS: the switch adds, so "
+        f"each GPU sends and receives the bytes once (V / W_nvlink) in 2 steps of 1 µs.",
         f"In all {format_seconds(w.t_comm)}, {_w8_share(v):.3g}% of the "
         f"{format_seconds(w.time)} step.",
     )
@@ -529,9 +533,11 @@ W8 = Problem(
                                 n_chips=NODE),
                B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
     text=("" + SHAPE + " decodes B = {B} sequences with {S:,} cached tokens each on a node of 8 "
-          + _chip_text() + " GPUs, tensor parallel (Megatron-style, 1 µs per hop, bf16 "
-          "activations). How many AllReduces does a step make, how long do they take in all, in "
-          "ms, and what share of the step is that, in percent?"),
+          + _chip_text() + " GPUs, tensor parallel (Megatron-style, bf16 activations). Each "
+          "AllReduce runs as NVLS, the NVSwitch adding: V / W_nvlink plus 2 steps of 1 µs, with "
+          "W_nvlink = {chip_nvlink:g} GB/s one way per GPU. How many "
+          "AllReduces does a step make, how long do they take in all, in ms, and what share of "
+          "the step is that, in percent?"),
     parts=(
         Part("allreduces", _w8_count, rel=0.001, slips=(
             Slip("one per layer", lambda v: _w8_count(v) / 2,
@@ -541,6 +547,9 @@ W8 = Problem(
         Part("comm_ms", _w8_comm_ms, slips=(
             Slip("one per layer (time)", lambda v: _w8_comm_ms(v) / 2,
                  "two AllReduces per layer, after attention and after the MLP."),
+            Slip("as a ring", distinct_from(_w8_comm_ms, lambda v: _w8(v, "ring").t_comm / MS),
+                 "the problem runs each AllReduce as NVLS, the switch adding: V / W_nvlink in "
+                 "2 steps, not a ring's 2·V·(N−1)/N / W_nvlink in 2(N−1) steps."),
             _seconds_slip(_w8_comm_ms),
         ), unit="s"),
         Part("comm_share_pct", _w8_share, slips=(

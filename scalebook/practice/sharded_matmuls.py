@@ -358,7 +358,8 @@ W6 = Problem(
                B=Choice((8192, 4096, 16384), "B"),
                D=Choice((16384, 8192, 32768), "D"),
                F=Choice((8192, 4096, 16384), "F")),
-    text=("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), compute "
+    text=("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
+          "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
           "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
           "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
           "AllReduce and with a ReduceScatter, in µs?"),
@@ -369,10 +370,15 @@ W6 = Problem(
                  "leaves every output element, only unreduced."),
         ), unit="bytes"),
         Part("allreduce_us", _w6_ar_us, slips=(
-            Slip("one axis of XY chips", lambda v: all_reduce(_w6_partial_mb(v) * MB,
-                                                              v["X"] * v["Y"], "TPU v5p").time / US,
+            Slip("one line of XY chips", lambda v: all_reduce(
+                _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
                  "the reduction runs over both mesh axes, each with its own links: the two axes' "
-                 "bandwidth adds up, unlike a single ring of X·Y chips."),
+                 "bandwidth adds up, unlike a single line of X·Y chips."),
+            Slip("with wraparound", lambda v: collective_cost(
+                "AllReduce", _w6_partial_mb(v) * MB, [v["X"], v["Y"]], "TPU v5p",
+                wraparound=True).time / US,
+                 "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
+                 "W per axis, not a ring's 2·W."),
         ), unit="s"),
         Part("reducescatter_us", _w6_rs_us, slips=(
             Slip("AllReduce time", _w6_ar_us,

@@ -7,13 +7,13 @@ from typing import Iterable
 import ipywidgets as widgets
 
 from ..hardware import chip_names, get_chip
-from ..live.comparison import METRICS, comparison_state, get_metric
+from ..live.comparison import DEFAULT_CHIPS, METRICS, comparison_state, get_metric
 from .explorer import Explorer
 
 __all__ = ["chip_comparison"]
 
 
-def chip_comparison(chips: Iterable[str] = ("TPU v5e", "TPU v5p", "H100", "B200"),
+def chip_comparison(chips: Iterable[str] = DEFAULT_CHIPS,
                     metric: str = "flops:bf16", *, log: bool = False,
                     dpi: float = 100) -> Explorer:
     """Catalog chips side by side: a table of every figure and a bar chart of one metric.
