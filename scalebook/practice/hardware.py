@@ -730,12 +730,12 @@ W2 = Problem(
             Slip("bidirectional", lambda v: _w2_nvlink_ms(v, factor=2.0),
                  "the bidirectional figure adds both directions; a send from one GPU to another "
                  "uses one: halve it."),
-        )),
+        ), unit="s"),
         Part("nic_ms", _w2_nic_ms, slips=(
             Slip("bits as bytes", lambda v: _w2_nic_ms(v, factor=8.0),
                  "a NIC's rate is in bits per second: divide by 8 for bytes ({nic_gbit} Gb/s is "
                  "{nic_gbit} / 8 GB/s)."),
-        )),
+        ), unit="s"),
     ),
     labels={"nvlink_ms": "over NVLink, in ms", "nic_ms": "through the NIC, in ms"},
     solution=_w2_solution,
@@ -795,12 +795,12 @@ W4 = Problem(
                  "{f_ghz} GHz every core does proportionally less."),
             Slip("an FMA as one FLOP", lambda v: _w4_fp32_tflops(v, fma_flops=1),
                  "the problem counts a fused multiply-add as 2 FLOPs, as the datasheet does."),
-        )),
+        ), unit="FLOPs/s"),
         Part("bf16_tflops", _w4_bf16_tflops, slips=(
             Slip("the boost clock", lambda v: get_chip(v["gpu"]).flops("bf16") / 1e12,
                  "the datasheet figure assumes the boost clock: scale it by {f_ghz} / "
                  "{boost_ghz}."),
-        )),
+        ), unit="FLOPs/s"),
     ),
     labels={"fp32_tflops": "CUDA cores at that clock, in TFLOP/s",
             "bf16_tflops": "tensor cores (bf16) at that clock, in TFLOP/s"},
@@ -865,11 +865,11 @@ W5 = Problem(
                 v["gpu"], "registers", total=True)) / MIB,
                  "the register files are on-chip memory too, and as large as the shared "
                  "memory: count them."),
-        )),
+        ), unit="bytes"),
         Part("hbm_over_sram", _w5_ratio, slips=(
             Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
                  "registers and shared memory are per SM: multiply them by the {sms} SMs."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"sram_mib": "on-chip memory, in MiB", "hbm_over_sram": "HBM / on-chip memory"},
     solution=_w5_solution,
@@ -932,18 +932,18 @@ W6 = Problem(
                  "the chip has {cores} TensorCores, each with its own VPU: multiply by {cores}."),
             Slip("two FLOPs per ALU", lambda v: 2 * _w6_tflops(v),
                  "each VPU ALU does one FLOP per cycle (a vadd or a vmul), not two."),
-        )),
+        ), unit="FLOPs/s"),
         Part("mxu_over_vpu", _w6_ratio, slips=(
             Slip("one TensorCore", distinct_from(_w6_ratio, lambda v: _w6_ratio(v) * v["cores"]),
                  "the chip has {cores} TensorCores, each with its own VPU."),
-        )),
+        ), unit="ratio"),
         Part("flops_per_element", _w6_flops_per_element, slips=(
             Slip("per byte", lambda v: _w6_flops_per_element(v, nbytes=1.0),
                  "that is FLOPs per byte; each element moves 4 bytes (a bf16 read and a bf16 "
                  "write)."),
             Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
                  "the output is written back to HBM too: 4 bytes per element, not 2."),
-        )),
+        ), unit="FLOPs"),
     ),
     labels={"vpu_tflops": "VPU, in TFLOP/s", "mxu_over_vpu": "MXU / VPU",
             "flops_per_element": "FLOPs per element at the crossover"},
@@ -1003,13 +1003,13 @@ W3 = Problem(
             Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
                  "{gib_factor}."),
-        )),
+        ), unit="bytes"),
         Part("params_b", _w3_params_b, slips=(
             Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
             Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
                  "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
-        )),
+        ), unit="params"),
     ),
     labels={"hbm_gb": "HBM, in GB", "params_b": "parameters that fit, in billions"},
     solution=_w3_solution,
@@ -1073,18 +1073,18 @@ W11 = Problem(
             Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
                  "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
                  "{cube} × {cube}."),
-        )),
+        ), unit="count"),
         Part("fp8_eflops", _w11_eflops, slips=(
             Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
                  "that is the bf16 rate; fp8 runs twice as fast on this chip."),
             Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
                  "the chip's {fp8_text} is already the dense rate: no factor 2."),
-        )),
+        ), unit="FLOPs/s"),
         Part("hbm_tb", _w11_hbm_tb, slips=(
             Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
                  "than {hbm_gib} GB."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
             "hbm_tb": "HBM, in TB"},
@@ -1156,7 +1156,7 @@ W10 = Problem(
                 v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
             ).time / MS,
                  "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
-        )),
+        ), unit="s"),
         Part("nodes_ms", _w10_nodes_ms, slips=(
             Slip("NVLink everywhere", distinct_from(_w10_nodes_ms, _w10_rack_ms),
                  "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
@@ -1165,7 +1165,7 @@ W10 = Problem(
                 _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
                  "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
                  "per NIC rail, each carrying its share, while NVLink moves the rest."),
-        )),
+        ), unit="s"),
     ),
     labels={"rack_ms": "in one NVL72 rack, in ms", "nodes_ms": "in 8-GPU nodes, in ms"},
     solution=_w10_solution,
@@ -1226,12 +1226,12 @@ W12 = Problem(
             Slip("two bytes per parameter", distinct_from(_w12_ms,
                                                           lambda v: _w12_ms(v, b=2.0)),
                  "the weights are {dtype}: {b_text} per parameter."),
-        )),
+        ), unit="s"),
         Part("fewest_gpus", _w12_fewest, rel=0.01, slips=(
             Slip("two bytes per parameter", distinct_from(
                 _w12_fewest, lambda v: _w12_fewest(v, b=2.0), rel=0.01),
                  "the weights are {dtype}: {b_text} per parameter."),
-        )),
+        ), unit="count"),
     ),
     labels={"token_ms": "time per token, in ms",
             "fewest_gpus": "fewest GPUs that hold the weights"},
