@@ -1002,7 +1002,7 @@ W3 = Problem(
         Part("hbm_gb", _w3_gb, slips=(
             Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
-                 "{gib_factor}."),
+                 "{gib_factor}.", ("GB read as GiB",)),
         ), unit="bytes"),
         Part("params_b", _w3_params_b, slips=(
             Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
@@ -1083,7 +1083,7 @@ W11 = Problem(
         Part("hbm_tb", _w11_hbm_tb, slips=(
             Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
-                 "than {hbm_gib} GB."),
+                 "than {hbm_gib} GB.", ("GB read as GiB",)),
         ), unit="bytes"),
     ),
     labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",

@@ -298,7 +298,7 @@ W3 = Problem(
                  Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
                       "a {dtype} element takes {w_text}."),
                  Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
-                      "the answer is asked in µs (1 ms = 1,000 µs)."),
+                      "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
              ), unit="s"),
     ),
     labels={"intensity": "arithmetic intensity, in FLOPs/byte", "t_us": "time, in µs"},
@@ -695,7 +695,8 @@ W9 = Problem(
                     Slip("output not written", distinct_from(
                         _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
                          _OUTPUT_HINT),
-                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT)),
+                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
+                         ("multiply-add as 1 FLOP",))),
              unit="FLOPs/byte"),
     ),
     labels={"intensity_hbm": "intensity with W from HBM, in FLOPs/byte",
