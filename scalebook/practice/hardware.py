@@ -18,7 +18,7 @@ are in GB or MB (10⁹, 10⁶ bytes) unless the text says GiB or MiB; times in m
 from __future__ import annotations
 
 
-from ..homework.alternatives import NO_LINK, ONE_PASS
+from ..homework.alternatives import NO_LINK, ONE_PASS, NotApplicable
 from ..collectives import all_gather, all_gather_first_cut, collective_cost, has_wraparound
 from ..hardware import (WRAP_WHOLE_CUBES, bytes_per_element, cuda_core_flops, get_chip,
                         on_chip_memory, vpu_flops)
@@ -865,7 +865,11 @@ W5 = Problem(
                 v["gpu"], "registers", total=True)) / MIB,
                  "the register files are on-chip memory too, and as large as the shared "
                  "memory: count them."),
-        ), unit="bytes"),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "on-chip memory capacities: no element size enters "
+                          "them"),
+            NotApplicable("GB read as GiB", "sizes in KiB and MiB: MB for MiB (4.9% off) is "
+                          "accepted, and a GiB's 7.4% is no reading of them"),)),
         Part("hbm_over_sram", _w5_ratio, slips=(
             Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
                  "registers and shared memory are per SM: multiply them by the {sms} SMs."),
@@ -943,7 +947,11 @@ W6 = Problem(
                  "write)."),
             Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
                  "the output is written back to HBM too: 4 bytes per element, not 2."),
-        ), unit="FLOPs"),
+        ), unit="FLOPs", not_applicable=(
+            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                          "step, no backward pass"),
+            NotApplicable("multiply-add as 1 FLOP", "the text counts one FLOP per VPU ALU per "
+                          "cycle: no multiply-add enters the count"),)),
     ),
     labels={"vpu_tflops": "VPU, in TFLOP/s", "mxu_over_vpu": "MXU / VPU",
             "flops_per_element": "FLOPs per element at the crossover"},
@@ -1003,7 +1011,8 @@ W3 = Problem(
             Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
                  "{gib_factor}.", ("GB read as GiB",)),
-        ), unit="bytes"),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "a chip's HBM capacity: no element size enters it"),)),
         Part("params_b", _w3_params_b, slips=(
             Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
@@ -1073,7 +1082,9 @@ W11 = Problem(
             Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
                  "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
                  "{cube} × {cube}."),
-        ), unit="count"),
+        ), unit="count", not_applicable=(
+            NotApplicable("floor or ceil", "the slice is a whole number of cubes: nothing is "
+                          "rounded"),)),
         Part("fp8_eflops", _w11_eflops, slips=(
             Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
                  "that is the bf16 rate; fp8 runs twice as fast on this chip."),
@@ -1084,7 +1095,8 @@ W11 = Problem(
             Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
                  "than {hbm_gib} GB.", ("GB read as GiB",)),
-        ), unit="bytes"),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "a slice's HBM capacity: no element size enters it"),)),
     ),
     labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
             "hbm_tb": "HBM, in TB"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..hardware import CATALOG, bytes_per_element, get_chip, on_chip_memory
+from ..homework.alternatives import NotApplicable
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..roofline import (attainable_flops, critical_batch_size, critical_contracting_dim,
                         critical_intensity, elementwise_cost, elementwise_time, matmul_cost,
@@ -290,7 +291,9 @@ W3 = Problem(
                       "out is written back to HBM too: three arrays move, not two."),
                  Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
                       "a {dtype} element takes {w_text}."),
-             ), unit="FLOPs/byte"),
+             ), unit="FLOPs/byte", not_applicable=(
+                 NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
+                               "element: no multiply-add is counted"),)),
         Part(answer="t_us", expected=_w3_us,
              slips=(
                  Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
