@@ -488,7 +488,9 @@ ELEMENTWISE = Problem(
             Slip("per byte", lambda v: vector_critical_intensity(v["gpu"]),
                  "that is FLOPs per byte; each element moves 6 bytes (two bf16 reads, one "
                  "write)."),
-        ), unit="FLOPs"),
+        ), unit="FLOPs", not_applicable=(
+            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                          "step, no backward pass"),)),
     ),
     labels={"add_us": "residual add, in µs",
             "flops_per_element": "FLOPs per element at the crossover"},
