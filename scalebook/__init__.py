@@ -27,7 +27,8 @@ that this list names every module and subpackage):
 - :mod:`scalebook.validation` — the input checks every module shares
 - :mod:`scalebook.checks` — answer checks the homework's test cells call
 - :mod:`scalebook.variants` — per-student variants of a homework: same problems, own numbers
-- :mod:`scalebook.homework` — what each homework varies per student, and its parts and cells
+- :mod:`scalebook.homework` — what each homework varies per student, its parts and cells, and the
+  catalog of other readings every part is asked
 - :mod:`scalebook.practice` — every worked problem again with new numbers, and a set per chapter
 - :mod:`scalebook.live` — the widgets without a kernel: what each shows, as JSON, for the page
 - :mod:`scalebook.widgets` — interactive explorers for the book (needs ipywidgets, matplotlib)

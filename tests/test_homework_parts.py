@@ -139,8 +139,10 @@ def test_convention_matrix(assignment):
                 if value != value:                  # NaN: this slip does not apply here
                     continue
                 verdict = judge(part, v, value)
-                own = hint.format(**dict(v), answer=value)
-                if verdict.passed or verdict.hints != (own,):
+                own = hint(v) if callable(hint) else hint
+                own = own.format(**dict(v), answer=value)
+                # one hint, its own; where a catalog reading coincides, that cause follows it
+                if verdict.passed or len(verdict.hints) != 1 or not verdict.hints[0].startswith(own):
                     failures.append((v.key, part.answer, name, verdict))
     assert not failures, f"{len(failures)} failures, first: {failures[:5]}"
 
@@ -243,7 +245,7 @@ def test_a_rejected_design_is_told_why_as_a_hint():
     for assignment, answer, wrong, reason in [
         ("hw4-parallelism", "training_layout", lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"],
          "It does not fit: it needs"),
-        ("hw7-moe-long-context", "design_ep", lambda v: 2 * 64, "fits on 64 chips"),
+        ("hw7-moe-long-context", "design_ep", lambda v: 2 * 64, "more than the 64 chips"),
     ]:
         v = default_variant(spec_for(assignment))
         with pytest.raises(AssertionError) as info:

@@ -26,7 +26,8 @@ from ..variants import KeyError_, Variant, VariantSpec, check_key, default_varia
 
 from .parts import Design, Part, check_answer, parts_by_answer
 
-__all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE", "PARTS", "parts_of", "check_answer"]
+__all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE", "PARTS", "NOTEBOOK_PARTS", "parts_of",
+           "check_answer"]
 
 #: Each homework with variants, by assignment name: its module in this package. A module is
 #: imported the first time its homework is looked up: a notebook or a grader needs one
@@ -84,6 +85,16 @@ SPECS: Mapping[str, VariantSpec] = _PerHomework(_spec)
 #: its module's ``PARTS`` and ``DESIGNS``; a homework whose module declares no ``PARTS`` checks
 #: its answers in its notebook.
 PARTS: Mapping[str, dict[str, Part | Design]] = _PerHomework(_parts)
+
+
+def _notebook_parts(module: ModuleType) -> tuple[Part, ...] | None:
+    return getattr(module, "NOTEBOOK_PARTS", None)
+
+
+#: The numeric answers that a hidden check compiling a JAX program judges (its module's
+#: ``NOTEBOOK_PARTS``): declared parts, judged by :func:`.parts.check_number`, outside ``PARTS``
+#: (their grade cells call the homework's own check function).
+NOTEBOOK_PARTS: Mapping[str, tuple[Part, ...]] = _PerHomework(_notebook_parts)
 
 
 def parts_of(assignment: str) -> dict[str, Part | Design]:

@@ -1,11 +1,13 @@
 """``python -m scalebook.homework --list [ASSIGNMENT ...]``: every declared part of the homeworks,
-with each convention's verdict (and the phrase of the problem text that pins it) and each slip."""
+with each convention's verdict (and the phrase of the problem text that pins it) and each slip,
+each part's unit (which alternatives of the catalog it is asked) and the alternatives it
+declares not applicable, with the reason."""
 
 from __future__ import annotations
 
 import sys
 
-from . import PARTS
+from . import NOTEBOOK_PARTS, PARTS
 from .parts import describe
 
 
@@ -23,6 +25,9 @@ def main(argv: list[str]) -> int:
         print(f"## {assignment}")
         for part in PARTS[assignment].values():
             print("\n".join(describe(part)))
+        for part in NOTEBOOK_PARTS.get(assignment, ()):
+            lines = describe(part)
+            print("\n".join([lines[0] + " -- judged inside the notebook's JAX check", *lines[1:]]))
         print()
     return 0
 

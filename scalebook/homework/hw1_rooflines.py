@@ -25,6 +25,7 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
                         critical_intensity, dot_product_cost, matmul_cost, matmul_time,
                         two_chip_sharded_matmul)
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from
 from .parts import well_posed as parts_well_posed
 
@@ -89,7 +90,7 @@ def _fma_as_one(value, factor: float = 0.5, hint: str = _FMA_HINT) -> Convention
     """A multiply-add counted as one operation: ``factor`` × the answer (½ for a count or a
     time, 2 for a batch size that balances it), pinned out by the title."""
     return Convention("multiply-add as 1 operation", lambda v: factor * value(v), PINNED,
-                      phrase=FMA_PHRASE, hint=hint)
+                      phrase=FMA_PHRASE, hint=hint, alternatives=('multiply-add as 1 FLOP',))
 
 
 def _chip1(v):
@@ -145,18 +146,21 @@ _SHARED_4 = ("Every example has its own D x F matrix, so the weight bytes grow w
 PARTS = (
     # P1 (a): one cell grades bytes_read and bytes_written, one point.
     Part("bytes_read", lambda v: _cost1(v).bytes_read, slips=(
-        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_read, _INT8_BYTES),
+        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_read, _INT8_BYTES, alternatives=('bf16 or fp32',)),
         Slip("Out counted as read", lambda v: _cost1(v).total_bytes,
              "bytes_read counts the inputs X and W; Out belongs in bytes_written."),
         Slip("weights only", lambda v: v["q1_D"] * v["q1_F"],
              "X has to be read from HBM too, not only the weights."),
-    )),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     Part("bytes_written", lambda v: _cost1(v).bytes_written, slips=(
-        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES),
-    )),
+        Slip("bf16 bytes", lambda v: 2 * _cost1(v).bytes_written, _INT8_BYTES, alternatives=('bf16 or fp32',)),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     # P1 (b)
     Part("ops", lambda v: _cost1(v).flops, conventions=(
-        _fma_as_one(lambda v: _cost1(v).flops),)),
+        _fma_as_one(lambda v: _cost1(v).flops),), unit="FLOPs", not_applicable=(
+        NotApplicable("forward only", "one matmul's operations, not a training step"),)),
     Part("intensity", lambda v: _cost1(v).intensity, conventions=(
         Convention("B << D shortcut 2B", lambda v: 2 * v["q1_B"], PINNED,
                    phrase="**exact** bytes read plus written",
@@ -166,7 +170,7 @@ PARTS = (
     ), slips=(
         Slip("bytes read only", lambda v: _cost1(v).flops / _cost1(v).bytes_read,
              "Count the bytes written for Out as well as those read."),
-    )),
+    ), unit="FLOPs/byte"),
     # P1 (c)
     Part("t_math", lambda v: _time1(v).t_math, conventions=(
         _fma_as_one(lambda v: _time1(v).t_math),), slips=(
@@ -174,25 +178,26 @@ PARTS = (
              "This chip does int8 at {q1_int8_ops:.3g} OPs/s, twice its bf16 rate."),
         Slip("divided by bandwidth", lambda v: _cost1(v).flops / v["q1_hbm"],
              "T_math divides operations by the chip's OPs/s; the bandwidth belongs in T_comms."),
-    )),
+    ), unit="s"),
     Part("t_comms", lambda v: _time1(v).t_comms, slips=(
         Slip("divided by OPs/s", lambda v: _cost1(v).total_bytes / v["q1_int8_ops"],
              "T_comms divides bytes by the HBM bandwidth in bytes/s, not by the OPs/s."),
-        Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES),
+        Slip("bf16 bytes", lambda v: 2 * _time1(v).t_comms, _INT8_BYTES, alternatives=('bf16 or fp32',)),
         Slip("reads only", lambda v: _cost1(v).bytes_read / v["q1_hbm"],
              "Writing Out back to HBM takes bandwidth too."),
-    )),
+    ), unit="s", not_applicable=(
+        NotApplicable("bf16 or fp32", "int8 is one byte per element: half a byte is no reading of the text", "/"),)),
     # P1 (d)
     Part("t_lower", lambda v: _time1(v).lower, slips=(
         Slip("sum", lambda v: _time1(v).upper,
              "With perfect overlap the runtime is the larger of T_math and T_comms, not their sum."),
         Slip("min", lambda v: min(_time1(v).t_math, _time1(v).t_comms),
              "Overlap hides the shorter time behind the longer one: take the larger."),
-    )),
+    ), unit="s"),
     Part("t_upper", lambda v: _time1(v).upper, slips=(
         Slip("max", lambda v: _time1(v).lower,
              "Without any overlap compute and memory traffic happen one after the other: add them."),
-    )),
+    ), unit="s"),
     # P1 (e)
     Part("critical_batch_int8", lambda v: critical_batch_size(_chip1(v), compute_dtype="int8"),
          conventions=(_fma_as_one(lambda v: critical_batch_size(_chip1(v), compute_dtype="int8"),
@@ -202,7 +207,8 @@ PARTS = (
         Slip("bf16 rate", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                         weight_dtype="int8"),
              "This matmul runs at the int8 rate, {q1_int8_ops:.3g} OPs/s, twice the bf16 rate."),
-    )),
+    ), unit="count", not_applicable=(
+        NotApplicable("multiply-add as 1 FLOP", "counting a multiply-add as 1 doubles this critical batch (the pinned convention); halving it is no reading of that", "/"),)),
     # P2
     Part("critical_batch_mixed", lambda v: critical_batch_size(_chip1(v), compute_dtype="bf16",
                                                                weight_dtype="int8"),
@@ -215,7 +221,7 @@ PARTS = (
                                                         weight_dtype="bf16"),
              "The multiply runs in bf16 after the weights are converted: use the bf16 rate, "
              "{q1_bf16_flops:.3g} FLOPs/s, and one byte per weight."),
-    )),
+    ), unit="count"),
     # P3 (a), (b): arrays of 14 values, judged element by element.
     Part("flops_small", lambda v: _roofline3(v, v["q3_D_small"]), shape=(14,), conventions=(
         Convention("B << D shortcut", lambda v: _shortcut3(v, v["q3_D_small"]), PINNED,
@@ -227,7 +233,7 @@ PARTS = (
              "No chip beats its peak: take the minimum of the peak and intensity x bandwidth."),
         Slip("elements, not bytes", lambda v: _roofline3(v, v["q3_D_small"], bytes_scale=0.5),
              "bf16 takes 2 bytes per element: count bytes, not elements."),
-    )),
+    ), unit="FLOPs/s"),
     Part("flops_large", lambda v: _roofline3(v, v["q3_D_large"]), shape=(14,), conventions=(
         # within a few percent of the exact curve for the large layer: accepted
         Convention("B << D shortcut", lambda v: _shortcut3(v, v["q3_D_large"]), ACCEPTED),),
@@ -236,7 +242,7 @@ PARTS = (
              "No chip beats its peak: take the minimum of the peak and intensity x bandwidth."),
         Slip("elements, not bytes", lambda v: _roofline3(v, v["q3_D_large"], bytes_scale=0.5),
              "bf16 takes 2 bytes per element: count bytes, not elements."),
-    )),
+    ), unit="FLOPs/s"),
     # P3 (c)
     Part("b_compute_bound_small", _crossover3, conventions=(
         Convention("rounded up to a power of two",
@@ -247,21 +253,21 @@ PARTS = (
         Slip("B << D shortcut", _i_star3,
              "That is the B << D rule of thumb. For D = F = {q3_D_small} include the bytes of X "
              "and Out and solve the exact intensity for B."),
-    )),
+    ), unit="count"),
     # P4
     Part("intensity_per_example", _intensity4, conventions=(_fma_as_one(_intensity4),), slips=(
         Slip("shared weights", _shared4, _SHARED_4),
         Slip("2B", lambda v: 2 * v["q4_B"], _SHARED_4),
-    )),
+    ), unit="FLOPs/byte"),
     Part("best_fraction_of_peak", _fraction4, slips=(
         Slip("bf16 peak", lambda v: _intensity4(v) * _v5e().hbm_bandwidth / _v5e().flops("bf16"),
              "Compare with the int8 peak, 3.94e14 OPs/s, not the bf16 one."),
         Slip("percentage", lambda v: 100 * _fraction4(v),
-             "Give a fraction between 0 and 1, not a percentage."),
+             "Give a fraction between 0 and 1, not a percentage.", alternatives=('percent for fraction',)),
         Slip("shared weights", lambda v: attainable_flops(_shared4(v), _v5e(), "int8")
              / _v5e().flops("int8"),
              "Every example has its own D x F matrix, so the weight bytes grow with B."),
-    )),
+    ), unit="fraction"),
     # P5
     Part("critical_batch_gpu", _crit5, slips=(
         Slip("sparse rate", lambda v: 2 * _crit5(v),
@@ -269,7 +275,7 @@ PARTS = (
              "sparsity); a dense matmul gets half of it."),
         Slip("one byte per weight", lambda v: _crit5(v) / 2,
              "In bf16 each weight is 2 bytes, so the intensity is about B, not 2B."),
-    )),
+    ), unit="count"),
     # P6: leaving out the one scalar written, or counting N − 1 adds, is within a
     # millionth: both accepted.
     Part("intensity_dot", _dot6, conventions=(
@@ -279,12 +285,12 @@ PARTS = (
     ), slips=(
         Slip("elements, not bytes", lambda v: 2 * _dot6(v),
              "Count bytes, not elements: each bf16 value takes 2 bytes."),
-    )),
+    ), unit="FLOPs/byte"),
     # P7
     Part("t_math_shard", lambda v: _split7(v).t_math, conventions=(
         _fma_as_one(lambda v: _split7(v).t_math),), slips=(
         Slip("whole D", lambda v: 2 * _split7(v).t_math, "Each chip multiplies only its half of D."),
-    )),
+    ), unit="s"),
     Part("t_comms_shard", lambda v: _split7(v).t_comms, slips=(
         Slip("both directions (or 1 byte)", lambda v: _split7(v).t_comms / 2,
              "One chip's partial result travels one way: {q7_ici:.3g} bytes/s, not twice that "
@@ -292,14 +298,14 @@ PARTS = (
         Slip("shared link", lambda v: 2 * _split7(v).t_comms,
              "Each direction of the link has its own {q7_ici:.3g} bytes/s: the two partial "
              "results do not share it."),
-    )),
+    ), unit="s"),
     Part("d_critical", _dcrit7, slips=(
         Slip("both directions (or 1 byte)", lambda v: _dcrit7(v) / 2,
              "Count the link one way, not both directions added, and 2 bytes per bf16 partial sum."),
         Slip("HBM", lambda v: critical_contracting_dim(_chip7(v), dtype="bf16",
                                                        bandwidth=_chip7(v).hbm_bandwidth),
              "The partial sums cross the ICI link, not HBM."),
-    )),
+    ), unit="count"),
 )
 
 

@@ -30,6 +30,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 from __future__ import annotations
 
 import math
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import has_wraparound, point_to_point, ppermute
@@ -39,6 +40,7 @@ from ..roofline import (critical_batch_size, critical_intensity, matmul_cost, ma
 from ..topology import tpu_slice
 from ..training import fewest_chips
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, coinciding, distinct_from
 from .parts import well_posed as parts_well_posed
 
@@ -159,7 +161,7 @@ _b200_large = lambda v: matmul_time(v["q6_N"], v["q6_N"], v["q6_N"], _b200())
 def _crit_part(answer: str, gpu: str, dtype: str) -> Part:
     """P6 (d), (e): a GPU's critical intensity, dense peak ÷ HBM bandwidth."""
     value = lambda v: critical_intensity(get_chip(gpu), dtype)
-    return Part(answer, value, slips=(Slip("sparse rate", lambda v: 2 * value(v), _DENSE),))
+    return Part(answer, value, slips=(Slip("sparse rate", lambda v: 2 * value(v), _DENSE),), unit="count")
 
 
 PARTS = (
@@ -168,41 +170,43 @@ PARTS = (
         Slip("1 byte per parameter", lambda v: _token1(v) / 2, "bf16 stores each parameter in 2 bytes."),
         Slip("one chip's bandwidth", lambda v: _token1(v) * v["q1_chips"],
              "The {q1_chips} chips read their shards at the same time: divide by the total "
-             "bandwidth of all {q1_chips}."),
+             "bandwidth of all {q1_chips}.", alternatives=('per chip or global',)),
         Slip("fp32", lambda v: 2 * _token1(v), "bf16 is 2 bytes per parameter, not 4 (fp32)."),
-    )),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     # rounding down, one byte per parameter and GB read as GiB often give one count: each
     # alone earns its hint, a coincidence one hint naming every cause
     Part("min_chips_for_weights", lambda v: fewest_chips(_bytes1(v), _chip1(v)), rel=0.001,
          conventions=(_pinned_gib1,), slips=(
         Slip("not rounded", _exact1,
              "A chip count is a whole number: round up, since part of a chip cannot exist."),
-    ) + _COUNT_SLIPS_1[1:]),
+    ) + _COUNT_SLIPS_1[1:], unit="count"),
     # P2: (a) grades pod_chips and pod_hosts in one cell; (c) pod_flops and pod_hbm_bytes.
     Part("pod_chips", lambda v: _pod2(v).chips, rel=0.001, slips=(
-        Slip("TensorCores", lambda v: _pod2(v).tensorcores, "Count chips, not TensorCores."),)),
+        Slip("TensorCores", lambda v: _pod2(v).tensorcores, "Count chips, not TensorCores."),), unit="count"),
     Part("pod_hosts", lambda v: _pod2(v).hosts, rel=0.001, slips=(
         Slip("8 chips per host", lambda v: _pod2(v).chips / 8,
              "A v5p host drives 4 chips (a 2 x 2 x 1 block); 8 chips per host is the v5e/v6e "
              "layout."),
         Slip("one host per chip", lambda v: _pod2(v).chips, "Several chips share one host."),
-    )),
+    ), unit="count"),
     Part("pod_tensorcores", lambda v: _pod2(v).tensorcores, rel=0.001, slips=(
         Slip("chips", lambda v: _pod2(v).chips,
-             "Each v5p chip carries 2 TensorCores (a 'megacore')."),)),
+             "Each v5p chip carries 2 TensorCores (a 'megacore')."),), unit="count"),
     # the int8 rate and 2 TensorCores x the chip's rate are both twice the answer on a v5p:
     # one slip whose hint names both causes
     Part("pod_flops", lambda v: _pod2(v).flops("bf16"), slips=(
         Slip("int8 rate (or per TensorCore)", lambda v: _pod2(v).flops("int8"),
              "This asks for the bf16 rate; int8 is twice as fast. (Or: 4.59e14 FLOPs/s is per "
              "chip, both TensorCores together, not per TensorCore.)"),
-    )),
+    ), unit="FLOPs/s"),
     Part("pod_hbm_bytes", lambda v: _pod2(v).hbm_bytes, conventions=(
         Convention("GiB", lambda v: _pod2(v).chips * 96 * 2**30, PINNED, phrase=GB_PHRASE,
-                   hint="1 GB is 1e9 bytes here (the title says so), not 2**30."),), slips=(
+                   hint="1 GB is 1e9 bytes here (the title says so), not 2**30.", alternatives=('GB read as GiB',)),), slips=(
         Slip("per TensorCore", lambda v: _pod2(v).tensorcores * get_chip("TPU v5p").hbm_bytes,
              "96 GB is per chip, not per TensorCore."),
-    )),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "a pod's HBM capacity: no element size enters it"),)),
     # P3
     Part("critical_batch_pcie", lambda v: critical_intensity(_chip3(v), "bf16",
                                                               bandwidth=_chip3(v).pcie_bandwidth),
@@ -215,7 +219,7 @@ PARTS = (
              "bf16 weights are 2 bytes each, so the intensity is about B, not 2B."),
         Slip("HBM", lambda v: critical_batch_size(_chip3(v), compute_dtype="bf16"),
              "That is the HBM answer; here the weights come over PCIe at {q3_pcie:.3g} bytes/s."),
-    )),
+    ), unit="count"),
     Part("t_pcie_matmul", lambda v: _pcie3(v).lower, slips=coinciding(
         Slip("HBM", lambda v: 2 * v["q3_D"] * v["q3_F"] / v["q3_hbm"],
              "The weights have to cross PCIe ({q3_pcie:.3g} bytes/s) before HBM is of any use."),
@@ -227,7 +231,7 @@ PARTS = (
         Slip("sum", distinct_from(lambda v: _pcie3(v).lower, lambda v: _pcie3(v).upper),
              "Compute and transfer overlap perfectly, as the part says: the lower bound is the "
              "larger of the two times, not their sum."),
-    )),
+    ), unit="s"),
     # P4
     Part("t_matmul_b64", lambda v: _t4(v, 64).lower, slips=(
         Slip("bf16 bytes", lambda v: 2 * _t4(v, 64).t_comms,
@@ -236,7 +240,7 @@ PARTS = (
              "At B = 64 the weights' bytes dominate: the lower bound is the larger of T_math "
              "and T_comms."),
         Slip("sum", lambda v: _t4(v, 64).upper, _SUM_4),
-    )),
+    ), unit="s"),
     Part("t_matmul_b1024", lambda v: _t4(v, 1024).lower, slips=coinciding(
         Slip("bf16 rate", lambda v: matmul_cost(1024, v["q4_D"], v["q4_F"], x_dtype="int8").flops
              / _chip4(v).flops("bf16"),
@@ -245,19 +249,19 @@ PARTS = (
              "At B = 1024 the math takes longer than the memory traffic: the lower bound is the "
              "larger of the two."),
         Slip("sum", lambda v: _t4(v, 1024).upper, _SUM_4),
-    )),
+    ), unit="s"),
     # P5: leaving out one hop's 1 µs is within a percent of the answer (the bandwidth term is
     # at least 80 µs): accepted.
     Part("t_neighbour", lambda v: ppermute(_V5(v), v["q5_chip"], hop_latency=HOP_LATENCY).time,
          conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
-        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),)),
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI, alternatives=('bidirectional link',)),), unit="s"),
     Part("t_swap", lambda v: ppermute(_V5(v), v["q5_chip"], n_devices=2, hop_latency=HOP_LATENCY).time,
          conventions=(Convention("no latency", lambda v: _V5(v) / _W5(v)),), slips=(
         Slip("shared link", lambda v: 2 * _V5(v) / _W5(v) + HOP_LATENCY,
              "Each direction of a link has its own {q5_ici:.3g} bytes/s: the two arrays travel "
              "in opposite directions and do not share it."),
-        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI),
-    )),
+        Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + HOP_LATENCY, _BIDI, alternatives=('bidirectional link',)),
+    ), unit="s"),
     Part("t_ring", lambda v: _ring5(v).time, conventions=(
         Convention("one path", lambda v: _V5(v) / _W5(v) + _ring5(v).hops * HOP_LATENCY, PINNED,
                    phrase="using every path that helps",
@@ -266,12 +270,13 @@ PARTS = (
                         "along each."),), slips=(
         Slip("both directions", lambda v: _V5(v) / (4 * _W5(v)) + _ring5(v).hops * HOP_LATENCY,
              "Each half of A travels one way along its path at {q5_ici:.3g} bytes/s, not "
-             "{q5_ici_both:.3g}."),
-    )),
+             "{q5_ici_both:.3g}.", alternatives=('bidirectional link',)),
+    ), unit="s"),
     Part("t_line", lambda v: _line5(v).time, slips=(
         Slip("both directions", lambda v: _V5(v) / (2 * _W5(v)) + _line5(v).hops * HOP_LATENCY,
              "A {q5_line}-chip {q5_chip} axis has no wraparound: there is one path and it runs "
-             "one way, at {q5_ici:.3g} bytes/s."),)),
+             "one way, at {q5_ici:.3g} bytes/s.", alternatives=('bidirectional link',)),), unit="s", not_applicable=(
+        ONE_PASS,)),
     # P6
     Part("h100_cuda_cores", lambda v: _h100().cores * (_h100().fp32_cores_per_sm or 0), rel=0.001, slips=(
         Slip("sub-partitions", lambda v: _h100().cores * 4,
@@ -279,21 +284,21 @@ PARTS = (
              "has 32 fp32 CUDA cores."),
         Slip("32 per SM", lambda v: _h100().cores * 32,
              "An SM has 4 sub-partitions of 32 CUDA cores each."),
-    )),
+    ), unit="count"),
     Part("h100_vector_flops", _vector6, conventions=(
         Convention("multiply-add as 1 FLOP", lambda v: cuda_core_flops(_h100(), "fp32", fma_flops=1),
                    PINNED, phrase=FMA_PHRASE,
                    hint="A fused multiply-add counts as 2 FLOPs in this course (the title says "
                         "so)."),), slips=(
         Slip("base clock", lambda v: _vector6(v) * 1.59 / 1.98, "Use the boost clock, 1.98 GHz."),
-    )),
+    ), unit="FLOPs/s"),
     Part("tensor_to_vector_ratio", lambda v: _h100().flops("bf16") / _vector6(v), slips=(
         Slip("twice", lambda v: 2 * _h100().flops("bf16") / _vector6(v),
              "Twice too high: use the dense bf16 rate (the datasheet's 'with sparsity' figure is "
              "double), and count a fused multiply-add as 2 FLOPs on the CUDA cores too."),
         Slip("inverted", lambda v: _vector6(v) / _h100().flops("bf16"),
              "Divide the tensor-core rate by the CUDA-core rate (the answer is above 1)."),
-    )),
+    ), unit="ratio"),
     _crit_part("crit_h100_bf16", "H100", "bf16"),
     _crit_part("crit_h100_fp8", "H100", "fp8"),
     _crit_part("crit_b200_bf16", "B200", "bf16"),
@@ -304,7 +309,7 @@ PARTS = (
         Slip("T_math", lambda v: _b200_small(v).t_math,
              "At B = {q6_B} the weights' bytes dominate: the lower bound is the larger of "
              "T_math and T_comms."),
-    )),
+    ), unit="s"),
     Part("t_b200_large", lambda v: _b200_large(v).lower, slips=(
         Slip("sparse rate", lambda v: _b200_large(v).t_math / 2,
              "Use the dense rate: the datasheet's 4.5e15 bf16 FLOPs/s is 'with sparsity', twice "
@@ -312,7 +317,7 @@ PARTS = (
         Slip("T_comms", lambda v: _b200_large(v).t_comms,
              "A square {q6_N} matmul is compute-bound: the lower bound is the larger of T_math "
              "and T_comms."),
-    )),
+    ), unit="s"),
 )
 
 

@@ -41,6 +41,7 @@ the same for everyone.
 
 from __future__ import annotations
 
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import (all_gather, all_gather_multi_axis, all_reduce, all_to_all,
@@ -50,6 +51,7 @@ from ..hardware import bytes_per_element, get_chip
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..topology import gpu_node
 from ..variants import Choice, VariantSpec
+from .parts import NotApplicable
 from .parts import ACCEPTED, PINNED, Convention, Part, Slip, distinct_from, merged
 from .parts import well_posed as parts_well_posed
 
@@ -159,7 +161,7 @@ def _pinned_first_cut(cost_of, n_of) -> Convention:
     return Convention("first cut (drops (N-1)/N)",
                       distinct_from(lambda v: cost_of(v).time,
                                     lambda v: _first_cut(cost_of(v), n_of(v))),
-                      PINNED, phrase=EXACT, hint=_KEEP)
+                      PINNED, phrase=EXACT, hint=_KEEP, alternatives=('(N-1)/N',))
 
 
 def _mesh1(v):
@@ -247,12 +249,12 @@ PARTS = (
              "{q1_dtype} takes {q1_dtype_bytes} bytes per element."),
         "That is 1/{q1_Z} of the answer. Z splits no dim of W, so each of the {q1_Z} slices of "
         "the mesh along Z holds a whole copy of W (one chip holds 1/(X·Y) of it); and {q1_dtype} "
-        "takes {q1_dtype_bytes} bytes per element.")),
+        "takes {q1_dtype_bytes} bytes per element."), unit="bytes"),
     Part("w_bytes_mesh", _w_mesh, slips=(
         Slip("no copies", lambda v: _w_mesh(v) / v["q1_Z"],
              "Count the copies: Z splits no dim of W, so the mesh holds W {q1_Z} times."),
         Slip("one chip", _w_chip, "That is one chip's share; add up all {q1_chips} chips."),
-    )),
+    ), unit="bytes"),
     Part("t_allgather", lambda v: _ag3(v).time, conventions=(
         _pinned_first_cut(_ag3, _n3),), slips=(
         Slip("one way", lambda v: 2 * _ag3(v).bandwidth_time + _ag3(v).latency_time,
@@ -261,7 +263,8 @@ PARTS = (
         Slip("4W", lambda v: _ag3(v).bandwidth_time / 2 + _ag3(v).latency_time,
              "{q3_W:.3g} bytes/s is one direction of one link; a ring uses two links' worth, 2W, "
              "not 4W (the {q3_W2:.3g} figure already adds both directions)."),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_allreduce", lambda v: _ar3(v).time, conventions=(
         _pinned_first_cut(_ar3, _n3),), slips=(
         Slip("one AllGather", lambda v: _ag3(v).time,
@@ -270,7 +273,7 @@ PARTS = (
         Slip("line", lambda v: all_reduce(v["q3_V"], v["q3_N"], v["q3_chip"], hop_latency=LAT,
                                           wraparound=False).time,
              "With wraparound the data travels both ways round the ring: 2W per chip, not W."),
-    )),
+    ), unit="s"),
     Part("t_alltoall", lambda v: _a2a3(v).time, slips=(
         Slip("AllGather", lambda v: _ag3(v).time,
              "Unlike an AllGather, each piece of an AllToAll goes to one chip only, on average a "
@@ -283,9 +286,10 @@ PARTS = (
              "Add the latency: N/2 hops of 1 µs."),
         Slip("(N-1)/N", distinct_from(lambda v: _a2a3(v).time, lambda v: _a2a3(v).bandwidth_time
                                       * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time),
-             _NO_FACTOR),
+             _NO_FACTOR, alternatives=('(N-1)/N',)),
         "Two slips give about this value: leaving out the latency (N/2 hops of 1 µs), or "
-        "keeping a (N − 1)/N factor. " + _NO_FACTOR)),
+        "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_allgather_2d", lambda v: _2d(v).time, conventions=(
         _pinned_first_cut(_2d, lambda v: v["q3_block_chips"]),), slips=(
         Slip("one axis's bandwidth",
@@ -296,7 +300,8 @@ PARTS = (
         Slip("one axis b", lambda v: all_gather(v["q3_V"], v["q3_by"], v["q3_chip"], hop_latency=LAT).time
              if v["q3_by"] != v["q3_bx"] else _NaN,
              "The group is all {q3_block_chips} chips: each chip must take in all but 1/{q3_block_chips} of the array."),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_ag_line", lambda v: _line4(v).time, conventions=(
         _pinned_first_cut(_line4, lambda v: v["q4_L"]),), slips=(
         Slip("ring", lambda v: all_gather(v["q4_V"], v["q4_L"], v["q4_chip"], wraparound=True,
@@ -304,7 +309,8 @@ PARTS = (
              _LINE_4A),
         Slip("2W on a line", lambda v: _line4(v).bandwidth_time / 2 + _line4(v).latency_time,
              _LINE_4A),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("t_ar_ring16", lambda v: _ring4(v).time, conventions=(
         _pinned_first_cut(_ring4, lambda v: FULL_AXIS),), slips=(
         Slip("one AllGather", lambda v: all_gather(v["q4_V"], FULL_AXIS, v["q4_chip"],
@@ -315,7 +321,7 @@ PARTS = (
                                           hop_latency=LAT).time,
              "The full 16-chip {q4_chip} axis has wraparound: a ring, both directions, 2W per "
              "chip."),
-    )),
+    ), unit="s"),
     Part("t_small_allreduce", lambda v: _small5(v).time, slips=(
         Slip("bandwidth only", lambda v: _small5(v).bandwidth_time,
              "For a message this small the latency dominates: an AllReduce over a {q5_N}-chip "
@@ -326,18 +332,19 @@ PARTS = (
                                                    hop_latency=LAT).time,
              "An AllReduce is a ReduceScatter followed by an AllGather: twice the bytes and twice "
              "the hops."),
-    )),
+    ), unit="s"),
     Part("v_star", _v_star, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _v_star(v) * (v["q3_N"] - 1) / v["q3_N"],
                    PINNED, phrase="keep\nthe exact (N − 1)/N",
-                   hint="Keep the (N − 1)/N factor: V* = N²αW/(N − 1), not NαW."),
+                   hint="Keep the (N − 1)/N factor: V* = N²αW/(N − 1), not NαW.", alternatives=('(N-1)/N',)),
     ), slips=(
         Slip("4W", lambda v: _v_star(v) * 2,
              "The ring's bandwidth is 2W with W = {q3_W:.3g} bytes/s one way; {q3_W2:.3g} "
              "already counts both directions."),
         Slip("one way", lambda v: _v_star(v) / 2,
              "With wraparound each chip takes data in on two links: 2W, not W."),
-    )),
+    ), unit="bytes", not_applicable=(
+        NotApplicable("bf16 or fp32", "V* follows from the latency and the link bandwidth; no element size enters it"),)),
     Part("t_node_allreduce", lambda v: _ar6(v).time, conventions=(
         _pinned_first_cut(_ar6, lambda v: 8),), slips=merged(
         Slip("NIC inside the node",
@@ -353,7 +360,7 @@ PARTS = (
         Slip("one AllGather", lambda v: gpu_all_gather(v["q6_V"], 8, v["q6_gpu"], hop_latency=LAT).time,
              "An AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather's cost "
              "(or: {q6_nvlink:.3g} bytes/s is already one direction; do not double it)."),
-    )),
+    ), unit="s"),
     Part("t_hier_allreduce", lambda v: _hier6(v).time, slips=merged(
         Slip("flat ring", lambda v: 2 * v["q6_V"] * (v["q6_gpus"] - 1) / v["q6_gpus"] / v["q6_nic"]
              + 2 * (v["q6_gpus"] - 1) * LAT,
@@ -374,28 +381,28 @@ PARTS = (
              "Add the ReduceScatter and the AllGather inside the nodes."),
         "Two slips give about this value: the cross-node stage goes through the NICs, "
         "{q6_nic:.3g} bytes/s per GPU, not NVLink; and the ReduceScatter and the AllGather "
-        "inside the nodes add to it.")),
+        "inside the nodes add to it."), unit="s"),
     Part("tokens_per_chip_star", _fsdp7, conventions=(
         Convention("first cut C / 2W", _fsdp7_first_cut, ACCEPTED),), slips=(
         Slip("one way", lambda v: 2 * _fsdp7(v), _ONE_WAY_7A),
         Slip("one way, first cut", lambda v: 2 * _fsdp7_first_cut(v), _ONE_WAY_7A),
         Slip("4W", lambda v: _fsdp7(v) / 2, _FOUR_W_7A),
         Slip("4W, first cut", lambda v: _fsdp7_first_cut(v) / 2, _FOUR_W_7A),
-        Slip("global batch", lambda v: _fsdp7(v) * v["q7_Na"], _GLOBAL_7A),
-        Slip("global batch, first cut", lambda v: _fsdp7_first_cut(v) * v["q7_Na"], _GLOBAL_7A),
-    )),
+        Slip("global batch", lambda v: _fsdp7(v) * v["q7_Na"], _GLOBAL_7A, alternatives=('per chip or global',)),
+        Slip("global batch, first cut", lambda v: _fsdp7_first_cut(v) * v["q7_Na"], _GLOBAL_7A, alternatives=('per chip or global',)),
+    ), unit="count"),
     Part("d_star_allreduce", _dstar7, conventions=(
         Convention("first cut (drops (N-1)/N)", lambda v: _dstar7(v) * v["q7_Nb"] / (v["q7_Nb"] - 1),
                    PINNED, phrase="In (b) and (c) keep (N − 1)/N",
-                   hint="Keep the (N − 1)/N factor, as the prompt asks."),
+                   hint="Keep the (N − 1)/N factor, as the prompt asks.", alternatives=('(N-1)/N',)),
     ), slips=(
         Slip("ReduceScatter", lambda v: _dstar7(v) / 2,
              "C[B, F] is needed whole: that is an AllReduce, twice a ReduceScatter."),
         Slip("per chip", lambda v: _dstar7(v) / v["q7_Nb"],
-             "Give the full contracting dim D; each chip holds D/{q7_Nb} of it."),
+             "Give the full contracting dim D; each chip holds D/{q7_Nb} of it.", alternatives=('per chip or global',)),
         Slip("one way", lambda v: 2 * _dstar7(v),
              "With wraparound the ring's bandwidth is 2W per chip, not W."),
-    )),
+    ), unit="count"),
     Part("t_layer_serial", _serial7, slips=merged(
         Slip("matmul only", lambda v: _plan7c(v, "reduce_scatter").compute_time,
              "Both operands split the contracting dim D, so each chip's matmul gives only partial "
@@ -412,7 +419,98 @@ PARTS = (
         Slip("whole D", lambda v: 16 * _plan7c(v, "reduce_scatter").compute_time
              + _plan7c(v, "reduce_scatter").comms_time,
              "Each chip multiplies only its D/16 slice."),
-    )),
+    ), unit="s"),
+)
+
+
+# --------------------------------------------------------------------------- checked in the notebook
+# The problems that compile a JAX program (P1 (a)'s shape, P2's collectives, P8's specs) keep
+# their structural checks in their check_q* functions below; the number each also asks for is a
+# declared part, judged by check_number, so it is asked every alternative like the parts above.
+# Not in PARTS: the generated grade cells and the well-posedness rule stay as published.
+
+def _a_bytes1(v) -> float:
+    mesh = Mesh({"X": v["q1_X"], "Y": v["q1_Y"], "Z": v["q1_Z"]})
+    return bytes_per_device((v["q1_B"], v["q1_D"]), v["q1_dtype"], "A[B_XZ, D_Y]", mesh)
+
+
+def _ways1(v) -> str:
+    return (f"B_XZ splits B over X and Z together: {v['q1_X']} × {v['q1_Z']} = "
+            f"{v['q1_X'] * v['q1_Z']} ways.")
+
+
+_c_bytes2a = lambda v: bytes_per_device((v["q2_I"], v["q2_K"]), "bf16",
+                                        _case2(v, "A[I_X, J]", "B[J, K_Y]")[5].output,
+                                        Mesh({"X": v["q2_X"], "Y": v["q2_Y"]}))
+_v2b = lambda v: _case2(v, "A[I_X, J_Y]", "B[J, K]")[5].collectives[0].nbytes
+_v2c = lambda v: _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
+                        scatter_dim="K")[5].collectives[0].nbytes
+_v2d = lambda v: _case2(v, "A[I_X, J]", "B[J, K_X]")[5].collectives[0].nbytes
+_w_shard8 = lambda v: bytes_per_device((v["q8_D"], v["q8_F"]), "fp32", "W[D, F_Y]",
+                                       Mesh({"X": v["q8_X"], "Y": v["q8_Y"]}))
+_ar8 = lambda v: plan_matmul("A[B_X, D_Y]", "W[D_Y, F]", Mesh({"X": v["q8_X"], "Y": v["q8_Y"]}),
+                             contracting="D", shapes={"B": v["q8_B"], "D": v["q8_D"], "F": v["q8_F"]},
+                             dtype="fp32").collectives[0].nbytes
+_GATHERED = "V is the gathered array A[I, J], not the shard each chip starts with."
+_UNREDUCED = ("V is the unreduced C[I, K] that each chip holds before the reduction, not the "
+              "block it keeps.")
+_ONLY_Y8 = ("Only Y splits W: the {q8_X} devices along X hold the same block, so each device "
+            f"holds 1/{{q8_Y}} of W, not 1/{DEVICES}.")
+_F32_BYTES8 = "Count bytes, not elements: f32 takes 4 bytes."
+_WHOLE_BLOCK8 = "An AllReduce leaves the whole reduced block on every device, not {part} of it."
+
+NOTEBOOK_PARTS = (
+    Part("a_bytes_per_chip", _a_bytes1, slips=(
+        Slip("elements", lambda v: _a_bytes1(v) / bytes_per_element(v["q1_dtype"]),
+             lambda v: f"{v['q1_dtype']} takes {bytes_per_element(v['q1_dtype']):g} bytes per element.",
+             ("bf16 or fp32",)),
+        Slip("Z copies", lambda v: v["q1_Z"] * _a_bytes1(v), _ways1),
+    ), unit="bytes"),
+    Part("c_bytes_a", _c_bytes2a, slips=(
+        Slip("all of C", lambda v: v["q2_I"] * v["q2_K"] * 2,
+             "C comes out as C[I_X, K_Y]: split over both axes, 1/{q2_chips} of C per chip.",
+             ("per chip or global",)),
+        Slip("split over X only", lambda v: v["q2_I"] * v["q2_K"] * 2 / v["q2_X"],
+             "C comes out as C[I_X, K_Y]: K is split over Y as well as I over X."),
+    ), unit="bytes"),
+    Part("v_b", _v2b, slips=(
+        Slip("all of A", lambda v: v["q2_I"] * v["q2_J"] * 2,
+             "I stays split over X: the AllGather over Y assembles A[I_X, J], 1/{q2_X} of A, not "
+             "all of it."),
+        Slip("the shard", lambda v: v["q2_I"] * v["q2_J"] * 2 / v["q2_chips"],
+             "V is the gathered array A[I_X, J], not the shard each chip starts with."),
+    ), unit="bytes"),
+    Part("v_c", _v2c, slips=(
+        Slip("the kept block", lambda v: _v2c(v) / v["q2_X"], _UNREDUCED, ("per chip or global",)),
+        Slip("the kept block over the mesh", lambda v: v["q2_I"] * v["q2_K"] * 2 / v["q2_chips"],
+             _UNREDUCED),
+    ), unit="bytes"),
+    Part("v_d", _v2d, slips=(
+        Slip("the larger operand", lambda v: v["q2_J"] * v["q2_K"] * 2,
+             lambda v: f"Gather the smaller operand: A is {v['q2_K'] // v['q2_I']} times smaller "
+                       "than B."),
+        Slip("the shard", lambda v: v["q2_I"] * v["q2_J"] * 2 / v["q2_X"], _GATHERED,
+             ("per chip or global",)),
+    ), unit="bytes"),
+    # with X = 4 the mesh split and the element count give one value: one hint names both
+    Part("w_shard_bytes", _w_shard8, slips=merged(
+        Slip("split over the mesh", lambda v: _w_shard8(v) / v["q8_X"], _ONLY_Y8,
+             ("per chip or global",)),
+        Slip("elements", lambda v: _w_shard8(v) / 4, _F32_BYTES8, ("bf16 or fp32",)),
+        "Two slips give about this value. " + _ONLY_Y8 + " Or: " + _F32_BYTES8), unit="bytes"),
+    Part("allreduce_bytes", _ar8, slips=(
+        Slip("all of B", lambda v: v["q8_X"] * _ar8(v),
+             "B stays split over X: the AllReduce sums this device's rows C[B_X, F], 1/{q8_X} "
+             "of C.", ("per chip or global",)),
+        # with Y = 2 the scattered block and 2 bytes per element give one value: one hint
+        *merged(Slip("scattered", lambda v: _ar8(v) / v["q8_Y"],
+                     lambda v: _WHOLE_BLOCK8.format(part={2: "a half", 4: "a quarter"}[v["q8_Y"]]),
+                     ("per chip or global",)),
+                Slip("2 bytes", lambda v: _ar8(v) / 2, "f32 takes 4 bytes per element.",
+                     ("bf16 or fp32",)),
+                "Two slips give about this value. " + _WHOLE_BLOCK8.format(part="a half")
+                + " Or: f32 takes 4 bytes per element."),
+    ), unit="bytes"),
 )
 
 
@@ -468,12 +566,11 @@ SPEC = VariantSpec(
 def check_q1a_local(v: Mapping[str, Any], a_local_shape, a_bytes_per_chip) -> None:
     """The hidden check of grade cell ``hw3-q1a-local-test``: raises ``AssertionError`` (with its hint)
     unless ``a_local_shape``, ``a_bytes_per_chip`` are right for the student with numbers ``v``."""
-    from scalebook.checks import check_allclose, check_close
-    from scalebook.hardware import bytes_per_element
-    from scalebook.sharding import Mesh, bytes_per_device, local_shape
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
+    from scalebook.checks import check_allclose
+    from scalebook.sharding import Mesh, local_shape
     _X, _Y, _Z = v["q1_X"], v["q1_Y"], v["q1_Z"]
-    _B, _D, _dtype = v["q1_B"], v["q1_D"], v["q1_dtype"]
-    _size = bytes_per_element(_dtype)
+    _B, _D = v["q1_B"], v["q1_D"]
     _mesh = Mesh({"X": _X, "Y": _Y, "Z": _Z})
     _local = local_shape((_B, _D), "A[B_XZ, D_Y]", _mesh)
     _ways = f"B_XZ splits B over X and Z together: {_X} × {_Z} = {_X * _Z} ways."
@@ -481,11 +578,7 @@ def check_q1a_local(v: Mapping[str, Any], a_local_shape, a_bytes_per_chip) -> No
         ((_B // _X, _D // _Y), _ways),
         ((_B // (_X * _Z), _D), f"D_Y splits D over the {_Y} chips of Y."),
     ])
-    _expected = bytes_per_device((_B, _D), _dtype, "A[B_XZ, D_Y]", _mesh)
-    check_close(a_bytes_per_chip, _expected, name="a_bytes_per_chip", hints=[
-        (_expected / _size, f"{_dtype} takes {_size:g} bytes per element."),
-        (_Z * _expected, _ways),
-    ])
+    check_number(NOTEBOOK_PARTS[0], v, a_bytes_per_chip)
 
 
 def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
@@ -500,41 +593,31 @@ def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
 def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
     """The hidden check of grade cell ``hw3-q2a-case1-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_a``, ``c_bytes_a`` are right for the student with numbers ``v``."""
-    from scalebook.checks import check_close
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_Y]")
-    _mesh = Mesh({"X": _X, "Y": _Y})
     _kind = _plan.collectives[0].kind if _plan.collectives else "none"
     assert collective_a.replace(" ", "").lower() == _kind.lower(), (
         "collective_a is not what this matmul needs. Hint: look at the contracting dim J first: "
         "neither A nor B splits it.")
-    _expected = bytes_per_device((_I, _K), "bf16", _plan.output, _mesh)
-    check_close(c_bytes_a, _expected, name="c_bytes_a", hints=[
-        (_I * _K * 2, f"C comes out as C[I_X, K_Y]: split over both axes, 1/{_X * _Y} of C per chip."),
-        (_I * _K * 2 / _X, "C comes out as C[I_X, K_Y]: K is split over Y as well as I over X."),
-    ])
+    check_number(NOTEBOOK_PARTS[1], v, c_bytes_a)
 
 
 def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
     """The hidden check of grade cell ``hw3-q2b-case2-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_b``, ``v_b`` are right for the student with numbers ``v``."""
-    from scalebook.checks import check_close
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J_Y]", "B[J, K]")
     _step = _plan.collectives[0]
     assert collective_b.replace(" ", "").lower() == _step.kind.lower(), (
         "collective_b is not what this matmul needs. Hint: only A splits the contracting dim J, "
         "over Y; the chips of a Y group hold different slices of J that each of them needs.")
-    check_close(v_b, _step.nbytes, name="v_b", hints=[
-        (_I * _J * 2, f"I stays split over X: the AllGather over Y assembles A[I_X, J], 1/{_X} of A, "
-                      "not all of it."),
-        (_I * _J * 2 / (_X * _Y), "V is the gathered array A[I_X, J], not the shard each chip starts "
-                                  "with."),
-    ])
+    check_number(NOTEBOOK_PARTS[2], v, v_b)
 
 
 def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
     """The hidden check of grade cell ``hw3-q2c-case3-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_c``, ``v_c`` are right for the student with numbers ``v``."""
-    from scalebook.checks import check_close
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
                                        scatter_dim="K")
     _step = _plan.collectives[0]
@@ -545,41 +628,32 @@ def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
     assert _answer == _step.kind.lower(), (
         "collective_c is not what this matmul needs. Hint: both operands split the contracting dim "
         "J, so each chip's local matmul gives only partial sums of C, which must be added up.")
-    check_close(v_c, _step.nbytes, name="v_c", hints=[
-        (_step.nbytes / _X, "V is the unreduced C[I, K] that each chip holds before the reduction, "
-                            "not the block it keeps."),
-        (_I * _K * 2 / (_X * _Y), "V is the unreduced C[I, K] that each chip holds before the "
-                                  "reduction, not the block it keeps."),
-    ])
+    check_number(NOTEBOOK_PARTS[3], v, v_c)
 
 
 def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
     """The hidden check of grade cell ``hw3-q2d-case4-test``: raises ``AssertionError`` (with its hint)
     unless ``collective_d``, ``v_d`` are right for the student with numbers ``v``."""
-    from scalebook.checks import check_close
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_X]")
     _step = _plan.collectives[0]
     assert collective_d.replace(" ", "").lower() == _step.kind.lower(), (
         "collective_d is not what this matmul needs. Hint: J is not split, but both operands split "
         "a free dim over X, and no chip can hold C[I_X, K_X]: one operand must be made whole "
         "along X first.")
-    check_close(v_d, _step.nbytes, name="v_d", hints=[
-        (_J * _K * 2, f"Gather the smaller operand: A is {_K // _I} times smaller than B."),
-        (_I * _J * 2 / _X, "V is the gathered array A[I, J], not the shard each chip starts "
-                           "with."),
-    ])
+    check_number(NOTEBOOK_PARTS[4], v, v_d)
 
 
 def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None:
     """The hidden check of grade cell ``hw3-q8a-specs-test``: raises ``AssertionError`` (with its hint)
     unless ``w_shard_bytes``, ``a_spec``, ``w_spec`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
-    from scalebook.checks import check_close, check_partition_spec
+    from scalebook.checks import check_partition_spec
     from scalebook.hlo import compiled_collectives, summarize
-    from scalebook.sharding import Mesh, bytes_per_device
 
     _a = check_partition_spec(a_spec, "a_spec", rank=2, axis_names=("X", "Y"))
     _w = check_partition_spec(w_spec, "w_spec", rank=2, axis_names=("X", "Y"))
@@ -608,24 +682,20 @@ def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None
     assert _out_spec == ("X", "Y"), (
         f"No communication, but the output comes out as P{_out_spec}, not P('X', 'Y'). Hint: the "
         "output keeps the splits of the free dims: B's from A, F's from W.")
-    _expected = bytes_per_device((_D, _F), "fp32", "W[D, F_Y]", Mesh({"X": _X, "Y": _Y}))
-    check_close(w_shard_bytes, _expected, name="w_shard_bytes", hints=[
-        (_expected / _X, f"Only Y splits W: the {_X} devices along X hold the same block, so each "
-                         f"device holds 1/{_Y} of W, not 1/{_X * _Y}."),
-        (_expected / 4, "Count bytes, not elements: f32 takes 4 bytes."),
-    ])
+    check_number(NOTEBOOK_PARTS[5], v, w_shard_bytes)
 
 
 def check_q8b_tp(v: Mapping[str, Any], w_tp_spec, allreduce_bytes) -> None:
     """The hidden check of grade cell ``hw3-q8b-tp-test``: raises ``AssertionError`` (with its hint)
     unless ``w_tp_spec``, ``allreduce_bytes`` are right for the student with numbers ``v``."""
+    from scalebook.homework.parts import check_number  # looked up here: tests record it
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import AxisType, NamedSharding, PartitionSpec
-    from scalebook.checks import check_close, check_partition_spec
+    from scalebook.checks import check_partition_spec
     from scalebook.hlo import compiled_collectives, summarize
-    from scalebook.sharding import Mesh, plan_matmul
+    from scalebook.sharding import Mesh
 
     _w = check_partition_spec(w_tp_spec, "w_tp_spec", rank=2, axis_names=("X", "Y"))
     if jax.device_count() < 8:
@@ -661,15 +731,6 @@ def check_q8b_tp(v: Mapping[str, Any], w_tp_spec, allreduce_bytes) -> None:
         f"asked for runs exactly one collective, an AllReduce.{_hint}")
     assert _out_spec == ("X", None), (
         f"The output comes out as P{_out_spec}, not P('X', None).")
-    _plan = plan_matmul("A[B_X, D_Y]", "W[D_Y, F]", Mesh({"X": _X, "Y": _Y}), contracting="D",
-                        shapes={"B": _B, "D": _D, "F": _F}, dtype="fp32")
-    _expected = _plan.collectives[0].nbytes            # C[B_X, F] {U_Y} on one device
-    if _found[0].nbytes != _expected:
+    if _found[0].nbytes != NOTEBOOK_PARTS[6].expected(v):   # C[B_X, F] {U_Y} on one device
         raise RuntimeError("grader: the compiled AllReduce is not the f32[B/X, F] partial output")
-    check_close(allreduce_bytes, _expected, name="allreduce_bytes", hints=[
-        (_X * _expected, "B stays split over X: the AllReduce sums this device's rows C[B_X, F], "
-                         f"1/{_X} of C."),
-        (_expected / _Y, "An AllReduce leaves the whole reduced block on every device, not "
-                         f"{_part} of it."),
-        (_expected / 2, "f32 takes 4 bytes per element."),
-    ])
+    check_number(NOTEBOOK_PARTS[6], v, allreduce_bytes)

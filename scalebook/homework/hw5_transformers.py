@@ -22,6 +22,7 @@ Problem by problem (the first value of each choice is the one the book prints):
 
 from __future__ import annotations
 
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -128,12 +129,12 @@ PARTS = (
              "query heads: they are D × K·d_h each."),
         Slip("H = K", lambda v: 4 * v["q1_D"] * v["q1_K"] * v["q1_dh"],
              "Only W_k and W_v have the K key/value heads; W_q and W_o keep all H query heads."),
-    )),
+    ), unit="params"),
     Part("mlp_params_per_layer", lambda v: param_count(_m1(v)).mlp / v["q1_L"], rel=0.01, slips=(
         Slip("two matrices", lambda v: 2 * v["q1_D"] * v["q1_F"],
              "A gated (SwiGLU) MLP has three D × F matrices (gate, up, down), not two."),
         Slip("F = 4D", lambda v: 12 * v["q1_D"] ** 2, "Use the model's F = {q1_F:,}, not 4·D."),
-    )),
+    ), unit="params"),
     Part("total_params", lambda v: param_count(_m1(v)).total, rel=0.01, slips=merged(
         Slip("tied embedding (the text says both tables)",
              lambda v: param_count(_m1(v)).total - v["q1_V"] * v["q1_D"],
@@ -146,13 +147,13 @@ PARTS = (
         Slip("K = H", lambda v: param_count(_m1(v)).total
              + v["q1_L"] * 2 * v["q1_D"] * (v["q1_H"] - v["q1_K"]) * v["q1_dh"],
              "Under grouped-query attention W_k and W_v have K = {q1_K} heads, not H = {q1_H}."),
-    )),
+    ), unit="params"),
     Part("fwd_matmul_flops_per_token", lambda v: inference_flops_per_token(_m1(v)), slips=(
         Slip("FMA as 1", lambda v: v["q2_P"],
-             "A multiply-add is 2 FLOPs: each weight costs 2 FLOPs per token in the forward pass."),
+             "A multiply-add is 2 FLOPs: each weight costs 2 FLOPs per token in the forward pass.", alternatives=('multiply-add as 1 FLOP',)),
         Slip("training", lambda v: 6 * v["q2_P"],
-             "That is forward and backward together; the part asks for the forward pass."),
-    )),
+             "That is forward and backward together; the part asks for the forward pass.", alternatives=('forward only',)),
+    ), unit="FLOPs"),
     Part("fwd_attn_flops_per_token", _core2, conventions=(
         Convention("causal discount", lambda v: _core2(v) / 2, PINNED, phrase=NO_CAUSAL,
                    hint=_CAUSAL),
@@ -160,11 +161,11 @@ PARTS = (
         Slip("K heads", lambda v: _core2(v) * v["q1_K"] / v["q1_H"],
              "Every query head computes its own scores: use the H = {q1_H} query heads, not the "
              "K = {q1_K} key/value heads they share."),
-    )),
+    ), unit="FLOPs"),
     Part("train_flops_per_token", _train2, slips=(
         Slip("forward only", _fwd2,
              "That is the forward pass only: the backward pass costs twice as much again, 3 × "
-             "forward in all."),
+             "forward in all.", alternatives=('forward only',)),
         Slip("backward only", lambda v: 2 * _fwd2(v),
              "The backward pass is 2 × the forward pass; add the forward pass itself: 3 ×."),
     ) + merged(
@@ -172,7 +173,7 @@ PARTS = (
              distinct_from(_train2, lambda v: _train2(v) - 1.5 * _core2(v)), _CAUSAL),
         Slip("6P alone", lambda v: 6 * v["q2_P"],
              "That is the 6·P rule alone; add the attention core, 3 × its forward FLOPs."),
-        "Add the attention core in full, 3 × its forward FLOPs: " + _CAUSAL)),
+        "Add the attention core in full, 3 × its forward FLOPs: " + _CAUSAL), unit="FLOPs"),
     Part("crossover_context", _cross2, conventions=(
         Convention("causal discount", lambda v: 2 * _cross2(v), PINNED, phrase=NO_CAUSAL,
                    hint=_CAUSAL),
@@ -184,7 +185,7 @@ PARTS = (
              "A gated MLP has three D × F matrices: 6·D·F FLOPs per token."),
         Slip("FMA as 1 in the MLP", lambda v: _cross2(v) / 2,
              "The MLP costs 2 FLOPs per weight, 6·D·F per token; set 4·T·H·d_h equal to that."),
-    )),
+    ), unit="count"),
     Part("attn_core_flops_per_token", _core3, conventions=(
         Convention("causal discount", lambda v: _core3(v) / 2, PINNED, phrase=NO_CAUSAL,
                    hint=_CAUSAL),
@@ -192,7 +193,7 @@ PARTS = (
         Slip("d_model", lambda v: _core3(v) * 3072 / 4096,
              "The scores and the mixing run over the heads' width H·d_h = 4,096, not d_model = "
              "3,072: count with the head dimensions."),
-    )),
+    ), unit="FLOPs"),
     Part("state_bytes", _state4, slips=(
         Slip("parameters", lambda v: v["q4_P"],
              "That is the number of parameters; the answer is in bytes, 16 per parameter."),
@@ -210,7 +211,7 @@ PARTS = (
              "Count the fp32 master copy of the weights too (4 bytes per parameter)."),
         Slip("no gradients", lambda v: 14 * v["q4_P"],
              "Count the bf16 gradients too (2 bytes per parameter)."),
-    )),
+    ), unit="bytes"),
     Part("min_h100s", lambda v: fewest_chips(_state4(v), "H100"), rel=0.001, slips=(
         Slip("rounded down", lambda v: fewest_chips(_state4(v), "H100") - 1,
              "Round up: a GPU count below the state's bytes / HBM cannot hold it."),
@@ -218,53 +219,54 @@ PARTS = (
              "Count all 16 bytes per parameter, not the bf16 weights alone."),
         Slip("parameters", lambda v: fewest_chips(v["q4_P"], "H100"),
              "Bytes and parameters are not the same: 16 bytes per parameter."),
-    )),
+    ), unit="count"),
     Part("act_bytes_layer", _act4, slips=(
         Slip("no attention term", lambda v: v["q4_T"] * v["q4_D"] * 34,
              "Add the attention term 5·H·T/D: the stored T × T scores and softmax grow with the "
              "context."),
         Slip("halved", lambda v: _act4(v) / 2,
-             "The formula already counts bytes (bf16 activations); do not halve it."),
-    )),
+             "The formula already counts bytes (bf16 activations); do not halve it.", alternatives=('bf16 or fp32',)),
+    ), unit="bytes"),
     Part("act_bytes_remat", lambda v: v["q4_L"] * 2 * v["q4_T"] * v["q4_D"], slips=(
         Slip("elements", lambda v: v["q4_L"] * v["q4_T"] * v["q4_D"],
-             "Each checkpoint is bf16: 2 bytes per element. Bytes, not elements."),
+             "Each checkpoint is bf16: 2 bytes per element. Bytes, not elements.", alternatives=('bf16 or fp32',)),
         Slip("one layer", lambda v: 2 * v["q4_T"] * v["q4_D"],
              "That is one layer's checkpoint; all {q4_L} layers keep one each."),
-    )),
+    ), unit="bytes"),
     Part("step_flops", _flops5, slips=(
         Slip("forward only", lambda v: _flops5(v) / 3,
              "That is the forward pass only; the backward pass costs twice as much again: 6 "
-             "FLOPs per weight per token."),
+             "FLOPs per weight per token.", alternatives=('forward only',)),
         Slip("problem 2's model", _problem2_model(_flops5), _MODEL5),
-    )),
+    ), unit="FLOPs"),
     Part("step_time_ideal", _ideal5, slips=(
         Slip("sparse rate", lambda v: _ideal5(v) / 2,
              "Use the dense bf16 peak, {h100_bf16_flops:.3g} FLOPs/s; the datasheet's larger "
              "figure assumes 2:4 sparsity."),
         Slip("one GPU", lambda v: _ideal5(v) * v["q5_gpus"],
-             "Divide by all {q5_gpus} GPUs: each does 1/{q5_gpus} of the step."),
+             "Divide by all {q5_gpus} GPUs: each does 1/{q5_gpus} of the step.", alternatives=('per chip or global',)),
         Slip("problem 2's model", _problem2_model(_ideal5), _MODEL5),
-    )),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     Part("mfu", _mfu5, slips=(
         Slip("sparse rate", lambda v: _mfu5(v) / 2,
              "Use the dense bf16 peak ({h100_bf16_flops:.3g} FLOPs/s), not the 'with sparsity' "
              "figure."),
         Slip("forward only", lambda v: _mfu5(v) / 3,
-             "Count the backward pass: 6 FLOPs per weight per token, not 2."),
-        Slip("percentage", lambda v: 100 * _mfu5(v), "MFU is a fraction between 0 and 1, not a percentage."),
+             "Count the backward pass: 6 FLOPs per weight per token, not 2.", alternatives=('forward only',)),
+        Slip("percentage", lambda v: 100 * _mfu5(v), "MFU is a fraction between 0 and 1, not a percentage.", alternatives=('percent for fraction',)),
         Slip("problem 2's model", _problem2_model(_mfu5), _MODEL5),
-    )),
+    ), unit="fraction"),
     Part("hfu", lambda v: _mfu5(v) * 8 / 6, slips=(
         Slip("MFU", _mfu5,
              "That is the MFU; rematerialisation runs the forward pass twice: 8 FLOPs per weight "
              "per token on the hardware instead of 6."),
         Slip("recompute at 3", lambda v: _mfu5(v) * 9 / 6,
              "The recomputed forward pass costs 2 FLOPs per weight per token, not 3."),
-    )),
+    ), unit="fraction"),
     Part("run_flops", _flops6, slips=(
-        Slip("forward only", lambda v: _flops6(v) / 3, "Count the backward pass: 6·N·D, not 2·N·D."),
-    )),
+        Slip("forward only", lambda v: _flops6(v) / 3, "Count the backward pass: 6·N·D, not 2·N·D.", alternatives=('forward only',)),
+    ), unit="FLOPs"),
     Part("run_seconds", _time6, slips=(
         Slip("at peak", lambda v: _time6(v) * v["q6_mfu"],
              "That is the time at peak: the GPUs reach only {q6_mfu:.0%} of it, so divide by the "
@@ -272,7 +274,8 @@ PARTS = (
         Slip("days", lambda v: _time6(v) / 86400, "The answer is in seconds, not days."),
         Slip("sparse rate", lambda v: _time6(v) / 2,
              "Use the dense bf16 peak, not the 'with sparsity' figure."),
-    )),
+    ), unit="s", not_applicable=(
+        *NO_LINK,)),
     Part("implied_mfu", _mfu6, slips=(
         Slip("sparse rate", lambda v: _mfu6(v) / 2,
              "Use the dense bf16 peak, not the 'with sparsity' figure."),
@@ -280,18 +283,18 @@ PARTS = (
              "GPU-hours are hours: multiply by 3,600 to get GPU-seconds."),
         Slip("divided by the GPUs", lambda v: _mfu6(v) / v["q6_gpus"],
              "GPU-hours already count every GPU: do not divide by {q6_gpus:,} again."),
-    )),
+    ), unit="fraction"),
     Part("optimal_params", lambda v: _opt7(v).params, slips=(
         Slip("2ND", lambda v: (v["q7_C"] / (2 * RATIO7)) ** 0.5,
              "Training costs 6·N·D FLOPs (forward and backward), not 2·N·D."),
         Slip("no ratio", lambda v: (v["q7_C"] / 6) ** 0.5, "D = 20·N: C = 6·N·(20·N) = 120·N²."),
-    )),
+    ), unit="params"),
     Part("optimal_tokens", lambda v: _opt7(v).tokens, slips=(
         Slip("2ND", lambda v: RATIO7 * (v["q7_C"] / (2 * RATIO7)) ** 0.5,
              "Training costs 6·N·D FLOPs, not 2·N·D."),
         Slip("parameters", lambda v: _opt7(v).params,
              "That is the parameter count; the tokens are 20 times more."),
-    )),
+    ), unit="count"),
 )
 
 

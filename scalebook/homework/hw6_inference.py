@@ -37,7 +37,8 @@ from ..inference import (best_batch, cost_per_million_tokens, decode_critical_ba
 from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
-from .parts import PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from
+from .parts import (PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 #: The homework's stated convention for problems 5 to 7 (its "Conventions" cell): an AllReduce
@@ -222,17 +223,17 @@ _TWO_TWOS = ("Two factors of 2: the cache holds both keys and values, and each b
 PARTS = (
     Part("kv_bytes_per_token", _kv1, slips=(
         Slip("H heads", lambda v: _kv1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
-        Slip("one factor 2", lambda v: _kv1(v) / 2, _TWO_TWOS),
+        Slip("one factor 2", lambda v: _kv1(v) / 2, _TWO_TWOS, alternatives=('bf16 or fp32',)),
         Slip("no factor 2", lambda v: _kv1(v) / 4,
              "Count the keys and the values (x2) and 2 bytes per bf16 number (x2)."),
         Slip("one layer", lambda v: _kv1(v) / v["q1_L"],
              "That is one layer: each of the L layers caches its own keys and values."),
-    )),
+    ), unit="bytes"),
     Part("kv_bytes_per_sequence", _seq1, slips=(
         Slip("H heads", lambda v: _seq1(v) * v["q1_H"] / v["q1_K"], _KV_HEADS),
-        Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS),
+        Slip("one factor 2", lambda v: _seq1(v) / 2, _TWO_TWOS, alternatives=('bf16 or fp32',)),
         Slip("GB", lambda v: _seq1(v) / 1e9, "The answer is in bytes, not GB."),
-    )),
+    ), unit="bytes"),
     Part("max_batch", _fits1, rel=0.001, slips=(
         Slip("weights left out", lambda v: v["q1_n"] * v["q1_hbm"] // _seq1(v),
              "The weights sit in the same HBM: subtract their 2 bytes per parameter before you "
@@ -241,45 +242,45 @@ PARTS = (
              "Only the key/value heads are cached: count K, not H."),
         Slip("unrounded", distinct_from(_fits1, _raw1, 0.001),
              "Round down: a part of a sequence is no sequence."),
-    )),
+    ), unit="count"),
     Part("prefill_flops", lambda v: _prefill2(v).flops, slips=(
         Slip("no attention", lambda v: v["q2_T"] * 2 * v["q2_P"],
              "Add the attention core: 4·T·H·d_h FLOPs per token per layer, which at long prompts "
              "rivals the weights' 2·P."),
         Slip("training", lambda v: 3 * _prefill2(v).flops,
              "Serving runs the forward pass only: 2 FLOPs per weight per token, not the 6 of "
-             "training."),
-    )),
+             "training.", alternatives=('forward only',)),
+    ), unit="FLOPs"),
     Part("prefill_intensity", lambda v: _prefill2(v).intensity, slips=(
         Slip("elements", lambda v: 2 * _prefill2(v).intensity,
              "Each bf16 weight and cache entry is 2 bytes: count bytes, not numbers."),
         Slip("one token", lambda v: _prefill2(v).intensity / v["q2_T"],
              "The weights are read once for all T tokens: divide the whole prefill's FLOPs by "
              "the bytes it moves, not one token's FLOPs."),
-    )),
+    ), unit="FLOPs/byte"),
     Part("prefill_time", lambda v: _prefill2(v).time, slips=(
         Slip("memory time", lambda v: _prefill2(v).t_memory,
              "That is the time to move the bytes; with an intensity far above C / W_hbm the "
              "prefill is compute-bound: FLOPs / C."),
         Slip("sparse rate", lambda v: _prefill2(v).time / 2,
              "Use the dense bf16 rate; the datasheet's larger figure assumes 2:4 sparsity."),
-        Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+        Slip("ms", lambda v: _prefill2(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
+    ), unit="s"),
     Part("decode_time", lambda v: _decode3(v).time, slips=(
         Slip("compute time", lambda v: _decode3(v).t_compute,
              "At batch 1 decode is memory-bound: 2 FLOPs per weight against 2 bytes per weight is "
              "an intensity of 1, far below C / W_hbm. Time the bytes."),
         Slip("no cache", lambda v: _decode3(v).weight_bytes / v["q2_hbm_bw"],
              "Each step also reads the sequence's whole cache: S tokens of keys and values."),
-        Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+        Slip("ms", lambda v: _decode3(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
+    ), unit="s"),
     Part("decode_tokens_per_s", lambda v: _decode3(v).tokens_per_s, slips=(
         Slip("compute rate", lambda v: 1 / _decode3(v).t_compute,
              "At batch 1 decode is memory-bound: the step takes as long as reading the weights "
              "and the cache, not as long as its FLOPs."),
         Slip("per ms", lambda v: _decode3(v).tokens_per_s / 1e3,
              "Tokens per second, not per millisecond."),
-    )),
+    ), unit="tokens/s"),
     Part("decode_time_int8", lambda v: _decode3_int8(v).time, slips=(
         Slip("cache halved too", lambda v: _decode3(v).time / 2,
              "Only the weights are int8: the cache stays bf16, 2 bytes per number, so its bytes "
@@ -289,7 +290,7 @@ PARTS = (
              "weight instead of 2."),
         Slip("8 bytes", lambda v: (8 * v["q2_P"] + _decode3(v).kv_bytes) / v["q2_hbm_bw"],
              "int8 is 8 bits: 1 byte per weight, not 8."),
-    )),
+    ), unit="s"),
     Part("critical_batch", _crit4, slips=(
         Slip("sparse rate", lambda v: 2 * _crit4(v),
              "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
@@ -297,7 +298,7 @@ PARTS = (
         Slip("half", lambda v: _crit4(v) / 2,
              "Each 2-byte weight takes part in 2·B FLOPs per step: the intensity is B FLOPs per "
              "byte, so the step turns compute-bound at B = C / W_hbm, not half."),
-    )),
+    ), unit="count"),
     Part("critical_batch_int8", lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
          slips=(
         Slip("bf16 bytes", lambda v: 2 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
@@ -306,7 +307,7 @@ PARTS = (
         Slip("int8 rate", lambda v: 4 * decode_critical_batch(_m4(v), v["q4_gpu"], weight_dtype="int8"),
              "The matmuls run at the bf16 rate (the weights are widened to bf16 once loaded): "
              "the int8 rate does not apply."),
-    )),
+    ), unit="count"),
     Part("critical_batch_long", _crit4_long, conventions=(
         Convention("overlapped", _crit4_overlapped, PINNED, phrase=PHASED, hint=(
             "That is where the step's totals balance, all FLOPs / C = all bytes / W_hbm: the "
@@ -318,14 +319,14 @@ PARTS = (
         Slip("sparse rate", lambda v: 2 * _crit4_long(v),
              "Use the dense bf16 rate: the datasheet's larger figures assume 2:4 sparsity or "
              "int8."),
-    )),
+    ), unit="count"),
     Part("allreduces_per_step", lambda v: 2 * v["q5_L"], rel=0.001, slips=(
         Slip("one per layer", lambda v: v["q5_L"],
              "Each layer has two blocks that end in a partial sum, attention and the MLP: two "
              "AllReduces per layer."),
         Slip("one layer", lambda v: 2,
              "That is one layer: every one of the L layers does its two AllReduces."),
-    )),
+    ), unit="count"),
     Part("allreduce_time", _ar5, slips=(
         Slip("one half", _ar5_slip(doubled=False),
              "An AllReduce is a ReduceScatter followed by an AllGather: twice the cost of one of "
@@ -335,7 +336,7 @@ PARTS = (
              "is most of the time."),
         Slip("fp32", _ar5_slip(bytes_factor=2), "The activations are bf16: 2 bytes per number."),
         Slip("µs", lambda v: _ar5(v) * 1e6, "The answer is in seconds, not microseconds."),
-    )),
+    ), unit="s"),
     Part("decode_step_time", _time5, conventions=(
         Convention("overlapped", distinct_from(_time5, _time5_overlapped), PINNED, phrase=PHASED,
                    hint=_OVERLAPPED),
@@ -350,18 +351,18 @@ PARTS = (
         Slip("every GPU reads all", lambda v: _step5(v).t_memory * v["q5_n"] + _step5(v).t_comm,
              "Each GPU reads only its 1/n share of the weights and of the caches: divide the "
              "bytes by n GPUs' bandwidth."),
-        Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds."),
-    )),
+        Slip("ms", lambda v: _step5(v).time * 1e3, "The answer is in seconds, not milliseconds.", alternatives=('ms for s',)),
+    ), unit="s"),
     Part("tokens_per_s_per_gpu", lambda v: _step5(v).tokens_per_s_per_chip, conventions=(
         Convention("overlapped", distinct_from(_rate6(_time5), _rate6(_time5_overlapped)), PINNED,
                    phrase=PHASED, hint=_OVERLAPPED),
     ), slips=(
         Slip("whole slice", lambda v: _step5(v).tokens_per_s,
              "That is the whole slice's rate: divide by its n GPUs to compare with other slice "
-             "sizes."),
+             "sizes.", alternatives=('per chip or global',)),
         Slip("one token per step", lambda v: 1 / _step5(v).time,
              "A step produces one token for each of the B sequences, not one in all."),
-    )),
+    ), unit="tokens/s"),
     Part("cost_per_million_tokens", _cost6, conventions=(
         Convention("overlapped", distinct_from(_cost6, lambda v: _cost6(v) * _time5_overlapped(v)
                                                / _time5(v)), PINNED, phrase=PHASED,
@@ -369,12 +370,12 @@ PARTS = (
     ), slips=(
         Slip("slice price, GPU rate", lambda v: _cost6(v) * v["q5_n"],
              "Divide the whole slice's price by the whole slice's rate (or one GPU's price by "
-             "one GPU's rate), not the slice's price by one GPU's rate."),
+             "one GPU's rate), not the slice's price by one GPU's rate.", alternatives=('per chip or global',)),
         Slip("per hour as per second", lambda v: _cost6(v) * 3600,
              "The price is per hour: divide it by 3,600 to get dollars per second."),
         Slip("one token", lambda v: _cost6(v) / 1e6,
              "That is the cost of one token; the part asks for a million."),
-    )),
+    ), unit="dollars"),
     Part("smallest_slice", _slice7, rel=0.001, slips=(
         Slip("weights only", distinct_from(_slice7, lambda v: smallest_power_of_two(
             weight_bytes(_m7(v), "bf16"), v["q7_hbm"]) or float("nan"), 0.001),
@@ -384,14 +385,14 @@ PARTS = (
              "everything."),
         Slip("unrounded", distinct_from(_slice7, lambda v: _need7(v) / v["q7_hbm"], 0.001),
              "Round up to a whole slice of 1, 2, 4 or 8 GPUs."),
-    )),
+    ), unit="count"),
     Part("best_batch", _best7, conventions=(
         Convention("overlapped", distinct_from(_best7, best_batch_overlapped), PINNED,
                    phrase=PHASED, hint=_OVERLAPPED),
     ), slips=(
         Slip("no AllReduces", best_batch_without_allreduces,
              "Count the AllReduces: 2·L per step, and their bytes grow with B."),
-    )),
+    ), unit="count"),
 )
 
 
@@ -427,26 +428,44 @@ def best_serving8(v: Mapping[str, Any]) -> list:
     return list(_cheapest8(v["q8_model"], v["q8_gpu"], v["q8_S"], v["q8_target"], v["q6_price"])[1])
 
 
+def _does_not_fit8(cfg, gpu: str, s: int, n: int, b: int, dtype: str, fits: int) -> str:
+    """Why ``b`` caches do not fit: what they and the weights need, what the slice holds, and the
+    shortfall (so rounded figures never read as equal), in singular or plural as the counts are."""
+    need = weight_bytes(cfg, dtype) + b * s * kv_bytes_per_token(cfg, "bf16")
+    hold = n * get_chip(gpu).hbm_bytes
+    caches = "cache" if b == 1 else "caches"
+    gpus = f"{n} {gpu}" + ("" if n == 1 else "s")
+    holds = "holds" if n == 1 else "hold"
+    room = ("not even the weights fit" if fits < 1 else
+            f"at most {fits} sequence{'' if fits == 1 else 's'} fit")
+    return (f"It does not fit: {dtype} weights and {b} {caches} of {s:,} tokens need "
+            f"{need / 1e9:.1f} GB; {gpus} {holds} {hold / 1e9:.1f} GB, {(need - hold) / 1e9:.1f} GB "
+            f"short ({room}).")
+
+
 def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
     """Full points for any [GPUs, batch, weight dtype] that fits, meets the latency target and
     costs at most 10% more per million tokens than the solver's cheapest; otherwise why not."""
     if not isinstance(value, list) or len(value) != 3:
         return Verdict(False, ("Give a list of 3: [GPUs, batch, weight dtype].",))
     n, b, dtype = value
+    n = whole_number(n, "The number of GPUs")
+    if isinstance(n, str):
+        return Verdict(False, (n,))
     if n not in SLICES:
-        return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {n!r}.",))
+        return Verdict(False, (f"A slice here is 1, 2, 4 or 8 GPUs of one node, not {value[0]!r}.",))
     if dtype not in DTYPES8:
         return Verdict(False, (f"The weights are \"bf16\" or \"int8\", not {dtype!r}.",))
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-        return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not {b!r}.",))
+    b = whole_number(b, "The batch")
+    if isinstance(b, str):
+        return Verdict(False, (b,))
+    if b < 1:
+        return Verdict(False, (f"The batch is a whole number of sequences, at least 1, not "
+                               f"{value[1]!r}.",))
     cfg, gpu, s = model(v["q8_model"]), v["q8_gpu"], v["q8_S"]
     fits = max_batch(cfg, gpu, context_len=s, n_chips=n, weight_dtype=dtype)
     if b > fits:
-        need = weight_bytes(cfg, dtype) + b * s * kv_bytes_per_token(cfg, "bf16")
-        return Verdict(False, (f"It does not fit: {dtype} weights and {b} caches of {s:,} tokens "
-                               f"need {need / 1e9:.0f} GB; {n} {gpu}s hold "
-                               f"{n * get_chip(gpu).hbm_bytes / 1e9:.0f} GB (at most {fits} "
-                               "sequences).",))
+        return Verdict(False, (_does_not_fit8(cfg, gpu, s, n, b, dtype, fits),))
     step = decode_step(cfg, gpu, batch=b, context_len=s, n_chips=n, weight_dtype=dtype)
     if step.time > v["q8_target"]:
         return Verdict(False, (f"A step takes {step.time * 1e3:.1f} ms, over the "

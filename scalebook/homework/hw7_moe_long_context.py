@@ -22,6 +22,7 @@ The latency per hop (1 µs) and bf16's 2 bytes are the course's conventions.
 from __future__ import annotations
 
 import math
+from .alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..hardware import get_chip
@@ -34,7 +35,8 @@ from ..moe import (MoEConfig, dense_critical_batch, dropped_fraction, ep_fsdp_cr
 from ..training import llama3_405b, training_flops_from_params
 from ..transformer import llama3_8b, llama3_70b, kv_cache_bytes
 from ..variants import Choice, VariantSpec
-from .parts import Convention, Design, Example, Part, Slip, Verdict, distinct_from, merged
+from .parts import (Convention, Design, Example, Part, Slip, Verdict, distinct_from, merged,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 LLAMAS = {"LLaMA-3 70B": llama3_70b, "LLaMA-3 8B": llama3_8b, "LLaMA-3 405B": llama3_405b}
@@ -162,25 +164,25 @@ PARTS = (
         Slip("k/E of everything", lambda v: v["q1_P_total"] * v["q1_k"] / v["q1_E"],
              "Only the routed experts are skipped: attention, embeddings and router serve every "
              "token. Scale P_routed by k/E and keep the rest."),
-    )),
+    ), unit="params"),
     Part("moe_training_flops", _flops1, slips=(
         Slip("total", lambda v: 6 * v["q1_P_total"] * v["q1_tokens"], _TOTAL),
         Slip("forward only", lambda v: _flops1(v) / 3,
-             "Training is forward and backward: 6 FLOPs per active parameter per token, not 2."),
-    )),
+             "Training is forward and backward: 6 FLOPs per active parameter per token, not 2.", alternatives=('forward only',)),
+    ), unit="FLOPs"),
     Part("tokens_per_expert", _tpe2, slips=(
         Slip("no k", lambda v: v["q2_B"] / v["q2_E"],
              "Each token goes to k experts: B·k copies are spread over E experts."),
         Slip("E/k upside down", lambda v: v["q2_B"] * v["q2_E"] / v["q2_k"],
              "Each expert sees a fraction k/E of the tokens, not E/k of them."),
-    )),
+    ), unit="count"),
     Part("moe_critical_batch", _crit2, slips=(
         Slip("dense", lambda v: dense_critical_batch(v["q2_gpu"]), _DENSE_B),
         Slip("sparsity", lambda v: 2 * _crit2(v),
              "Use the dense bf16 FLOPs/s, not the 'with sparsity' figure NVIDIA prints (2x)."),
         Slip("k/E", lambda v: dense_critical_batch(v["q2_gpu"]) * v["q2_k"] / v["q2_E"],
              "An MoE layer needs more tokens, not fewer: each expert sees B·k/E of them."),
-    )),
+    ), unit="count"),
     Part("expert_capacity_slots", _cap3, rel=0.001, slips=(
         Slip("no k", distinct_from(_cap3, lambda v: math.ceil(v["q3_c"] * v["q3_T"] / v["q3_E"]),
                                    0.001),
@@ -188,20 +190,20 @@ PARTS = (
         Slip("unrounded", distinct_from(_cap3, lambda v: v["q3_c"] * v["q3_k"] * v["q3_T"]
                                         / v["q3_E"], 0.001),
              "Round the capacity up to whole slots."),
-    )),
+    ), unit="count"),
     Part("dropped_share", _drop3, slips=(
         Slip("count", lambda v: _drop3(v) * sum(loads3(v)),
              "Give the dropped share (a fraction of all assignments), not the number dropped."),
         Slip("of capacity", lambda v: _drop3(v) * sum(loads3(v)) / (8 * v["q3_cap"]),
              "Divide by the assignments routed, the sum of the loads, not by the slots."),
-    )),
+    ), unit="fraction"),
     Part("imbalanced_time", _time3, slips=(
         Slip("balanced", lambda v: v["q3_t"],
              "The experts run in parallel and the combine waits for the slowest: scale the "
              "balanced time by max/mean of the loads."),
         Slip("max/min", lambda v: v["q3_t"] * max(loads3(v)) / min(loads3(v)),
              "The balanced time is at the mean load: scale by max/mean, not max/min."),
-    )),
+    ), unit="s"),
     Part("dispatch_bytes_per_gpu", lambda v: _a2a4(v).sent_per_chip,
          conventions=(Convention("no (N-1)/N", lambda v: _V4(v) / v["q4_N"]),),
          slips=(
@@ -209,8 +211,8 @@ PARTS = (
              "Each token is sent to k experts: k copies per token."),
         Slip("whole V", lambda v: _V4(v),
              "That is the whole AllToAll's array, all GPUs' tokens; one GPU sends its own t "
-             "tokens' copies."),
-    )),
+             "tokens' copies.", alternatives=('per chip or global',)),
+    ), unit="bytes"),
     Part("dispatch_time", lambda v: _a2a4(v).dispatch.time, slips=(
         Slip("AllGather", lambda v: gpu_all_gather(_V4(v), v["q4_N"], v["q4_gpu"]).time,
              "The dispatch is an AllToAll: each piece goes to one GPU, not to all of them as in "
@@ -225,39 +227,41 @@ PARTS = (
              lambda v: _V4(v) / v["q4_N"] * (v["q4_N"] - 1) / v["q4_N"] / v["q4_nic"] + 1e-6,
              "Only the (N − g)/N of the block bound for other nodes crosses the NIC; the copies "
              "for the GPU's own node go over NVLink at the same time."),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("a2a_time_per_layer", lambda v: _a2a4(v).forward, slips=(
         Slip("no combine", lambda v: _a2a4(v).dispatch.time,
              "The expert outputs must come back: a combine AllToAll as large as the dispatch."),
         Slip("training", lambda v: _a2a4(v).training,
              "The part asks for the forward pass: dispatch and combine, not the backward's two."),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("ep_fsdp_crossover", _cross4, slips=(
         Slip("one matrix", lambda v: _cross4(v) / 3,
              "A gated expert has three D × F_e matrices."),
         Slip("no combine", lambda v: _cross4(v) * 2,
              "EP sends the tokens twice per layer: dispatch and combine."),
-    )),
+    ), unit="count"),
     Part("kv_cache_bytes_long", _kv5, slips=(
         Slip("query heads", lambda v: _kv5(v) * v["q5_H"] / v["q5_K"],
              "Only the K key/value heads are cached, not the H query heads."),
         Slip("keys only", lambda v: _kv5(v) / 2, "Cache keys and values: a factor of 2."),
-    )),
+    ), unit="bytes"),
     Part("ring_block_bytes", lambda v: _ring5(v).kv_block_bytes, slips=(
         Slip("whole sequence", lambda v: _ring5(v).kv_block_bytes * v["q5_C"],
              "Each step sends one chip's block of T/C tokens, not the whole sequence's keys "
-             "and values."),
+             "and values.", alternatives=('per chip or global',)),
         Slip("query heads", lambda v: _ring5(v).kv_block_bytes * v["q5_H"] / v["q5_K"],
              "The block holds keys and values of the K KV heads, not the H query heads."),
         Slip("keys only", lambda v: _ring5(v).kv_block_bytes / 2,
              "The block holds keys and values: a factor of 2."),
-    )),
+    ), unit="bytes"),
     Part("ring_overlap_tokens", _over5, slips=(
         Slip("bidirectional", lambda v: _over5(v) / 2,
              "A ppermute sends one way over one link: use the one-way link bandwidth."),
         Slip("query heads for the bytes", lambda v: _over5(v) * v["q5_H"] / v["q5_K"],
              "The block that travels has the K KV heads; the compute uses the H query heads."),
-    )),
+    ), unit="count"),
     Part("ring_causal_time", lambda v: _ring5(v).time, slips=(
         Slip("balanced", lambda v: _ring5z(v).time,
              "With contiguous blocks and causal masking the chips are unequally loaded, and the "
@@ -265,17 +269,18 @@ PARTS = (
         Slip("one step", lambda v: _ring5(v).t_block,
              "That is one step; the ring takes C steps per layer, the first on the diagonal "
              "block (half masked), the others on full blocks."),
-    )),
+    ), unit="s", not_applicable=(
+        ONE_PASS,)),
     Part("a2a_bytes_per_device", _bytes7, slips=(
         *merged(Slip("ragged", distinct_from(_bytes7, lambda v: _bytes7(v) / v["q7_c"]),
                      "The buffers are fixed-shape: E experts × C slots each, c times the routed "
                      "copies."),
-                Slip("bf16", lambda v: _bytes7(v) / 2, "The arrays are f32: 4 bytes per number."),
+                Slip("bf16", lambda v: _bytes7(v) / 2, "The arrays are f32: 4 bytes per number.", alternatives=('bf16 or fp32',)),
                 "Two things halve this value here: the buffers are fixed-shape (E experts × C "
                 "slots, c times the routed copies), and the arrays are f32, 4 bytes per number."),
         Slip("leaving only", lambda v: _bytes7(v) * (DEVICES - 1) / DEVICES,
              "The part asks for the AllToAll's result on one device, its own block included."),
-    )),
+    ), unit="bytes"),
 )
 
 
@@ -287,13 +292,16 @@ def judge_ep6(v: Mapping[str, Any], ep: Any) -> Verdict:
     parameter) fit the memory limit; otherwise the verdict says which condition fails, with
     the numbers."""
     cfg = cfg6(v)
-    try:
-        ep = int(ep)
-    except (TypeError, ValueError):
-        return Verdict(False, ("design_ep must be a whole number.",))
-    if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep or ep > DESIGN_CHIPS:
-        return Verdict(False, (f"design_ep = {ep} is not a power of two that divides "
-                               f"E = {cfg.n_experts} and fits on {DESIGN_CHIPS} chips.",))
+    ep = whole_number(ep, "design_ep")
+    if isinstance(ep, str):
+        return Verdict(False, (ep,))
+    wrong = []
+    if ep > DESIGN_CHIPS:
+        wrong.append(f"is more than the {DESIGN_CHIPS} chips there are (each EP rank is a chip)")
+    if ep < 1 or ep & (ep - 1) or cfg.n_experts % ep:
+        wrong.append(f"is not a power of two that divides E = {cfg.n_experts}")
+    if wrong:
+        return Verdict(False, (f"design_ep = {ep} {', and '.join(wrong)}.",))
     mem = expert_memory_per_chip(cfg, ep=ep, bytes_per_param=2)
     if mem > v["q6_mem"]:
         return Verdict(False, (f"With EP = {ep} each chip holds {mem:.3g} bytes of expert "
@@ -348,7 +356,9 @@ DESIGNS = (
                 "memory per chip falls as 1/EP"),
         Example("not a power of two", lambda v: 3 * smallest_design_ep(v) // 2,
                 "not a power of two"),
-        Example("more chips than there are", lambda v: 2 * DESIGN_CHIPS, f"fits on {DESIGN_CHIPS} chips"),
+        Example("more chips than there are", lambda v: 2 * DESIGN_CHIPS,
+                f"more than the {DESIGN_CHIPS} chips"),
+        Example("not a whole number", lambda v: smallest_design_ep(v) + 0.9, "a whole number"),
     )),
     Design("design_capacity_factor", smallest_capacity6, judge_capacity6, form="a ratio",
            examples=(

@@ -11,7 +11,12 @@ value``) that calls the solver:
   ``ACCEPTED`` (full marks) or ``PINNED``: the problem text names the convention it wants (its
   ``phrase`` must appear in the problem's markdown, a test checks it) and an answer under the
   other convention scores zero with a hint that names the convention wanted;
-- a :class:`Slip` is a known error with its value and the hint it earns.
+- a :class:`Slip` is a known error with its value and the hint it earns;
+- each convention and slip names the entries of the alternatives catalog
+  (:mod:`.alternatives`: bits for bytes, a multiply-add as one FLOP, per chip or global, ...)
+  whose outcome it stands for (``alternatives``), and the part names those that do not apply to
+  it, with the reason (``not_applicable``); tests/test_homework_alternatives.py asks every part
+  every entry that applies to it.
 
 A hinted value that is NaN does not apply to that draw: two slips that give the same value in
 some draws (Z = 2 mesh copies and 2 bytes per element) are declared as the two single slips,
@@ -36,10 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Su
 
 from ..units import format_percent
 from ..variants import Variant
+from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternative,
+                           applies_by_unit, readings, role_of)
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value"]
+           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
+           "sources", "applicable", "targets", "Targets", "check_number", "whole_number", "judge_design"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -68,6 +76,7 @@ class Convention:
     verdict: str = ACCEPTED
     phrase: str = ""
     hint: str = ""
+    alternatives: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in (ACCEPTED, PINNED):
@@ -79,11 +88,14 @@ class Convention:
 
 @dataclass(frozen=True)
 class Slip:
-    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says."""
+    """A known error: ``value(v)`` is what it gives, ``hint`` what the feedback says (a format
+    string, or a function of the variant that returns one); ``alternatives``: the catalog
+    entries (:mod:`.alternatives`) whose cause the hint names."""
 
     name: str
     value: Value
-    hint: str
+    hint: str | Callable[[Mapping[str, Any]], str]
+    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,9 @@ class Part:
     ``shape``: None for a number; for an array answer (a roofline curve at 14 batch sizes) its
     shape, ``(14,)``. An array part's values are sequences of that length, judged element by
     element: a value matches a target when every element lies within ``rel`` of the target's.
+    ``unit``: the answer's dimension, one of :data:`~.alternatives.UNITS` ("s" for a time asked
+    in ms); the catalog entries of that unit apply to it, and "" (undeclared) makes every entry
+    apply. ``not_applicable``: the catalog entries that do not, each with its reason.
     """
 
     answer: str
@@ -105,6 +120,8 @@ class Part:
     slips: tuple[Slip, ...] = ()
     positive: bool = True
     shape: tuple[int, ...] | None = None
+    unit: str = ""
+    not_applicable: tuple[NotApplicable, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.rel < 1:
@@ -112,6 +129,11 @@ class Part:
         names = [c.name for c in self.conventions] + [s.name for s in self.slips]
         if len(set(names)) != len(names):
             raise ValueError(f"part {self.answer!r} names a convention or slip twice: {names}")
+        if self.unit and self.unit not in UNITS:
+            raise ValueError(f"part {self.answer!r}: unit {self.unit!r} is not one of {sorted(UNITS)}")
+        for x in (*self.conventions, *self.slips):
+            for name in x.alternatives:
+                alternative(name)  # KeyError for a name not in the catalog
 
     @property
     def accepted(self) -> tuple[Convention, ...]:
@@ -125,6 +147,12 @@ class Part:
         """(name, value, hint) of every pinned convention and slip: what earns a hint."""
         return (tuple((c.name, c.value, c.hint) for c in self.pinned)
                 + tuple((s.name, s.value, s.hint) for s in self.slips))
+
+    def not_applicable_reason(self, name: str, reading: str = "") -> str | None:
+        """Why the catalog entry ``name`` (its reading ``reading``) does not apply to this part,
+        or None."""
+        return next((n.reason for n in self.not_applicable if n.alternative == name
+                     and n.reading in ("", reading)), None)
 
 
 @dataclass(frozen=True)
@@ -167,6 +195,34 @@ class Design:
     examples: tuple[Example, ...] = ()
 
 
+def whole_number(value: Any, what: str) -> int | str:
+    """The one rule of every design part for an answer that counts something: an int, or a
+    float with a whole value (``103.0``, what arithmetic gives), as an int; anything else (a
+    bool, ``32.9``, a string) is not truncated but refused: the message says it has to be a
+    whole number."""
+    if isinstance(value, (bool, str, bytes)):
+        return f"{what} has to be a whole number, not {value!r}."
+    if isinstance(value, int):
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return f"{what} has to be a whole number, not {value!r}."
+    if not math.isfinite(x) or x != int(x):
+        return f"{what} has to be a whole number, not {value!r}."
+    return int(x)
+
+
+def judge_design(part: Design, v: Mapping[str, Any], value: Any) -> Verdict:
+    """A design part's verdict on ``value``: its judge's, and a design the solver refuses (a
+    ``ValueError``: more pipeline stages than layers) judged like any infeasible one, failed
+    with the solver's reason, never as an error of the grader."""
+    try:
+        return part.judge(v, list(value) if isinstance(value, tuple) else value)
+    except ValueError as exc:
+        return Verdict(False, (f"The course's solver cannot build this design: {exc}",))
+
+
 def as_float(x: Number) -> float:
     """A scalar value as a float; ``TypeError`` for a sequence (an array part's value where a
     number belongs: a definition error)."""
@@ -194,22 +250,158 @@ def _matches(value: Any, target: Any, rel: float) -> bool:
     return len(a) == len(b) and all(_near(x, y, rel) for x, y in zip(a, b))
 
 
-def _fill(hint: str, v: Mapping[str, Any], answer: float) -> str:
-    return hint.format(**dict(v), answer=answer)
+def _fill(hint: str | Callable[[Mapping[str, Any]], str], v: Mapping[str, Any], answer: float) -> str:
+    """A hint's text: a format string over the variant and ``answer``, or a function of the
+    variant that writes it (a figure the variant does not hold, such as X·Z)."""
+    return (hint(v) if callable(hint) else hint).format(**dict(v), answer=answer)
+
+
+class _Reads(Mapping[str, Any]):
+    """A student's numbers that remember which ones were read."""
+
+    def __init__(self, v: Mapping[str, Any]):
+        self._v = v
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return self._v[name]
+
+    def __iter__(self):
+        return iter(self._v)
+
+    def __len__(self) -> int:
+        return len(self._v)
+
+
+def applicable(part: Part, v: Mapping[str, Any], spec: Any = None
+               ) -> list[tuple[Alternative, str, float | None]]:
+    """(entry, role input name or "", its value) for each catalog entry that applies to
+    ``part`` at ``v``: an automatic entry of the part's unit (every one, for a part that
+    declares none), once per varied input of its role the expected value reads (the roles come
+    from ``spec``, by default ``v.spec``; none without one); an entry the part names in a
+    convention, slip or ``not_applicable``."""
+    spec = spec if spec is not None else getattr(v, "spec", None)
+    reads = _Reads(v)
+    part.expected(reads)
+    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    named |= {n.alternative for n in part.not_applicable}
+    params = spec.parameters if spec is not None else {}
+    out: list[tuple[Alternative, str, float | None]] = []
+    for alt in CATALOG:
+        if not (alt.auto and applies_by_unit(alt, part.unit)) and alt.name not in named:
+            continue
+        if alt.role:
+            out += [(alt, name, float(v[name])) for name in sorted(reads.read)
+                    if name in params and role_of(params[name].label, params[name].unit) == alt.role]
+        else:
+            out.append((alt, "", None))
+    return out
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Everything a part's verdict at one student's numbers compares with, computed once: the
+    accepted values, each pinned convention's and slip's (name, catalog entries, value, hint),
+    and each catalog reading of an applicable entry with a hint of its own that the part does
+    not declare not applicable, as (entry, value, hint)."""
+
+    part: Part
+    v: Mapping[str, Any]
+    accepted: tuple[Any, ...]
+    hinted: tuple[tuple[str, tuple[str, ...], Any, str], ...]
+    catalog: tuple[tuple[str, tuple[float, ...], str], ...]
+
+
+def _catalog_readings(part: Part, v: Mapping[str, Any], expected: Any, spec: Any = None
+                      ) -> tuple[tuple[str, tuple[float, ...], str], ...]:
+    """(entry, reading, hint) of each catalog reading of ``expected`` that has a hint of its own
+    and that ``part`` does not declare not applicable; none for a part without a unit."""
+    if not part.unit:
+        return ()
+    out: list[tuple[str, tuple[float, ...], str]] = []
+    for alt, _name, n in applicable(part, v, spec):
+        if alt.hint:
+            out += [(alt.name, reading, alt.hint.format(n=n if n is not None else 0.0))
+                    for label, reading in readings(alt, _floats(expected), n)
+                    if part.not_applicable_reason(alt.name, label) is None]
+    return tuple(out)
+
+
+def targets(part: Part, v: Mapping[str, Any], spec: Any = None) -> Targets:
+    """The :class:`Targets` of ``part`` at ``v`` (``spec``: as for :func:`applicable`)."""
+    expected = part.expected(v)
+    return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]),
+                   tuple((x.name, x.alternatives, x.value(v), x.hint)
+                         for x in (*part.pinned, *part.slips)),
+                   _catalog_readings(part, v, expected, spec))
+
+
+def _catalog_hint(t: Targets, value: Any, named: tuple[str, ...] = ()
+                  ) -> tuple[str, tuple[str, ...], str] | None:
+    """The catalog's own hint for ``value``: every entry of ``t.catalog`` not in ``named`` (the
+    causes a declared hint already names) one of whose readings ``value`` matches; several in
+    one hint that names each. None if none matches."""
+    found: list[tuple[str, str]] = []
+    for name, reading, hint in t.catalog:
+        if name not in named and name not in [f for f, _h in found] and _matches(value, reading, t.part.rel):
+            found.append((name, hint))
+    if not found:
+        return None
+    names = tuple(f for f, _h in found)
+    hint = found[0][1] if len(found) == 1 else (
+        f"{len(found)} readings give about this value: " + " Or: ".join(h for _f, h in found))
+    return " or ".join(names), names, hint
+
+
+def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None = None
+            ) -> tuple[bool, tuple[tuple[str, tuple[str, ...], str], ...]]:
+    """How ``value`` is judged, with where each hint comes from: (passed, ((name, catalog
+    entries it names, hint text), ...)). The declared pinned conventions and slips it matches;
+    for a part that declares its unit, the catalog's own hint (:func:`_catalog_hint`: a value in
+    bits, GiB or ms, per chip for all chips, ...) when no declared hint matches, or added to the
+    one that does when the two causes give about the same value (as :func:`coinciding` does).
+    ``within``: the part's :func:`targets` at ``v``, when already computed."""
+    if within is None:      # the grader's path: the catalog's readings only for a wrong answer
+        if any(_matches(value, a, part.rel)
+               for a in [part.expected(v)] + [c.value(v) for c in part.accepted]):
+            return True, ()
+        within = targets(part, v)
+    t = within
+    if any(_matches(value, a, part.rel) for a in t.accepted):
+        return True, ()
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for name, names, wrong, hint in t.hinted:
+        text = _fill(hint, v, value)
+        if _matches(value, wrong, part.rel) and text not in [h for *_n, h in out]:  # NaN never near
+            out.append((name, names, text))
+    if len(out) <= 1:
+        found = _catalog_hint(t, value, out[0][1] if out else ())
+        if found is not None and out:
+            # a declared slip and a catalog reading coincide here: one hint names both causes
+            name, names, hint = out[0]
+            out[0] = (name, names + found[1], f"{hint} Or: {found[2]}")
+        elif found is not None:
+            out.append(found)
+    return False, tuple(out)
 
 
 def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
     """Whether ``value`` is right for the student with numbers ``v``, under the reference or
-    an accepted convention; if not, the hints of the pinned conventions and slips it matches."""
-    targets = [part.expected(v)] + [c.value(v) for c in part.accepted]
-    if any(_matches(value, t, part.rel) for t in targets):
-        return Verdict(True)
-    hints: list[str] = []
-    for _name, wrong, hint in part.hinted():
-        text = _fill(hint, v, value)
-        if _matches(value, wrong(v), part.rel) and text not in hints:  # NaN never near
-            hints.append(text)
-    return Verdict(False, tuple(hints))
+    an accepted convention; if not, the hints it earns (:func:`sources`)."""
+    passed, found = sources(part, v, value)
+    return Verdict(passed, tuple(hint for *_n, hint in found))
+
+
+def check_number(part: Part, v: Mapping[str, Any], value: Any) -> None:
+    """The number ``value`` judged as ``part`` on the numbers ``v``: ``AssertionError`` with
+    :func:`feedback`'s message unless it passes. The hidden checks that compile a JAX program
+    (hw3's and hw4's specs) judge their numeric answer with it, so those answers are declared
+    parts too, asked every alternative like the others."""
+    from ..checks import _as_number
+    message = feedback(part, v, _as_number(value, part.answer, positive=False))
+    if message is not None:
+        raise AssertionError(message)
 
 
 def check_answer(v: Variant, answer: str, value: Any) -> None:
@@ -221,7 +413,7 @@ def check_answer(v: Variant, answer: str, value: Any) -> None:
 
     part = parts_of(v.assignment)[answer]
     if isinstance(part, Design):
-        verdict = part.judge(v, list(value) if isinstance(value, tuple) else value)
+        verdict = judge_design(part, v, value)
         if not verdict.passed:
             # the judge's reasons are the hints: the feedback's hint column and the report's
             # grouping of wrong answers read what follows "Hint:", so a rejected design is
@@ -343,10 +535,11 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
     def close(v) -> bool:
         return _overlap(as_float(a.value(v)), as_float(b.value(v)), rel)
 
-    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint),
-            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint),
-            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint),
-            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint))
+    both = a.alternatives + tuple(x for x in b.alternatives if x not in a.alternatives)
+    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint, a.alternatives),
+            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint, b.alternatives),
+            Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint, both),
+            Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint, both))
 
 
 def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
@@ -379,7 +572,9 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
             chosen = [slips[i] for i in subset]
             hint = chosen[0].hint if size == 1 else (
                 f"{len(chosen)} slips give about this value: " + " Or: ".join(x.hint for x in chosen))
-            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint))
+            names = tuple(dict.fromkeys(n for x in chosen for n in x.alternatives))
+            out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint,
+                            names))
     return tuple(out)
 
 
@@ -444,13 +639,24 @@ def describe(part: Part | Design) -> list[str]:
     if isinstance(part, Design):
         return [f"{part.answer}: design, {part.form}; judged by the solver"]
     shape = f", array {part.shape}" if part.shape is not None else ""
-    lines = [f"{part.answer} (within {format_percent(part.rel)}{shape})"]
+    unit = f", {part.unit}" if part.unit else ", unit not declared"
+    lines = [f"{part.answer} (within {format_percent(part.rel)}{unit}{shape})"]
+    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    asked = [a.name + (f" (per {a.role} input)" if a.role else "") for a in CATALOG
+             if (a.auto and applies_by_unit(a, part.unit)) or a.name in named]
+    if asked:
+        lines.append(f"    asked: {'; '.join(asked)}")
     for c in part.conventions:
         phrase = " ".join(c.phrase.split())
         pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
-        lines.append(f"    convention {c.name}: {c.verdict}{pinned}")
-    names = [s.name for s in part.slips]
+        names = f" [{', '.join(c.alternatives)}]" if c.alternatives else ""
+        lines.append(f"    convention {c.name}{names}: {c.verdict}{pinned}")
+    names = [s.name + (f" [{', '.join(s.alternatives)}]" if s.alternatives else "")
+             for s in part.slips]
     if names:
         lines.append(f"    slips: {'; '.join(names)}")
+    for n in part.not_applicable:
+        reading = f" ({n.reading})" if n.reading else ""
+        lines.append(f"    not applicable {n.alternative}{reading}: {n.reason}")
     return lines
 

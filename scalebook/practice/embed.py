@@ -34,7 +34,8 @@ _CELL = ("```{{code-cell}} ipython3\n:tags: [remove-input, practice]\n\n"
 #: What a block's HTML is made from, besides the chapter's module: a change to any of them
 #: changes the cells' digest, so the book's execution cache runs the cells again.
 _SOURCES = ("scalebook/practice/problem.py", "scalebook/live/practice.py",
-            "scalebook/widgets/practice.py", "scalebook/homework/parts.py")
+            "scalebook/widgets/practice.py", "scalebook/homework/parts.py",
+            "scalebook/homework/alternatives.py")
 _HEADING = "## Practice set\n"
 _INTRO = ("Every problem of this chapter, with new numbers each time you ask, checked in your\n"
           "browser by the course grader's own rules.\n")

@@ -17,6 +17,8 @@ are in GB or MB (10⁹, 10⁶ bytes) unless the text says GiB or MiB; times in m
 
 from __future__ import annotations
 
+
+from ..homework.alternatives import NO_LINK, ONE_PASS, NotApplicable
 from ..collectives import all_gather, all_gather_first_cut, collective_cost, has_wraparound
 from ..hardware import (WRAP_WHOLE_CUBES, bytes_per_element, cuda_core_flops, get_chip,
                         on_chip_memory, vpu_flops)
@@ -79,7 +81,7 @@ PADDING = Problem(
             Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
                  "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
             percent_slip(_pad_pct),
-        )),
+        ), unit="fraction"),
     ),
     labels={"useful_pct": "useful share of the MXU's work, in %"},
     solution=_pad_solution,
@@ -124,7 +126,7 @@ HBM_SWEEP = Problem(
                  "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
             Slip("seconds", lambda v: _sweep_ms(v) * MS,
                  "the answer is asked in ms (1 s = 1,000 ms)."),
-        )),
+        ), unit="s"),
     ),
     labels={"step_ms": "lower bound on the step time, in ms"},
     solution=_sweep_solution,
@@ -176,7 +178,7 @@ TOKEN_BUDGET = Problem(
             Slip("two bytes per parameter", distinct_from(
                 _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
                  "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
-        )),
+        ), unit="params"),
     ),
     labels={"max_params_b": "largest model, in billions of parameters"},
     solution=_budget_solution,
@@ -244,7 +246,7 @@ SPARSITY = Problem(
         Part("critical_intensity", _sparse_intensity, slips=(
             Slip("with sparsity", lambda v: 2 * _sparse_intensity(v),
                  "a figure 'with sparsity' is twice the dense rate: halve it first."),
-        )),
+        ), unit="FLOPs/byte"),
         Part("critical_batch", _sparse_batch, slips=(
             *merged(Slip("with sparsity", lambda v: 2 * _sparse_batch(v),
                          "a figure 'with sparsity' is twice the dense rate: halve it first."),
@@ -255,7 +257,7 @@ SPARSITY = Problem(
                          "weight, read as {b_text}: B* = (C/W)·b/2."),
                     "halve the 'with sparsity' figure; and that value is the critical intensity "
                     "(FLOPs per byte), not the batch: with weights of {b_text}, B* = (C/W)·b/2."),
-        )),
+        ), unit="count"),
     ),
     labels={"critical_intensity": "critical intensity, in FLOPs/byte",
             "critical_batch": "critical batch, in tokens"},
@@ -344,7 +346,8 @@ WRAPAROUND = Problem(
                               "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
                               "shorter than 16), so the data streams one way past the end "
                               "chips, V·(N−1)/N / W."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allgather_ms": "AllGather time, in ms"},
     solution=_wrap_solution,
@@ -402,7 +405,7 @@ GPU_ALLGATHER = Problem(
                 v, 8, nvlink_bandwidth=get_chip(v["gpu"]).link_bandwidth_one_way),
                  "every NVLink port of a GPU goes to a switch and they all carry data at once: "
                  "use the GPU's total NVLink bandwidth, not one port's."),
-        )),
+        ), unit="s"),
         Part("cluster_ms", _gag_cluster_ms, slips=(
             Slip("NVLink everywhere", lambda v: _gag_ms(v, 8 * v["nodes"],
                                                         gpus_per_node=8 * v["nodes"]),
@@ -411,7 +414,7 @@ GPU_ALLGATHER = Problem(
             Slip("one flat ring", lambda v: _gag_ms(v, 8 * v["nodes"], scheme="flat"),
                  "NCCL does not run one ring paced by the slowest link for every byte: it runs "
                  "one ring per NIC rail, each carrying its share, while NVLink moves the rest."),
-        )),
+        ), unit="s"),
     ),
     labels={"node_ms": "one node of 8, in ms", "cluster_ms": "across the nodes, in ms"},
     solution=_gag_solution,
@@ -474,7 +477,7 @@ ELEMENTWISE = Problem(
             Slip("fp32", lambda v: _ew_us(v, dtype="fp32"),
                  "the arrays are bf16, 2 bytes per element; the CUDA cores compute in fp32 but "
                  "HBM moves bf16."),
-        )),
+        ), unit="s"),
         Part("flops_per_element", _ew_flops, conventions=(
             Convention("an FMA as two FLOPs", lambda v: _ew_flops(v, fma_flops=2),
                        verdict=PINNED, phrase="one FLOP per add or multiply",
@@ -485,7 +488,9 @@ ELEMENTWISE = Problem(
             Slip("per byte", lambda v: vector_critical_intensity(v["gpu"]),
                  "that is FLOPs per byte; each element moves 6 bytes (two bf16 reads, one "
                  "write)."),
-        )),
+        ), unit="FLOPs", not_applicable=(
+            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                          "step, no backward pass"),)),
     ),
     labels={"add_us": "residual add, in µs",
             "flops_per_element": "FLOPs per element at the crossover"},
@@ -548,11 +553,12 @@ PCIE = Problem(
                                                             n_chips=v["N"]),
                  "the bytes come from the host over PCIe, not out of HBM: use the PCIe "
                  "bandwidth."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("pcie_over_hbm", _pcie_ratio, slips=(
             Slip("upside down", lambda v: 1 / _pcie_ratio(v),
                  "the copy over PCIe is the slower one: the ratio is above 1."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"copy_s": "copy over PCIe, in s", "pcie_over_hbm": "PCIe time / HBM time"},
     solution=_pcie_solution,
@@ -605,12 +611,12 @@ DCN = Problem(
                 v, bandwidth=get_chip(v["chip"]).host_network_bandwidth),
                  "all {per_host} chips of a host send at once and share its network: each gets "
                  "1/{per_host} of it."),
-        )),
+        ), unit="s"),
         Part("ici_ms", _ici_ms, slips=(
             Slip("both directions", lambda v: _ici_ms(
                 v, bandwidth=2 * get_chip(v["chip"]).link_bandwidth_one_way),
                  "a send to one neighbour uses one link in one direction: the one-way figure."),
-        )),
+        ), unit="s"),
     ),
     labels={"dcn_ms": "over the DCN, in ms", "ici_ms": "to an ICI neighbour, in ms"},
     solution=_dcn_solution,
@@ -661,13 +667,13 @@ COST_ANALYSIS = Problem(
             Slip("2 bytes per element", distinct_from(
                 _ca_mb, lambda v: matmul_cost(v["B"], v["D"], v["F"]).total_bytes / MB),
                  "the arrays are {dtype}: 4 bytes per element for fp32, 2 for bf16."),
-        )),
+        ), unit="bytes"),
         Part("intensity", _ca_intensity, slips=(
             Slip("one FLOP per multiply-add", lambda v: _ca_intensity(v) / 2,
                  "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
             Slip("no output", lambda v: _ca_cost(v).flops / _ca_cost(v).bytes_read,
                  "the output Out[B, F] is written to memory too: count its bytes."),
-        )),
+        ), unit="FLOPs/byte"),
     ),
     labels={"bytes_mb": "bytes accessed, in MB", "intensity": "intensity, in FLOPs/byte"},
     solution=_ca_solution,
@@ -726,12 +732,12 @@ W2 = Problem(
             Slip("bidirectional", lambda v: _w2_nvlink_ms(v, factor=2.0),
                  "the bidirectional figure adds both directions; a send from one GPU to another "
                  "uses one: halve it."),
-        )),
+        ), unit="s"),
         Part("nic_ms", _w2_nic_ms, slips=(
             Slip("bits as bytes", lambda v: _w2_nic_ms(v, factor=8.0),
                  "a NIC's rate is in bits per second: divide by 8 for bytes ({nic_gbit} Gb/s is "
                  "{nic_gbit} / 8 GB/s)."),
-        )),
+        ), unit="s"),
     ),
     labels={"nvlink_ms": "over NVLink, in ms", "nic_ms": "through the NIC, in ms"},
     solution=_w2_solution,
@@ -791,12 +797,12 @@ W4 = Problem(
                  "{f_ghz} GHz every core does proportionally less."),
             Slip("an FMA as one FLOP", lambda v: _w4_fp32_tflops(v, fma_flops=1),
                  "the problem counts a fused multiply-add as 2 FLOPs, as the datasheet does."),
-        )),
+        ), unit="FLOPs/s"),
         Part("bf16_tflops", _w4_bf16_tflops, slips=(
             Slip("the boost clock", lambda v: get_chip(v["gpu"]).flops("bf16") / 1e12,
                  "the datasheet figure assumes the boost clock: scale it by {f_ghz} / "
                  "{boost_ghz}."),
-        )),
+        ), unit="FLOPs/s"),
     ),
     labels={"fp32_tflops": "CUDA cores at that clock, in TFLOP/s",
             "bf16_tflops": "tensor cores (bf16) at that clock, in TFLOP/s"},
@@ -861,11 +867,15 @@ W5 = Problem(
                 v["gpu"], "registers", total=True)) / MIB,
                  "the register files are on-chip memory too, and as large as the shared "
                  "memory: count them."),
-        )),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "on-chip memory capacities: no element size enters "
+                          "them"),
+            NotApplicable("GB read as GiB", "sizes in KiB and MiB: MB for MiB (4.9% off) is "
+                          "accepted, and a GiB's 7.4% is no reading of them"),)),
         Part("hbm_over_sram", _w5_ratio, slips=(
             Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
                  "registers and shared memory are per SM: multiply them by the {sms} SMs."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"sram_mib": "on-chip memory, in MiB", "hbm_over_sram": "HBM / on-chip memory"},
     solution=_w5_solution,
@@ -928,18 +938,22 @@ W6 = Problem(
                  "the chip has {cores} TensorCores, each with its own VPU: multiply by {cores}."),
             Slip("two FLOPs per ALU", lambda v: 2 * _w6_tflops(v),
                  "each VPU ALU does one FLOP per cycle (a vadd or a vmul), not two."),
-        )),
+        ), unit="FLOPs/s"),
         Part("mxu_over_vpu", _w6_ratio, slips=(
             Slip("one TensorCore", distinct_from(_w6_ratio, lambda v: _w6_ratio(v) * v["cores"]),
                  "the chip has {cores} TensorCores, each with its own VPU."),
-        )),
+        ), unit="ratio"),
         Part("flops_per_element", _w6_flops_per_element, slips=(
             Slip("per byte", lambda v: _w6_flops_per_element(v, nbytes=1.0),
                  "that is FLOPs per byte; each element moves 4 bytes (a bf16 read and a bf16 "
                  "write)."),
             Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
                  "the output is written back to HBM too: 4 bytes per element, not 2."),
-        )),
+        ), unit="FLOPs", not_applicable=(
+            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                          "step, no backward pass"),
+            NotApplicable("multiply-add as 1 FLOP", "the text counts one FLOP per VPU ALU per "
+                          "cycle: no multiply-add enters the count"),)),
     ),
     labels={"vpu_tflops": "VPU, in TFLOP/s", "mxu_over_vpu": "MXU / VPU",
             "flops_per_element": "FLOPs per element at the crossover"},
@@ -998,14 +1012,15 @@ W3 = Problem(
         Part("hbm_gb", _w3_gb, slips=(
             Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
-                 "{gib_factor}."),
-        )),
+                 "{gib_factor}.", ("GB read as GiB",)),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "a chip's HBM capacity: no element size enters it"),)),
         Part("params_b", _w3_params_b, slips=(
             Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
             Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
                  "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
-        )),
+        ), unit="params"),
     ),
     labels={"hbm_gb": "HBM, in GB", "params_b": "parameters that fit, in billions"},
     solution=_w3_solution,
@@ -1069,18 +1084,21 @@ W11 = Problem(
             Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
                  "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
                  "{cube} × {cube}."),
-        )),
+        ), unit="count", not_applicable=(
+            NotApplicable("floor or ceil", "the slice is a whole number of cubes: nothing is "
+                          "rounded"),)),
         Part("fp8_eflops", _w11_eflops, slips=(
             Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
                  "that is the bf16 rate; fp8 runs twice as fast on this chip."),
             Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
                  "the chip's {fp8_text} is already the dense rate: no factor 2."),
-        )),
+        ), unit="FLOPs/s"),
         Part("hbm_tb", _w11_hbm_tb, slips=(
             Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
                  "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
-                 "than {hbm_gib} GB."),
-        )),
+                 "than {hbm_gib} GB.", ("GB read as GiB",)),
+        ), unit="bytes", not_applicable=(
+            NotApplicable("bf16 or fp32", "a slice's HBM capacity: no element size enters it"),)),
     ),
     labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
             "hbm_tb": "HBM, in TB"},
@@ -1152,7 +1170,7 @@ W10 = Problem(
                 v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
             ).time / MS,
                  "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
-        )),
+        ), unit="s"),
         Part("nodes_ms", _w10_nodes_ms, slips=(
             Slip("NVLink everywhere", distinct_from(_w10_nodes_ms, _w10_rack_ms),
                  "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
@@ -1161,7 +1179,7 @@ W10 = Problem(
                 _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
                  "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
                  "per NIC rail, each carrying its share, while NVLink moves the rest."),
-        )),
+        ), unit="s"),
     ),
     labels={"rack_ms": "in one NVL72 rack, in ms", "nodes_ms": "in 8-GPU nodes, in ms"},
     solution=_w10_solution,
@@ -1222,12 +1240,12 @@ W12 = Problem(
             Slip("two bytes per parameter", distinct_from(_w12_ms,
                                                           lambda v: _w12_ms(v, b=2.0)),
                  "the weights are {dtype}: {b_text} per parameter."),
-        )),
+        ), unit="s"),
         Part("fewest_gpus", _w12_fewest, rel=0.01, slips=(
             Slip("two bytes per parameter", distinct_from(
                 _w12_fewest, lambda v: _w12_fewest(v, b=2.0), rel=0.01),
                  "the weights are {dtype}: {b_text} per parameter."),
-        )),
+        ), unit="count"),
     ),
     labels={"token_ms": "time per token, in ms",
             "fewest_gpus": "fewest GPUs that hold the weights"},

@@ -121,11 +121,11 @@ W1 = Problem(
         Part("bytes_per_token", _w1_tok, rel=0.001, slips=(
             Slip("H heads", _w1_mha_tok, _KV_H_HINT),
             Slip("keys only", lambda v: _w1_tok(v) / 2, _KV_TWO_HINT),
-        )),
+        ), unit="bytes"),
         Part("seq_gb", _w1_seq_gb, conventions=(in_gib(_w1_seq_gb),), slips=(
             Slip("H heads", lambda v: _w1_mha_tok(v) * v["S"] / GB, _KV_H_HINT),
             Slip("keys only", lambda v: _w1_seq_gb(v) / 2, _KV_TWO_HINT),
-        )),
+        ), unit="bytes"),
     ),
     labels={"bytes_per_token": "cache per token, in bytes",
             "seq_gb": "cache per conversation, in GB"},
@@ -155,7 +155,7 @@ def _w2_part(answer, cache_dtype):
              "the weights stay in HBM too: only what they leave holds caches."),
         Slip("rounded up", lambda v: expected(v) + 1,
              "round down: {answer:.0f} whole caches do not fit."),
-    ))
+    ), unit="count")
 
 
 def _w2_solution(v):
@@ -241,7 +241,7 @@ W3 = Problem(
                 _cfg(v)).matmul), "add attention against the prompt: 4·L·T·H·d_h per token."),
             Slip("training", lambda v: 3 * _w3_flops(v),
                  "prefill is a forward pass only: 2 FLOPs per weight per token, not 6."),
-        )),
+        ), unit="FLOPs"),
         Part("prefill_ms", _w3_ms, slips=(
             Slip("memory time", distinct_from(_w3_ms, lambda v: _w3(v).t_memory / MS),
                  "prefill of a long prompt is compute-bound: its FLOPs take longer than its "
@@ -249,7 +249,7 @@ W3 = Problem(
             Slip("sparse peak", lambda v: _w3_ms(v) / 2 if _is_gpu(v) else math.nan,
                  SPARSE_HINT),
             _seconds_slip(_w3_ms),
-        )),
+        ), unit="s"),
     ),
     labels={"prefill_flops": "prefill FLOPs, in FLOPs", "prefill_ms": "prefill time, in ms"},
     solution=_w3_solution,
@@ -311,13 +311,13 @@ W4 = Problem(
                  "at one sequence decode is memory-bound: the bytes take far longer than the "
                  "FLOPs."),
             _seconds_slip(_w4_ms),
-        )),
+        ), unit="s"),
         Part("cache_share_pct", _w4_share, slips=(
             Slip("against the weights", distinct_from(_w4_share, lambda v: 100 * _w4(v).kv_bytes
                                                       / _w4(v).weight_bytes),
                  "the share is the cache over all the bytes read, weights and cache together."),
             percent_slip(_w4_share),
-        )),
+        ), unit="fraction"),
     ),
     labels={"step_ms": "time per token, in ms", "cache_share_pct": "the cache's share, in %"},
     solution=_w4_solution,
@@ -359,12 +359,12 @@ W5 = Problem(
             Slip("twice", lambda v: 2 * _w5_bf16(v), _TWICE_HINT),
             Slip("int8 weights", lambda v: _w5_bf16(v) / 2,
                  "bf16 weights take 2 bytes each: B* = C·2 / (2·W)."),
-        )),
+        ), unit="count"),
         Part("bstar_int8", _w5_int8, rel=0.02, slips=(
             Slip("bf16's", _w5_bf16,
                  "int8 weights halve the bytes each step reads while the FLOPs (2 per weight per "
                  "sequence, at the bf16 peak) stay: B* = C·1 / (2·W), half the bf16 one."),
-        )),
+        ), unit="count"),
     ),
     labels={"bstar_bf16": "critical batch with bf16 weights, in sequences",
             "bstar_int8": "critical batch with int8 weights, in sequences"},
@@ -415,13 +415,13 @@ W6 = Problem(
         Part("bstar_matmuls", _w6_phased, rel=0.02, slips=(
             Slip("overlapped", distinct_from(_w6_phased, _w6_overlapped, 0.02),
                  "the weight matmuls' balance does not involve the cache: C·b_w / (2·W)."),
-        )),
+        ), unit="count"),
         Part("bstar_overlapped", _w6_overlapped, rel=0.02, slips=(
             Slip("matmuls alone", distinct_from(_w6_overlapped, _w6_phased, 0.02),
                  "the overlapped bound counts the cache's bytes and attention's FLOPs with the "
                  "weights': B* = W_bytes / (W·f/C − c)."),
-        )),
-        Part("s_never", _w6_sinf, rel=0.01),
+        ), unit="count"),
+        Part("s_never", _w6_sinf, rel=0.01, unit="count"),
     ),
     labels={"bstar_matmuls": "critical batch of the weight matmuls, in sequences",
             "bstar_overlapped": "critical batch of the overlapped bound, in sequences",
@@ -476,14 +476,14 @@ W7 = Problem(
             Slip("no AllReduces", distinct_from(_w7_bf16, lambda v: (
                 _w7(v, "bf16").time - _w7(v, "bf16").t_comm) / MS), _NO_COMM_HINT),
             _seconds_slip(_w7_bf16),
-        )),
+        ), unit="s"),
         Part("int8_ms", _w7_int8, slips=(
             Slip("halved", distinct_from(_w7_int8, lambda v: _w7_bf16(v) / 2),
                  "int8 halves the weight bytes only: the cache and the AllReduces take as long "
                  "as before."),
             Slip("no AllReduces (int8)", distinct_from(_w7_int8, lambda v: (
                 _w7(v, "int8").time - _w7(v, "int8").t_comm) / MS), _NO_COMM_HINT),
-        )),
+        ), unit="s"),
     ),
     labels={"bf16_ms": "time per token with bf16 weights, in ms",
             "int8_ms": "time per token with int8 weights, in ms"},
@@ -543,7 +543,7 @@ W8 = Problem(
             Slip("one per layer", lambda v: _w8_count(v) / 2,
                  "each layer ends both its attention and its MLP with a partial sum: two "
                  "AllReduces per layer."),
-        )),
+        ), unit="count"),
         Part("comm_ms", _w8_comm_ms, slips=(
             Slip("one per layer (time)", lambda v: _w8_comm_ms(v) / 2,
                  "two AllReduces per layer, after attention and after the MLP."),
@@ -551,13 +551,13 @@ W8 = Problem(
                  "the problem runs each AllReduce as NVLS, the switch adding: V / W_nvlink in "
                  "2 steps, not a ring's 2·V·(N−1)/N / W_nvlink in 2(N−1) steps."),
             _seconds_slip(_w8_comm_ms),
-        )),
+        ), unit="s"),
         Part("comm_share_pct", _w8_share, slips=(
             Slip("against the rest", distinct_from(_w8_share, lambda v: 100 * _w8(v).t_comm / (
                 _w8(v).time - _w8(v).t_comm)),
                  "the share is of the whole step, AllReduces included."),
             percent_slip(_w8_share),
-        )),
+        ), unit="fraction"),
     ),
     labels={"allreduces": "AllReduces per step, a count",
             "comm_ms": "AllReduce time per step, in ms",
@@ -626,11 +626,11 @@ W9 = Problem(
             Slip("as many as fit", distinct_from(_w9_b, _w9_max),
                  "at that batch a step takes longer than {target_ms:g} ms: the latency target "
                  "binds before HBM does."),
-        )),
+        ), unit="count"),
         Part("tps_per_gpu", _w9_tps_per_gpu, slips=(
             Slip("the node's", lambda v: _w9_step(v).tokens_per_s,
                  "divide the node's tokens per second by its 8 GPUs."),
-        )),
+        ), unit="tokens/s"),
     ),
     labels={"batch": "largest batch, in sequences", "tps_per_gpu": "tokens per second per GPU"},
     solution=_w9_solution,
@@ -673,10 +673,10 @@ W10 = Problem(
     parts=(
         Part("cost_best", _w10_best, slips=(
             Slip("one GPU", lambda v: _w10_best(v) / NODE, _ONE_GPU_HINT),
-        )),
+        ), unit="dollars"),
         Part("cost_b1", _w10_one, slips=(
             Slip("one GPU (B = 1)", lambda v: _w10_one(v) / NODE, _ONE_GPU_HINT),
-        )),
+        ), unit="dollars"),
     ),
     labels={"cost_best": "cost per million tokens at the best batch, in currency units",
             "cost_b1": "cost per million tokens at batch 1, in currency units"},
@@ -710,7 +710,7 @@ def _w11_part(answer, key, n):
              "each chip reads its own HBM in parallel: the time is one chip's HBM over one chip's "
              "bandwidth, however many chips there are."),
         _seconds_slip(expected),
-    ))
+    ), unit="s")
 
 
 W11 = Problem(
@@ -778,8 +778,8 @@ W12 = Problem(
           "of decode does one request need, and how many times the decode pool should the "
           "prefill pool be?"),
     parts=(
-        Part("prefill_gpu_s", _w12_prefill_s),
-        Part("decode_gpu_s", _w12_decode_s),
+        Part("prefill_gpu_s", _w12_prefill_s, unit="s"),
+        Part("decode_gpu_s", _w12_decode_s, unit="s"),
         Part("pool_ratio", _w12_ratio, slips=(
             Slip("inverted", lambda v: 1 / _w12_ratio(v),
                  "the ratio asked is prefill over decode: GPU-seconds of prefill per request "
@@ -787,7 +787,7 @@ W12 = Problem(
             Slip("tokens", distinct_from(_w12_ratio, lambda v: v["T"] / v["R"]),
                  "a prompt token costs far less GPU time than a decoded one: compare GPU-seconds "
                  "per request, not tokens."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"prefill_gpu_s": "prefill per request, in GPU-seconds",
             "decode_gpu_s": "decode per request, in GPU-seconds",

@@ -11,6 +11,7 @@ by the chapter's model (``scalebook.collectives.collective_cost`` on the chip's 
 from __future__ import annotations
 
 import math
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import collective_cost, has_wraparound
@@ -115,7 +116,7 @@ W1 = Problem(
             Slip("the share skipped", lambda v: 100.0 - _w1_share_pct(v),
                  "that is the share a token skips; the question asks for the share it uses."),
             percent_slip(_w1_share_pct),
-        )),
+        ), unit="fraction"),
         Part("training_flops", _w1_flops, conventions=(
             Convention("6·P_active with the embedding lookup",
                        lambda v: 6.0 * _w1_count(v).active * v["tokens_t"] * 1e12),
@@ -126,7 +127,7 @@ W1 = Problem(
             Slip("forward only", lambda v: _w1_flops(v) / 3,
                  "training is forward and backward: 6 FLOPs per active parameter per token, "
                  "not 2."),
-        )),
+        ), unit="FLOPs"),
     ),
     labels={"active_share_pct": "share of the parameters one token uses, in %",
             "training_flops": "training FLOPs"},
@@ -191,7 +192,7 @@ W2 = Problem(
             Slip("two bytes per parameter", distinct_from(
                 _w2_gb, lambda v: moe_param_count(_w2_cfg(v)).total * 2 / GB),
                  "the weights are stored in {dtype}: {b_text} per parameter, not bf16's 2."),
-        )),
+        ), unit="bytes"),
         Part("chips", _w2_chips, rel=0.001, slips=(
             Slip("not rounded up", distinct_from(
                 _w2_chips, lambda v: weight_bytes(_w2_cfg(v), v["dtype"])
@@ -202,7 +203,7 @@ W2 = Problem(
                 0.001),
                  "every expert must sit in HBM, used by this token or not: count all "
                  "{P_total_b:.1f} billion parameters."),
-        )),
+        ), unit="count"),
     ),
     labels={"weights_gb": "weights, in GB", "chips": "chips needed to hold the weights"},
     solution=_w2_solution,
@@ -256,13 +257,13 @@ W3 = Problem(
             Slip("k/E", lambda v: dense_critical_batch(v["chip"]) * v["k"] / v["E"],
                  "an MoE layer needs more tokens than a dense one, not fewer: each expert sees "
                  "only B·k/E of them."),
-        )),
+        ), unit="count"),
         Part("tokens_per_expert", _w3_tpe, slips=(
             Slip("no k", lambda v: _w3_bstar(v) / v["E"],
                  "each token goes to k = {k} experts: B·k copies are spread over the E experts."),
             Slip("the whole batch", _w3_bstar,
                  "that is the step's batch; each expert sees only B·k/E of it."),
-        )),
+        ), unit="count"),
     ),
     labels={"critical_batch": "critical batch, in tokens per step",
             "tokens_per_expert": "tokens per expert at it"},
@@ -305,7 +306,7 @@ W4 = Problem(
                  "{B} tokens picks it, E·(1 − (1 − k/E)^B)."),
             Slip("the experts left out", lambda v: v["E"] - _w4_touched(v),
                  "that is the number no token picks; the question asks for the experts read."),
-        )),
+        ), unit="count"),
     ),
     labels={"experts_read": "experts read per layer (expected count)"},
     solution=_w4_solution,
@@ -363,13 +364,13 @@ W5 = Problem(
             Slip("no capacity factor", distinct_from(
                 _w5_slots, lambda v: tokens_per_expert(v["B"], v["E"], v["k"]), 0.001),
                  "that is the mean load k·B/E; the buffer holds c = {c:g} times it."),
-        )),
+        ), unit="count"),
         Part("dropped_pct", _w5_drop_pct, slips=(
             Slip("none", lambda v: 0.0,
                  "even a fair router overflows some experts by chance: each expert's load is "
                  "Binomial(B, k/E), and at c = 1 about half the experts get more than the mean."),
             percent_slip(_w5_drop_pct),
-        )),
+        ), unit="fraction"),
     ),
     labels={"slots": "slots per expert at c", "dropped_pct": "share dropped at c = 1, in %"},
     solution=_w5_solution,
@@ -438,7 +439,7 @@ W6 = Problem(
                  "balanced time by max/mean of the loads."),
             Slip("max/min", lambda v: v["t_ms"] * max(_w6_loads(v)) / min(_w6_loads(v)),
                  "the balanced time is at the mean load: scale by max/mean, not max/min."),
-        )),
+        ), unit="s"),
         Part("capped_ms", _w6_capped_ms, slips=(
             Slip("not capped", _w6_ms,
                  "with capacity c the busiest expert works on at most c × mean tokens: the "
@@ -446,13 +447,13 @@ W6 = Problem(
             Slip("balanced", lambda v: v["t_ms"],
                  "a capacity factor caps the busiest expert at c times the mean load, not at "
                  "the mean: the step still takes c = {c:g} times the balanced time."),
-        )),
+        ), unit="s"),
         Part("dropped_pct", _w6_drop_pct, slips=(
             Slip("a count", distinct_from(_w6_drop_pct, lambda v: _w6_drop_pct(v)
                                           * sum(_w6_loads(v)) / 100),
                  "give the dropped share of all assignments, in %, not the number of tokens."),
             percent_slip(_w6_drop_pct),
-        )),
+        ), unit="fraction"),
     ),
     labels={"time_ms": "time with these loads, in ms", "capped_ms": "time at capacity c, in ms",
             "dropped_pct": "assignments dropped, in %"},
@@ -517,7 +518,7 @@ W7 = Problem(
             Slip("the whole array", lambda v: _w7_a2a(v).nbytes / MB,
                  "that is the whole AllToAll's array, all 8 GPUs' copies; one GPU sends only its "
                  "own tokens' copies."),
-        )),
+        ), unit="bytes"),
         Part("dispatch_ms", _w7_ms, slips=(
             Slip("as an AllGather", lambda v: collective_cost(
                 "all_gather", _w7_a2a(v).nbytes, 8, v["gpu"]).time / MS,
@@ -528,7 +529,8 @@ W7 = Problem(
                  "AllToAll."),
             Slip("no k", lambda v: _w7_a2a(v, copies_per_token=1).dispatch.time / MS,
                  "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"sent_mb": "bytes each GPU sends, in MB", "dispatch_ms": "one dispatch, in ms"},
     solution=_w7_solution,
@@ -592,7 +594,7 @@ W8 = Problem(
                  "padding included."),
             Slip("one chip's share", lambda v: _w8_gb(v) / v["N"],
                  "V is the whole AllToAll's array, all {N} chips' buffers together."),
-        )),
+        ), unit="bytes"),
         Part("dispatch_ms", _w8_ms, slips=(
             Slip("ragged", lambda v: _w8_a2a(v, c=False).dispatch.time / MS,
                  "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
@@ -601,7 +603,8 @@ W8 = Problem(
                 "all_gather", _w8_a2a(v).nbytes, v["N"], v["chip"]).time / MS,
                  "in an AllToAll each block goes to one chip only, on average a quarter of the "
                  "way round: about a quarter of an AllGather's bandwidth time."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"array_gb": "AllToAll array V, in GB", "dispatch_ms": "one dispatch, in ms"},
     solution=_w8_solution,
@@ -655,12 +658,12 @@ W9 = Problem(
                  "H = {H} query heads."),
             Slip("keys only", lambda v: _w9_gb(v) / 2,
                  "cache keys and values: a factor of 2."),
-        )),
+        ), unit="bytes"),
         Part("chips", _w9_chips, rel=0.001, slips=(
             Slip("not rounded up", distinct_from(
                 _w9_chips, lambda v: _w9_kv(v) / get_chip(v["chip"]).hbm_bytes, 0.001),
                  "a chip holds whole bytes, not a fraction of the cache: round the ratio up."),
-        )),
+        ), unit="count"),
     ),
     labels={"kv_gb": "KV cache, in GB", "chips": "chips whose HBM it fills"},
     solution=_w9_solution,
@@ -730,7 +733,7 @@ W10 = Problem(
                  "H = {H} query heads."),
             Slip("keys only", lambda v: _w10_kv_mb(v) / 2,
                  "the block holds keys and values: a factor of 2."),
-        )),
+        ), unit="bytes"),
         Part("send_ms", _w10_send_ms, slips=(
             Slip("half the time", lambda v: (_w10_ring(v).send.bandwidth_time / 2
                                              + _w10_ring(v).send.latency_time) / MS,
@@ -739,7 +742,8 @@ W10 = Problem(
             Slip("whole sequence", lambda v: (_w10_ring(v).send.bandwidth_time * v["C"]
                                               + _w10_ring(v).send.latency_time) / MS,
                  "each step sends one chip's block of T/C tokens, not the whole sequence's."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("compute_ms", _w10_block_ms, slips=(
             Slip("one matmul", lambda v: _w10_block_ms(v) / 2,
                  "a block is two matmuls, Q·Kᵀ and the scores times V, each 2·(T/C)²·H·d_h "
@@ -747,7 +751,8 @@ W10 = Problem(
             Slip("KV heads", lambda v: _w10_block_ms(v) * v["K"] / v["H"],
                  "every one of the H = {H} query heads computes its own scores: the FLOPs "
                  "scale with H, not K."),
-        )),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"block_mb": "K,V block, in MB", "send_ms": "one send, in ms",
             "compute_ms": "one full block of compute, in ms"},
@@ -812,7 +817,7 @@ W11 = Problem(
             Slip("whole sequence", lambda v: _w11_uly_mb(v) * v["C"],
                  "each GPU starts with T/C of the tokens and sends only those: the AllToAll "
                  "moves heads, not the whole sequence, from each GPU."),
-        )),
+        ), unit="bytes"),
         Part("ring_mb", _w11_ring_mb, conventions=(
             Convention("C sends (the whole sequence's KV)",
                        lambda v: _w11_ring_mb(v) * v["C"] / (v["C"] - 1)),
@@ -823,7 +828,7 @@ W11 = Problem(
             Slip("query heads", lambda v: _w11_ring_mb(v) * v["H"] / v["K"],
                  "the blocks hold keys and values of the K = {K} KV heads, not the H = {H} "
                  "query heads."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"ulysses_mb": "Ulysses, sent per GPU per layer, in MB",
             "ring_mb": "ring attention, sent per GPU per layer, in MB"},
@@ -884,12 +889,12 @@ W12 = Problem(
                  "a gated expert has three D × F_e matrices: 3·D·F_e weights."),
             Slip("no combine", lambda v: _w12_cross(v) * 2,
                  "EP sends the tokens twice per layer: the dispatch and the combine."),
-        )),
+        ), unit="count"),
         Part("ep_ms", _w12_ep_ms, slips=(
             Slip("dispatch only", lambda v: _w12_ep_ms(v) / 2,
                  "the expert outputs come back in a combine AllToAll as large as the dispatch: "
                  "two AllToAlls per layer."),
-        )),
+        ), unit="s"),
         Part("fsdp_ms", _w12_fsdp_ms, slips=(
             Slip("one matrix", lambda v: collective_cost(
                 "all_gather", v["E"] * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
@@ -897,7 +902,7 @@ W12 = Problem(
             Slip("one expert", lambda v: collective_cost(
                 "all_gather", 3 * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
                  "the FSDP layout gathers every expert of the layer, all E = {E} of them."),
-        )),
+        ), unit="s"),
     ),
     labels={"crossover_tokens": "crossover, in tokens per GPU", "ep_ms": "EP, in ms",
             "fsdp_ms": "FSDP, in ms"},

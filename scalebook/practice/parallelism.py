@@ -13,6 +13,7 @@ chips a batch keeps busy, a quotient of napkin figures, to 2%.
 from __future__ import annotations
 
 import math
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from .. import collectives, parallelism as par, training, transformer
@@ -141,7 +142,8 @@ W1 = Problem(
                  "chips × peak × MFU."),
             Slip("forward pass only", lambda v: _w1_days(v) / 3,
                  SIX_FLOPS),
-        )),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"days": "training time, in days"},
     solution=_w1_solution,
@@ -193,7 +195,7 @@ W2 = Problem(
                  "master copy and Adam's two moments, 16 bytes per parameter in all."),
             Slip("rounded down", lambda v: _w2_chips(v) - 1 if _w2_chips(v) > 1 else math.nan,
                  "a fraction of a chip's HBM still needs a whole chip: round up."),
-        )),
+        ), unit="count"),
     ),
     labels={"chips": "fewest chips, in chips"},
     solution=_w2_solution,
@@ -245,13 +247,13 @@ W3 = Problem(
         ), slips=(
             Slip("one way round", _w3_one_way,
                  TWO_WAYS),
-        )),
+        ), unit="count"),
         Part("global_batch", _w3_global, slips=(
             Slip("per chip only", _w3_per_chip,
                  "that is the batch per chip; the global batch is {N:,} times larger."),
             Slip("one way round", lambda v: _w3_one_way(v) * v["N"],
                  TWO_WAYS),
-        )),
+        ), unit="count"),
     ),
     labels={"per_chip": "batch per chip, in tokens", "global_batch": "global batch, in tokens"},
     solution=_w3_solution,
@@ -312,13 +314,14 @@ W4 = Problem(
                  "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
             Slip("one way round", lambda v: _w4_ar(v, wraparound=False).time / MS,
                  TWO_WAYS),
-        )),
+        ), unit="s"),
         Part("compute_ms", _w4_compute_ms, slips=(
             Slip("forward pass only", lambda v: _w4_compute_ms(v) / 3,
                  SIX_FLOPS),
             Slip("the whole batch on one chip", lambda v: _w4_compute_ms(v) * v["N"],
                  "each chip computes only its own {tokens:,} tokens; the {N} chips work at once."),
-        )),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"allreduce_ms": "gradient AllReduce, in ms", "compute_ms": "step compute, in ms"},
     solution=_w4_solution,
@@ -370,17 +373,17 @@ W5 = Problem(
                                 "moments); the gradients stay whole until ZeRO-2."),
             _w5_neighbour(1, 0, "ZeRO-1 already shards the optimizer state, 12 of the 16 bytes "
                                 "per parameter, over the {N} GPUs."),
-        )),
+        ), unit="bytes"),
         Part("zero2_gb", _w5_gb(2), conventions=(in_gib(_w5_gb(2)),), slips=(
             _w5_neighbour(2, 1, "ZeRO-2 shards the bf16 gradients as well as the optimizer "
                                 "state."),
             _w5_neighbour(2, 3, "ZeRO-2 keeps the bf16 weights whole on every GPU; only ZeRO-3 "
                                 "shards them."),
-        )),
+        ), unit="bytes"),
         Part("zero3_gb", _w5_gb(3), conventions=(in_gib(_w5_gb(3)),), slips=(
             _w5_neighbour(3, 2, "ZeRO-3 (FSDP) shards the weights too: everything divides by "
                                 "{N}."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"zero1_gb": "ZeRO-1 state per GPU, in GB", "zero2_gb": "ZeRO-2 state per GPU, in GB",
             "zero3_gb": "ZeRO-3 state per GPU, in GB"},
@@ -431,14 +434,14 @@ W6 = Problem(
                                          .interconnect_bandwidth_one_way), rel=COUNT),
                  "W_axis is NVLink's bandwidth one way; the bidirectional figure counts each "
                  "byte twice."),
-        )),
+        ), unit="count"),
         Part("tp_nic", _w6_nic, rel=COUNT, slips=(
             Slip("the node's NICs", distinct_from(
                 _w6_nic, lambda v: _w6_in(v, bandwidth=get_chip(v["chip"])
                                           .host_network_bandwidth), rel=COUNT),
                  "each GPU's traffic crosses its own network card, one eighth of the node's "
                  "network bandwidth."),
-        )),
+        ), unit="count"),
     ),
     labels={"tp_node": "largest degree over NVLink, in GPUs",
             "tp_nic": "largest degree over the NICs, in GPUs (1: no TP)"},
@@ -497,12 +500,12 @@ W7 = Problem(
                 v["chip"], v["F"], bandwidth=par.axis_bandwidth(v["chip"], wraparound=False)),
                  "each axis has wraparound: W_axis is 2W (both directions of a link), and the "
                  "threshold goes as its inverse square."),
-        )),
+        ), unit="count"),
         Part("chips", _w7_chips, rel=0.02, slips=(
             Slip("FSDP alone", _w7_fsdp_chips,
                  "that is how many chips FSDP alone keeps busy; with TP each chip needs only "
                  "4·(C/W_axis)²/F tokens."),
-        )),
+        ), unit="count"),
     ),
     labels={"tokens_per_chip": "smallest batch per chip, in tokens",
             "chips": "most chips kept compute-bound, in chips"},
@@ -554,20 +557,20 @@ W8 = Problem(
             Slip("(K − 1)/M", lambda v: math.ceil((v["K"] - 1) / (v["f_pct"] / 100) - 1e-9),
                  "the bubble is (K−1)/(M+K−1) of the step, not (K−1)/M: solve "
                  "(K−1)/(M+K−1) ≤ f for M."),
-        )),
+        ), unit="count"),
         Part("bubble_pct", _w8_plain, slips=(
             Slip("over the busy time", lambda v: 100 * (v["K"] - 1) / v["M"],
                  "the bubble fraction is the idle time over the whole step, (K−1)/(M+K−1), not "
                  "over the busy time."),
             _pct_slip(_w8_plain),
-        )),
+        ), unit="fraction"),
         Part("interleaved_pct", _w8_int, slips=(
             Slip("v·K stages", lambda v: 100 * par.pipeline_bubble_fraction(v["v"] * v["K"],
                                                                            v["v"] * v["M"]),
                  "interleaving does not lengthen the fill: it is still K−1 ticks, each v times "
                  "shorter, so (K−1)/(vM+K−1)."),
             _pct_slip(_w8_int),
-        )),
+        ), unit="fraction"),
     ),
     labels={"microbatches": "fewest microbatches, in microbatches",
             "bubble_pct": "bubble at M, in %",
@@ -639,13 +642,13 @@ W9 = Problem(
                  "GPipe runs all {M} forward passes before any backward pass, so the first "
                  "stage holds all {M} microbatches at once."),
             _w9_no_redo(_w9_gpipe),
-        )),
+        ), unit="bytes"),
         Part("onef1b_gb", _w9_1f1b, conventions=(in_gib(_w9_1f1b),), slips=(
             Slip("M in flight", distinct_from(_w9_1f1b, _w9_gpipe),
                  "1F1B starts each backward pass as soon as it can: the first stage holds at "
                  "most K = {K} microbatches, not {M}."),
             _w9_no_redo(_w9_1f1b),
-        )),
+        ), unit="bytes"),
     ),
     labels={"gpipe_gb": "GPipe, first stage, in GB", "onef1b_gb": "1F1B, first stage, in GB"},
     solution=_w9_solution,
@@ -708,14 +711,15 @@ W10 = Problem(
             Slip("the host's bandwidth", lambda v: _w10_send_us(v) / v["per_host"],
                  "each chip sends through its share of DCN, the host's bandwidth divided by its "
                  "chips, not through the whole host's."),
-        )),
+        ), unit="s"),
         Part("compute_ms", _w10_compute_ms, slips=(
             Slip("forward pass only", lambda v: _w10_compute_ms(v) / 3,
                  SIX_FLOPS),
             Slip("the whole model", lambda v: _w10_compute_ms(v) * v["stages"],
                  "each stage holds 1/{stages} of the layers, so it does 1/{stages} of the "
                  "FLOPs."),
-        )),
+        ), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"send_us": "stage-to-stage send, in µs", "compute_ms": "stage compute, in ms"},
     solution=_w10_solution,
@@ -774,7 +778,7 @@ W11 = Problem(
                  "a flash-style kernel does not keep the T × T attention probabilities; it "
                  "recomputes them in the backward pass."),
             _with_logits(_w11_none),
-        )),
+        ), unit="bytes"),
         Part("full_gb", _w11_full, conventions=(in_gib(_w11_full),), slips=(
             Slip("checkpoints only", lambda v: _w11_full(v) - (
                 training.activation_bytes_per_layer(_model(v), 1, v["T"], remat="none")
@@ -782,7 +786,7 @@ W11 = Problem(
                  "while a layer is recomputed it holds all its tensors again, once, on top of "
                  "the checkpoints."),
             _with_logits(_w11_full),
-        )),
+        ), unit="bytes"),
     ),
     labels={"none_gb": "no recomputation, in GB", "full_gb": "full remat, in GB"},
     solution=_w11_solution,
@@ -830,12 +834,12 @@ W12 = Problem(
             Slip("dense dispatch", lambda v: _w12_cost(v, 2).dense.time / MS,
                  "a ragged AllToAll sends only the k copies of each token, not a buffer slot "
                  "for every expert: E/k times less."),
-        )),
+        ), unit="s"),
         Part("top1_ms", _w12_ms(1), slips=(
             Slip("as top-2", _w12_ms(2),
                  "top-1 sends one copy of each token instead of two: the traffic is linear in "
                  "k."),
-        )),
+        ), unit="s"),
     ),
     labels={"top2_ms": "top-2 dispatch, in ms", "top1_ms": "top-1 dispatch, in ms"},
     solution=_w12_solution,
@@ -878,13 +882,13 @@ W13 = Problem(
         Part("per_pod", _w13_pod, slips=(
             Slip("the host's bandwidth", _w13_host,
                  DCN_SHARE),
-        )),
+        ), unit="count"),
         Part("global_batch", lambda v: _w13_pod(v) * v["pods"], slips=(
             Slip("one pod", _w13_pod,
                  "that is one pod's batch; the global batch is {pods} times larger."),
             Slip("the host's bandwidth", lambda v: _w13_host(v) * v["pods"],
                  DCN_SHARE),
-        )),
+        ), unit="count"),
     ),
     labels={"per_pod": "batch per pod, in tokens", "global_batch": "global batch, in tokens"},
     solution=_w13_solution,
@@ -937,14 +941,14 @@ W14 = Problem(
         Part("per_replica", _w14_replica, slips=(
             Slip("the node's NICs", _w14_node_nic,
                  OWN_NIC),
-        )),
+        ), unit="count"),
         Part("per_gpu", _w14_gpu, slips=(
             Slip("per replica", _w14_replica,
                  "that is the batch per replica; per GPU of global batch divide by the replica's "
                  "8 × {k} GPUs."),
             Slip("the node's NICs", lambda v: _w14_node_nic(v) / _w14_R(v),
                  OWN_NIC),
-        )),
+        ), unit="count"),
     ),
     labels={"per_replica": "batch per replica, in tokens",
             "per_gpu": "batch per GPU of global batch, in tokens"},
@@ -990,14 +994,14 @@ W15 = Problem(
                  "microbatches must be compute-bound on its own."),
             Slip("one way round", lambda v: _w15_one_way(v, True),
                  TWO_WAYS),
-        )),
+        ), unit="count"),
         Part("dp_tokens", lambda v: _w15(v, False), slips=(
             Slip("M times", lambda v: _w15(v, True),
                  "with replicated weights the gradients accumulate locally and are reduced once "
                  "per step, whatever M."),
             Slip("one way round", lambda v: _w15_one_way(v, False),
                  TWO_WAYS),
-        )),
+        ), unit="count"),
     ),
     labels={"fsdp_tokens": "FSDP, batch per chip per step, in tokens",
             "dp_tokens": "DP, batch per chip per step, in tokens"},
@@ -1052,14 +1056,14 @@ W16 = Problem(
           "ZB-H1's bubble?"),
     parts=(
         Part("onef1b_pct", _w16_pct("1f1b"), slips=(_w16_busy_slip("1f1b"),
-                                                    _pct_slip(_w16_pct("1f1b")))),
+                                                    _pct_slip(_w16_pct("1f1b"))), unit="fraction"),
         Part("zb_pct", _w16_pct("zb-h1"), slips=(
             _w16_busy_slip("zb-h1"),
             Slip("as 1F1B", _w16_pct("1f1b"),
                  "ZB-H1 defers the weight-gradient passes into the cool-down: the bubble per "
                  "stage falls from (K−1)(t_F+t_B+t_W) to (K−1)(t_F+t_B−t_W)."),
-        )),
-        Part("microbatches", _w16_m_same, rel=COUNT),
+        ), unit="fraction"),
+        Part("microbatches", _w16_m_same, rel=COUNT, unit="count"),
     ),
     labels={"onef1b_pct": "1F1B bubble, in %", "zb_pct": "ZB-H1 bubble, in %",
             "microbatches": "1F1B at the same bubble, in microbatches"},
@@ -1105,14 +1109,14 @@ W17 = Problem(
             Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
                  "hybrid sharding divides the state by the FSDP group of {F}, not by all {N:,} "
                  "GPUs: the groups hold copies."),
-        )),
+        ), unit="bytes"),
         Part("shard_gb", _w17_shard, conventions=(in_gib(_w17_shard),), slips=(
             Slip("fp32 gradients", lambda v: _w17_shard(v) * 2,
                  "the gradients are bf16, 2 bytes per parameter."),
             Slip("the whole gradient", lambda v: _w17_shard(v) * v["F"],
                  "each GPU AllReduces only its 1/{F} shard with the same GPU of the other "
                  "groups."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"state_gb": "training state per GPU, in GB",
             "shard_gb": "gradient shard AllReduced per GPU, in GB"},

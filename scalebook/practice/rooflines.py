@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..hardware import CATALOG, bytes_per_element, get_chip, on_chip_memory
+from ..homework.alternatives import NotApplicable
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..roofline import (attainable_flops, critical_batch_size, critical_contracting_dim,
                         critical_intensity, elementwise_cost, elementwise_time, matmul_cost,
@@ -82,7 +83,7 @@ MATMUL_TIME = Problem(
                      _BF16_HINT),
                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
                      _US_HINT),
-            ),
+            ), unit="s",
         ),
     ),
     labels={"t_lower_us": "lower bound on the runtime, in µs"},
@@ -171,14 +172,14 @@ W1 = Problem(
                  Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
                      _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             )),
+             ), unit="s"),
         Part(answer="t_serial_us", expected=_w1_serial_us,
              slips=(
                  Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
                       "without overlap the chip loads, then computes: the times add up, "
                       "T_math + T_comms."),
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"t_overlap_us": "time with perfect overlap, in µs",
             "t_serial_us": "time without overlap, in µs"},
@@ -229,7 +230,7 @@ W2 = Problem(
                       "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
                  Slip("one byte per element", lambda v: critical_intensity(v["chip"]) / float(
                      matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity), _BF16_HINT),
-             )),
+             ), unit="count"),
     ),
     labels={"n_star": "smallest compute-bound N"},
     solution=_w2_solution,
@@ -290,7 +291,9 @@ W3 = Problem(
                       "out is written back to HBM too: three arrays move, not two."),
                  Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
                       "a {dtype} element takes {w_text}."),
-             )),
+             ), unit="FLOPs/byte", not_applicable=(
+                 NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
+                               "element: no multiply-add is counted"),)),
         Part(answer="t_us", expected=_w3_us,
              slips=(
                  Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
@@ -298,8 +301,8 @@ W3 = Problem(
                  Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
                       "a {dtype} element takes {w_text}."),
                  Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
-                      "the answer is asked in µs (1 ms = 1,000 µs)."),
-             )),
+                      "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
+             ), unit="s"),
     ),
     labels={"intensity": "arithmetic intensity, in FLOPs/byte", "t_us": "time, in µs"},
     solution=_w3_solution,
@@ -360,7 +363,7 @@ W4 = Problem(
                      _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
                       _SCORES_HINT),
                  Slip("one byte per element", lambda v: 2 * _w4_intensity(v), _BF16_HINT),
-             )),
+             ), unit="FLOPs/byte"),
         Part(answer="t_us", expected=_w4_us,
              conventions=(
                  Convention("no overlap (sum)", distinct_from(_w4_us, lambda v: _w4_time(v).upper / US),
@@ -371,7 +374,7 @@ W4 = Problem(
                      _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
                      / US), _SCORES_HINT),
                  Slip("seconds, not µs", lambda v: _w4_time(v).lower, _US_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"intensity": "arithmetic intensity, in FLOPs/byte",
             "t_us": "lower bound on the time, in µs"},
@@ -403,7 +406,8 @@ def _w5_part(key: str) -> Part:
     expected = _w5_batch(key)
     return Part(answer=f"b_{key}", expected=expected, rel=0.03,
                 slips=(Slip("one FLOP per multiply-add", lambda v: 2 * expected(v), _TWICE_BATCH_HINT),
-                       Slip("one byte per weight", lambda v: expected(v) / 2, _HALF_BATCH_HINT)))
+                       Slip("one byte per weight", lambda v: expected(v) / 2, _HALF_BATCH_HINT)),
+                unit="count")
 
 
 _BF16_CHIPS = tuple(c.name for c in CATALOG if "bf16" in c.flops_per_s)
@@ -485,7 +489,7 @@ W6 = Problem(
              slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
                          _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
                     Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
-                         _BF16_HINT))),
+                         _BF16_HINT)), unit="count"),
         Part(answer="t_us", expected=_w6_us,
              conventions=(
                  Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
@@ -494,7 +498,7 @@ W6 = Problem(
              slips=(
                  Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"b_star": "critical batch B*, in tokens", "t_us": "lower bound on the time, in µs"},
     solution=_w6_solution,
@@ -553,13 +557,13 @@ W7 = Problem(
         Part(answer="critical_ops_per_byte", expected=_w7_intensity, rel=0.03,
              slips=(Slip("bf16 peak", distinct_from(_w7_intensity,
                                                     lambda v: critical_intensity(v["chip"])),
-                         _INT8_PEAK_HINT),)),
+                         _INT8_PEAK_HINT),), unit="FLOPs/byte"),
         Part(answer="b_star", expected=_w7_batch, rel=0.03,
              slips=(Slip("bf16 peak", distinct_from(_w7_batch, _w7_bf16_peak_batch),
                          _INT8_PEAK_HINT),
                     Slip("2 bytes or 1 OP", lambda v: 2 * _w7_batch(v),
                          "twice the answer: an int8 weight is 1 byte and a multiply-add is 2 "
-                         "OPs, so I ≈ 2B and B* = (C/W)/2."))),
+                         "OPs, so I ≈ 2B and B* = (C/W)/2.")), unit="count"),
     ),
     labels={"critical_ops_per_byte": "critical intensity, in OPs/byte",
             "b_star": "critical batch B*, in tokens"},
@@ -607,11 +611,13 @@ W8 = Problem(
                          "({fp8_text}), twice bf16's: that cancels the halved bytes."),
                     Slip("2 bytes, 1 FLOP or sparsity", lambda v: 2 * _w8_fp8(v),
                          "twice the answer: an fp8 weight is 1 byte and a multiply-add is 2 "
-                         "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2."))),
+                         "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2.")),
+             unit="count"),
         Part(answer="b_weights_fp8", expected=_w8_weights, rel=0.03,
              slips=(Slip("fp8 peak", lambda v: 2 * _w8_weights(v),
                          "twice the answer: with bf16 activations the multiply runs at the bf16 "
-                         "peak ({bf16_text}), and the fp8 weights are 1 byte each."),)),
+                         "peak ({bf16_text}), and the fp8 weights are 1 byte each."),),
+             unit="count"),
     ),
     labels={"b_fp8": "B* with X and W in fp8, in tokens",
             "b_weights_fp8": "B* with fp8 weights only, in tokens"},
@@ -684,14 +690,17 @@ W9 = Problem(
              slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
                          "I ≈ B holds only for B ≪ D, F: count every byte, "
                          "2·(B·D + D·F + B·F)."),
-                    Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT))),
+                    Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT)),
+             unit="FLOPs/byte"),
         Part(answer="intensity_on_chip", expected=_w9_on_chip,
              slips=(Slip("W still counted", distinct_from(_w9_on_chip, _w9_hbm),
                          "W stays in {level}: its 2·D·F bytes no longer cross HBM."),
                     Slip("output not written", distinct_from(
                         _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
                          _OUTPUT_HINT),
-                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT))),
+                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
+                         ("multiply-add as 1 FLOP",))),
+             unit="FLOPs/byte"),
     ),
     labels={"intensity_hbm": "intensity with W from HBM, in FLOPs/byte",
             "intensity_on_chip": "intensity with W on chip, in FLOPs/byte"},
@@ -744,7 +753,7 @@ W10 = Problem(
                     Slip("HBM bandwidth", distinct_from(_w10_d, lambda v: critical_contracting_dim(
                         v["chip"], bandwidth=get_chip(v["chip"]).hbm_bandwidth)),
                          "the partial sums cross the link between the chips: use the link's "
-                         "one-way bandwidth, not HBM's."))),
+                         "one-way bandwidth, not HBM's.")), unit="count"),
     ),
     labels={"d_star": "smallest compute-bound D"},
     solution=_w10_solution,
@@ -806,7 +815,7 @@ MATMUL_UPPER = Problem(
              slips=(
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
                       _US_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"t_upper_us": "upper bound on the runtime, in µs"},
     solution=_upper_solution,
@@ -838,7 +847,7 @@ T_MATH = Problem(
                       _FMA_HINT),
                  Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
                       _US_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"t_math_us": "T_math, in µs"},
     solution=_t_math_solution,
@@ -875,7 +884,7 @@ T_COMMS = Problem(
                       _BF16_HINT),
                  Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
                       _OUTPUT_HINT),
-             )),
+             ), unit="s"),
     ),
     labels={"t_comms_us": "T_comms, in µs"},
     solution=_t_comms_solution,
@@ -911,7 +920,7 @@ INTENSITY = Problem(
                  Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
                       "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
                       "2·(B·D + D·F + B·F)."),
-             )),
+             ), unit="FLOPs/byte"),
     ),
     labels={"intensity": "arithmetic intensity, in FLOPs/byte"},
     solution=_intensity_solution,
@@ -948,7 +957,7 @@ CRITICAL_BATCH = Problem(
                       "B / 2."),
                  Slip("one byte per element", lambda v: _critical_batch(v) / 2,
                       "bf16 weights take 2 bytes per element."),
-             )),
+             ), unit="count"),
     ),
     labels={"critical_batch": "critical batch size B*, in tokens"},
     solution=_critical_solution,
@@ -990,7 +999,7 @@ ATTAINABLE = Problem(
                      _attainable_tflops, lambda v: v["I"] * get_chip(v["chip"]).hbm_bandwidth / 1e12),
                       "the roofline is flat past the ridge: no kernel runs faster than the "
                       "chip's peak C."),
-             )),
+             ), unit="FLOPs/s"),
     ),
     labels={"attainable_tflops": "attainable rate, in TFLOP/s"},
     solution=_attainable_solution,
@@ -1026,7 +1035,7 @@ PEAK_FRACTION = Problem(
              ),
              slips=(
                  percent_slip(_peak_percent),
-             )),
+             ), unit="fraction"),
     ),
     labels={"peak_percent": "share of the peak, in %"},
     solution=_peak_solution,
@@ -1071,7 +1080,7 @@ LINK_TIME = Problem(
                      _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
                       "the weights stay where they are: what crosses the link is the partial "
                       "output C[B, F], B·F elements."),
-             )),
+             ), unit="s"),
     ),
     labels={"link_us": "time to send the partial sums, in µs"},
     solution=_link_solution,
@@ -1109,7 +1118,7 @@ HBM_BYTES = Problem(
                                                   rel=0.02),
                       "the weights are not all: X[B, D] is read and C[B, F] written too, "
                       "2·(B·D + B·F) more bytes."),
-             )),
+             ), unit="bytes"),
     ),
     labels={"hbm_mb": "bytes moved, in MB"},
     solution=_hbm_solution,

@@ -10,6 +10,7 @@ tolerance). Collective times are the chapter's exact ring model: bandwidth term 
 
 from __future__ import annotations
 
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
 from ..collectives import (DEFAULT_HOP_LATENCY, all_gather, all_gather_first_cut, all_reduce,
@@ -90,14 +91,14 @@ W1 = Problem(
                     "bf16 takes 2 bytes per element, and W[D_X, F_Y] splits nothing over Z."),
             Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
                  "F is split over Y as well: each chip keeps F / {Y} of the columns."),
-        )),
+        ), unit="bytes"),
         Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
             Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
                  "nothing splits over Z, so the mesh stores {Z} copies of the array."),
             Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
                  "bf16 takes 2 bytes per element."),
             "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
-            "copies of the array.")),
+            "copies of the array."), unit="bytes"),
     ),
     labels={"per_chip_mb": "bytes per chip, in MB", "mesh_mb": "bytes on the whole mesh, in MB"},
     solution=_w1_solution,
@@ -153,7 +154,8 @@ W2 = Problem(
             Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
                                                               "TPU v5p").time / US,
                  "bf16 takes 2 bytes per element."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allgather_us": "AllGather time, in µs"},
     solution=_w2_solution,
@@ -204,7 +206,7 @@ W3 = Problem(
             Slip("N − 1 hops", lambda v: _w3_mb(v) * (v["N"] - 1) / (v["N"] // 2),
                  "a bidirectional ring needs N/2 hops, not N − 1: the farthest shard is half-way "
                  "round."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"vstar_mb": "crossover array size V*, in MB"},
     solution=_w3_solution,
@@ -248,13 +250,13 @@ W4 = Problem(
             Slip("ring as a line", lambda v: all_gather(_bf16_bytes(v), 16, v["chip"],
                                                         wraparound=False).time / US,
                  "the full 16-chip axis of a {chip} has wraparound: data flows both ways round."),
-        )),
+        ), unit="s"),
         Part("line_us", _w4_line_us, slips=(
             Slip("line as a ring", lambda v: all_gather(_bf16_bytes(v), v["n_line"], v["chip"],
                                                         wraparound=True).time / US,
                  "an axis of {n_line} {chip} chips has no wraparound link: it is a line, so data "
                  "streams one way past the end chips and the bandwidth term is V·(N−1)/N / W."),
-        )),
+        ), unit="s"),
     ),
     labels={"ring_us": "AllGather over 16 chips, in µs",
             "line_us": "AllGather over the short axis, in µs"},
@@ -298,7 +300,7 @@ W5 = Problem(
         ), slips=(
             Slip("AllGather only", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
                  "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
-        )),
+        ), unit="s"),
         Part("alltoall_us", _w5_a2a_us, conventions=(
             Convention("first cut", lambda v: all_to_all_first_cut(
                 _bf16_bytes(v), v["N"], "TPU v5p").time / US),
@@ -306,7 +308,8 @@ W5 = Problem(
             Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
                  "in an AllToAll each block goes to one chip only, on average a quarter of the way "
                  "round: about a quarter of an AllGather's bandwidth time."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"allreduce_us": "AllReduce time, in µs", "alltoall_us": "AllToAll time, in µs"},
     solution=_w5_solution,
@@ -365,7 +368,7 @@ W6 = Problem(
             Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
                  "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
                  "leaves every output element, only unreduced."),
-        )),
+        ), unit="bytes"),
         Part("allreduce_us", _w6_ar_us, slips=(
             Slip("one line of XY chips", lambda v: all_reduce(
                 _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
@@ -376,12 +379,12 @@ W6 = Problem(
                 wraparound=True).time / US,
                  "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
                  "W per axis, not a ring's 2·W."),
-        )),
+        ), unit="s"),
         Part("reducescatter_us", _w6_rs_us, slips=(
             Slip("AllReduce time", _w6_ar_us,
                  "a ReduceScatter is half an AllReduce: it stops once each chip holds its reduced "
                  "slice."),
-        )),
+        ), unit="s"),
     ),
     labels={"partial_mb": "partial sum per chip, in MB", "allreduce_us": "AllReduce, in µs",
             "reducescatter_us": "ReduceScatter, in µs"},
@@ -449,7 +452,8 @@ W7 = Problem(
                                    chip="TPU v5e", gather=side, wraparound=True))
                 for side in ("lhs", "rhs")) / US,
                  "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"gather_us": "time of the cheaper gather, in µs"},
     solution=_w7_solution,
@@ -498,7 +502,7 @@ W8 = Problem(
                  "the partial sums are ReduceScattered, not AllReduced: half the traffic."),
             Slip("per chip", lambda v: _w8_d_star(v) / 16,
                  "that is D per chip; the question asks for the whole D, 16 times larger."),
-        )),
+        ), unit="count"),
     ),
     labels={"d_star": "smallest compute-bound D"},
     solution=_w8_solution,
@@ -554,7 +558,7 @@ W9 = Problem(
             Slip("the whole batch", lambda v: _w9_tokens(v) * W9_MACHINES[v["machine"]][1],
                  "that is the batch of all the chips together; the question asks for tokens per "
                  "chip."),
-        )),
+        ), unit="count"),
     ),
     labels={"tokens": "tokens per chip"},
     solution=_w9_solution,
@@ -586,7 +590,7 @@ def _w10_part(name, scheme, others):
         Slip(f"the {other} time", distinct_from(lambda v: _w10_ms(v, scheme),
                                                  lambda v, o=other: _w10_ms(v, o)),
              f"that is the {other} scheme's time; this field asks for the {scheme} one.")
-        for other in others))
+        for other in others), unit="s")
 
 
 W10 = Problem(
@@ -644,11 +648,13 @@ W11 = Problem(
             Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
                                                        n_devices=v["N"]).time / US,
                  "each step moves one shard, V/N, not the whole array."),
-        )),
+        ), unit="s", not_applicable=(
+        ONE_PASS,)),
         Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
             Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
                  "a chip already holds its own shard: N − 1 steps bring the others."),
-        ), rel=0.05),
+        ), rel=0.05, unit="s", not_applicable=(
+        ONE_PASS,)),
     ),
     labels={"step_us": "one step, in µs", "steps_us": "all steps in sequence, in µs"},
     solution=_w11_solution,
@@ -695,7 +701,7 @@ W12 = Problem(
             Slip("one pass", lambda v: _w12_us(v) / 2,
                  "an AllReduce is a ReduceScatter then an AllGather: two passes round the ring, "
                  "each with N/2 hops."),
-        )),
+        ), unit="s"),
     ),
     labels={"allreduce_us": "AllReduce time, in µs"},
     solution=_w12_solution,

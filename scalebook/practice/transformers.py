@@ -12,6 +12,7 @@ an answer in GiB is accepted. Shares and utilisations are asked in percent.
 
 from __future__ import annotations
 
+from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Callable, Mapping
 
 from ..hardware import get_chip
@@ -120,14 +121,14 @@ W1 = Problem(
                  "count the output projection W_o[H·d_h, D] too: four matrices."),
             Slip("K and V as one", lambda v: _w1_gqa(v) - param_count(_w1_cfg(v)).attention_v,
                  "W_k and W_v are two matrices of D·K·d_h each."),
-        )),
+        ), unit="params"),
         Part("mha_params", _w1_mha, rel=0.001, slips=(
             Slip("kept K", _w1_gqa,
                  "with a key/value head per query head, W_k and W_v are as wide as W_q: "
                  "K = H = {H}."),
             Slip("no W_o (MHA)", lambda v: _w1_mha(v) * 3 / 4,
                  "count the output projection W_o[H·d_h, D] too: 4·D·H·d_h."),
-        )),
+        ), unit="params"),
     ),
     labels={"gqa_params": "attention weights per layer under GQA, a count",
             "mha_params": "attention weights per layer with K = H, a count"},
@@ -177,7 +178,7 @@ def _flops_part() -> Part:
         alone, *both,
         Slip("forward only", lambda v: _flops(v).forward,
              "training is forward plus backward, 3 × the forward FLOPs: 6P + 12·L·T·H·d_h."),
-    ))
+    ), unit="FLOPs")
 
 
 def _w2_solution(v):
@@ -219,7 +220,7 @@ W2 = Problem(
             Slip("against the matmuls", distinct_from(_share, lambda v: 100 * float(
                 _flops(v).attention_core / _flops(v).matmul)),
                  "the share is the core over all the FLOPs, weights' matmuls and core together."),
-        )),
+        ), unit="fraction"),
     ),
     labels={"train_flops": "training FLOPs per token, in FLOPs",
             "attention_share_pct": "the attention core's share, in %"},
@@ -262,7 +263,7 @@ W3 = Problem(
             Slip("ratio of contexts", lambda v: v["T"] / 8192,
                  "only the attention core grows with T; the 6P of the weights stays the same, so "
                  "the cost grows less than {T:,} / 8,192."),
-        )),
+        ), unit="ratio"),
     ),
     labels={"train_flops": "training FLOPs per token, in FLOPs",
             "ratio": "times the cost at 8,192 tokens"},
@@ -300,7 +301,7 @@ def _w4_part(answer, chip_key):
              "and Adam's two moments are kept too."),
         Slip("no gradients", distinct_from(expected, _fewest(chip_key, _per_param(14)), 0.001),
              "count the bf16 gradients too: 16 bytes per parameter during a step."),
-    ))
+    ), unit="count")
 
 
 def _w4_solution(v):
@@ -387,12 +388,12 @@ W5 = Problem(
                      "Korthikanti et al.'s 34·D + 5·H·T bytes per token of GPT-3's block."),
         ), slips=(
             Slip("one layer", lambda v: _w5_none(v) / v["L"], _ONE_LAYER),
-        )),
+        ), unit="bytes"),
         Part("full_gb", _w5_full, conventions=(in_gib(_w5_full),), slips=(
             Slip("one layer", lambda v: _w5_full(v) / v["L"], _ONE_LAYER),
             Slip("fp32 input", lambda v: 2 * _w5_full(v),
                  "the layer input is kept in bf16: 2 bytes per element."),
-        )),
+        ), unit="bytes"),
     ),
     labels={"none_gb": "activations without recomputation, in GB",
             "full_gb": "activations with full remat, in GB"},
@@ -470,7 +471,7 @@ W6 = Problem(
             Slip("sparse peak", lambda v: _w6_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w6_mfu(v) / 3, _FORWARD_HINT),
             percent_slip(_w6_mfu),
-        )),
+        ), unit="fraction"),
         Part("hfu_pct", _w6_hfu, conventions=(
             Convention(_ALL_PARAMS, lambda v: _w6_mfu_total(v) * 8 / 6),
             Convention("attention core counted", lambda v: _w6_mfu_attention(v) * 8 / 6, PINNED,
@@ -481,7 +482,7 @@ W6 = Problem(
                  "hardware does 8/6 of the model's FLOPs."),
             Slip("sparse peak", lambda v: _w6_hfu(v) / 2, SPARSE_HINT),
             percent_slip(_w6_hfu),
-        )),
+        ), unit="fraction"),
     ),
     labels={"mfu_pct": "MFU, in %", "hfu_pct": "HFU with full remat, in %"},
     solution=_w6_solution,
@@ -539,8 +540,10 @@ W7 = Problem(
     text=("How many days does {model} ({tokens_t:g} trillion tokens, by the 6·N·D rule with N all "
           "parameters) take at {mfu:.0%} MFU on {gpus:,} H100s, and on {tpus:,} TPU v5p chips?"),
     parts=(
-        Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True)),
-        Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False)),
+        Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s", not_applicable=(
+        *NO_LINK,)),
+        Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False), unit="s", not_applicable=(
+        *NO_LINK,)),
     ),
     labels={"days_h100": "days on the H100s", "days_v5p": "days on the v5p chips"},
     solution=_w7_solution,
@@ -583,7 +586,7 @@ W8 = Problem(
             Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
             Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
             percent_slip(_w8_mfu),
-        )),
+        ), unit="fraction"),
     ),
     labels={"mfu_pct": "implied MFU, in %"},
     solution=_w8_solution,
@@ -624,13 +627,13 @@ W9 = Problem(
                  "training costs 6·N·D FLOPs, not 2·N·D."),
             Slip("no ratio", lambda v: compute_optimal(v["C"], tokens_per_param=1).params / 1e9,
                  "D = {r:g}·N: C = 6·N·({r:g}·N), so N = √(C / (6·{r:g}))."),
-        )),
+        ), unit="params"),
         Part("tokens_t", _w9_tokens, slips=(
             Slip("2ND", lambda v: compute_optimal(3 * v["C"]).tokens / 1e12,
                  "training costs 6·N·D FLOPs, not 2·N·D."),
             Slip("the parameters", lambda v: _w9_params(v) / 1e3,
                  "the tokens are {r:g} times the parameters (and asked in trillions)."),
-        )),
+        ), unit="count"),
     ),
     labels={"params_b": "parameters, in billions", "tokens_t": "tokens, in trillions"},
     solution=_w9_solution,
@@ -681,7 +684,7 @@ W10 = Problem(
                  "the core's width is that of the query heads, H·d_h = {H} × {dh}, not D = {D:,}."),
             Slip("training", lambda v: 3 * _w10_core(v),
                  "the question asks for the forward pass: training is 3 times it."),
-        )),
+        ), unit="FLOPs"),
     ),
     labels={"core_flops": "attention-core FLOPs per token, in FLOPs"},
     solution=_w10_solution,
@@ -734,7 +737,7 @@ W11 = Problem(
             Slip("K heads", lambda v: _w11_mlp(v) * v["H"] / v["K"],
                  "every one of the H = {H} query heads computes its own scores: the core counts "
                  "H, not the K = {K} key/value heads."),
-        )),
+        ), unit="count"),
         Part("vs_layer", _w11_layer, rel=0.01, conventions=(
             Convention("causal discount", lambda v: 2 * _w11_layer(v), PINNED, phrase=NO_CAUSAL,
                        hint=_CAUSAL_HINT),
@@ -742,7 +745,7 @@ W11 = Problem(
             Slip("MLP only", _w11_mlp,
                  "against the whole layer, count the attention projections too: "
                  "D·(2H + 2K)·d_h more weights."),
-        )),
+        ), unit="count"),
     ),
     labels={"vs_mlp": "crossover against the MLP, in tokens",
             "vs_layer": "crossover against the whole layer, in tokens"},
@@ -786,13 +789,13 @@ W12 = Problem(
                  "the bubble is a fraction of the whole step, (K − 1) / (M + K − 1), not of the "
                  "busy time M."),
             percent_slip(_w12_plain),
-        )),
+        ), unit="fraction"),
         Part("interleaved_pct", _w12_interleaved, slips=(
             Slip("plain fraction over v", distinct_from(_w12_interleaved,
                                                         lambda v: _w12_plain(v) / v["v"]),
                  "the idle time shrinks v times, but the step does not: (K − 1) / (v·M + K − 1)."),
             percent_slip(_w12_interleaved),
-        )),
+        ), unit="fraction"),
     ),
     labels={"bubble_pct": "1F1B bubble, in %", "interleaved_pct": "interleaved bubble, in %"},
     solution=_w12_solution,

@@ -17,6 +17,7 @@ import numpy as np
 
 import scalebook.checks as checks
 import scalebook.homework as homework
+import scalebook.homework.parts as homework_parts
 from scalebook.homework.parts import Part
 
 from autograder.grading.names import answer_names
@@ -97,14 +98,26 @@ def recording_checks():
             calls.append(("design", name, None, None, []))
         return real_answer(variant, name, value)
 
-    real_answer = homework.check_answer
+    def number(part, variant, value):
+        """A declared part that a JAX check judges (``NOTEBOOK_PARTS``), as ``answer`` records
+        one."""
+        hints = []
+        for _, wrong, hint in part.hinted():
+            x = wrong(variant)
+            if x == x:
+                text = hint(variant) if callable(hint) else hint
+                hints.append((x, text.format(**dict(variant), answer=x)))
+        calls.append(("number", part.answer, part.expected(variant), part.rel, hints))
+        return real_number(part, variant, value)
+
+    real_answer, real_number = homework.check_answer, homework_parts.check_number
     checks.check_close, checks.check_allclose = close, allclose
-    homework.check_answer = answer
+    homework.check_answer, homework_parts.check_number = answer, number
     try:
         yield calls
     finally:
         checks.check_close, checks.check_allclose = real_close, real_allclose
-        homework.check_answer = real_answer
+        homework.check_answer, homework_parts.check_number = real_answer, real_number
 
 
 def run_cli(*argv) -> tuple[int, str]:
