@@ -73,7 +73,7 @@ class Alternative:
     name: str
     family: str
     cause: str
-    factor: float | Callable[[float], float] | None
+    factor: float | Callable[[float], float] | Callable[[float], tuple[float, float]] | None
     units: frozenset[str]
     role: str = ""
     hint: str = ""
@@ -250,11 +250,17 @@ def readings(alt: Alternative, value: Sequence[float], role_value: float | None 
     two below and above. Empty for an entry without a factor."""
     if alt.factor is None:
         return ()
-    if alt.factor in (_pow2, _round):
-        low = tuple(alt.factor(x)[0] for x in value)
-        high = tuple(alt.factor(x)[1] for x in value)
+    if alt.factor is _pow2 or alt.factor is _round:
+        other_way = alt.factor
+        low = tuple(other_way(x)[0] for x in value)
+        high = tuple(other_way(x)[1] for x in value)
         return (("down", low), ("up", high))
-    f = alt.factor(role_value) if callable(alt.factor) else alt.factor
+    if callable(alt.factor):
+        if role_value is None:
+            raise ValueError(f"alternative {alt.name!r} needs the value of its {alt.role!r} input")
+        f = float(alt.factor(role_value))  # type: ignore[arg-type]
+    else:
+        f = alt.factor
     both = (("x", tuple(x * f for x in value)), ("/", tuple(x / f for x in value)))
     return tuple((label, r) for label, r in both if label in alt.directions)
 

@@ -448,9 +448,10 @@ _v2c = lambda v: _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
 _v2d = lambda v: _case2(v, "A[I_X, J]", "B[J, K_X]")[5].collectives[0].nbytes
 _w_shard8 = lambda v: bytes_per_device((v["q8_D"], v["q8_F"]), "fp32", "W[D, F_Y]",
                                        Mesh({"X": v["q8_X"], "Y": v["q8_Y"]}))
-_ar8 = lambda v: plan_matmul("A[B_X, D_Y]", "W[D_Y, F]", Mesh({"X": v["q8_X"], "Y": v["q8_Y"]}),
-                             contracting="D", shapes={"B": v["q8_B"], "D": v["q8_D"], "F": v["q8_F"]},
-                             dtype="fp32").collectives[0].nbytes
+_ar8 = lambda v: float(plan_matmul(  # a plan given its shapes counts its bytes
+    "A[B_X, D_Y]", "W[D_Y, F]", Mesh({"X": v["q8_X"], "Y": v["q8_Y"]}), contracting="D",
+    shapes={"B": v["q8_B"], "D": v["q8_D"], "F": v["q8_F"]},
+    dtype="fp32").collectives[0].nbytes or 0.0)
 _GATHERED = "V is the gathered array A[I, J], not the shard each chip starts with."
 _UNREDUCED = ("V is the unreduced C[I, K] that each chip holds before the reduction, not the "
               "block it keeps.")

@@ -62,6 +62,10 @@ Value = Callable[[Mapping[str, Any]], Number]
 MARGIN = 1.2
 
 
+#: A hint: a format string, or a function of the variant that returns one.
+Hint = Union[str, Callable[[Mapping[str, Any]], str]]
+
+
 @dataclass(frozen=True)
 class Convention:
     """Another defensible way to compute the part's quantity.
@@ -94,8 +98,16 @@ class Slip:
 
     name: str
     value: Value
-    hint: str | Callable[[Mapping[str, Any]], str]
+    hint: Hint
     alternatives: tuple[str, ...] = ()
+
+
+def _joined(prefix: str, hints: Sequence[Hint]) -> Hint:
+    """One hint naming several causes: ``prefix`` then each hint, joined by " Or: " (a function of
+    the variant when any of them is one)."""
+    if all(isinstance(h, str) for h in hints):
+        return prefix + " Or: ".join(h for h in hints if isinstance(h, str))
+    return lambda v: prefix + " Or: ".join(h if isinstance(h, str) else h(v) for h in hints)
 
 
 @dataclass(frozen=True)
@@ -131,7 +143,7 @@ class Part:
             raise ValueError(f"part {self.answer!r} names a convention or slip twice: {names}")
         if self.unit and self.unit not in UNITS:
             raise ValueError(f"part {self.answer!r}: unit {self.unit!r} is not one of {sorted(UNITS)}")
-        for x in (*self.conventions, *self.slips):
+        for x in _declared(self):
             for name in x.alternatives:
                 alternative(name)  # KeyError for a name not in the catalog
 
@@ -143,7 +155,7 @@ class Part:
     def pinned(self) -> tuple[Convention, ...]:
         return tuple(c for c in self.conventions if c.verdict == PINNED)
 
-    def hinted(self) -> tuple[tuple[str, Value, str], ...]:
+    def hinted(self) -> tuple[tuple[str, Value, Hint], ...]:
         """(name, value, hint) of every pinned convention and slip: what earns a hint."""
         return (tuple((c.name, c.value, c.hint) for c in self.pinned)
                 + tuple((s.name, s.value, s.hint) for s in self.slips))
@@ -284,7 +296,7 @@ def applicable(part: Part, v: Mapping[str, Any], spec: Any = None
     spec = spec if spec is not None else getattr(v, "spec", None)
     reads = _Reads(v)
     part.expected(reads)
-    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    named = {n for x in _declared(part) for n in x.alternatives}
     named |= {n.alternative for n in part.not_applicable}
     params = spec.parameters if spec is not None else {}
     out: list[tuple[Alternative, str, float | None]] = []
@@ -309,7 +321,7 @@ class Targets:
     part: Part
     v: Mapping[str, Any]
     accepted: tuple[Any, ...]
-    hinted: tuple[tuple[str, tuple[str, ...], Any, str], ...]
+    hinted: tuple[tuple[str, tuple[str, ...], Any, Hint], ...]
     catalog: tuple[tuple[str, tuple[float, ...], str], ...]
 
 
@@ -333,7 +345,7 @@ def targets(part: Part, v: Mapping[str, Any], spec: Any = None) -> Targets:
     expected = part.expected(v)
     return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]),
                    tuple((x.name, x.alternatives, x.value(v), x.hint)
-                         for x in (*part.pinned, *part.slips)),
+                         for x in _hinting(part)),
                    _catalog_readings(part, v, expected, spec))
 
 
@@ -459,7 +471,7 @@ def feedback(part: Part, v: Mapping[str, Any], value: Any) -> str | None:
 Vector = tuple[float, ...]
 
 
-def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[Vector], list[tuple[Vector, str]]] | None:
+def _values(part: Part, v: Mapping[str, Any]) -> tuple[list[Vector], list[tuple[Vector, Hint]]] | None:
     """(accepted values, (hinted value, hint) of the hints that apply) at ``v``, each a tuple of
     floats (one for a number); None if a value is not a number (or its solver call rejects
     the draw)."""
@@ -485,6 +497,16 @@ def _overlap(a: Any, b: Any, rel: float) -> bool:
     arrays)."""
     x, y = _floats(a), _floats(b)
     return len(x) == len(y) and all(_overlap_one(p, q, rel) for p, q in zip(x, y))
+
+
+def _declared(part: "Part") -> tuple["Convention | Slip", ...]:
+    """A part's conventions and slips, the declarations that name catalog entries."""
+    return (*part.conventions, *part.slips)
+
+
+def _hinting(part: "Part") -> tuple["Convention | Slip", ...]:
+    """A part's pinned conventions and slips: what earns a hint."""
+    return (*part.pinned, *part.slips)
 
 
 def part_well_posed(part: Part, v: Mapping[str, Any]) -> bool:
@@ -570,8 +592,8 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
     for size in range(1, len(slips) + 1):
         for subset in combinations(range(len(slips)), size):
             chosen = [slips[i] for i in subset]
-            hint = chosen[0].hint if size == 1 else (
-                f"{len(chosen)} slips give about this value: " + " Or: ".join(x.hint for x in chosen))
+            hint = chosen[0].hint if size == 1 else _joined(
+                f"{len(chosen)} slips give about this value: ", [x.hint for x in chosen])
             names = tuple(dict.fromkeys(n for x in chosen for n in x.alternatives))
             out.append(Slip(" or ".join(x.name for x in chosen), member(frozenset(subset)), hint,
                             names))
@@ -641,7 +663,7 @@ def describe(part: Part | Design) -> list[str]:
     shape = f", array {part.shape}" if part.shape is not None else ""
     unit = f", {part.unit}" if part.unit else ", unit not declared"
     lines = [f"{part.answer} (within {format_percent(part.rel)}{unit}{shape})"]
-    named = {n for x in (*part.conventions, *part.slips) for n in x.alternatives}
+    named = {n for x in _declared(part) for n in x.alternatives}
     asked = [a.name + (f" (per {a.role} input)" if a.role else "") for a in CATALOG
              if (a.auto and applies_by_unit(a, part.unit)) or a.name in named]
     if asked:
@@ -651,10 +673,10 @@ def describe(part: Part | Design) -> list[str]:
         pinned = f' -- the text says "{phrase}"' if c.verdict == PINNED else ""
         names = f" [{', '.join(c.alternatives)}]" if c.alternatives else ""
         lines.append(f"    convention {c.name}{names}: {c.verdict}{pinned}")
-    names = [s.name + (f" [{', '.join(s.alternatives)}]" if s.alternatives else "")
-             for s in part.slips]
-    if names:
-        lines.append(f"    slips: {'; '.join(names)}")
+    slip_names = [s.name + (f" [{', '.join(s.alternatives)}]" if s.alternatives else "")
+                  for s in part.slips]
+    if slip_names:
+        lines.append(f"    slips: {'; '.join(slip_names)}")
     for n in part.not_applicable:
         reading = f" ({n.reading})" if n.reading else ""
         lines.append(f"    not applicable {n.alternative}{reading}: {n.reason}")

@@ -173,7 +173,7 @@ def _flops_part() -> Part:
         "makes no causal discount.")
     return Part("train_flops", _train, conventions=(
         Convention(_ALL_PARAMS, _train_all_params),
-        Convention(causal.name, causal.value, PINNED, phrase=NO_CAUSAL, hint=causal.hint),
+        Convention(causal.name, causal.value, PINNED, phrase=NO_CAUSAL, hint=str(causal.hint)),
     ), slips=(
         alone, *both,
         Slip("forward only", lambda v: _flops(v).forward,
