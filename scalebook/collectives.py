@@ -48,6 +48,10 @@ Other models
 - :func:`point_to_point`: one chip sends to another over several hops of a torus.
 - ``*_first_cut``: the back-of-envelope forms (no ``(N−1)/N``, time = max of the two terms).
 - :func:`ragged_all_to_all`: the mixture-of-experts token dispatch against a dense AllToAll.
+- :func:`gpu_collective`: GPU AllReduce, AllGather and ReduceScatter by the algorithm NCCL (or a
+  serving kernel) would run: ring, tree, NVLS in-switch reduction, one-shot, two-shot, SHARP
+  (:data:`GPU_ALGORITHMS`); :func:`collective_cost` keeps the fastest by default.
+- TPU slices: which axes wrap and where mesh axes land are :mod:`scalebook.torus`'s rules.
 
 ``regime`` names the larger term: "bandwidth-bound" or "latency-bound" (ties, i.e. a zero-cost
 collective on one device, are "no communication").
