@@ -1,6 +1,7 @@
 """Published measurements of real systems held against the solver: the book's reality checks.
 
-Each :class:`Measurement` in ``book/data/published/measurements.json`` is one number somebody
+Each :class:`Measurement` in ``book/data/published/*.json`` (one file per topic, read in name
+order; ids are unique across files, sources are local to their file) is one number somebody
 measured on a real machine (an NCCL-tests bus bandwidth, a GEMM's TFLOP/s, a STREAM copy, a
 profiled TPU AllGather), with its system, its source, and the source's row quoted verbatim.
 :func:`predict` computes the solver's figure for the same quantity through the public API
@@ -46,8 +47,9 @@ import json
 import math
 import numbers
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 from .collectives import KINDS, CollectiveCost, collective_cost
@@ -57,16 +59,18 @@ from .roofline import matmul_cost, matmul_time, time_bounds
 from .units import format_bandwidth, format_flops, format_seconds
 
 __all__ = [
-    "DATA_PATH", "CHAPTERS", "QUANTITIES", "ALGORITHMS", "BUS_FACTOR_KINDS",
+    "DATA_DIR", "DATA_PATH", "CHAPTERS", "QUANTITIES", "ALGORITHMS", "BUS_FACTOR_KINDS",
     "Source", "System", "Measurement", "Row",
     "bus_bandwidth_factor", "bus_bandwidth",
     "load_measurements", "parse_measurements", "get_measurement",
     "predict", "ratio", "reality_check", "reality_check_markdown",
 ]
 
-DATA_PATH = (Path(__file__).resolve().parent.parent / "book" / "data" / "published"
-             / "measurements.json")
-"""Where the measurements live (read by :func:`load_measurements`)."""
+DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published"
+"""The folder of measurement files; :func:`load_measurements` reads every ``*.json`` in it."""
+
+DATA_PATH = DATA_DIR / "measurements.json"
+"""The first file: one chip and collectives (Parts 2 and 3)."""
 
 CHAPTERS = ("hardware", "sharded-matmuls")
 """Chapters with a reality check: Part 2 (one chip: GEMMs, HBM) and Part 3 (collectives)."""
@@ -146,6 +150,8 @@ class Measurement:
         shape: ``(M, N, K)`` of ``Out[M, N] = A[M, K] · B[K, N]`` for a GEMM, else None.
         dtype: the GEMM's input dtype, else None.
         algorithm: the NCCL algorithm it ran (:data:`ALGORITHMS`), None if not an NCCL one.
+        setting: the named inputs a prediction of a whole-system quantity reads (model, layout,
+            batch, sequence length, ...), as the source states them; empty for the others.
         notes: caveats.
     """
 
@@ -165,6 +171,7 @@ class Measurement:
     shape: tuple[int, int, int] | None = None
     dtype: str | None = None
     algorithm: str | None = None
+    setting: Mapping[str, object] = field(default_factory=dict)
     notes: str = ""
 
     @property
@@ -353,8 +360,25 @@ def reality_check_markdown(chapter: str,
 # --------------------------------------------------------------------------- loading
 
 def load_measurements(path: str | Path | None = None) -> tuple[Measurement, ...]:
-    """Read and validate the measurements file (default :data:`DATA_PATH`)."""
-    path = Path(DATA_PATH if path is None else path)
+    """Read and validate one measurements file, or (default) every ``*.json`` in
+    :data:`DATA_DIR` in name order; an id used in two files is an error."""
+    if path is None:
+        files = sorted(DATA_DIR.glob("*.json"))
+        if not files:
+            raise ValueError(f"{DATA_DIR}: no measurements files")
+        measurements: list[Measurement] = []
+        seen: dict[str, str] = {}
+        for file in files:
+            for m in _load_file(file):
+                if m.id in seen:
+                    raise ValueError(f"{file}: measurement {m.id!r} is also in {seen[m.id]}")
+                seen[m.id] = file.name
+                measurements.append(m)
+        return tuple(measurements)
+    return _load_file(Path(path))
+
+
+def _load_file(path: Path) -> tuple[Measurement, ...]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -376,7 +400,7 @@ def get_measurement(measurement_id: str,
 
 _MEASUREMENT_KEYS = {"id", "chapter", "quantity", "collective", "nbytes", "shape", "dtype",
                      "value", "unit", "system", "algorithm", "band", "band_reason", "source",
-                     "locator", "quote", "notes"}
+                     "locator", "quote", "notes", "setting"}
 _REQUIRED = {"id", "chapter", "quantity", "value", "unit", "system", "band", "band_reason",
              "source", "locator", "quote"}
 _SYSTEM_KEYS = {"chip", "n_devices", "description", "software", "gpus_per_node", "nic_bandwidth"}
@@ -445,6 +469,7 @@ def _measurement(entry: object, sources: Mapping[str, Source], where: str) -> Me
         quote=_text(entry["quote"], "quote", where), band=band,
         band_reason=_text(entry["band_reason"], "band_reason", where), collective=collective,
         nbytes=nbytes, shape=shape, dtype=dtype, algorithm=algorithm,
+        setting=_setting(entry.get("setting"), where),
         notes=_text(entry.get("notes", ""), "notes", where, allow_empty=True))
 
 
@@ -486,6 +511,20 @@ def _what(entry: Mapping, quantity: str, chip, system: System, where: str):
     if quantity in ("matmul_throughput", "hbm_bandwidth") and system.n_devices != 1:
         raise ValueError(f"{where}: a {quantity} is one chip's; n_devices must be 1")
     return collective, nbytes, shape, dtype, algorithm
+
+
+def _setting(raw: object, where: str) -> Mapping[str, object]:
+    """The optional ``setting`` object: names to numbers, strings, booleans or lists of them."""
+    if raw is None:
+        return MappingProxyType({})
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: setting must be an object of named inputs, got {raw!r}")
+    for key, value in raw.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(x, (str, int, float, bool)) for x in items):
+            raise ValueError(f"{where}: setting {key!r} must be a number, string, boolean or a "
+                             f"list of them, got {value!r}")
+    return MappingProxyType(dict(raw))
 
 
 def _system(raw: object, where: str) -> System:
