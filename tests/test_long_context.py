@@ -69,3 +69,14 @@ def test_bad_input():
         lc.AttentionShape(n_heads=6, n_kv_heads=4, d_head=8)
     with pytest.raises(ValueError, match="chunks"):
         lc.ring_attention(100, 8, L70, V5P)
+
+
+def test_ulysses_sends_more_than_ring_for_gqa_until_c_exceeds_h_over_k_plus_1():
+    shape = lc.AttentionShape(n_heads=64, n_kv_heads=8, d_head=128)
+    uly = lc.ulysses_attention(131072, 8, shape, H100)
+    ring = lc.ring_attention(131072, 8, shape, H100)
+    ratio = uly.bytes_sent_per_chip / ring.bytes_per_layer
+    assert ratio == pytest.approx(lc.ulysses_over_ring_bytes(shape, 8)) == pytest.approx(9 / 8)
+    assert ratio > 1 > 1 / 8            # "Ulysses sends 1/C as much" holds for neither
+    mha = lc.AttentionShape(n_heads=8, n_kv_heads=8, d_head=128)
+    assert lc.ulysses_over_ring_bytes(mha, 8) == pytest.approx(2 / 8)

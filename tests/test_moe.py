@@ -100,7 +100,8 @@ def test_imbalance_sets_step_time_and_capacity_caps_it():
     assert moe.imbalance([1, 1, 1, 1]) == 1
     assert moe.imbalance([4, 2, 1, 1]) == 2
     assert moe.imbalanced_time(1e-3, [4, 2, 1, 1]) == pytest.approx(2e-3)
-    assert moe.imbalanced_time(1e-3, [4, 2, 1, 1], capacity_factor=1.25) == pytest.approx(1.25e-3)
+    # c·mean = 2.5 rounds up to 3 slots (expert_capacity's rounding): 3/2 = 1.5, not c = 1.25
+    assert moe.imbalanced_time(1e-3, [4, 2, 1, 1], capacity_factor=1.25) == pytest.approx(1.5e-3)
     with pytest.raises(ValueError):
         moe.imbalance([0, 0])
 
@@ -179,3 +180,113 @@ def test_bad_shapes_are_refused_clearly():
         moe.moe_param_count(base)
     with pytest.raises(ValueError):
         moe.expert_capacity(0, 4, 1, 1.0)
+
+
+def test_a_capped_step_uses_whole_slots_and_padded_buffers_cost_c_every_step():
+    loads = [3, 1, 1, 1, 1, 1, 1, 1]            # mean 1.25: ⌈1.25 × 1.25⌉ = 2 slots
+    assert moe.imbalanced_time(1.0, loads, capacity_factor=1.25) == pytest.approx(1.6)
+    balanced = [100] * 8                        # padded: 125 slots computed even when balanced
+    assert moe.imbalanced_time(1.0, balanced, capacity_factor=1.25) == pytest.approx(1.0)
+    assert moe.imbalanced_time(1.0, balanced, capacity_factor=1.25, padded=True) == \
+        pytest.approx(1.25)
+    with pytest.raises(ValueError, match="capacity_factor"):
+        moe.imbalanced_time(1.0, balanced, padded=True)
+
+
+def test_mla_cache_is_576_wide_and_absorbed_decode_costs_3_4x_the_mha_count():
+    mla = DS.mla
+    assert mla.cache_width == 512 + 64 == 576
+    assert mla.cache_bytes_per_token_layer("bf16") == 1152
+    assert mla.absorbed_flops_per_key(128) == 2 * 128 * (576 + 512) == 278_528
+    assert mla.expanded_flops_per_key(128) == 2 * 128 * (128 + 64 + 128) == 81_920
+    assert moe.attention_flops_per_key(DS, absorbed=True) == pytest.approx(
+        3.4 * moe.attention_flops_per_key(DS))
+    # decode from the latent: 241.8 FLOPs per cache byte against an H100's ridge of 295
+    assert mla.decode_intensity(128) == pytest.approx(278_528 / 1152)
+    assert 0.8 < mla.decode_intensity(128) / (H100.flops("bf16") / H100.hbm_bandwidth) < 0.85
+    assert mla.decode_intensity(128, queries_per_read=2) == pytest.approx(2 * 241.78, rel=1e-3)
+    with_ctx = moe.flops_per_token(DS, context_len=1000, absorbed=True) - moe.flops_per_token(DS)
+    assert with_ctx == pytest.approx(61 * 278_528 * 1000)
+    # grouped-query models have no absorbed form: the flag changes nothing
+    assert moe.flops_per_token(MIX, context_len=10, absorbed=True) == \
+        moe.flops_per_token(MIX, context_len=10)
+
+
+def test_mla_latent_is_copied_under_tp_attention_and_weights_under_dp():
+    kw = dict(context_len=131072, n_chips=16, weight_dtype="fp8")
+    # the old model split the latent 16 ways and fitted 66 sequences
+    assert moe.moe_max_batch(DS, H100, **kw) == 4
+    assert moe.moe_max_batch(DS, H100, attention="tp", **kw) == 4
+    assert moe.moe_max_batch(DS, H100, attention="dp", **kw) == 32
+    assert moe.non_routed_bytes(DS, "fp8") == pytest.approx(17.1e9, rel=0.01)
+    for attention in moe.ATTENTION_LAYOUTS:
+        assert moe.moe_max_batch(DS, H100, context_len=131072, n_chips=8, weight_dtype="fp8",
+                                 attention=attention) == 0
+    # grouped-query caches still split over the KV heads under TP
+    per_seq = 131072 * moe.kv_bytes_per_token(MIX)
+    free = H100.hbm_bytes - moe.weight_bytes(MIX) / 8
+    assert moe.moe_max_batch(MIX, H100, context_len=131072, n_chips=8) == int(free // (per_seq / 8))
+    with pytest.raises(ValueError, match="attention"):
+        moe.moe_max_batch(DS, H100, context_len=1024, attention="sp")
+
+
+def test_mla_decode_reads_the_whole_latent_on_every_tp_rank():
+    kw = dict(batch=4, context_len=131072, n_chips=16, weight_dtype="fp8", compute_dtype="fp8")
+    tp = moe.moe_decode_step(DS, H100, attention="tp", **kw)
+    dp = moe.moe_decode_step(DS, H100, attention="dp", **kw)
+    cache = 4 * 131072 * moe.kv_bytes_per_token(DS)
+    assert tp.kv_bytes == pytest.approx(cache)            # every rank reads every latent
+    assert dp.kv_bytes == pytest.approx(cache / 16)
+    assert dp.weight_bytes > moe.non_routed_bytes(DS, "fp8")   # a whole copy on every chip
+    attn = 4 * 131072 * 61 * 278_528 / 16
+    assert tp.attention_flops == pytest.approx(attn)
+    assert tp.t_compute == pytest.approx((tp.flops - attn) / H100.flops("fp8")
+                                         + attn / H100.flops("bf16"))
+    # at 66 sequences (what the old cache split allowed) the absorbed attention alone is 9.3 ms
+    big = moe.moe_decode_step(DS, H100, batch=66, context_len=131072, n_chips=16,
+                              weight_dtype="fp8", compute_dtype="fp8")
+    assert big.attention_flops / H100.flops("bf16") == pytest.approx(9.3e-3, rel=0.01)
+
+
+def test_wide_ep_reaches_the_critical_batch_that_one_node_cannot():
+    n = moe.smallest_ep_for_critical_batch(DS, H100, context_len=4096)
+    target = moe.moe_critical_batch(H100, 256, 8, weight_dtype="fp8", compute_dtype="fp8")
+    assert n is not None and n % 8 == 0
+    assert moe.moe_max_batch(DS, H100, context_len=4096, n_chips=n, weight_dtype="fp8",
+                             attention="dp") >= target
+    assert moe.moe_max_batch(DS, H100, context_len=4096, n_chips=n - 8, weight_dtype="fp8",
+                             attention="dp") < target
+    assert moe.smallest_ep_for_critical_batch(DS, H100, context_len=4096, max_chips=16) is None
+
+
+def test_expert_tp_reduce_scatters_one_summed_output_per_token():
+    lay = moe.expert_weight_layouts(DS, H100, n_chips=64, tokens_per_chip=4096)
+    b = 2
+    gather = collectives.collective_cost("all_gather", 4096 * 64 * 7168 * b, 64, H100)
+    scatter = collectives.collective_cost("reduce_scatter", 4096 * 64 * 7168 * b, 64, H100)
+    assert lay["TP"].comm == pytest.approx(gather.time + scatter.time)
+    assert lay["TP"].comm == pytest.approx(18.6e-3, rel=0.01)     # was 83.4 ms with k·B·D·b
+    node = moe.expert_weight_layouts(DS, H100, n_chips=8, tokens_per_chip=4096)
+    assert node["EP"].weight_bytes_per_chip == pytest.approx(2.82e9, rel=0.01)
+    assert node["EP"].comm == pytest.approx(1.83e-3, rel=0.01)
+    # in one NVLink node TP moves what EP moves
+    assert node["TP"].comm == pytest.approx(node["EP"].comm, rel=0.01)
+
+
+def test_training_flops_count_matmul_weights_not_the_embedding_lookup():
+    p = moe.moe_param_count(DS)
+    assert moe.training_flops(DS, 14.8e12) == pytest.approx(6 * p.active_matmul * 14.8e12)
+    assert moe.training_flops(DS, 14.8e12) == pytest.approx(3.25e24, rel=0.01)
+    assert 6 * p.active * 14.8e12 == pytest.approx(3.33e24, rel=0.01)
+
+
+def test_prefill_throughput_is_compute_bound_at_peak():
+    tps = moe.moe_prefill_throughput(DS, H100, prompt_len=2000, n_chips=8)
+    p = moe.moe_param_count(DS)
+    per_token = (2 * p.active_matmul / H100.flops("fp8")
+                 + 1000 * moe.attention_flops_per_key(DS) / H100.flops("bf16"))
+    assert tps == pytest.approx(8 / per_token)
+    assert moe.moe_prefill_throughput(DS, H100, prompt_len=2000, cached_share=0.5) == \
+        pytest.approx(2 * tps / 8)
+    with pytest.raises(ValueError, match="cached_share"):
+        moe.moe_prefill_throughput(DS, H100, prompt_len=2000, cached_share=1.0)
