@@ -54,9 +54,10 @@ from typing import Callable, Mapping, Sequence
 
 from .collectives import KINDS, CollectiveCost, collective_cost
 from .hardware import canonical_dtype, get_chip
+from .moe import deepseek_v3, moe_all_to_all, moe_decode_step, moe_prefill_throughput
 from .live.comparison import table_markdown
 from .roofline import matmul_cost, matmul_time, time_bounds
-from .units import format_bandwidth, format_flops, format_seconds
+from .units import format_bandwidth, format_flops, format_integer, format_seconds
 
 __all__ = [
     "DATA_DIR", "DATA_PATH", "CHAPTERS", "QUANTITIES", "ALGORITHMS", "BUS_FACTOR_KINDS",
@@ -72,16 +73,22 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published
 DATA_PATH = DATA_DIR / "measurements.json"
 """The first file: one chip and collectives (Parts 2 and 3)."""
 
-CHAPTERS = ("hardware", "sharded-matmuls")
-"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM) and Part 3 (collectives)."""
+CHAPTERS = ("hardware", "sharded-matmuls", "moe-long-context")
+"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM), Part 3 (collectives) and
+Part 7 (MoE dispatch and combine, MoE serving)."""
 
 QUANTITIES = {
     "bus_bandwidth": "bytes/s",
     "collective_time": "s",
     "matmul_throughput": "FLOP/s",
     "hbm_bandwidth": "bytes/s",
+    "moe_all_to_all_time": "s",
+    "moe_dispatch_bandwidth": "bytes/s",
+    "serving_throughput": "tokens/s",
 }
-"""What can be measured, and its SI unit."""
+"""What can be measured, and its SI unit. The MoE and serving quantities read their inputs from
+the measurement's ``setting`` (:func:`predict_moe_all_to_all_time`,
+:func:`predict_moe_dispatch_bandwidth`, :func:`predict_serving_throughput`)."""
 
 ALGORITHMS = ("auto", "ring", "nvls", "tree", "one-shot", "two-shot", "sharp")
 """The NCCL algorithms a measurement may record (the values ``collective_cost`` is to take)."""
@@ -122,6 +129,10 @@ class System:
         software: library versions and flags where the source gives them.
         gpus_per_node: GPUs of the group per node when it spans several nodes; None in one node.
         nic_bandwidth: bytes/s of one GPU's NIC where it differs from the catalog's; None: catalog.
+        nvlink_bandwidth: bytes/s of one GPU's NVLink egress, one way, where it differs from the
+            catalog's (an H800 measured as the catalog's H100 die); None: catalog.
+        label: the GPU's name as the source gives it, where a catalog entry stands in for it
+            ("H800", priced as the H100 with ``nvlink_bandwidth``); "" when ``chip`` is it.
     """
 
     chip: str
@@ -130,6 +141,8 @@ class System:
     software: str = ""
     gpus_per_node: int | None = None
     nic_bandwidth: float | None = None
+    nvlink_bandwidth: float | None = None
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -184,6 +197,15 @@ class Measurement:
         if self.quantity == "matmul_throughput":
             (m, n, k), dtype = _gemm(self)
             return f"{dtype} GEMM {m}x{n}x{k} (MxNxK)"
+        if self.quantity in ("moe_all_to_all_time", "moe_dispatch_bandwidth"):
+            s = self.setting
+            what = "time" if self.quantity == "moe_all_to_all_time" else "bottleneck bandwidth"
+            return (f"MoE {s.get('phase', 'dispatch')} {what}, {s.get('tokens_per_gpu')} tokens "
+                    f"per GPU, top-{s.get('top_k')}, {s.get('dtype')}")
+        if self.quantity == "serving_throughput":
+            s = self.setting
+            return (f"{s.get('model')} {s.get('phase')} tokens/s per node, "
+                    f"{s.get('context_len', s.get('prompt_len'))}-token context")
         return "HBM copy bandwidth (read + write)"
 
 
@@ -286,11 +308,93 @@ def predict_hbm_bandwidth(m: Measurement) -> float:
     return HBM_PROBE_BYTES / float(bounds.lower)
 
 
+def _needs(m: Measurement, *keys: str) -> list:
+    """The setting's values of ``keys``; ``ValueError`` naming the first one missing."""
+    for key in keys:
+        if key not in m.setting:
+            raise ValueError(f"{m.id}: a {m.quantity} needs setting {key!r}")
+    return [m.setting[key] for key in keys]
+
+
+def _text_setting(m: Measurement, key: str, default: str) -> str:
+    value = m.setting.get(key, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{m.id}: setting {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _number_setting(m: Measurement, key: str, default: float | None = None) -> float | None:
+    value = m.setting.get(key, default)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError(f"{m.id}: setting {key!r} must be a number, got {value!r}")
+    return None if value is None else float(value)
+
+
+def _moe_exchange(m: Measurement) -> CollectiveCost:
+    """The dispatch (or combine: the same bytes) of :func:`scalebook.moe.moe_all_to_all` for the
+    setting: tokens_per_gpu, d_model, top_k, dtype; optional copies_per_token (one copy per node
+    reached) and pure_rdma (every copy through the NIC: ``gpus_per_node = 1``)."""
+    tokens, d_model, top_k, dtype = _needs(m, "tokens_per_gpu", "d_model", "top_k", "dtype")
+    gpn = 1 if m.setting.get("pure_rdma") else m.system.gpus_per_node
+    a2a = moe_all_to_all(tokens, d_model, top_k, m.system.n_devices, m.system.chip, dtype=dtype,
+                         copies_per_token=_number_setting(m, "copies_per_token"), gpus_per_node=gpn,
+                         nvlink_bandwidth=m.system.nvlink_bandwidth,
+                         nic_bandwidth=m.system.nic_bandwidth)
+    return a2a.dispatch
+
+
+def predict_moe_all_to_all_time(m: Measurement) -> float:
+    """One MoE dispatch or combine (s): :func:`scalebook.moe.moe_all_to_all` over the
+    measurement's ``n_devices`` GPUs (alpha-beta, line rate)."""
+    return float(_moe_exchange(m).time)
+
+
+def predict_moe_dispatch_bandwidth(m: Measurement) -> float:
+    """The bytes/s a dispatch moves over its bottleneck link in the model: the link's rate
+    diluted by the latency term, ``W · t_bandwidth / t`` — what DeepEP reports as its
+    "bottleneck bandwidth" (bytes over the NVLink or RDMA link / time)."""
+    cost = _moe_exchange(m)
+    return float(cost.link_bandwidth * cost.bandwidth_time / cost.time)
+
+
+def predict_serving_throughput(m: Measurement) -> float:
+    """Tokens/s per node of a whole MoE serving system, from its setting: ``model``
+    ("DeepSeek-V3"), ``phase``; for "decode" ``batch_per_gpu``, ``context_len``, ``attention``,
+    weight/compute/attention dtypes: ``gpus_per_node · batch_per_gpu / t_step``
+    (:func:`scalebook.moe.moe_decode_step` over ``n_devices`` GPUs); for "prefill"
+    ``prompt_len``, ``cached_share``: :func:`scalebook.moe.moe_prefill_throughput` of one node."""
+    model, phase = _needs(m, "model", "phase")
+    if model != "DeepSeek-V3":
+        raise ValueError(f"{m.id}: no serving model {model!r}; known: DeepSeek-V3")
+    cfg, chip = deepseek_v3(), get_chip(m.system.chip)
+    gpn = m.system.gpus_per_node or chip.chips_per_host
+    if phase == "prefill":
+        (prompt,) = _needs(m, "prompt_len")
+        return moe_prefill_throughput(
+            cfg, chip, prompt_len=prompt, n_chips=gpn,
+            compute_dtype=_text_setting(m, "compute_dtype", "fp8"),
+            attention_dtype=_text_setting(m, "attention_dtype", "bf16"),
+            cached_share=_number_setting(m, "cached_share", 0.0) or 0.0)
+    if phase != "decode":
+        raise ValueError(f"{m.id}: phase must be 'decode' or 'prefill', got {phase!r}")
+    per_gpu, context = _needs(m, "batch_per_gpu", "context_len")
+    n = m.system.n_devices
+    step = moe_decode_step(cfg, chip, batch=per_gpu * n, context_len=context, n_chips=n,
+                           weight_dtype=_text_setting(m, "weight_dtype", "fp8"),
+                           compute_dtype=_text_setting(m, "compute_dtype", "fp8"),
+                           attention_dtype=_text_setting(m, "attention_dtype", "bf16"),
+                           attention=_text_setting(m, "attention", "dp"), gpus_per_node=gpn)
+    return gpn * per_gpu / step.time
+
+
 _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
     "bus_bandwidth": predict_bus_bandwidth,
     "collective_time": predict_collective_time,
     "matmul_throughput": predict_matmul_throughput,
     "hbm_bandwidth": predict_hbm_bandwidth,
+    "moe_all_to_all_time": predict_moe_all_to_all_time,
+    "moe_dispatch_bandwidth": predict_moe_dispatch_bandwidth,
+    "serving_throughput": predict_serving_throughput,
 }
 
 
@@ -325,6 +429,8 @@ def _quantity_text(value: float, unit: str) -> str:
         return format_seconds(value)
     if unit == "FLOP/s":
         return format_flops(value)
+    if unit == "tokens/s":
+        return f"{format_integer(value)} tokens/s"
     return format_bandwidth(value)
 
 
@@ -344,7 +450,7 @@ def reality_check_markdown(chapter: str,
     lines = []
     for row in reality_check(chapter, measurements):
         m = row.measurement
-        system = f"{m.system.n_devices}x {m.system.chip}"
+        system = f"{m.system.n_devices}x {m.system.label or m.system.chip}"
         if m.algorithm is not None:
             system += f", {m.algorithm}"
         link = m.source.title
@@ -403,7 +509,8 @@ _MEASUREMENT_KEYS = {"id", "chapter", "quantity", "collective", "nbytes", "shape
                      "locator", "quote", "notes", "setting"}
 _REQUIRED = {"id", "chapter", "quantity", "value", "unit", "system", "band", "band_reason",
              "source", "locator", "quote"}
-_SYSTEM_KEYS = {"chip", "n_devices", "description", "software", "gpus_per_node", "nic_bandwidth"}
+_SYSTEM_KEYS = {"chip", "n_devices", "description", "software", "gpus_per_node", "nic_bandwidth",
+                "nvlink_bandwidth", "label"}
 _SOURCE_KEYS = {"title", "url", "kind"}
 
 
@@ -538,14 +645,17 @@ def _system(raw: object, where: str) -> System:
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     gpus_per_node = raw.get("gpus_per_node")
-    nic = raw.get("nic_bandwidth")
+    nic, nvlink = raw.get("nic_bandwidth"), raw.get("nvlink_bandwidth")
     return System(
         chip=chip, n_devices=_count(raw["n_devices"], f"{where}: n_devices"),
         description=_text(raw["description"], "description", where),
         software=_text(raw.get("software", ""), "software", where, allow_empty=True),
         gpus_per_node=None if gpus_per_node is None else _count(gpus_per_node,
                                                                 f"{where}: gpus_per_node"),
-        nic_bandwidth=None if nic is None else _positive(nic, f"{where}: nic_bandwidth"))
+        nic_bandwidth=None if nic is None else _positive(nic, f"{where}: nic_bandwidth"),
+        nvlink_bandwidth=None if nvlink is None else _positive(nvlink,
+                                                               f"{where}: nvlink_bandwidth"),
+        label=_text(raw.get("label", ""), "label", where, allow_empty=True))
 
 
 def _band(raw: object, where: str) -> tuple[float, float]:
