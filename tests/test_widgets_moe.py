@@ -89,3 +89,12 @@ def test_live_view_is_the_widgets_numbers_as_json(explorer):
         "error": "top-k (512) cannot exceed the experts (256)"}
     bundle = explorer._repr_mimebundle_()
     assert "scalebook.live.moe" in bundle["text/html"]
+
+
+def test_summary_prices_padded_buffers_and_ragged_sends_side_by_side():
+    from scalebook.live.moe import moe_state, moe_summary
+    state = moe_state()
+    assert state.a2a_ragged_time < state.a2a_time
+    # bandwidth terms scale by c; the per-hop latency does not
+    assert state.a2a_time / state.a2a_ragged_time == pytest.approx(state.capacity_factor, rel=0.02)
+    assert "ragged" in moe_summary(state)

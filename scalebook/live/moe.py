@@ -10,8 +10,8 @@ the reader's browser).
 
 Assumptions, said once: uniform routing (the expected loads), bf16 weights and activations,
 one step = forward pass of the routed experts of every MoE layer; the dispatch and combine are
-fixed-shape buffers of ``c·k·t/E`` slots per expert (``c`` = capacity factor), not overlapped
-with the experts; the dense comparison is an MLP of the same active width ``k·F_e`` on the
+fixed-shape buffers of ``c·k·t/E`` slots per expert (``c`` = capacity factor: ``c`` times the
+bytes of ragged sends, which the summary shows beside them), not overlapped with the experts; the dense comparison is an MLP of the same active width ``k·F_e`` on the
 same chips, which needs no AllToAll.
 """
 
@@ -81,7 +81,8 @@ class MoEState:
     memory: float              # routed expert weights per chip, all layers, bf16
     hbm: float
     expert_time: float         # routed experts, all layers, forward, per chip
-    a2a_time: float            # dispatch + combine, all layers, forward
+    a2a_time: float            # dispatch + combine, all layers, forward, padded to capacity c
+    a2a_ragged_time: float     # the same with ragged sends (only the routed copies travel)
     capacity: int
     dropped: float             # expected fraction of token-expert assignments
     critical: float            # tokens per step of the EP group where the experts compute
@@ -97,7 +98,8 @@ def _config(n_experts: int, top_k: int, d_model: int, d_expert: int, n_layers: i
     return MoEConfig(base=base, n_experts=n_experts, top_k=top_k, d_expert=d_expert)
 
 
-def _a2a(chip: Chip, cfg: MoEConfig, ep: int, tokens: float, c: float) -> float:
+def _a2a(chip: Chip, cfg: MoEConfig, ep: int, tokens: float, c: float | None) -> float:
+    """Dispatch + combine of every layer; ``c`` None: ragged sends."""
     if ep == 1:
         return 0.0
     axes = [ep] if chip.is_gpu else tpu_ep_axes(chip, ep)
@@ -136,6 +138,7 @@ def moe_state(chip: str = DEFAULTS["chip"], n_experts: int = DEFAULTS["n_experts
         chip=chip_obj, cfg=cfg, ep=ep, tokens_per_chip=t, capacity_factor=c,
         memory=expert_memory_per_chip(cfg, ep=ep), hbm=chip_obj.hbm_bytes,
         expert_time=expert_time, a2a_time=_a2a(chip_obj, cfg, ep, t, c),
+        a2a_ragged_time=_a2a(chip_obj, cfg, ep, t, None),
         capacity=expert_capacity(group_tokens, E, k, c),
         dropped=expected_dropped_fraction(group_tokens, E, k, c),
         critical=critical, critical_per_chip=critical / ep,
@@ -217,8 +220,10 @@ def moe_summary(state: MoEState) -> str:
         ("memory", mem),
         ("experts", f"{format_seconds(state.expert_time)} per forward step, "
                     f"{state.bound}-bound"),
-        ("AllToAlls", f"{format_seconds(state.a2a_time)} (dispatch + combine, every layer): "
-                      f"{100 * share:.0f}% of the step if not overlapped"),
+        ("AllToAlls", f"{format_seconds(state.a2a_time)} (dispatch + combine, every layer, "
+                      f"buffers padded to c = {state.capacity_factor:g}): "
+                      f"{100 * share:.0f}% of the step if not overlapped; ragged sends "
+                      f"(only the routed copies): {format_seconds(state.a2a_ragged_time)}"),
         ("capacity", f"{format_integer(state.capacity)} slots per expert per chip; "
                      "a uniform router drops "
                      f"{100 * state.dropped:.2f}% of the assignments"),
