@@ -66,9 +66,33 @@ def test_long_context_numbers_are_the_solvers(text):
 def test_serving_case_study_says_it_does_not_fit_on_one_node(text):
     ds = moe.deepseek_v3()
     assert moe.moe_max_batch(ds, "H100", context_len=131072, n_chips=8, weight_dtype="fp8") == 0
-    b16 = moe.moe_max_batch(ds, "H100", context_len=131072, n_chips=16, weight_dtype="fp8")
-    assert has_number(text, f"{b16:,}")
     assert "not even without a single cache" in text
+
+
+def test_serving_case_study_shards_mla_as_served(text):
+    ds = moe.deepseek_v3()
+    kw = dict(context_len=131072, n_chips=16, weight_dtype="fp8")
+    tp = moe.moe_max_batch(ds, "H100", attention="tp", **kw)
+    dp = moe.moe_max_batch(ds, "H100", attention="dp", **kw)
+    assert (tp, dp) == (4, 32)
+    assert f"**{tp}** sequences" in text and f"**{dp}** with DP attention" in text
+    assert f"{ds.mla.decode_intensity(128):.0f} FLOPs per byte" in text
+    assert "Its cache cannot be split by head" in text
+
+
+def test_layouts_reality_check_and_ulysses_are_the_solvers(text):
+    ds = moe.deepseek_v3()
+    node = moe.expert_weight_layouts(ds, "H100", n_chips=8, tokens_per_chip=TOK)
+    wide = moe.expert_weight_layouts(ds, "H100", n_chips=EP, tokens_per_chip=TOK)
+    for value in (node["EP"].comm, node["TP"].comm, wide["TP"].comm):
+        assert format_seconds(value) in text
+    assert "## Reality check" in text or "Reality check" in text
+    from scalebook import published
+    for row in published.reality_check("moe-long-context"):
+        assert f"{row.ratio:.2f}" in text
+    shape = lc.AttentionShape(n_heads=64, n_kv_heads=8, d_head=128)
+    assert f"{lc.ulysses_over_ring_bytes(shape, 8):.3f}" in text
+    assert "Ulysses sends $1/C$ as much" not in text
 
 
 def test_jax_experiment_ran_and_matched_the_solver(page, text):

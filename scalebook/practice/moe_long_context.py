@@ -412,7 +412,8 @@ def _w6_solution(v):
         f"{imbalance(loads):.3g}, and the combine waits for the busiest expert: "
         f"{_w6_ms(v):.3g} ms.",
         f"At c = {v['c']:g} each expert keeps at most ⌈c × mean⌉ = {_w6_cap(v)} tokens, so the "
-        f"factor is capped at c: {_w6_capped_ms(v):.3g} ms.",
+        f"factor is capped at ⌈c × mean⌉/mean, c when c × mean is whole: "
+        f"{_w6_capped_ms(v):.3g} ms.",
         f"The tokens past {_w6_cap(v)} are dropped: {_w6_drop_pct(v):.3g}% of the "
         f"{sum(loads):,} assignments.",
     )
@@ -578,10 +579,12 @@ W8 = Problem(
     worked="8",
     spec=spec("moe_long_context.w8", derive=_w8_derive,
                chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-               N=Choice((16, 8, 4), "N", "chips"),
+               N=Choice((8, 4, 16), "N", "chips"),
                model=Choice(tuple(MOES), "model"),
                t=Choice((8192, 4096, 2048), "tokens per chip"),
-               c=Choice((1.25, 1.5, 2.0), "c", "capacity factor")),
+               c=Choice((1.25, 1.5, 2.0), "c", "capacity factor"),
+               # every chip must hold whole experts: Mixtral's 8 cannot spread over 16 chips
+               well_posed=lambda v: MOES[v["model"]]().n_experts % v["N"] == 0),
     text=("{model} (D = {D:,}, top-{k}) runs expert-parallel over one axis of {N} {chip} chips, "
           "{axis_text}, {link_text} per ICI link one way, 1 µs per hop; {t:,} tokens per chip, "
           "bf16, uniform routing, fixed-shape expert buffers at capacity factor c = {c:g}. How "
