@@ -290,3 +290,11 @@ def test_prefill_throughput_is_compute_bound_at_peak():
         pytest.approx(2 * tps / 8)
     with pytest.raises(ValueError, match="cached_share"):
         moe.moe_prefill_throughput(DS, H100, prompt_len=2000, cached_share=1.0)
+
+
+def test_64_v5p_chips_are_the_wrapped_cube_not_16x4():
+    from scalebook import topology
+    with pytest.raises(ValueError):
+        topology.tpu_slice("v5p", "16x4")
+    a2a = moe.moe_all_to_all(4096, 7168, 8, moe.tpu_ep_axes(V5P, 64), V5P)
+    assert a2a.dispatch.time == pytest.approx(7.84e-3, rel=0.01)
