@@ -204,8 +204,11 @@ class Measurement:
                     f"per GPU, top-{s.get('top_k')}, {s.get('dtype')}")
         if self.quantity == "serving_throughput":
             s = self.setting
-            return (f"{s.get('model')} {s.get('phase')} tokens/s per node, "
-                    f"{s.get('context_len', s.get('prompt_len'))}-token context")
+            if s.get("phase") == "prefill":
+                return (f"{s.get('model')} prefill tokens/s per node, "
+                        f"{s.get('prompt_len'):,}-token prompts")
+            return (f"{s.get('model')} decode tokens/s per node, "
+                    f"{s.get('context_len'):,}-token caches")
         return "HBM copy bandwidth (read + write)"
 
 
