@@ -15,6 +15,9 @@ that this list names every module and subpackage):
 - :mod:`scalebook.parallelism` — data, FSDP, tensor and pipeline parallelism
 - :mod:`scalebook.transformer` — parameter counts, FLOPs and KV caches of decoders
 - :mod:`scalebook.training` — a training layout's memory, step time and MFU across chips
+- :mod:`scalebook.bucketing` — data parallelism's gradient buckets overlapped with the backward pass
+- :mod:`scalebook.offload` — ZeRO-Offload, activation offload, ZeRO++ and fp8 communication
+- :mod:`scalebook.reliability` — failures at scale: checkpoints, interruption rates, goodput
 - :mod:`scalebook.scaling_laws` — compute-optimal splits of a FLOP budget (parameters vs tokens)
 - :mod:`scalebook.inference` — serving: prefill, decode, the KV cache, latency vs throughput, cost
 - :mod:`scalebook.moe` — mixtures of experts: counts, FLOPs, routing, expert parallelism
