@@ -47,6 +47,7 @@ __all__ = [
     "ZEROPP_BYTES_PER_PARAM",
     "zero_cross_node_bytes",
     "collective_time_in",
+    "zero_step_comm_times",
 ]
 
 CPU_ADAM_BYTES_PER_PARAM = 28.0
@@ -115,3 +116,38 @@ def collective_time_in(kind: str, n_elements: float, dtype: str, axis_sizes, chi
     :func:`scalebook.collectives.collective_cost` of ``n_elements · bytes_per_element``."""
     nbytes = float(positive(n_elements, "n_elements")) * bytes_per_element(canonical_dtype(dtype))
     return float(collective_cost(kind, nbytes, axis_sizes, chip, **options).time)
+
+
+def zero_step_comm_times(n_params: float, n_chips: int, chip: Chip | str, *,
+                         plus_plus: bool = False, gpus_per_node: int | None = None
+                         ) -> dict[str, float]:
+    """Seconds per step of each ZeRO-3 collective over ``n_chips`` GPUs in nodes of
+    ``gpus_per_node`` (default the chip's), each priced by
+    :func:`scalebook.collectives.collective_cost` on the whole model's array:
+
+    - ZeRO-3: AllGather of the bf16 weights (2P bytes) before the forward and again before
+      the backward pass, ReduceScatter of the bf16 gradients (2P);
+    - ZeRO++: the forward AllGather in int8 (P bytes; qwZ), the backward one inside each node
+      from the secondary bf16 partition (2P over ``gpus_per_node`` GPUs; hpZ), the gradient
+      ReduceScatter in int4 (P/2 bytes; qgZ, a hierarchical AllToAll in the paper, priced here
+      as the ReduceScatter that moves the same bytes).
+
+    Per-block quantisation scales and the dequantise/requantise kernels are left out.
+    """
+    chip = get_chip(chip)
+    P = float(positive(n_params, "n_params"))
+    n = positive_int(n_chips, "n_chips")
+    g = positive_int(gpus_per_node if gpus_per_node is not None else chip.chips_per_host,
+                     "gpus_per_node")
+
+    def cost(kind: str, nbytes: float, size: int) -> float:
+        return float(collective_cost(kind, nbytes, [size], chip,
+                                     gpus_per_node=min(g, size)).time)
+
+    if plus_plus:
+        return {"weight gather (forward)": cost("AllGather", P, n),
+                "weight gather (backward)": cost("AllGather", 2 * P, min(g, n)),
+                "gradient reduce-scatter": cost("ReduceScatter", P / 2, n)}
+    return {"weight gather (forward)": cost("AllGather", 2 * P, n),
+            "weight gather (backward)": cost("AllGather", 2 * P, n),
+            "gradient reduce-scatter": cost("ReduceScatter", 2 * P, n)}

@@ -116,3 +116,25 @@ def test_bad_input_is_refused(bad):
         checkpoint_bytes(bad)
     with pytest.raises(ValueError):
         bucket_timeline(1e9, bad, 1.0, 8, "H100")
+
+
+def test_zeropp_halves_the_forward_gather_and_beats_zero3_in_time():
+    from scalebook.offload import zero_step_comm_times
+    z3 = zero_step_comm_times(70e9, 256, "H100")
+    zpp = zero_step_comm_times(70e9, 256, "H100", plus_plus=True)
+    assert sum(zpp.values()) < sum(z3.values())
+    assert zpp["weight gather (forward)"] < 0.55 * z3["weight gather (forward)"]
+    # hpZ's backward gather never leaves the node: its time does not grow with the cluster
+    assert zero_step_comm_times(70e9, 1024, "H100", plus_plus=True)[
+        "weight gather (backward)"] == pytest.approx(zpp["weight gather (backward)"])
+
+
+def test_the_figures_carry_alt_text_from_their_numbers():
+    from scalebook.diagrams.checkpointing import goodput_vs_interval
+    from scalebook.diagrams.dp_buckets import exposed_vs_bucket_size
+    pic = exposed_vs_bucket_size(16e9, 0.07, 64, "H100", [2**20, 25 * 2**20, 2**30],
+                                 gpus_per_node=8)
+    assert "25 MiB" in pic.alt and "64 H100s" in pic.alt
+    pic = goodput_vs_interval(mtbf=11135.0, restart=600.0, sync_stall=30.0, async_stall=0.1,
+                              async_write=30.0)
+    assert "Young's interval" in pic.alt and "%" in pic.alt
