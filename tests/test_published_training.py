@@ -73,3 +73,12 @@ def test_a_training_row_without_its_model_shape_is_refused():
                 "quote": "a quoted row of text"}]}
     with pytest.raises(ValueError, match="needs setting"):
         parse_measurements(data)
+
+
+@pytest.mark.parametrize("chapter", ["parallelism", "transformers"])
+def test_parts_4_and_5_show_their_reality_check_before_the_takeaways(chapter):
+    from pathlib import Path
+    text = (Path(published.DATA_DIR).parent.parent / f"{chapter}.md").read_text(encoding="utf-8")
+    check = text.index("\n## Reality check")
+    assert check < text.index("\n## Takeaways")
+    assert f'published.reality_check_markdown("{chapter}")' in text[check:]
