@@ -15,6 +15,9 @@ that this list names every module and subpackage):
 - :mod:`scalebook.parallelism` — data, FSDP, tensor and pipeline parallelism
 - :mod:`scalebook.transformer` — parameter counts, FLOPs and KV caches of decoders
 - :mod:`scalebook.training` — a training layout's memory, step time and MFU across chips
+- :mod:`scalebook.bucketing` — data parallelism's gradient buckets overlapped with the backward pass
+- :mod:`scalebook.offload` — ZeRO-Offload, activation offload, ZeRO++ and fp8 communication
+- :mod:`scalebook.reliability` — failures at scale: checkpoints, interruption rates, goodput
 - :mod:`scalebook.scaling_laws` — compute-optimal splits of a FLOP budget (parameters vs tokens)
 - :mod:`scalebook.inference` — serving: prefill, decode, the KV cache, latency vs throughput, cost
 - :mod:`scalebook.moe` — mixtures of experts: counts, FLOPs, routing, expert parallelism
@@ -23,6 +26,8 @@ that this list names every module and subpackage):
 - :mod:`scalebook.decoding` — a tiny JAX decoder with a KV cache, timed beside the serving solver
 - :mod:`scalebook.moe_jax` — an MoE layer and ring attention in JAX on a 1-D device mesh
 - :mod:`scalebook.hlo` — the collectives in compiled XLA (HLO) text, named by mesh axis
+- :mod:`scalebook.picture` — a figure with its text alternative, carried inside its PNG
+- :mod:`scalebook.diagrams` — figures of the course's mechanisms, drawn from the solver's objects
 - :mod:`scalebook.units` — printing SI quantities for people
 - :mod:`scalebook.validation` — the input checks every module shares
 - :mod:`scalebook.checks` — answer checks the homework's test cells call

@@ -39,6 +39,15 @@ Which NCCL algorithm ran
 where the source does not say; None for things that are not NCCL collectives), and the
 prediction prices that algorithm (``collective_cost(..., algorithm=...)``, "auto" for None):
 an NVLS AllReduce is held against the in-switch model, a ring against the ring.
+
+Training runs
+-------------
+A training row (``training_mfu``, ``training_hfu``: fractions of the bf16 peak;
+``run_chip_hours``) names its model, layout, batch and sequence length in ``setting``, and the
+prediction is the planner's (:func:`scalebook.training.plan_training`) for exactly that: an
+upper bound on MFU (peak matmuls, communication hidden wherever the planner lets it), so a
+ratio above 1 is a planner error. ``run_chip_hours`` is a whole run's cost at the compute bound
+(MFU 1), so its ratio is the run's implied MFU.
 """
 
 from __future__ import annotations
@@ -64,7 +73,8 @@ __all__ = [
     "Source", "System", "Measurement", "Row",
     "bus_bandwidth_factor", "bus_bandwidth",
     "load_measurements", "parse_measurements", "get_measurement",
-    "predict", "ratio", "reality_check", "reality_check_markdown",
+    "predict", "ratio", "reality_check", "reality_check_markdown", "TIME_UNITS",
+    "training_config", "training_plan",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published"
@@ -73,9 +83,10 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published
 DATA_PATH = DATA_DIR / "measurements.json"
 """The first file: one chip and collectives (Parts 2 and 3)."""
 
-CHAPTERS = ("hardware", "sharded-matmuls", "moe-long-context")
-"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM), Part 3 (collectives) and
-Part 7 (MoE dispatch and combine, MoE serving)."""
+CHAPTERS = ("hardware", "sharded-matmuls", "parallelism", "transformers", "moe-long-context")
+"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM), Part 3 (collectives), Parts 4
+and 5 (whole training runs, book/data/published/training.json) and Part 7 (MoE dispatch and
+combine, MoE serving, book/data/published/moe.json)."""
 
 QUANTITIES = {
     "bus_bandwidth": "bytes/s",
@@ -85,10 +96,17 @@ QUANTITIES = {
     "moe_all_to_all_time": "s",
     "moe_dispatch_bandwidth": "bytes/s",
     "serving_throughput": "tokens/s",
+    "training_mfu": "1",
+    "training_hfu": "1",
+    "run_chip_hours": "chip-h",
 }
 """What can be measured, and its SI unit. The MoE and serving quantities read their inputs from
 the measurement's ``setting`` (:func:`predict_moe_all_to_all_time`,
-:func:`predict_moe_dispatch_bandwidth`, :func:`predict_serving_throughput`)."""
+:func:`predict_moe_dispatch_bandwidth`, :func:`predict_serving_throughput`).
+The training quantities are fractions of peak ("1") or chip-hours ("chip-h")."""
+
+TIME_UNITS = ("s", "chip-h")
+"""Units of a cost (less is better): their ratio is predicted / measured."""
 
 ALGORITHMS = ("auto", "ring", "nvls", "tree", "one-shot", "two-shot", "sharp")
 """The NCCL algorithms a measurement may record (the values ``collective_cost`` is to take)."""
@@ -209,6 +227,8 @@ class Measurement:
                         f"{s.get('prompt_len'):,}-token prompts")
             return (f"{s.get('model')} decode tokens/s per node, "
                     f"{s.get('context_len'):,}-token caches")
+        if self.quantity in _TRAINING_QUANTITIES:
+            return _training_what(self)
         return "HBM copy bandwidth (read + write)"
 
 
@@ -388,6 +408,80 @@ def predict_serving_throughput(m: Measurement) -> float:
                            attention_dtype=_text_setting(m, "attention_dtype", "bf16"),
                            attention=_text_setting(m, "attention", "dp"), gpus_per_node=gpn)
     return gpn * per_gpu / step.time
+# --------------------------------------------------------------------------- training runs
+
+_TRAINING_QUANTITIES = ("training_mfu", "training_hfu", "run_chip_hours")
+_MODEL_KEYS = ("d_model", "n_layers", "n_heads", "d_ff", "vocab_size")
+_LAYOUT_KEYS = ("dp", "fsdp", "tp", "pp", "zero_stage", "microbatches", "remat")
+
+
+def _number(m: Measurement, key: str) -> float:
+    """The number ``m.setting[key]``; ``ValueError`` naming the row if it is not one."""
+    value = m.setting.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{m.id}: setting {key!r} must be a number, got {value!r}")
+    return float(value)
+
+
+def _training_what(m: Measurement) -> str:
+    s = m.setting
+    if m.quantity == "run_chip_hours":
+        return f"{s.get('model', 'run')}: chip-hours for {_number(m, 'tokens'):.3g} tokens"
+    layout = ", ".join(f"{k.upper()} {s[k]}" for k in ("tp", "pp", "dp", "fsdp")
+                       if k in s and _number(m, k) > 1)
+    kind = "MFU" if m.quantity == "training_mfu" else "HFU"
+    return f"{s.get('model', 'model')} {kind} ({layout}; remat {s.get('remat', 'none')})"
+
+
+def training_config(m: Measurement):
+    """The :class:`scalebook.transformer.TransformerConfig` a training row's ``setting`` names
+    (``d_model``, ``n_layers``, ``n_heads``, ``d_ff``, ``vocab_size``; optional ``n_kv_heads``,
+    ``d_head``, ``gated_mlp``, ``tied_embeddings``)."""
+    from .transformer import TransformerConfig
+    s = m.setting
+    missing = [k for k in _MODEL_KEYS if k not in s]
+    if missing:
+        raise ValueError(f"{m.id}: setting lacks {', '.join(missing)}")
+    extra: dict = {k: s[k] for k in ("n_kv_heads", "d_head", "gated_mlp", "tied_embeddings")
+                   if k in s}
+    shape: dict = {k: s[k] for k in _MODEL_KEYS}
+    return TransformerConfig(**shape, **extra, name=str(s.get("model", "")))
+
+
+def training_plan(m: Measurement):
+    """:func:`scalebook.training.plan_training` of the model, layout, batch and sequence length
+    a training row's ``setting`` states, on ``m.system.chip`` (compute at peak, overlap on)."""
+    from .training import TrainingLayout, plan_training
+    s = m.setting
+    degrees: dict = {k: s[k] for k in _LAYOUT_KEYS if k in s}
+    return plan_training(training_config(m), TrainingLayout(**degrees), m.system.chip,
+                         global_batch=int(_number(m, "global_batch")),
+                         seq_len=int(_number(m, "seq_len")))
+
+
+def predict_training_mfu(m: Measurement) -> float:
+    """The planner's MFU (fraction of peak) for the row's model and layout: model FLOPs (6·P plus
+    attention, no recompute) / (step time · N · bf16 peak). An upper bound: compute runs at
+    peak and everything but tensor-parallel traffic may hide behind it."""
+    return float(training_plan(m).mfu)
+
+
+def predict_training_hfu(m: Measurement) -> float:
+    """The planner's hardware FLOPs utilisation: executed FLOPs (recompute included) / (step
+    time · N · peak), the figure the Megatron-LM papers report as "% of peak"."""
+    plan = training_plan(m)
+    peak = get_chip(m.system.chip).flops("bf16")
+    return float(plan.hardware_flops_per_step / (plan.step_time.total * plan.n_chips * peak))
+
+
+def predict_run_chip_hours(m: Measurement) -> float:
+    """Chip-hours of a whole run at the compute bound: ``6 · N_active · tokens / (3600 · C)``
+    (:func:`scalebook.training.training_flops_from_params` at MFU 1, ``C`` the bf16 peak).
+    ratio = predicted / measured is then the run's implied MFU."""
+    from .training import flops_from_chip_hours, training_flops_from_params
+    flops = float(training_flops_from_params(_number(m, "active_params"), _number(m, "tokens")))
+    per_hour = float(flops_from_chip_hours(1.0, m.system.chip, mfu=1.0))
+    return flops / per_hour
 
 
 _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
@@ -398,6 +492,9 @@ _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
     "moe_all_to_all_time": predict_moe_all_to_all_time,
     "moe_dispatch_bandwidth": predict_moe_dispatch_bandwidth,
     "serving_throughput": predict_serving_throughput,
+    "training_mfu": predict_training_mfu,
+    "training_hfu": predict_training_hfu,
+    "run_chip_hours": predict_run_chip_hours,
 }
 
 
@@ -409,7 +506,7 @@ def predict(m: Measurement) -> float:
 def ratio(m: Measurement, predicted: float) -> float:
     """measured / predicted throughput = predicted / measured time (module docstring)."""
     predicted = _positive(predicted, "predicted")
-    return predicted / m.value if m.unit == "s" else m.value / predicted
+    return predicted / m.value if m.unit in TIME_UNITS else m.value / predicted
 
 
 def reality_check(chapter: str, measurements: Sequence[Measurement] | None = None) -> list[Row]:
@@ -428,6 +525,10 @@ def reality_check(chapter: str, measurements: Sequence[Measurement] | None = Non
 
 
 def _quantity_text(value: float, unit: str) -> str:
+    if unit == "1":
+        return f"{value:.1%}"
+    if unit == "chip-h":
+        return f"{value / 1e6:.3g}M chip-h"
     if unit == "s":
         return format_seconds(value)
     if unit == "FLOP/s":
@@ -573,13 +674,20 @@ def _measurement(entry: object, sources: Mapping[str, Source], where: str) -> Me
                          f"({', '.join(sorted(sources))})")
     band = _band(entry["band"], where)
     collective, nbytes, shape, dtype, algorithm = _what(entry, quantity, chip, system, where)
+    setting = _setting(entry.get("setting"), where)
+    if quantity in _TRAINING_QUANTITIES:
+        need = (("active_params", "tokens") if quantity == "run_chip_hours"
+                else _MODEL_KEYS + ("global_batch", "seq_len"))
+        missing = [k for k in need if k not in setting]
+        if missing:
+            raise ValueError(f"{where}: a {quantity} needs setting {', '.join(missing)}")
     return Measurement(
         id=mid, chapter=chapter, quantity=quantity, unit=unit, value=value, system=system,
         source=sources[source_key], locator=_text(entry["locator"], "locator", where),
         quote=_text(entry["quote"], "quote", where), band=band,
         band_reason=_text(entry["band_reason"], "band_reason", where), collective=collective,
         nbytes=nbytes, shape=shape, dtype=dtype, algorithm=algorithm,
-        setting=_setting(entry.get("setting"), where),
+        setting=setting,
         notes=_text(entry.get("notes", ""), "notes", where, allow_empty=True))
 
 

@@ -1,5 +1,5 @@
 """Practice problems of the chapter book/parallelism.md (see :mod:`scalebook.practice.problem`):
-its seventeen worked problems again, each with its inputs drawn anew.
+its nineteen worked problems again, each with its inputs drawn anew.
 
 Sizes are asked in GB (10⁹ bytes), as the chapter prints them; an answer in GiB is accepted (it
 is 7% smaller). Times are asked in the unit the chapter's number reads best in (days, ms, µs).
@@ -16,7 +16,7 @@ import math
 from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Mapping
 
-from .. import collectives, parallelism as par, training, transformer
+from .. import bucketing, collectives, offload, parallelism as par, training, transformer
 from ..hardware import get_chip
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..units import format_count, format_flops, format_seconds
@@ -1124,5 +1124,165 @@ W17 = Problem(
 )
 
 
+# --------------------------------------------------------------------------- 18. DP buckets
+
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``), in bytes.
+BUCKET = bucketing.DDP_DEFAULT_BUCKET_BYTES
+
+
+def _w18_grad(v):
+    return 2.0 * transformer.param_count(_model(v)).total
+
+
+def _w18_backward(v):
+    """One microbatch's backward pass at peak: 2/3 of its training FLOPs (attention included)."""
+    cfg = _model(v)
+    flops = float(transformer.training_flops(cfg, v["tokens"], include_attention=True,
+                                             seq_len=v["tokens"]))
+    return flops * 2 / 3 / get_chip("H100").flops("bf16")
+
+
+def _w18_bucket_time(v):
+    return float(collectives.collective_cost("AllReduce", BUCKET, [v["N"]], "H100",
+                                             gpus_per_node=8).time)
+
+
+def _w18_buckets(v):
+    return float(math.ceil(_w18_grad(v) / BUCKET))
+
+
+def _w18_exposed_ms(v):
+    return bucketing.accumulation_exposed(_w18_grad(v), BUCKET, v["M"] * _w18_backward(v),
+                                          v["M"], v["N"], "H100", gpus_per_node=8) / MS
+
+
+def _w18_napkin_ms(v):
+    """All buckets back to back minus the last microbatch's backward, at least one bucket."""
+    c = _w18_bucket_time(v)
+    return max(c, _w18_buckets(v) * c - _w18_backward(v)) / MS
+
+
+def _w18_whole_window_ms(v):
+    return bucketing.exposed_gradient_reduction(_w18_grad(v), BUCKET, v["M"] * _w18_backward(v),
+                                                v["N"], "H100", gpus_per_node=8) / MS
+
+
+def _w18_solution(v):
+    k, c, tb = _w18_buckets(v), _w18_bucket_time(v), _w18_backward(v)
+    return (
+        f"The bf16 gradients are 2 · P = {decimal_bytes(_w18_grad(v))}: ⌈G / 25 MiB⌉ = "
+        f"{k:,.0f} buckets.",
+        f"With no_sync the reduction starts with the last of the {v['M']} microbatches: its "
+        f"backward pass ({format_seconds(tb)}) is the only window. The buckets need "
+        f"{k:,.0f} × {format_seconds(c)} = {format_seconds(k * c)} back to back.",
+        f"Timeline (bucket i ready at i/k of the window, reduced in order): "
+        f"{format_seconds(_w18_exposed_ms(v) * MS)} exposed after the backward pass.",
+    )
+
+
+W18 = Problem(
+    id="parallelism.w18",
+    title="Gradient buckets behind the last microbatch",
+    worked="18",
+    spec=_spec("parallelism.w18", figures=("P_b",),
+               well_posed=lambda v: (_w18_buckets(v) * _w18_bucket_time(v)
+                                     > 1.2 * _w18_backward(v)),
+               model=Choice(("LLaMA-3 8B",), "model"),
+               N=Choice((64, 32, 128, 256), "GPUs"),
+               tokens=Choice((1024, 2048, 512), "tokens per GPU per microbatch"),
+               M=Choice((4, 2, 8), "microbatches")),
+    text=("{model} ({P_b:.2f} billion parameters) trains with PyTorch DDP on {N} H100s (nodes of "
+          "8, rail-aligned rings), bf16 gradients in 25 MiB buckets, {tokens:,} tokens per GPU "
+          "per microbatch and M = {M} microbatches accumulated under no_sync. How many buckets "
+          "are there, and how much of the gradient AllReduce is left after the last backward "
+          "pass, in ms? (Backward pass at peak, 2/3 of the training FLOPs with attention; one "
+          "bucket's AllReduce as collective_cost prices it; buckets ready uniformly in time and "
+          "reduced one after the other.)"),
+    parts=(
+        Part("buckets", _w18_buckets, rel=COUNT, unit="count", slips=(
+            Slip("MB for MiB", distinct_from(_w18_buckets,
+                                             lambda v: math.ceil(_w18_grad(v) / 25e6)),
+                 "bucket_cap_mb is in MiB: 25 × 2²⁰ bytes."),
+        )),
+        Part("exposed_ms", _w18_exposed_ms, rel=0.1, conventions=(
+            Convention("napkin: buckets minus the window", _w18_napkin_ms),
+        ), slips=(
+            Slip("whole step as the window", distinct_from(_w18_exposed_ms,
+                                                           _w18_whole_window_ms),
+                 "no_sync skips the reduction for the first M − 1 microbatches: it can hide "
+                 "only behind the last one's backward pass, not the whole step's."),
+        ), unit="s", not_applicable=(*NO_LINK,)),
+    ),
+    labels={"buckets": "buckets per step", "exposed_ms": "exposed AllReduce, in ms"},
+    solution=_w18_solution,
+)
+
+
+# --------------------------------------------------------------------------- 19. ZeRO-Offload
+
+CPU_ADAM = offload.CPU_ADAM_BYTES_PER_PARAM
+
+
+def _w19_shard(v):
+    return transformer.param_count(_model(v)).total / v["N"]
+
+
+def _w19_cost(v):
+    return offload.optimizer_offload(_w19_shard(v), "H100",
+                                     host_memory_bandwidth=v["host_gb"] * GB)
+
+
+def _w19_pcie_ms(v):
+    return _w19_cost(v).pcie / MS
+
+
+def _w19_cpu_ms(v):
+    return _w19_cost(v).cpu_update / MS
+
+
+def _w19_solution(v):
+    return (
+        f"Each GPU owns P / {v['N']} = {_w19_shard(v) / 1e9:.3g} billion parameters' state.",
+        f"PCIe: its bf16 gradient shard down and the bf16 weights back, 2 bytes per parameter "
+        f"each way at {get_chip('H100').pcie_bandwidth / GB:.0f} GB/s, the two directions at "
+        f"once: {format_seconds(_w19_pcie_ms(v) * MS)}.",
+        f"CPU Adam: 28 bytes per parameter through DRAM for the 8 GPUs of the host at "
+        f"{v['host_gb']} GB/s: {format_seconds(_w19_cpu_ms(v) * MS)}.",
+    )
+
+
+W19 = Problem(
+    id="parallelism.w19",
+    title="ZeRO-Offload: PCIe or the host's memory?",
+    worked="19",
+    spec=_spec("parallelism.w19", figures=("P_b",),
+               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+               N=Choice((8, 16, 64), "GPUs"),
+               host_gb=Choice((300, 200, 500), "host DRAM bandwidth", "GB/s")),
+    text=("{model} ({P_b:.2f} billion parameters) trains with ZeRO-Offload on {N} H100s (8 per "
+          "host, PCIe 64 GB/s each way per GPU): the fp32 master weights and Adam moments, "
+          "sharded over the {N} GPUs, live in host memory and the CPU updates them. How long "
+          "does one GPU's PCIe transfer take per step (bf16 gradients down, bf16 weights up, "
+          "both directions at once), in ms, and how long does the host's Adam update take if "
+          "it touches 28 bytes per parameter and its DRAM streams {host_gb} GB/s, in ms?"),
+    parts=(
+        Part("pcie_ms", _w19_pcie_ms, slips=(
+            Slip("fp32 gradients", lambda v: 2 * _w19_pcie_ms(v),
+                 "the gradients and weights cross PCIe in bf16, 2 bytes per parameter, and the "
+                 "two directions run at once."),
+        ), unit="s", not_applicable=(*NO_LINK,)),
+        Part("cpu_ms", _w19_cpu_ms, slips=(
+            Slip("one GPU's share", lambda v: _w19_cpu_ms(v) / 8,
+                 "the host's DRAM serves all 8 GPUs of its node: 8 shards' updates share it."),
+            Slip("state read only", lambda v: _w19_cpu_ms(v) * 12 / CPU_ADAM,
+                 "Adam reads and writes its fp32 state (24 bytes) and reads the gradient and "
+                 "writes the weight (4 more): 28 bytes per parameter."),
+        ), unit="s", not_applicable=(*NO_LINK,)),
+    ),
+    labels={"pcie_ms": "PCIe transfer per GPU, in ms", "cpu_ms": "CPU Adam update, in ms"},
+    solution=_w19_solution,
+)
+
+
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13, W14,
-                                 W15, W16, W17)
+                                 W15, W16, W17, W18, W19)

@@ -1,5 +1,5 @@
 """Practice problems of the chapter book/transformers.md (see :mod:`scalebook.practice.problem`):
-its twelve worked problems again, each with its inputs drawn anew.
+its thirteen worked problems again, each with its inputs drawn anew.
 
 The chapter's conventions, which the problems state: training costs 3 × the forward pass; the
 attention core is counted with no causal discount (every query against all T keys; a causal
@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..homework.alternatives import NO_LINK, ONE_PASS
 from typing import Any, Callable, Mapping
 
+from .. import reliability
 from ..hardware import get_chip
 from ..homework.parts import (PINNED, Convention, Part, Slip, distinct_from,
                               merged)
@@ -802,4 +803,84 @@ W12 = Problem(
 )
 
 
-PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12)
+# --------------------------------------------------------------------------- 13. checkpoints
+
+def _w13_params(v):
+    return param_count(MODELS[v["model"]]()).total
+
+
+def _w13_bytes(v):
+    return reliability.checkpoint_bytes(_w13_params(v), MIXED_PRECISION_ADAM)
+
+
+def _w13_tb(v):
+    return _w13_bytes(v) / 1e12
+
+
+def _w13_stall(v):
+    return reliability.checkpoint_write_time(_w13_bytes(v), v["store_tb"] * 1e12)
+
+
+def _w13_mtbf(v):
+    return v["mtbf_h"] * 3600.0
+
+
+def _w13_interval_min(v):
+    return reliability.young_interval(_w13_stall(v), _w13_mtbf(v)) / 60.0
+
+
+def _w13_goodput_pct(v):
+    tau = _w13_interval_min(v) * 60.0
+    return 100 * reliability.goodput(tau, _w13_stall(v), _w13_mtbf(v), v["restart_min"] * 60.0)
+
+
+def _w13_solution(v):
+    return (
+        f"Checkpoint = weights + optimizer state, 2 + 12 = 14 bytes per parameter: "
+        f"{_w13_tb(v):.3g} TB; at {v['store_tb']} TB/s one write stalls "
+        f"{format_seconds(_w13_stall(v))}.",
+        f"Young: τ* = √(2 δ M) = √(2 × {_w13_stall(v):.3g} s × {_w13_mtbf(v):,.0f} s) = "
+        f"{_w13_interval_min(v):.3g} minutes.",
+        f"Goodput = τ/(τ + δ) · (1 − (R + (τ + δ)/2)/M) = {_w13_goodput_pct(v):.1f}%.",
+    )
+
+
+W13 = Problem(
+    id="transformers.w13",
+    title="How often to checkpoint, and what is left",
+    worked="13",
+    spec=spec("transformers.w13",
+              model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+              mtbf_h=Choice((3, 1, 6, 12), "hours between interruptions"),
+              store_tb=Choice((2, 1, 5), "storage write bandwidth", "TB/s"),
+              restart_min=Choice((10, 5, 20), "restart", "minutes")),
+    text=("A {model} run (Adam in mixed precision) is interrupted every {mtbf_h} hours on "
+          "average; its storage writes {store_tb} TB/s and each restart costs {restart_min} "
+          "minutes. How big is a checkpoint (weights and optimizer state, no gradients), in "
+          "TB; what is Young's checkpoint interval, in minutes; and what goodput does it give, "
+          "in percent (first order: τ/(τ + δ) · (1 − (R + (τ + δ)/2)/M))?"),
+    parts=(
+        Part("checkpoint_tb", _w13_tb, slips=(
+            Slip("gradients too", lambda v: _w13_tb(v) * 16 / 14,
+                 "a checkpoint holds the weights and the optimizer state; the gradients are "
+                 "rebuilt by the next step."),
+        ), unit="bytes"),
+        Part("interval_min", _w13_interval_min, slips=(
+            Slip("without the 2", lambda v: _w13_interval_min(v) / 2 ** 0.5,
+                 "Young's interval is √(2 δ M): the 2 comes from losing half an interval per "
+                 "failure on average."),
+        ), unit="s", not_applicable=(*NO_LINK,)),
+        Part("goodput_pct", _w13_goodput_pct, rel=0.01, slips=(
+            Slip("no restart", distinct_from(_w13_goodput_pct, lambda v: 100 * reliability.goodput(
+                _w13_interval_min(v) * 60.0, _w13_stall(v), _w13_mtbf(v), 0.0)),
+                 "each failure also costs the restart R: {restart_min} minutes."),
+            percent_slip(_w13_goodput_pct),
+        ), unit="fraction"),
+    ),
+    labels={"checkpoint_tb": "checkpoint, in TB", "interval_min": "Young's interval, in minutes",
+            "goodput_pct": "goodput, in %"},
+    solution=_w13_solution,
+)
+
+
+PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13)
