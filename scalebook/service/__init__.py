@@ -8,8 +8,8 @@ in bytes or tokens as named; every step time comes from :mod:`scalebook.inferenc
                          compute_dtype, reserve=0.1, price_per_chip_hour=2.0)   .with_(**changes)
                   step_model(server) -> StepModel: .time(q, pairs, cache), .decode_time(B, ΣS),
                          .prefill_time(T, B=1), .kv_capacity_tokens, .kv_bytes_per_token
-    metrics       SLO(ttft=1.0, tpot=0.05); RequestResult(arrive, first, done, prompt_len,
-                         reply_len) .ttft .tpot .latency .meets(slo)
+    metrics       SLO(ttft=1.0, tpot=0.05, tbt=None); RequestResult(arrive, first, done,
+                         prompt_len, reply_len, max_gap) .ttft .tpot .latency .meets(slo)
                   percentile(xs, q), little_queue(λ, W) = λ·W, md1_wait(λ, s), mm1_wait(λ, s),
                   prefill_queue_ttft(λ, t_prefill), goodput_of(results, slo, duration),
                   attainment(results, slo)
@@ -45,10 +45,11 @@ in bytes or tokens as named; every step time comes from :mod:`scalebook.inferenc
                          draft_model="LLaMA-3 8B"|None)
                   simulate(server, workload, scheduler, slo=SLO(), duration=60, seed=0)
                          -> SimResult(.requests .throughput .tokens_per_s .goodput .attainment
-                            .ttft(q) .tpot(q) .binding .samples .preempted ...)
+                            .ttft(q) .tpot(q) .tbt(q) .binding .samples .preempted ...)
     capacity      goodput(server, workload, scheduler, slo, duration, seed),
                   meets_slo(..., target=0.9), max_rate(..., target=0.9) (DistServe's goodput:
-                  the highest λ at which 90% meet the SLO),
+                  the highest λ at which 90% meet the SLO), max_rate_where(server, workload,
+                  scheduler, ok) (the highest λ whose trace passes any test ok(SimResult)),
                   chips_needed(server, workload, target_rate, scheduler, slo,
                          slice_sizes=(1, 2, 4, 8)) -> [CapacityPlan], cheapest first
 
@@ -60,7 +61,7 @@ from __future__ import annotations
 
 from .batching import (BatchingComparison, compare_batching, expected_max_uniform,
                        mean_context_continuous, static_slot_use)
-from .capacity import CapacityPlan, chips_needed, goodput, max_rate, meets_slo
+from .capacity import CapacityPlan, chips_needed, goodput, max_rate, max_rate_where, meets_slo
 from .chunked import ChunkedPrefill, chunked_prefill, largest_chunk, mixed_step_time
 from .metrics import (SLO, RequestResult, attainment, goodput_of, little_queue, md1_wait,
                       mm1_wait, percentile, prefill_queue_ttft)
@@ -87,5 +88,5 @@ __all__ = [
     "speculative_decoding", "best_draft_length",
     "SCHEMES", "QuantizedServing", "quantized_serving",
     "Workload", "Scheduler", "Sample", "SimResult", "simulate", "draw_requests",
-    "goodput", "meets_slo", "max_rate", "CapacityPlan", "chips_needed",
+    "goodput", "meets_slo", "max_rate", "max_rate_where", "CapacityPlan", "chips_needed",
 ]

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..validation import positive, positive_int
 from .metrics import SLO
-from .simulator import Scheduler, Workload, simulate
+from .simulator import Scheduler, SimResult, Workload, simulate
 from .steps import Server, step_model
 
-__all__ = ["goodput", "meets_slo", "max_rate", "CapacityPlan", "chips_needed"]
+__all__ = ["goodput", "meets_slo", "max_rate", "max_rate_where", "CapacityPlan", "chips_needed"]
 
 
 def goodput(server: Server, workload: Workload, scheduler: Scheduler = Scheduler(), *,
@@ -37,41 +37,51 @@ def meets_slo(server: Server, workload: Workload, scheduler: Scheduler = Schedul
                     seed=seed).attainment >= t
 
 
-def max_rate(server: Server, workload: Workload, scheduler: Scheduler = Scheduler(), *,
-             slo: SLO = SLO(), target: float = 0.9, duration: float = 60.0, seed: int = 0,
-             tolerance: float = 0.02, rate_max: float = 1000.0) -> float:
-    """The highest ``λ`` (requests/s) at which ``target`` of the requests meet ``slo``: the
-    server's goodput in DistServe's sense. 0 if not even ``λ = 0.01`` does.
-
-    Bisection on a log scale until the bracket is within ``tolerance`` (relative). The workload's
-    own ``arrival_rate`` is ignored.
-    """
+def max_rate_where(server: Server, workload: Workload, scheduler: Scheduler,
+                   ok: Callable[[SimResult], bool], *, slo: SLO = SLO(),
+                   duration: float = 60.0, seed: int = 0, tolerance: float = 0.02,
+                   rate_max: float = 1000.0) -> float:
+    """The highest arrival rate (requests/s) whose simulated trace satisfies ``ok`` (a test on
+    the :class:`SimResult`), assuming it holds below a rate where it holds; 0 if not even
+    ``λ = 0.01`` passes. Bisection on a log scale to ``tolerance`` (relative); the workload's
+    own rate is ignored."""
     model = step_model(server)
 
-    def ok(rate: float) -> bool:
+    def passes(rate: float) -> bool:
         w = Workload(arrival_rate=rate, prompt_len=workload.prompt_len,
                      reply_len=workload.reply_len, distribution=workload.distribution,
                      shared_prefix=workload.shared_prefix,
                      prefix_hit_rate=workload.prefix_hit_rate)
-        return simulate(server, w, scheduler, slo=slo, duration=duration, seed=seed,
-                        model=model).attainment >= target
+        return ok(simulate(server, w, scheduler, slo=slo, duration=duration, seed=seed,
+                           model=model))
 
     lo = 0.01
-    if not ok(lo):
+    if not passes(lo):
         return 0.0
     hi = lo
-    while hi < rate_max and ok(hi * 2.0):
+    while hi < rate_max and passes(hi * 2.0):
         hi *= 2.0
     lo, hi = hi, min(hi * 2.0, rate_max)
     if hi <= lo:
         return lo
     while hi / lo > 1.0 + positive(tolerance, "tolerance"):
         mid = math.sqrt(lo * hi)
-        if ok(mid):
+        if passes(mid):
             lo = mid
         else:
             hi = mid
     return lo
+
+
+def max_rate(server: Server, workload: Workload, scheduler: Scheduler = Scheduler(), *,
+             slo: SLO = SLO(), target: float = 0.9, duration: float = 60.0, seed: int = 0,
+             tolerance: float = 0.02, rate_max: float = 1000.0) -> float:
+    """The highest ``λ`` (requests/s) at which ``target`` of the requests meet ``slo``: the
+    server's goodput in DistServe's sense (:func:`max_rate_where` with that test). 0 if not
+    even ``λ = 0.01`` does."""
+    t = positive(target, "target")
+    return max_rate_where(server, workload, scheduler, lambda r: r.attainment >= t, slo=slo,
+                          duration=duration, seed=seed, tolerance=tolerance, rate_max=rate_max)
 
 
 @dataclass(frozen=True)

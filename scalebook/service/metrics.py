@@ -25,25 +25,33 @@ __all__ = ["SLO", "RequestResult", "percentile", "little_queue", "md1_wait", "mm
 
 @dataclass(frozen=True)
 class SLO:
-    """Service level objectives: ``ttft`` and ``tpot`` bounds (s each)."""
+    """Service level objectives: ``ttft`` and ``tpot`` bounds (s each), and optionally ``tbt``,
+    a bound on the longest time between two tokens of a request (s; Sarathi-Serve's SLO is a
+    tail of this gap: a prefill that stalls the decoders breaks it while the mean TPOT barely
+    moves)."""
 
     ttft: float = 1.0
     tpot: float = 0.05
+    tbt: float | None = None
 
     def __post_init__(self) -> None:
         positive(self.ttft, "ttft")
         positive(self.tpot, "tpot")
+        if self.tbt is not None:
+            positive(self.tbt, "tbt")
 
 
 @dataclass(frozen=True)
 class RequestResult:
-    """One finished request: arrival, first token and last token times (s), and its lengths."""
+    """One finished request: arrival, first token and last token times (s), its lengths, and
+    the longest time between two of its tokens (s; 0 if unknown or one token)."""
 
     arrive: float
     first: float
     done: float
     prompt_len: int
     reply_len: int
+    max_gap: float = 0.0
 
     @property
     def ttft(self) -> float:
@@ -61,8 +69,9 @@ class RequestResult:
         return self.done - self.arrive
 
     def meets(self, slo: SLO) -> bool:
-        """Whether both the TTFT and the TPOT bound hold."""
-        return self.ttft <= slo.ttft and self.tpot <= slo.tpot
+        """Whether the TTFT and TPOT bounds hold (and the gap bound, if the SLO has one)."""
+        return (self.ttft <= slo.ttft and self.tpot <= slo.tpot
+                and (slo.tbt is None or self.max_gap <= slo.tbt))
 
 
 def percentile(values: Sequence[float], q: float) -> float:

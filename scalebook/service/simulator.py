@@ -165,6 +165,8 @@ class SimResult:
             speculation, the rounds' mean).
         kv_capacity: cache bytes that fit beside the weights.
         samples: :class:`Sample` s, at most about 400, evenly in time.
+        token_gaps: ``(gap, tokens)`` per decode round: the time since the round before (s;
+            a prefill-only step in between counts in it) and the sequences that got a token.
     """
 
     server: Server
@@ -183,6 +185,7 @@ class SimResult:
     tokens_out: float
     kv_capacity: float
     samples: tuple[Sample, ...]
+    token_gaps: tuple[tuple[float, int], ...] = ()
 
     @property
     def unfinished(self) -> int:
@@ -213,6 +216,21 @@ class SimResult:
         if not self.arrived:
             return 1.0
         return attainment(self.requests, self.slo) * len(self.requests) / self.arrived
+
+    def tbt(self, q: float) -> float:
+        """The ``q``-th percentile of the time between tokens over every token of the trace
+        (s): each round's gap counted once per sequence it served (Sarathi-Serve's TBT).
+        NaN without rounds."""
+        pairs = sorted(p for p in self.token_gaps if p[1] > 0)
+        total = sum(n for _, n in pairs)
+        if not total:
+            return math.nan
+        rank, seen = float(q) / 100.0 * total, 0
+        for gap, n in pairs:
+            seen += n
+            if seen >= rank:
+                return gap
+        return pairs[-1][0]
 
     def ttft(self, q: float) -> float:
         """The ``q``-th percentile of TTFT (s)."""
@@ -284,6 +302,7 @@ class _Seq:
     start: int = 0       # decode round at which it joined
     rounds: int = 0      # rounds it needs
     booked: float = 0.0  # context tokens booked on its behalf in the sums
+    joined_at: float = 0.0  # when it started decoding
     reserved: float = 0.0  # cache tokens it holds (paged) or has reserved (contiguous)
     commit: float = 0.0    # what admission counted for it: expected final size, or reserved
 
@@ -343,6 +362,9 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
     held = 0.0                       # cache tokens held (paged) or reserved (contiguous)
     committed = 0.0                  # admission's count: Σ expected final sizes, or reserved
     g = 0                            # decode rounds done
+    round_end: list[float] = []      # when round g + 1 ended (round_end[g])
+    round_gap: list[float] = []      # and how long after the round before it
+    round_batch: list[int] = []      # sequences that got a token in it
     now, nxt = 0.0, 0
     steps = mem_blocked = cap_blocked = preempted = 0
     tokens_out = 0.0
@@ -364,8 +386,12 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
 
     def finish_request(s: _Seq) -> None:
         t0, prompt, reply, _ = arrivals[s.index]
+        gap = 0.0
+        if s.rounds:   # its tokens came at the ends of rounds start+1 … start+rounds
+            gap = max(round_end[s.start] - s.joined_at,
+                      max(round_gap[s.start + 1:s.start + s.rounds], default=0.0))
         done[s.index] = RequestResult(arrive=t0, first=first[s.index], done=now,
-                                      prompt_len=prompt, reply_len=reply)
+                                      prompt_len=prompt, reply_len=reply, max_gap=gap)
 
     def join(s: _Seq) -> None:
         """A prefilled sequence starts decoding (its first token is out)."""
@@ -377,7 +403,7 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
             release(s)
             finish_request(s)
             return
-        s.start, s.rounds = g, rounds_for(s.reply_left)
+        s.start, s.rounds, s.joined_at = g, rounds_for(s.reply_left), now
         s.booked = s.prompt + 1.0
         ctx_sum += s.booked
         running[s.index] = s
@@ -477,6 +503,9 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
             decoded = b > 0
             if decoded:
                 g += 1
+                round_gap.append(now - round_end[-1] if round_end else now)
+                round_end.append(now)
+                round_batch.append(b)
                 ctx_sum += b * mean_tokens
                 tokens_out += b * mean_tokens
                 for s in running.values():
@@ -523,4 +552,5 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
                      busy=busy, memory_blocked=mem_blocked, cap_blocked=cap_blocked,
                      preempted=preempted, tokens_out=tokens_out,
                      kv_capacity=m.kv_capacity_tokens * m.kv_bytes_per_token,
-                     samples=tuple(samples))
+                     samples=tuple(samples),
+                     token_gaps=tuple(zip(round_gap[1:], round_batch[1:])))
