@@ -410,6 +410,14 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
         order.append(s.index)
         heapq.heappush(finish, (g + s.rounds, s.index))
 
+    def settle(s: _Seq) -> None:
+        """Book a leaving decoder's growth since it joined: ``(g − start)·E[tokens]`` cache
+        tokens (kept out of the per-round loop: the sums grow by ``B·E`` each round)."""
+        grown = (g - s.start) * mean_tokens
+        s.booked += grown
+        if sch.paged:
+            s.reserved += grown
+
     def release(s: _Seq) -> None:
         nonlocal held, committed
         held -= s.reserved
@@ -508,10 +516,6 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
                 round_batch.append(b)
                 ctx_sum += b * mean_tokens
                 tokens_out += b * mean_tokens
-                for s in running.values():
-                    s.booked += mean_tokens
-                    if sch.paged:
-                        s.reserved += mean_tokens
                 if sch.paged:
                     held += b * mean_tokens
             for s in done_prefill:
@@ -525,6 +529,7 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
             if i not in running:
                 continue
             s = running.pop(i)
+            settle(s)
             ctx_sum -= s.booked
             order.remove(i)
             release(s)
@@ -536,6 +541,7 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
             i = order.pop()
             s = running.pop(i)
             made = min(s.reply_left, int(round((g - s.start) * mean_tokens)))
+            settle(s)
             ctx_sum -= s.booked
             release(s)
             waiting.appendleft(_Seq(index=i, prompt=s.prompt + made, cached=s.cached,
