@@ -240,11 +240,12 @@ def continuous_batching(params: dict, cfg: decoding.DecoderConfig,
     log: list[BatchStep] = []
     step = 0
     while waiting or any(s is not None for s in slots):
-        joined = []
+        joined: list[int] = []
         for j in range(n_slots):
             if slots[j] is None and waiting:
-                slots[j] = waiting.pop(0)
-                joined.append(slots[j])
+                request = waiting.pop(0)
+                slots[j] = request
+                joined.append(request)
         width = max(len(seqs[s]) for s in slots if s is not None)
         width = 1 << (width - 1).bit_length()          # pad to a power of two: few compilations
         tok = np.zeros((n_slots, width), np.int32)
