@@ -47,7 +47,7 @@ def test_hook_numbers_are_the_simulators(text):
 def test_one_step_formulas_on_the_page(text):
     m = sv.step_model(SERVER)
     cmp = sv.compare_batching(m, prompt_len=PROMPT, reply_min=1, reply_max=2 * REPLY - 1,
-                              batch_cap=1024)
+                              batch_cap=256)
     assert has_number(text, f"{cmp.gain:,.1f}")
     pc = sv.prefix_caching(m, prompt_len=2500, shared_len=2000, hit_rate=0.9)
     assert has_number(text, f"{100 * pc.compute_saved:.0f}%")
