@@ -26,6 +26,8 @@ that this list names every module and subpackage):
 - :mod:`scalebook.moe_jax` — an MoE layer and ring attention in JAX on a 1-D device mesh
 - :mod:`scalebook.service_jax` — paged attention, speculative decoding and continuous batching in JAX
 - :mod:`scalebook.hlo` — the collectives in compiled XLA (HLO) text, named by mesh axis
+- :mod:`scalebook.picture` — a figure and its alt text, carried inside its PNG
+- :mod:`scalebook.diagrams` — the book's figures of mechanisms, drawn from the solver's objects
 - :mod:`scalebook.units` — printing SI quantities for people
 - :mod:`scalebook.validation` — the input checks every module shares
 - :mod:`scalebook.checks` — answer checks the homework's test cells call
