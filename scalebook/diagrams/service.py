@@ -76,7 +76,7 @@ def kv_blocks(lengths: Sequence[int], *, block_size: int, max_len: int) -> Pictu
                        Rectangle((0, 0), 1, 1, color=ORANGE, label="last block's empty slots"),
                        Rectangle((0, 0), 1, 1, facecolor="none", edgecolor=GREY, hatch="///",
                                  label="reserved, never written")],
-              fontsize=8, loc="lower right")
+              fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3)
     return Picture(fig, f"Block diagram of {len(lengths)} sequences' KV caches. Written tokens "
                    f"{used:,}; paged in blocks of {block_size} they take {paged:,} slots "
                    f"({100 * (1 - used / paged):.0f}% empty); reserved at {max_len:,} each they "
@@ -103,7 +103,8 @@ def chunk_trade(results: Sequence[ChunkedPrefill], *, tpot_slo: float) -> Pictur
     ax2.set_ylabel("TTFT (ms)", color=BLUE)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left")
+    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+              ncol=2)
     ax.grid(alpha=0.3)
     lo, hi = results[0], results[-1]
     return Picture(fig, f"Line chart against chunk size from {lo.chunk} to {hi.chunk} tokens: "
