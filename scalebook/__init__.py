@@ -22,9 +22,12 @@ that this list names every module and subpackage):
 - :mod:`scalebook.inference` — serving: prefill, decode, the KV cache, latency vs throughput, cost
 - :mod:`scalebook.moe` — mixtures of experts: counts, FLOPs, routing, expert parallelism
 - :mod:`scalebook.long_context` — context parallelism: ring and all-to-all attention over chips
+- :mod:`scalebook.service` — serving systems: SLOs, batching, paged and prefix caches, chunked
+  prefill, speculative decoding, a serving simulator and capacity planning
 - :mod:`scalebook.tinytransformer` — a small JAX Transformer trained five ways on a mesh
 - :mod:`scalebook.decoding` — a tiny JAX decoder with a KV cache, timed beside the serving solver
 - :mod:`scalebook.moe_jax` — an MoE layer and ring attention in JAX on a 1-D device mesh
+- :mod:`scalebook.service_jax` — paged attention, speculative decoding and continuous batching in JAX
 - :mod:`scalebook.hlo` — the collectives in compiled XLA (HLO) text, named by mesh axis
 - :mod:`scalebook.picture` — a figure with its text alternative, carried inside its PNG
 - :mod:`scalebook.diagrams` — figures of the course's mechanisms, drawn from the solver's objects

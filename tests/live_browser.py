@@ -36,6 +36,7 @@ LIVE_PAGES = {
     "transformers": ["scalebook.live.calculator"],
     "parallelism": ["scalebook.live.layout_planner"],
     "moe-long-context": ["scalebook.live.moe"],
+    "serving-systems": ["scalebook.live.service"],
 }
 
 

@@ -58,6 +58,10 @@ def _jupyter(module: str):
         from scalebook.widgets.moe import moe_explorer
 
         return moe_explorer()
+    if module == "scalebook.live.service":
+        from scalebook.widgets.service import service_simulator
+
+        return service_simulator()
     if module == "scalebook.live.sharded_matmul":
         from scalebook.widgets.sharded_matmul import sharded_matmul_explorer
 
@@ -126,6 +130,7 @@ HOSTILE = [
     ("scalebook.live.layout_planner", {"dp": 1e200}, "dp: 1e+200 is out of range"),
     ("scalebook.live.calculator", {"n_chips": 8e30}, "n_chips: 8e+30 is out of range"),
     ("scalebook.live.serving", {"n_chips": -4e30}, "n_chips: -4e+30 is out of range"),
+    ("scalebook.live.service", {"rate": 1e300}, "rate: 1e+300 is out of range"),
     ("scalebook.live.calculator", {"mfu": float("nan")}, "mfu: nan is out of range"),
     ("scalebook.live.sharded_matmul", {"mesh": "X" * 100_000},
      "mesh: 100,000 characters is too long (at most 200)"),
