@@ -1,0 +1,148 @@
+"""The book's figures (scalebook.diagrams): drawn from the solver's objects, with alt text whose
+numbers are the solver's, carried inside the PNG."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from scalebook import collectives, get_chip, roofline, topology, torus
+from scalebook.diagrams import collectives as C
+from scalebook.diagrams import hardware as H
+from scalebook.diagrams import roofline as R
+from scalebook.diagrams import sharding as S
+from scalebook.picture import Picture, png_description
+from scalebook.sharding import Mesh, plan_matmul
+from scalebook.units import format_bandwidth, format_integer, format_seconds
+
+CASES = {1: ("A[I_X, J]", "B[J, K_Y]"), 2: ("A[I_X, J_Y]", "B[J, K]"),
+         3: ("A[I, J_X]", "B[J_X, K]"), 4: ("A[I_X, J]", "B[J, K_X]")}
+
+
+def _check(picture: Picture) -> str:
+    assert isinstance(picture, Picture)
+    assert png_description(picture._repr_png_()) == picture.alt  # the PNG carries its words
+    assert not re.search(r"\bnan\b|\bNone\b|10\^|\de[+-]\d", picture.alt), picture.alt
+    return picture.alt
+
+
+def test_roofline_plot_names_each_ridge_and_where_kernels_sit():
+    alt = _check(R.roofline_plot(["TPU v5e", "H100"], [("dot", 0.5), ("big", 1000.0)]))
+    for chip in ("TPU v5e", "H100"):
+        assert f"{roofline.critical_intensity(chip):,.0f} FLOPs/byte" in alt
+    assert "dot at 0.5 FLOPs/byte" in alt and "memory-bound" in alt and "compute-bound" in alt
+
+
+def test_batch_rule_figure_gives_the_exact_first_compute_bound_batch():
+    alt = _check(R.times_against_batch("TPU v5e", 8192, 8192))
+    batches = range(1, 4096)
+    exact = next(b for b in batches if roofline.matmul_cost(b, 8192, 8192).intensity
+                 > roofline.critical_intensity("TPU v5e"))
+    assert f"B = {exact:,}" in alt
+    assert f"≈ {roofline.critical_batch_size('TPU v5e'):,.0f} tokens" in alt
+
+
+def test_intensity_figure_finds_the_smallest_compute_bound_square_matmul():
+    alt = _check(R.intensity_against_size("TPU v5e"))
+    first = next(n for n in range(1, 4096) if roofline.matmul_cost(n, n, n).intensity
+                 > roofline.critical_intensity("TPU v5e"))
+    assert f"from N = {first:,}" in alt
+
+
+def test_overlap_timeline_states_both_bounds():
+    alt = _check(R.overlap_timeline(40e-6, 160e-6))
+    assert format_seconds(160e-6) in alt and format_seconds(200e-6) in alt
+
+
+def test_measured_roofline_reports_the_fraction_of_peak():
+    alt = _check(R.measured_roofline([10, 100], [1e11, 8e11], ["B=1", "B=8"], 1e12, 1e11))
+    assert "B=8, reaches 80% of the measured peak" in alt
+
+
+def test_hardware_figures_quote_the_catalog():
+    h100 = get_chip("H100")
+    alt = _check(H.hbm_read_time(["H100", "TPU v5e"]))
+    assert f"{h100.hbm_bytes / h100.hbm_bandwidth * 1e3:.1f} ms" in alt
+    node = topology.gpu_node(h100)
+    alt = _check(H.gpu_node_diagram(h100))
+    assert format_bandwidth(node.nvlink_bandwidth_per_gpu) in alt
+    assert format_bandwidth(node.scale_out_bandwidth_per_gpu) in alt
+    alt = _check(H.padding_tax("TPU v5e"))
+    assert f"{100 * roofline.mxu_useful_fraction('TPU v5e', 129, 129):.3g}%" in alt
+    alt = _check(H.bandwidth_ladder({"X": {"HBM": 2e12, "PCIe": 5e10}}))
+    assert "40 times" in alt
+    alt = _check(H.scale_up_domains([("H100 node", 8, 4.5e11, 5e10)]))
+    assert "9 times less" in alt
+
+
+def test_torus_slices_follow_the_wraparound_rule():
+    alt = _check(H.torus_slices("TPU v5e", [(4, 4), (8, 16)]))
+    for shape in ((4, 4), (8, 16)):
+        kinds = ["ring" if w else "line" for w in torus.axis_wraps("TPU v5e", shape)]
+        assert f"the {shape[0]}-chip axis is a {kinds[0]}, the {shape[1]}-chip axis a {kinds[1]}" in alt
+    assert "ring" in alt and "line" in alt  # the two shapes differ
+
+
+def test_block_index_is_major_axis_first():
+    mesh = Mesh({"X": 2, "Y": 4})
+    sharding = S.parse_sharding("A[I_XY, J]")
+    assert S.block_index(sharding, mesh, {"X": 1, "Y": 2}) == (6, 0)
+    assert S.operand_grid_labels("A[I_X, J_Y]", mesh)[:5] == ["0,0", "0,1", "0,2", "0,3", "1,0"]
+
+
+def test_array_on_mesh_counts_blocks_and_copies():
+    alt = _check(S.array_on_mesh("A[I_X, J]", Mesh({"X": 4, "Y": 8})))
+    assert "4 blocks, each stored 8 times (replicated over Y)" in alt
+    assert "1/4 of it" in alt
+    alt = _check(S.array_on_mesh("A[I_X, J_Y]", Mesh({"X": 2, "Y": 4})))
+    assert "each stored 1 time," in alt and "(1, 3) holds (1, 3)" in alt
+    with pytest.raises(ValueError):
+        S.array_on_mesh("A[I_X, J, K]", Mesh({"X": 2, "Y": 4}))
+
+
+def test_matmul_cases_say_what_the_planner_does():
+    mesh = Mesh({"X": 4, "Y": 8})
+    alt = _check(S.matmul_cases(CASES, mesh))
+    for case, (lhs, rhs) in CASES.items():
+        plan = plan_matmul(lhs, rhs, mesh, contracting="J")
+        assert f"case {plan.case}, {plan.lhs} times {plan.rhs}" in alt
+        assert f"output {plan.output}" in alt
+    assert "AllReduce over X" in alt and "no communication" in alt
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_ring_holdings(n):
+    gather = C.ring_holdings(n, "AllGather")
+    assert [len(h) for h in gather[0]] == [1] * n
+    assert all(sorted(h) == list(range(n)) for h in gather[-1])
+    assert len(gather) == n // 2 + 1
+    scatter = C.ring_holdings(n, "ReduceScatter")
+    assert len(scatter) == n and all(len(h) == n for h in scatter[-1])
+    assert all(len(h) == s + 1 for s, step in enumerate(scatter) for h in step)
+    with pytest.raises(ValueError):
+        C.ring_holdings(n, "AllToAll")
+
+
+def test_ring_and_all_to_all_pictures_describe_their_steps():
+    assert "after 4 steps every chip holds all 8" in _check(C.ring_steps(8))
+    assert "after 7 steps" in _check(C.ring_steps(8, "ReduceScatter"))
+    assert "sends one block to each of the other 3" in _check(C.all_to_all_blocks(4))
+
+
+def test_torus_all_gather_quotes_the_solver_times():
+    v5p = get_chip("TPU v5p")
+    alt = _check(C.torus_all_gather(128 * 2**20, (4, 4), v5p))
+    both = collectives.collective_cost("AllGather", 128 * 2**20, [4, 4], v5p)
+    assert format_seconds(both.time) in alt
+
+
+def test_time_against_size_marks_the_crossover():
+    import numpy as np
+
+    sizes = np.geomspace(2**10, 2**32, 50)
+    cost = collectives.all_gather(sizes, 16, "TPU v5p")
+    alt = _check(C.time_against_size([("AG", cost, "#000000", "-")], sizes,
+                                     crossover=("the AG", 1e6, cost)))
+    assert "V* = " in alt and format_seconds(float(cost.time[0])) in alt
+    assert format_integer(16) == "16"
