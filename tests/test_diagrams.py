@@ -146,3 +146,61 @@ def test_time_against_size_marks_the_crossover():
                                      crossover=("the AG", 1e6, cost)))
     assert "V* = " in alt and format_seconds(float(cost.time[0])) in alt
     assert format_integer(16) == "16"
+
+
+# --------------------------------------------------------------------------- Parts 4-7 (ready
+# for the chapters; not inserted yet)
+
+def test_who_holds_what_follows_each_strategys_sharding():
+    from scalebook.diagrams import parallelism as P
+
+    alt = _check(P.who_holds_what(4))
+    assert "DP: each device holds batch 1/4, weights all and optimizer state all" in alt
+    assert "FSDP: each device holds batch 1/4, weights 1/4 and optimizer state 1/4" in alt
+    assert "TP: each device holds batch all, weights 1/4" in alt
+
+
+@pytest.mark.parametrize("schedule", ["GPipe", "1F1B"])
+def test_pipeline_schedule_states_the_solvers_bubble(schedule):
+    from scalebook import parallelism
+    from scalebook.diagrams import parallelism as P
+
+    alt = _check(P.pipeline_schedule(schedule, 4, 8))
+    assert f"{float(parallelism.pipeline_bubble_fraction(4, 8)):.0%}" in alt and "3/11" in alt
+
+
+def test_memory_figures_sum_by_kind_and_find_the_largest_batch():
+    from scalebook import inference, training, transformer
+    from scalebook.diagrams import memory as M
+    from scalebook.units import format_bytes
+
+    fp = training.training_memory(transformer.llama3_70b())
+    alt = _check(M.training_memory_stack({"70B": fp}, "H100"))
+    assert format_bytes(fp.moments) in alt and "does not fit" in alt
+    cfg, h100 = transformer.llama3_70b(), get_chip("H100")
+    alt = _check(M.kv_cache_fill(cfg, h100, n_chips=8, context=4096))
+    weights = inference.weight_bytes(cfg) / 8
+    per_seq = inference.kv_bytes_per_token(cfg) * 4096 / 8
+    assert f"B = {int((h100.hbm_bytes - weights) // per_seq):,} sequences" in alt
+
+
+def test_moe_dispatch_counts_remote_tokens_and_overflow():
+    from scalebook.diagrams import experts as E
+
+    routes = [[0, 1], [0, 2], [0, 3], [0, 1]]  # expert 0 gets every token
+    alt = _check(E.moe_dispatch(routes, 2, 4, capacity_factor=1.0))
+    assert "expert 0 overflows" in alt
+    # tokens 0-1 start on device 0 (experts 0-1), tokens 2-3 on device 1 (experts 2-3)
+    assert "device 0 sends 1 and receives 3; device 1 sends 3 and receives 1" in alt
+    with pytest.raises(ValueError):
+        E.moe_dispatch(routes, 3, 4)
+
+
+def test_ring_vs_zigzag_matches_the_schedule():
+    from scalebook import long_context
+    from scalebook.diagrams import long_context as L
+
+    alt = _check(L.ring_vs_zigzag(4))
+    c = long_context.causal_ring_schedule(4)
+    assert f"{c.step_time:g} blocks against an ideal of {c.ideal:g}" in alt
+    assert "1.00 times the ideal" in alt
