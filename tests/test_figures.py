@@ -116,6 +116,21 @@ def test_each_chapter_has_enough_figures(name):
             f"{name}: figure {anchor} is never referred to"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_powers_of_ten_are_typeset(name):
+    """No "10^10" or "2.5e+10" in what a reader sees (formulas are MathJax, not text): every
+    power of ten goes through scalebook.units.format_scientific ("2.55 × 10¹⁰")."""
+    page = BeautifulSoup(built_page(name), "html.parser").find("article")
+    for hidden in page.find_all(["script", "style", "pre", "math"]):
+        hidden.decompose()  # code listings print what Python prints
+    for maths in page.find_all(class_=["math", "MathJax"]):
+        maths.decompose()
+    text = page.get_text(" ")
+    carets = re.findall(r".{20}\b10\^-?\d.{5}|.{20}\d\.?\d*e[+-]\d\d.{5}", text)
+    assert carets == [], f"{name}: {carets}"
+
+
 # --------------------------------------------------------------------------- no build needed
 
 @pytest.mark.parametrize("alt, why", [

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from matplotlib.patches import Rectangle
@@ -97,8 +97,8 @@ def torus_all_gather(nbytes: float, shape: tuple[int, int], chip: Chip | str) ->
                                        wraparound=list(wraps))
     stages = [("start: each chip its own shard", lambda x, y: [x * ny + y]),
               (f"AllGather down the columns ({nx} chips): "
-               f"{format_seconds(first.time)}", lambda x, y: [k * ny + y for k in range(nx)]),
-              (f"then along the rows ({ny} chips): {format_seconds(second.time)}",
+               f"{format_seconds(float(first.time))}", lambda x, y: [k * ny + y for k in range(nx)]),
+              (f"then along the rows ({ny} chips): {format_seconds(float(second.time))}",
                lambda x, y: list(range(n)))]
     figure = new_figure(9.0, 3.4)
     for k, (title, held) in enumerate(stages):
@@ -115,17 +115,17 @@ def torus_all_gather(nbytes: float, shape: tuple[int, int], chip: Chip | str) ->
         ax.set_aspect("equal")
         ax.set_title(title, fontsize=8, wrap=True)
     figure.suptitle(f"AllGather of {format_bytes(nbytes)} over a {nx} × {ny} {chip.name} slice,"
-                    f" one axis at a time (both at once: {format_seconds(both.time)})",
+                    f" one axis at a time (both at once: {format_seconds(float(both.time))})",
                     fontsize=9)
     alt = (f"Three grids of the {n} chips of a {nx} × {ny} {chip.name} slice, each chip a bar of "
            f"{n} slots coloured by the shards it holds, for an AllGather of "
            f"{format_bytes(nbytes)}: at the start each chip holds 1/{n} of the array; after an "
-           f"AllGather down the columns ({nx} chips, {format_seconds(first.time)}) each holds "
+           f"AllGather down the columns ({nx} chips, {format_seconds(float(first.time))}) each holds "
            f"the {nx} shards of its column, 1/{ny} of the array; after one along the rows "
            f"({ny} chips, "
-           f"{format_seconds(second.time)}) every chip holds all of it. Done over both axes at "
+           f"{format_seconds(float(second.time))}) every chip holds all of it. Done over both axes at "
            f"once, using both axes' links together, the solver's time is "
-           f"{format_seconds(both.time)}.")
+           f"{format_seconds(float(both.time))}.")
     return Picture(figure, alt)
 
 
@@ -156,8 +156,8 @@ def all_to_all_blocks(n: int) -> Picture:
     return Picture(figure, alt)
 
 
-def time_against_size(curves: Sequence[tuple[str, object, str, str]], sizes: np.ndarray, *,
-                      crossover: tuple[str, float, object] | None = None,
+def time_against_size(curves: Sequence[tuple[str, Any, str, str]], sizes: np.ndarray, *,
+                      crossover: tuple[str, float, Any] | None = None,
                       title: str = "Collective time against message size") -> Picture:
     """Log-log time against bytes for ``curves`` (label, CollectiveCost over ``sizes``, colour,
     line style); ``crossover`` (label, V*, the cost whose bandwidth and latency terms are drawn

@@ -49,11 +49,11 @@ def moe_dispatch(routes: Sequence[Sequence[int]], n_devices: int, n_experts: int
                     ls="-" if remote else "--", alpha=0.8)
         ax.plot(0, ty[t], "o", color=shard_colour(home[t]), ms=5)
     for e in range(n_experts):
-        over = loads[e] > capacity
-        ax.plot(1, ey[e], "s", color=RED if over else shard_colour(e // per_device), ms=9)
+        full = loads[e] > capacity
+        ax.plot(1, ey[e], "s", color=RED if full else shard_colour(e // per_device), ms=9)
         ax.text(1.04, ey[e], f"expert {e} (device {e // per_device}): {loads[e]} tokens"
-                + (" > capacity" if over else ""), va="center", fontsize=7,
-                color=RED if over else "black")
+                + (" > capacity" if full else ""), va="center", fontsize=7,
+                color=RED if full else "black")
     ax.text(0, tokens - 0.2, "tokens, by device", ha="center", fontsize=8, color=GREY)
     ax.set(xlim=(-0.2, 1.9), ylim=(-1, tokens + 0.5))
     ax.axis("off")

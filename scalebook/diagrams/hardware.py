@@ -87,24 +87,24 @@ def hbm_read_time(chips: Sequence[Chip | str]) -> Picture:
     """Bars: the time each chip takes to read its whole HBM once (capacity / bandwidth), the
     floor under any step that touches every byte it holds (a decode step that reads all the
     weights and the cache)."""
-    chips = [get_chip(c) for c in chips]
-    times = [c.hbm_bytes / c.hbm_bandwidth for c in chips]
-    figure = new_figure(7.5, 0.4 * len(chips) + 1.2)
+    chosen = [get_chip(c) for c in chips]
+    times = [c.hbm_bytes / c.hbm_bandwidth for c in chosen]
+    figure = new_figure(7.5, 0.4 * len(chosen) + 1.2)
     ax = figure.add_subplot()
     colours = [BLUE if c.vendor == "Google" else GREEN if c.vendor == "NVIDIA" else ORANGE
-               for c in chips]
-    ax.barh(range(len(chips)), [t * 1e3 for t in times], color=colours)
-    for row, (chip, t) in enumerate(zip(chips, times)):
+               for c in chosen]
+    ax.barh(range(len(chosen)), [t * 1e3 for t in times], color=colours)
+    for row, (chip, t) in enumerate(zip(chosen, times)):
         ax.annotate(f"{format_bytes(chip.hbm_bytes)} / {format_bandwidth(chip.hbm_bandwidth)} = "
                     f"{t * 1e3:.1f} ms", (t * 1e3, row), xytext=(4, 0), textcoords="offset points",
                     va="center", fontsize=8)
-    ax.set_yticks(range(len(chips)), [c.name for c in chips], fontsize=8)
+    ax.set_yticks(range(len(chosen)), [c.name for c in chosen], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(times) * 1e3 * 1.8)
     ax.set(xlabel="time to read all of HBM once (ms)",
            title="Capacity / bandwidth: the floor of a step that reads everything")
     rows = "; ".join(f"{c.name} {format_bytes(c.hbm_bytes)} at {format_bandwidth(c.hbm_bandwidth)}, "
-                     f"{t * 1e3:.1f} ms" for c, t in zip(chips, times))
+                     f"{t * 1e3:.1f} ms" for c, t in zip(chosen, times))
     alt = ("Horizontal bar chart of the time each chip takes to read its whole HBM once, "
            f"capacity divided by bandwidth: {rows}.")
     return Picture(figure, alt)

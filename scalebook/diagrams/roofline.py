@@ -44,14 +44,14 @@ def roofline_plot(chips: Sequence[Chip | str], marks: Sequence[tuple[str, float]
                   dtype: str = "bf16", *, title: str = "") -> Picture:
     """Each chip's roof min(C, I·W) on log-log axes with its ridge (the critical intensity C/W,
     dotted), and ``marks`` (label, intensity) placed on the first chip's roof."""
-    chips = [get_chip(c) for c in chips]
+    chosen = [get_chip(c) for c in chips]
     figure = new_figure(7.5, 4.2)
     ax = figure.add_subplot()
-    ridges = [roofline.critical_intensity(c, dtype) for c in chips]
+    ridges = [roofline.critical_intensity(c, dtype) for c in chosen]
     lo = min([0.1, *[i / 3 for _, i in marks]])
     hi = max([1e4, *[i * 3 for _, i in marks], *[r * 10 for r in ridges]])
     grid = np.geomspace(lo, hi, 200)
-    for chip, ridge, colour in zip(chips, ridges, _CHIP_COLOURS):
+    for chip, ridge, colour in zip(chosen, ridges, _CHIP_COLOURS):
         ax.plot(grid, roofline.attainable_flops(grid, chip, dtype), color=colour, lw=2,
                 label=f"{chip.name}: min(C, I·W)")
         ax.axvline(ridge, color=colour, ls=":", lw=1)
@@ -59,7 +59,7 @@ def roofline_plot(chips: Sequence[Chip | str], marks: Sequence[tuple[str, float]
                     textcoords="offset points", fontsize=8, color=colour)
     placed = []
     for label, intensity in marks:
-        y = float(roofline.attainable_flops(intensity, chips[0], dtype))
+        y = float(roofline.attainable_flops(intensity, chosen[0], dtype))
         ax.plot([intensity], [y], "o", color=_CHIP_COLOURS[0], mec="black", ms=8, zorder=5)
         ax.annotate(label, (intensity, y), xytext=(6, -14), textcoords="offset points",
                     fontsize=9)
@@ -71,9 +71,9 @@ def roofline_plot(chips: Sequence[Chip | str], marks: Sequence[tuple[str, float]
     ax.legend(loc="lower right")
     ax.grid(True, alpha=0.3)
     roofs = [f"{c.name} peaks at {format_flops(c.flops(dtype))} with its ridge at "
-             f"{_intensity(r)} FLOPs/byte" for c, r in zip(chips, ridges)]
+             f"{_intensity(r)} FLOPs/byte" for c, r in zip(chosen, ridges)]
     alt = (f"Log-log roofline plot, {dtype}: attainable FLOP/s against arithmetic intensity; "
-           f"{words_list(roofs)}. " + (f"On the {chips[0].name} roof: {'; '.join(placed)}."
+           f"{words_list(roofs)}. " + (f"On the {chosen[0].name} roof: {'; '.join(placed)}."
                                        if placed else ""))
     return Picture(figure, alt)
 
@@ -85,33 +85,33 @@ def measured_roofline(intensity: Sequence[float], achieved: Sequence[float],
     """A measured sweep (``achieved`` FLOP/s at each ``intensity``) under the roof of the
     measured ``peak`` FLOP/s and ``bandwidth`` bytes/s, and the datasheet's roof
     (``datasheet`` = (C, W)) dashed."""
-    intensity, achieved = np.asarray(intensity, float), np.asarray(achieved, float)
+    xs, ys = np.asarray(intensity, float), np.asarray(achieved, float)
     figure = new_figure(7.5, 4.2)
     ax = figure.add_subplot()
-    grid = np.geomspace(intensity.min() / 2, intensity.max() * 2, 100)
+    grid = np.geomspace(xs.min() / 2, xs.max() * 2, 100)
     if datasheet is not None:
         ax.plot(grid, np.minimum(datasheet[0], grid * datasheet[1]), lw=1.5, ls="--",
                 color=GREY, label="datasheet roofline")
     ax.plot(grid, np.minimum(peak, grid * bandwidth), lw=2, color=BLUE,
             label="roofline from measured C and W")
-    ax.plot(intensity, achieved, "o-", color=ORANGE, mec="black", label=what)
-    for label, x, y in zip(labels, intensity, achieved):
+    ax.plot(xs, ys, "o-", color=ORANGE, mec="black", label=what)
+    for label, x, y in zip(labels, xs, ys):
         ax.annotate(label, (x, y), xytext=(4, -12), textcoords="offset points", fontsize=7)
     ax.axvline(peak / bandwidth, color=GREY, ls=":", lw=1)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs/byte)",
            ylabel="FLOP/s", title=title)
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(True, alpha=0.3)
-    best = int(np.argmax(achieved))
+    best = int(np.argmax(ys))
     points = "; ".join(f"{label}: {_intensity(x)} FLOPs/byte, {format_flops(y)}"
-                       for label, x, y in zip(labels, intensity, achieved))
+                       for label, x, y in zip(labels, xs, ys))
     alt = (f"Log-log plot of a measured matmul sweep against its roofline ({title}): the roof "
            f"from the measured peak {format_flops(peak)} and bandwidth "
            f"{format_flops(bandwidth).replace('FLOP/s', 'B/s')} has its ridge at "
            f"{_intensity(peak / bandwidth)} FLOPs/byte"
            + (f", under the datasheet's {format_flops(datasheet[0])}" if datasheet else "")
            + f". Measured points: {points}. The fastest, {labels[best]}, reaches "
-           f"{100 * achieved[best] / peak:.0f}% of the measured peak.")
+           f"{100 * ys[best] / peak:.0f}% of the measured peak.")
     return Picture(figure, alt)
 
 
@@ -144,8 +144,8 @@ def times_against_batch(chip: Chip | str, D: int, F: int, *, dtype: str = "bf16"
     alt = (f"Log-log plot of the two times of a {dtype} matmul X[B, {D:,}] · W[{D:,}, {F:,}] on "
            f"a {chip.name} against the batch B from {format_integer(B[0])} to "
            f"{format_integer(B[-1])}: T_comms is nearly flat (the weight's bytes dominate, "
-           f"{format_seconds(first.t_comms)} at B = 1) while T_math grows in proportion to B "
-           f"({format_seconds(first.t_math)} at B = 1); the first compute-bound batch is B = "
+           f"{format_seconds(float(first.t_comms))} at B = 1) while T_math grows in proportion to B "
+           f"({format_seconds(float(first.t_math))} at B = 1); the first compute-bound batch is B = "
            f"{format_integer(cross) if cross else 'none'}, the critical batch C/W ≈ {format_integer(rule)} tokens: "
            "below it the matmul is memory-bound, above it compute-bound.")
     return Picture(figure, alt)
@@ -158,8 +158,9 @@ def overlap_timeline(t_math: float, t_comms: float, *, what: str = "the kernel")
     ax = figure.add_subplot()
     scale, unit = (1e6, "µs") if max(t_math, t_comms) < 1e-3 else (1e3, "ms")
     m, c = t_math * scale, t_comms * scale
-    rows = [("overlapped", [(0, m, BLUE, "compute"), (0, c, ORANGE, "memory")]),
-            ("one after the other", [(0, c, ORANGE, "memory"), (c, m, BLUE, "compute")])]
+    rows: list[tuple[str, list[tuple[float, float, str, str]]]] = [
+        ("overlapped", [(0, m, BLUE, "compute"), (0, c, ORANGE, "memory")]),
+        ("one after the other", [(0, c, ORANGE, "memory"), (c, m, BLUE, "compute")])]
     for row, (label, bars) in enumerate(rows):
         for k, (start, length, colour, name) in enumerate(bars):
             offset = (k - 0.5) * 0.36 if row == 0 else 0.0

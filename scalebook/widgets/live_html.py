@@ -166,7 +166,7 @@ def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
     message = (f"<span style='color:#b00020'>⚠ {html.escape(error)}</span>" if error else "")
     # the alt text says what the picture shows, from the chart it was drawn from; a printed
     # page (make pdf) shows it as the caption of the static picture (book.css hides it on screen)
-    alt = (describe(chart) if chart else
+    alt = (describe(dict(chart)) if chart else
            "the figure at the book's settings of the controls above; its numbers are in the "
            "summary below")
     caption = (f"<p class='sb-live-caption'>The widget at the book's settings. "
