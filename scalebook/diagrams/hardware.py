@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.patches import Rectangle
 
 from .. import roofline, topology, torus
 from ..hardware import Chip, get_chip
@@ -91,8 +91,7 @@ def hbm_read_time(chips: Sequence[Chip | str]) -> Picture:
     times = [c.hbm_bytes / c.hbm_bandwidth for c in chosen]
     figure = new_figure(7.5, 0.4 * len(chosen) + 1.2)
     ax = figure.add_subplot()
-    colours = [BLUE if c.vendor == "Google" else GREEN if c.vendor == "NVIDIA" else ORANGE
-               for c in chosen]
+    colours = [{"google": BLUE, "nvidia": GREEN}.get(c.vendor.lower(), ORANGE) for c in chosen]
     ax.barh(range(len(chosen)), [t * 1e3 for t in times], color=colours)
     for row, (chip, t) in enumerate(zip(chosen, times)):
         ax.annotate(f"{format_bytes(chip.hbm_bytes)} / {format_bandwidth(chip.hbm_bandwidth)} = "
@@ -137,44 +136,45 @@ def padding_tax(chip: Chip | str, sizes: Sequence[int] | None = None) -> Picture
 
 
 def torus_slices(chip: Chip | str, shapes: Sequence[tuple[int, int]]) -> Picture:
-    """TPU slices of ``chip`` as 2-D grids of chips, one panel per shape: links between
-    neighbours, and the wraparound links (curved) on the axes :func:`torus.axis_wraps` says
-    wrap."""
+    """TPU slices of ``chip`` as 2-D grids of chips, one panel per shape (the first axis drawn
+    across): links between neighbours, and, on the axes :func:`torus.axis_wraps` says wrap, the
+    wraparound link of each row or column as an orange stub off both ends."""
     chip = get_chip(chip)
-    figure = new_figure(3.6 * len(shapes), 3.6)
+    widths = [max(shape[0], 4) for shape in shapes]
+    figure = new_figure(0.45 * sum(widths) + 1.2 * len(shapes), 3.4)
+    grid = figure.add_gridspec(1, len(shapes), width_ratios=widths)
     parts = []
     for k, shape in enumerate(shapes):
-        ax = figure.add_subplot(1, len(shapes), k + 1)
-        wraps = torus.axis_wraps(chip, shape)
+        ax = figure.add_subplot(grid[0, k])
+        wraps = torus.axis_wraps(chip, shape)[:2]
         nx, ny = shape
         for x in range(nx):
             for y in range(ny):
-                ax.add_patch(Rectangle((x - 0.2, y - 0.2), 0.4, 0.4, color=BLUE))
+                ax.add_patch(Rectangle((x - 0.22, y - 0.22), 0.44, 0.44, color=BLUE))
                 if x + 1 < nx:
-                    ax.plot([x + 0.2, x + 0.8], [y, y], color="black", lw=1)
+                    ax.plot([x + 0.22, x + 0.78], [y, y], color="black", lw=1)
                 if y + 1 < ny:
-                    ax.plot([x, x], [y + 0.2, y + 0.8], color="black", lw=1)
-        if wraps[0] and nx > 2:
+                    ax.plot([x, x], [y + 0.22, y + 0.78], color="black", lw=1)
+        if wraps[0]:
             for y in range(ny):
-                ax.add_patch(FancyArrowPatch((0, y + 0.2), (nx - 1, y + 0.2),
-                                             connectionstyle="arc3,rad=-0.25", arrowstyle="-",
-                                             color=ORANGE, lw=1))
-        if wraps[1] and ny > 2:
+                ax.plot([-0.75, -0.22], [y, y], color=ORANGE, lw=2)
+                ax.plot([nx - 0.78, nx - 0.25], [y, y], color=ORANGE, lw=2)
+        if wraps[1]:
             for x in range(nx):
-                ax.add_patch(FancyArrowPatch((x + 0.2, 0), (x + 0.2, ny - 1),
-                                             connectionstyle="arc3,rad=0.25", arrowstyle="-",
-                                             color=ORANGE, lw=1))
-        ax.set_xlim(-0.8, nx - 0.2)
-        ax.set_ylim(-0.8, ny - 0.2)
+                ax.plot([x, x], [-0.75, -0.22], color=ORANGE, lw=2)
+                ax.plot([x, x], [ny - 0.78, ny - 0.25], color=ORANGE, lw=2)
+        ax.set_xlim(-0.9, nx - 0.1)
+        ax.set_ylim(-0.9, ny - 0.1)
         ax.set_aspect("equal")
         ax.axis("off")
         kind = ["ring" if w else "line" for w in wraps]
-        ax.set_title(f"{chip.name} {nx} × {ny}: {kind[0]} × {kind[1]}", fontsize=9)
+        ax.set_title(f"{chip.name} {nx} × {ny}:\n{nx} across a {kind[0]}, {ny} up a {kind[1]}",
+                     fontsize=9)
         parts.append(f"{nx} × {ny} ({format_integer(nx * ny)} chips): the {nx}-chip axis is a "
                      f"{kind[0]}, the {ny}-chip axis a {kind[1]}")
-    alt = (f"Grids of {chip.name} chips (blue squares) with their links to neighbours (black) "
-           "and the wraparound links that close an axis into a ring (orange arcs): "
-           + "; ".join(parts) + ".")
+    alt = (f"Grids of {chip.name} chips (blue squares) with their links to neighbours (black); "
+           "an orange stub off both ends of a row or column is the wraparound link that joins "
+           "its two ends into a ring: " + "; ".join(parts) + ".")
     return Picture(figure, alt)
 
 
