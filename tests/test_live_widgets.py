@@ -296,6 +296,16 @@ def _built(page: str) -> str:
 
 
 @pytest.mark.slow
+def test_chart_js_is_compiled_while_it_streams_in():
+    """Chart.js ships with V8's compile hint on its first line, so its functions are compiled
+    off the main thread as the script loads, not when the first chart is made."""
+    path = LIVE / "chart.umd.min.js"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: build the book first with `make book`")
+    assert path.read_bytes().startswith(b"//# allFunctionsCalledOnLoad\n")
+
+
+@pytest.mark.slow
 def test_the_site_ships_one_runtime_and_only_widget_pages_load_its_script():
     manifest = json.loads((LIVE / "manifest.json").read_text())
     for name, size in manifest["bytes"].items():
