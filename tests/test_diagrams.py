@@ -22,7 +22,13 @@ CASES = {1: ("A[I_X, J]", "B[J, K_Y]"), 2: ("A[I_X, J_Y]", "B[J, K]"),
 
 def _check(picture: Picture) -> str:
     assert isinstance(picture, Picture)
-    assert png_description(picture._repr_png_()) == picture.alt  # the PNG carries its words
+    png = picture._repr_png_()
+    assert png_description(png) == picture.alt  # the PNG carries its words
+    from io import BytesIO
+
+    from PIL import Image
+
+    assert Image.open(BytesIO(png)).mode == "P"  # a palette: a third of RGBA's bytes
     assert not re.search(r"\bnan\b|\bNone\b|10\^|\de[+-]\d", picture.alt), picture.alt
     return picture.alt
 
