@@ -15,10 +15,11 @@ export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help book test test-fast typecheck serve lab clean check-system grade-demo generate lock
+.PHONY: help book pdf test test-fast typecheck serve lab clean check-system grade-demo generate lock
 
 help:
 	@echo "make book        build the HTML book, every page executed (cached), warnings as errors"
+	@echo "make pdf         the whole book as one PDF (_build/pdf/scalebook.pdf), printed by Chromium"
 	@echo "make test        build the book, then run the whole test suite"
 	@echo "make test-fast   unit tests only (no book build, notebooks, JAX compiles, browser or type check)"
 	@echo "make typecheck   mypy over scalebook/ and autograder/ (make test runs it too)"
@@ -44,6 +45,11 @@ $(NODE_STAMP): web/package-lock.json $(STAMP)
 book: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going --quiet
 	@echo "The book is at $(CURDIR)/$(HTML)/index.html (make serve to browse it)"
+
+# The built pages printed by the Debian Chromium the browser tests use (no download): one PDF,
+# widgets as their pictures with captions (web/make_pdf.py).
+pdf: book
+	$(PY) web/make_pdf.py
 
 test: check-system book
 	$(PY) -m pytest

@@ -20,11 +20,34 @@ _TIME = ((86400.0, "days"), (3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
+#: Around the "×" of a power of ten: a narrow no-break space, so "2.55 × 10¹⁰" reads as a
+#: number set in type and never breaks across lines or table cells.
+_TIMES = "\u202f×\u202f"
+
+
+def format_scientific(value: float, digits: int = 3) -> str:
+    """``value`` as a power of ten with ``digits`` significant figures, superscript exponent:
+    ``2.55e10`` -> ``"2.55 × 10¹⁰"`` (narrow no-break spaces around the ×), ``-1.5e-7`` ->
+    ``"-1.50 × 10⁻⁷"`` (trailing zeros kept: they state the precision), ``0`` -> ``"0"``.
+    The one way the book writes a power of ten, in prose, tables and widgets; never a caret."""
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError("format_scientific needs a number, got nan")
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if value == 0:
+        return "0"
+    if digits < 1:
+        raise ValueError(f"digits must be at least 1, got {digits}")
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa}{_TIMES}10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
 
 def _number(value: float, digits: int) -> str:
     """``value`` with ``digits`` significant figures, without a trailing '.0', readable at
     any size: a plain integer where rounding up made an exponent (999.9 -> "1000"), and a
-    power of ten beyond that ("8×10³³", never 30 digits; "1.5×10⁻⁷", never "0")."""
+    power of ten beyond that ("8 × 10³³", never 30 digits; "1.5 × 10⁻⁷", never "0"), written
+    as :func:`format_scientific` writes it."""
     if value == 0:
         return "0"
     text = f"{value:.{digits}g}"
@@ -33,7 +56,18 @@ def _number(value: float, digits: int) -> str:
     if 1 <= abs(value) < 10 ** (digits + 1):  # 1e+03 from rounding up
         return f"{value:.0f}"
     mantissa, exponent = text.split("e")
-    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return f"{mantissa}{_TIMES}10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """A plain number with ``digits`` significant figures ("0.5", "243", "1000"), a power of
+    ten beyond (as :func:`format_scientific`: "1 × 10⁵", "2 × 10⁻⁵"): axis ticks, ratios."""
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError("format_number needs a number, got nan")
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return "-" + _number(-value, digits) if value < 0 else _number(value, digits)
 
 
 def _check(value: float, what: str) -> float:

@@ -13,7 +13,7 @@ import pytest
 
 from bookpage import built_page, has_number, visible_text
 from scalebook import scaling_laws, training, transformer
-from scalebook.units import format_bytes
+from scalebook.units import format_bytes, format_scientific
 
 DAY = 86400.0
 
@@ -47,8 +47,8 @@ def test_flops_and_crossover_are_the_solvers(text):
     assert has_number(text, f"{transformer.attention_crossover_context(l8):,.0f}")    # 21,504
     assert has_number(text, f"{transformer.attention_crossover_context(l70):,.0f}")   # 43,008
     f8 = transformer.flops_per_token(l8, 8192)
-    mantissa, exponent = f"{f8.training:.2e}".split("e")
-    assert f"{mantissa} × 10^{int(exponent)}" in text
+    # typeset "1.23 × 10¹⁴", never a caret (visible_text turns the narrow spaces into spaces)
+    assert format_scientific(f8.training, 3).replace("\u202f", " ") in text
     share = f"{100 * f8.attention_share:.0f}%"
     assert share in text
 
@@ -69,7 +69,7 @@ def test_case_study_table(text):
     flops = training.training_flops_from_params(transformer.param_count(l405).total, 15.6e12)
     implied = training.implied_mfu(flops, "H100", chip_hours=30.84e6)
     assert f"{100 * implied:.0f}% MFU" in text or f"{100 * implied:.0f}%" in text
-    for published in ("38%–41%", "3.8 × 10^25", "(the paper’s)"):
+    for published in ("38%–41%", "3.8 × 10²⁵", "(the paper’s)"):
         assert published in text, published
     # the 6ND days and the with-attention days are both on the page, each named
     six_nd = training.run_time(flops, 16384, "H100", mfu=0.4) / DAY

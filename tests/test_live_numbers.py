@@ -18,16 +18,16 @@ LONG_NUMBER = re.compile(r"\d(?:,?\d){15,}")
 @pytest.mark.parametrize("call, text", [
     (lambda: format_integer(16384), "16,384"),
     (lambda: format_integer(999_999_999_999_999), "999,999,999,999,999"),
-    (lambda: format_integer(8e33), "8×10³³"),
+    (lambda: format_integer(8e33), "8\u202f×\u202f10³³"),
     (lambda: format_integer(float("inf")), "∞"),
-    (lambda: format_count(7.2e24, unit="FLOPs"), "7.2×10²⁴ FLOPs"),
+    (lambda: format_count(7.2e24, unit="FLOPs"), "7.2\u202f×\u202f10²⁴ FLOPs"),
     (lambda: format_count(8.08e11, unit="FLOPs"), "808 GFLOPs"),
     (lambda: format_count(999.9), "1000"),  # rounding up: a plain integer, no exponent
-    (lambda: format_seconds(1e-15), "1×10⁻⁶ ns"),  # never "0 ns" for a time that is not 0
+    (lambda: format_seconds(1e-15), "1\u202f×\u202f10⁻⁶ ns"),  # never "0 ns" for a time that is not 0
     (lambda: format_seconds(0), "0 ns"),  # a time that is 0 (no collective on one chip)
     (lambda: format_seconds(5e-11), "0.05 ns"),
-    (lambda: format_seconds(3e30), "3.47×10²⁵ days"),
-    (lambda: format_bytes(1e40), "8.88×10²⁴ PiB"),
+    (lambda: format_seconds(3e30), "3.47\u202f×\u202f10²⁵ days"),
+    (lambda: format_bytes(1e40), "8.88\u202f×\u202f10²⁴ PiB"),
 ])
 def test_numbers_at_the_limits_stay_one_readable_word(call, text):
     assert call() == text
@@ -68,4 +68,5 @@ def test_widgets_print_no_unreadable_number_at_their_limits(module, controls):
     words += [p["title"] for p in chart.get("panels", [])]
     for word in words:
         assert not LONG_NUMBER.search(word), LONG_NUMBER.search(word).group()
-        assert not re.search(r"×10\S+[A-Za-z]", word), word  # a unit after a space
+        assert not re.search("×\u202f10\\S+[A-Za-z]", word), word  # a unit after a space
+        assert "^" not in word and not re.search(r"\de[+-]?\d", word), word  # typeset powers

@@ -1,6 +1,7 @@
 import pytest
 
-from scalebook.units import format_bandwidth, format_bytes, format_count, format_flops, format_seconds
+from scalebook.units import (format_bandwidth, format_bytes, format_count, format_flops,
+                             format_scientific, format_seconds)
 
 
 @pytest.mark.parametrize("seconds, text", [(3.2e-5, "32 µs"), (0.0123, "12.3 ms"), (1.5, "1.5 s"),
@@ -30,3 +31,23 @@ def test_negative_or_nan_raises(fn):
         fn(-1)
     with pytest.raises(ValueError):
         fn(float("nan"))
+
+
+@pytest.mark.parametrize("value, digits, text", [
+    (2.55e10, 3, "2.55\u202f×\u202f10¹⁰"),   # Part 7's table printed "2.55 × 10^10"
+    (3.8e25, 2, "3.8\u202f×\u202f10²⁵"),
+    (1.5e-7, 3, "1.50\u202f×\u202f10⁻⁷"),    # trailing zeros state the precision
+    (-4.2e3, 2, "-4.2\u202f×\u202f10³"),
+    (0.0, 3, "0"),
+    (float("inf"), 3, "∞"),
+])
+def test_format_scientific_typesets_a_power_of_ten(value, digits, text):
+    assert format_scientific(value, digits) == text
+    assert "^" not in text and "e+" not in text
+
+
+def test_format_scientific_refuses_nan_and_no_digits():
+    with pytest.raises(ValueError):
+        format_scientific(float("nan"))
+    with pytest.raises(ValueError):
+        format_scientific(1.0, 0)

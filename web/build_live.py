@@ -128,6 +128,11 @@ def _source_zip(sources: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+#: The magic comment that asks V8 to compile a whole script eagerly (Chromium 136 and later;
+#: other browsers read a comment).
+COMPILE_HINT = b"//# allFunctionsCalledOnLoad\n"
+
+
 def _build_into(out: Path, repo: Path, key: str) -> None:
     pyodide = repo / "web" / "node_modules" / "pyodide"
     chartjs = repo / "web" / "node_modules" / "chart.js" / "dist" / "chart.umd.min.js"
@@ -161,7 +166,10 @@ def _build_into(out: Path, repo: Path, key: str) -> None:
         "window.sbLiveLock = " + json.dumps({"info": lock["info"], "packages": {}}) + ";\n"
         + f"window.sbLiveKey = {json.dumps(key)};\n"
         + f"window.sbLiveChunks = {json.dumps(chunks)};\n")
-    shutil.copy(chartjs, out / "chart.umd.min.js")
+    # V8's explicit compile hint: every function of Chart.js is compiled eagerly while the
+    # script streams in, off the main thread, instead of lazily on the main thread when the
+    # first chart is made (the longest block of the first touch).
+    (out / "chart.umd.min.js").write_bytes(COMPILE_HINT + chartjs.read_bytes())
     for path in (repo / "web" / "src").glob("*"):
         if path.name == "worker.js":  # a blob: worker's code must come as a string
             (out / "worker.js.js").write_text(

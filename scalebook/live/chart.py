@@ -150,3 +150,64 @@ def chart(panels: Sequence[dict], *, width: float, height: float,
     """Panels side by side in a ``width`` x ``height`` pixel figure (the Jupyter size), with
     the figure's ``texts`` (:func:`text`) above them."""
     return {"panels": list(panels), "width": width, "height": height, "texts": list(texts)}
+
+
+def _clean(words: str) -> str:
+    """One line of words: a title's line breaks become "; "."""
+    return "; ".join(part.strip() for part in words.splitlines() if part.strip())
+
+
+def _axis_words(which: str, ax: dict | None) -> str:
+    """"x axis batch B (log scale) from 1 to 10 k", or "" for an axis with nothing to say."""
+    if ax is None:
+        return ""
+    label = _clean(ax.get("label") or "")
+    if ax["scale"] == "category":
+        names = [c for c in ax["categories"] or [] if c.strip()]
+        return f"{which} {label + ': ' if label else ''}{', '.join(names)}" if names else ""
+    if not label:
+        return ""
+    ticks = ax.get("ticks") or []
+    span = f" from {ticks[0][1]} to {ticks[-1][1]}" if len(ticks) > 1 else ""
+    scale = " (log scale)" if ax["scale"] == "log" else ""
+    return f"{which} {label}{scale}{span}"
+
+
+def _series_words(series: dict, x: dict | None, y: dict | None) -> str:
+    kind = series["kind"]
+    if kind == "bars":
+        categories = ((y if series["horizontal"] else x) or {}).get("categories") or []
+        pairs = [f"{c} {t}".strip() for c, t in zip(categories, series["texts"])
+                 if f"{c} {t}".strip()]
+        return "bars: " + "; ".join(pairs) if pairs else f"{len(series['values'])} bars"
+    if kind == "annotations":
+        return "; ".join(_clean(t) for t in series["texts"] if t.strip())
+    label = series.get("label")
+    if kind == "line":
+        return f"line {label}" if label else ""
+    if kind == "area":
+        return f"shaded {label}" if label else ""
+    return ""
+
+
+def describe(description: dict) -> str:
+    """``description`` (a :func:`chart`) in words, for a screen reader: the figure's texts,
+    then per panel its title, axes, labelled lines and its bars' categories with the numbers
+    printed on them. Written from the same dict the picture is drawn from, so the words and the
+    picture cannot disagree ("Chart. Panel 'Roofline of the TPU v5e': x axis arithmetic
+    intensity (log scale) from 1 to 10 k; y axis ...; lines bf16, int8")."""
+    parts = [_clean(t["text"]).rstrip(".") for t in description.get("texts", [])
+             if t["text"].strip()]
+    panels = description.get("panels", [])
+    for number, panel_ in enumerate(panels, 1):
+        title = _clean(panel_["title"] or "")
+        name = f"Panel {number}" if len(panels) > 1 else "Plot"
+        words = [f"{name}: {title}" if title else name]
+        x, y = panel_["x"], panel_["y"]
+        words += [_axis_words("x axis", x), _axis_words("y axis", y),
+                  _axis_words("right y axis", panel_.get("y2"))]
+        words += [_series_words(s, x, y) for s in panel_["series"]]
+        if panel_.get("note"):
+            words.append(_clean(panel_["note"]))
+        parts.append(", ".join(w for w in words if w))
+    return "Chart. " + ". ".join(parts) + "." if parts else "An empty chart."

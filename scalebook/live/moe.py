@@ -35,7 +35,7 @@ from ..moe import (
     tpu_ep_axes,
 )
 from ..transformer import TransformerConfig
-from ..units import format_bytes, format_count, format_integer, format_seconds
+from ..units import format_bytes, format_count, format_integer, format_number, format_seconds
 from ..validation import positive, positive_int
 from . import chart
 
@@ -191,7 +191,7 @@ def moe_chart(state: MoEState) -> dict:
         chart.axis("log", *TOKEN_RANGE, "tokens per chip",
                    ticks=chart.decade_ticks(*TOKEN_RANGE, format_count)),
         chart.axis("log", lo, hi, "time (ms)",
-                   ticks=chart.decade_ticks(lo, hi, lambda v: f"{v:g}")),
+                   ticks=chart.decade_ticks(lo, hi, format_number)),
         series, legend="upper left", width=1.5)
     bars_max = max(state.expert_time, state.a2a_time) * 1e3 * 1.3 or 1.0
     right = chart.panel(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .. import roofline
 from ..hardware import Chip, bytes_per_element, canonical_dtype, get_chip
 from ..units import (format_bandwidth, format_bytes, format_count, format_flops,
-                     format_integer, format_seconds)
+                     format_integer, format_number, format_seconds)
 from . import chart
 
 __all__ = [
@@ -49,7 +49,7 @@ def fmt_intensity(value: float) -> str:
     """FLOPs/byte for people: "243", "0.5", "∞"."""
     if math.isinf(value):
         return "∞"
-    return format_integer(value) if value >= 10 else f"{value:.2g}"
+    return format_integer(value) if value >= 10 else format_number(value, 2)
 
 
 def _fmt_tokens(value: float) -> str:

@@ -48,7 +48,7 @@ from ..sharding import (
     plan_reshard,
     reshard_candidates,
 )
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_count, format_seconds
 from . import chart
 
 __all__ = [
@@ -495,7 +495,7 @@ def sharded_matmul_summary(state: ShardedMatmulState) -> str:
         "<table style='border-collapse:collapse'><tr><th>collective</th><th>axes (chips)</th>"
         "<th>sharding</th><th>V (bytes)</th><th>time</th><th>regime</th></tr>"
         f"{steps}</table>"
-        f"local matmul: {state.flops_per_device:.3g} FLOPs per chip, compute "
+        f"local matmul: {format_count(state.flops_per_device, unit='FLOPs')} per chip, compute "
         f"<b>{format_seconds(state.compute_time)}</b>; communication "
         f"<b>{format_seconds(state.comms_time)}</b> (not overlapped) → "
         f"<b style='color:{colour}'>{state.bound}-bound</b> (compute / comms = {ratio})"

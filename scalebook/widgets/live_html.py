@@ -44,6 +44,7 @@ from typing import Iterable, Mapping, Sequence
 import ipywidgets as widgets
 
 from ..live import NUMBER_LIMIT
+from ..live.chart import describe
 
 __all__ = ["control_spec", "controls_html", "placeholder", "chart_frame"]
 
@@ -163,12 +164,17 @@ def placeholder(widget: str, controls: Mapping[str, widgets.Widget],
     frame = html.escape(json.dumps(chart_frame(chart or {}), allow_nan=False), quote=True)
     image = base64.b64encode(png).decode("ascii")
     message = (f"<span style='color:#b00020'>⚠ {html.escape(error)}</span>" if error else "")
-    alt = ("the figure at the book's settings of the controls above; its numbers are in the "
+    # the alt text says what the picture shows, from the chart it was drawn from; a printed
+    # page (make pdf) shows it as the caption of the static picture (book.css hides it on screen)
+    alt = (describe(dict(chart)) if chart else
+           "the figure at the book's settings of the controls above; its numbers are in the "
            "summary below")
+    caption = (f"<p class='sb-live-caption'>The widget at the book's settings. "
+               f"{html.escape(alt)}</p>")
     return (f"<div class='sb-live' data-widget='{html.escape(widget, quote=True)}' "
             f"data-controls=\"{data}\" data-frame=\"{frame}\">"
             f"{controls_html(specs, layout_rows)}"
             f"<div class='sb-live-message' role='status'>{message}</div>"
             f"<div class='sb-live-figure'><img alt='{html.escape(alt, quote=True)}' "
-            f"src='data:image/png;base64,{image}'></div>"
+            f"src='data:image/png;base64,{image}'>{caption}</div>"
             f"<div class='sb-live-summary'>{summary_html}</div></div>")
