@@ -15,7 +15,8 @@ malformed field reads as absent (strict checking of a submission is
 
 The names shared by the notebooks, the sandbox and the grader are said here once:
 :data:`VARIANT_NAME` (the per-student numbers the grader binds for the hidden checks; never an
-answer) and the identity capture (:data:`IDENTITY`, :data:`IDENTITY_NAMES`).
+answer), the identity capture (:data:`IDENTITY`, :data:`IDENTITY_NAMES`), and nbgrader's
+hidden-test markers (:func:`strip_hidden_tests`, what a student never sees of a test cell).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import re
 VARIANT_NAME = "VARIANT"                          # bound by the grader, never captured
 IDENTITY = "__identity__"                         # the capture step that reads the two below
 IDENTITY_NAMES = ("STUDENT_ID", "HOMEWORK_KEY")   # what the identity cell binds
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 _IDENTITY_LINE = re.compile(r"^STUDENT_ID\s*=", re.MULTILINE)
 
@@ -48,6 +51,21 @@ def tags_of(cell: dict) -> list | None:
     """The cell's Jupyter ``tags`` as written (None when there are none), unchecked."""
     meta = cell.get("metadata")
     return meta.get("tags") if isinstance(meta, dict) else None
+
+
+def strip_hidden_tests(source: str) -> str:
+    """A test cell's source without its hidden-test regions, as nbgrader releases it: every
+    line from one holding :data:`HIDDEN_BEGIN` to the next holding :data:`HIDDEN_END`, both
+    included, is dropped; a region that is never closed runs to the end of the cell."""
+    out, hidden = [], False
+    for line in source.splitlines(keepends=True):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "".join(out)
 
 
 @dataclasses.dataclass(frozen=True)

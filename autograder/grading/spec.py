@@ -19,11 +19,10 @@ from pathlib import Path
 
 from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
 
-from ..notebook import Cell, nbgrader_of, read_cells, text
+from ..notebook import Cell, nbgrader_of, read_cells, strip_hidden_tests, text
 from .names import answer_names
 
 SELF_CHECK_STUDENT = "instructor-self-check"
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
 class SpecError(Exception):
@@ -114,18 +113,6 @@ def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
     node = nbformat.from_dict({"cell_type": cell_type, "source": source,
                                "metadata": {"nbgrader": json.loads(nbgrader_json)}})
     return compute_checksum(node)
-
-
-def strip_hidden_tests(source: str) -> str:
-    out, hidden = [], False
-    for line in source.splitlines(keepends=True):
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "".join(out)
 
 
 def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
