@@ -6,8 +6,8 @@ list of strings) and ``metadata``, where nbgrader keeps what the cell is for
 Jupyter keeps its ``tags``. Every part of the grader asks the same few questions of a cell --
 which question is it, is it a test, an answer, read-only, the identity cell -- so they are
 answered here, once, by :func:`read_cells`, into frozen :class:`Cell` records; the few places
-that need the raw metadata itself (a checksum, a copy of the instructor's metadata) use
-:func:`nbgrader_of` and :func:`tags_of`.
+that need the raw metadata itself (a copy of the instructor's metadata) use
+:func:`nbgrader_of` and :func:`tags_of`, and nbgrader's checksum of a cell is :func:`checksum`.
 
 Reading only: nothing here runs a cell's code, and every reader is lenient -- a missing or
 malformed field reads as absent (strict checking of a submission is
@@ -22,6 +22,8 @@ hidden-test markers (:func:`strip_hidden_tests`, what a student never sees of a 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import re
 
 VARIANT_NAME = "VARIANT"                          # bound by the grader, never captured
@@ -45,6 +47,25 @@ def nbgrader_of(cell: dict) -> dict:
     meta = cell.get("metadata")
     nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
     return nbg if isinstance(nbg, dict) else {}
+
+
+def checksum(cell: dict) -> str:
+    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell.
+
+    A pure function of the cell's type, source and nbgrader metadata, remembered for the
+    cells every submission repeats (nbgrader's own takes 0.4 ms a cell: 18 ms a notebook)."""
+    meta = json.dumps(nbgrader_of(cell), sort_keys=True)
+    return _checksum(str(cell.get("cell_type")), text(cell.get("source")), meta)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
+    import nbformat
+    from nbgrader.utils import compute_checksum
+
+    node = nbformat.from_dict({"cell_type": cell_type, "source": source,
+                               "metadata": {"nbgrader": json.loads(nbgrader_json)}})
+    return compute_checksum(node)
 
 
 def tags_of(cell: dict) -> list | None:
