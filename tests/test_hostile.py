@@ -438,13 +438,16 @@ def test_no_seccomp_no_run(monkeypatch):
     from autograder import sandbox as sandbox_mod
     from autograder.sandbox import bwrap
 
-    broken = bwrap.RUNNER.read_text().replace(
-        "    program = seccomp_program(arch)", "    program = seccomp_program('vax')")
+    import shutil
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        fake = Path(d) / "runner.py"
-        fake.write_text(broken)
+        fake = Path(d) / "runner"
+        shutil.copytree(bwrap.RUNNER, fake, ignore=shutil.ignore_patterns("__pycache__"))
+        seccomp = fake / "seccomp.py"
+        source = seccomp.read_text()
+        assert "    program = seccomp_program(arch)" in source
+        seccomp.write_text(source.replace("    program = seccomp_program(arch)", "    program = seccomp_program('vax')"))
         monkeypatch.setattr(bwrap, "RUNNER", fake)
         job = {"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
                          {"kind": "capture", "grade_id": "g", "names": ["x"]}]}

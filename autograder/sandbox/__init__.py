@@ -1,5 +1,6 @@
-"""The trust boundary. ``inside.py`` runs INSIDE the sandbox (standard library only; its
-output is untrusted bytes); every other module here is the trusted side that starts it:
+"""The trust boundary. ``inside/`` runs INSIDE the sandbox (standard library only; its
+output is untrusted bytes; no module outside it imports it); every other module here is the
+trusted side that starts it:
 
 - ``limits``: what one run may use (:class:`Limits`) and what came back (:class:`Outcome`);
 - ``cgroup``: the job's memory, by cgroup;

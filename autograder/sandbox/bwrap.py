@@ -5,7 +5,7 @@ The walls, from the trusted side: the host paths bound in read-only (:func:`read
 which refuses any that would show the course or the solutions), the only environment the
 sandbox gets (:func:`sandbox_env`), the bwrap command line (:func:`bwrap_command`), and its
 start, so that nothing of the grader can be read inside (:func:`start_bwrap`). What runs in
-there is ``inside.py``, bound as :data:`SANDBOX_RUNNER`.
+there is the package ``inside/``, bound as :data:`SANDBOX_RUNNER`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,13 @@ from .cgroup import JobCgroup
 from .limits import SandboxError, as_root
 from .process import kill_group
 
-# inside.py, bound read-only into the sandbox under the name the sandbox has always run it by
-RUNNER = Path(__file__).resolve().with_name("inside.py")
-SANDBOX_RUNNER = "/opt/grader/runner.py"
+# inside/, the code that runs in the sandbox, bound read-only as the package "runner"
+RUNNER = Path(__file__).resolve().with_name("inside")
+SANDBOX_RUNNER = "/opt/grader/runner"
+#: The start of every ``python -c`` program the sandbox runs: the runner package, imported
+#: from where it is bound; what follows calls one of its entries (``runner.main(sys.argv)``).
+RUNNER_IMPORT = f"import sys; sys.path.insert(0, {str(Path(SANDBOX_RUNNER).parent)!r}); import runner; "
+RUNNER_MAIN = RUNNER_IMPORT + "runner.main(sys.argv)"
 SANDBOX_MPL = "/tmp/.mpl"
 
 

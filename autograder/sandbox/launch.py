@@ -5,7 +5,7 @@ What the student's process gets (see :func:`.bwrap.bwrap_command`):
 - its own pid, network, IPC, UTS and (where available) cgroup namespaces: no network at all
   (only a loopback device of its own), no view of other processes;
 - a new root: a tmpfs holding read-only binds of the system (``/usr``), the Python install and
-  venv, the ``scalebook`` package and this package's ``inside.py`` -- and nothing else: not the
+  venv, the ``scalebook`` package and this package's ``inside/`` -- and nothing else: not the
   course directory, not the repository (``solutions/``), not ``/etc``, ``/home``, ``/root``
   (a course or repository inside any of these binds is refused: :func:`read_only_binds`);
 - a private tmpfs ``/tmp`` (size-capped) as the only writable place; its code arrives over a
@@ -34,8 +34,8 @@ What the student's process gets (see :func:`.bwrap.bwrap_command`):
   anyway; as an ordinary user there is no reaper (``--as-pid-1``): it would share the
   student's uid, open to reading and ptrace. What the student does see of the host: the
   paths of what is bound in (the Python install, the venv, ``scalebook``; in mountinfo also
-  the source of ``inside.py`` and of the font cache), never the course directory;
-- a seccomp filter (``inside.install_seccomp``), installed by the runner after the uid switch
+  the source of ``inside/`` and of the font cache), never the course directory;
+- a seccomp filter (``inside/seccomp.py``), installed by the runner after the uid switch
   and before the student's code: no new namespaces (a user namespace would let it mount a tmpfs
   of its own, past RLIMIT_AS and the scratch cap), no mounts, no keyring, bpf, userfaultfd,
   perf_event_open or io_uring. The runner's first record, ``{"t":"ready"}``, says all of this
@@ -43,7 +43,7 @@ What the student's process gets (see :func:`.bwrap.bwrap_command`):
 
 When the grader runs as root, bwrap runs as root *without* a user namespace (so the sandbox
 can be given a uid of its own, which RLIMIT_NPROC needs: the kernel exempts uid 0 from it) and
-keeps only CAP_SETUID/CAP_SETGID, which ``inside.py`` uses to drop to that uid before it reads
+keeps only CAP_SETUID/CAP_SETGID, which ``inside/privileges.py`` uses to drop to that uid before it reads
 the job. As an ordinary user bwrap makes a user namespace instead (``--unshare-user``,
 ``--disable-userns``), the process keeps the user's uid and is pid 1 of its namespace, and
 cgroups are usually not writable (:func:`memory_cap` then says so).
@@ -59,8 +59,8 @@ Two ways to start the student's process:
   started dies), a uid of its own, the limits above, and no way back to the template (different
   uid; the template is not dumpable). Nothing a child does survives it. The template and its
   one child at a time share a cgroup whose limit is the template's own memory plus the job cap
-  (see the cgroup section below). See ``inside.serve`` and :class:`TemplateSandbox`. A grader's
-  workers fork their templates from one :class:`TemplateParent` (``inside.serve_templates``),
+  (see the cgroup section below). See ``inside/zygote.py`` (``serve``) and :class:`TemplateSandbox`. A grader's
+  workers fork their templates from one :class:`TemplateParent` (``inside/zygote.py``, ``serve_templates``),
   where job cgroups can be made: each forked template enters a cgroup of its own and makes
   its own network namespace.
 """
@@ -75,12 +75,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ..notebook import Cell, read_cells
-from .bwrap import SANDBOX_RUNNER, bwrap_command, sandbox_python, sandbox_uid, start_bwrap
+from .bwrap import RUNNER_MAIN, bwrap_command, sandbox_python, sandbox_uid, start_bwrap
 from .cgroup import JobCgroup, job_cgroup
 from .limits import Limits, Outcome, SandboxError, as_root
 from .process import pump, require_ready
 
-# numpy.random too: numpy imports it lazily, and each job reseeds it (inside._reseed), which
+# numpy.random too: numpy imports it lazily, and each job reseeds it (inside/zygote.py, _reseed), which
 # would otherwise import it anew in every child (12 ms of a 30 ms job).
 DEFAULT_PRELOAD = ("numpy", "numpy.random", "matplotlib", "matplotlib.pyplot", "scalebook",
                    "scalebook.checks")
@@ -125,7 +125,7 @@ def notebook_preload(notebooks: list[dict]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-#: The packages a warm-up cell may import (JAX never: see ``inside.warm_up``).
+#: The packages a warm-up cell may import (JAX never: see ``inside/zygote.py``).
 WARM_UP_PACKAGES = ("numpy", "matplotlib", "scalebook")
 #: The most source the warm-up carries: it travels on the template's command line, where one
 #: argument may hold at most 128 KiB (Linux's MAX_ARG_STRLEN); the homeworks' take 4-8 KB.
@@ -133,7 +133,7 @@ WARM_UP_BYTES = 32 * 1024
 
 
 def notebook_warm_up(notebooks: list[dict]) -> tuple[str, ...]:
-    """The cells a template runs once before its first job (``inside.warm_up``): the code cells
+    """The cells a template runs once before its first job (``inside/zygote.py``, ``warm_up``): the code cells
     of ``notebooks`` (the release copy, which every student gets) but the graded tests, that
     import nothing outside :data:`WARM_UP_PACKAGES`, up to :data:`WARM_UP_BYTES` of source.
 
@@ -187,7 +187,7 @@ class FreshSandbox:
              cancel: threading.Event | None, cap: str) -> Outcome:
         result_r, result_w = os.pipe()
         try:
-            argv = [sandbox_python(), "-s", "-B", SANDBOX_RUNNER, str(result_w), config]
+            argv = [sandbox_python(), "-s", "-B", "-c", RUNNER_MAIN, str(result_w), config]
             cmd = bwrap_command(argv, scratch=limits.scratch, forbidden=self.forbidden)
         except BaseException:
             os.close(result_r)

@@ -212,7 +212,7 @@ def pump(proc: SandboxProcess, job_bytes: bytes, result_r: int,
                    phases={"setup": ready - t0, "cells": done - ready, "teardown": end - done})
 
 
-READY_LINE = b'{"t":"ready"}'   # inside.READY as inside.Channel writes it
+READY_LINE = b'{"t":"ready"}'   # inside/job.py's READY, as its Channel writes it
 
 
 def require_ready(outcome: Outcome) -> Outcome:

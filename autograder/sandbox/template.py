@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Sequence
 
-from .bwrap import bwrap_command, sandbox_python, sandbox_uid, start_bwrap
+from .bwrap import RUNNER_IMPORT, bwrap_command, sandbox_python, sandbox_uid, start_bwrap
 from .cgroup import JobCgroup, memory_cap, memory_cgroup
 from .launch import DEFAULT_PRELOAD, FreshSandbox
 from .limits import MiB, Limits, Outcome, SandboxError, as_root
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class _SandboxedServer:
     """A long-lived Python in a bwrap sandbox, ``inside.<ENTRY>(fd, config)``, that the grader
     talks to over a Unix socket (one JSON line per message) and that first imports ``preload``
-    and runs the ``warm_up`` cells once (``inside._prepare``)."""
+    and runs the ``warm_up`` cells once (``inside/zygote.py``, ``_prepare``)."""
 
     ENTRY = ""
 
@@ -48,8 +48,7 @@ class _SandboxedServer:
 
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [sandbox_python(), "-s", "-B", "-c",
-                f"import sys; sys.path.insert(0, '/opt/grader'); import runner; "
-                f"runner.{self.ENTRY}(int(sys.argv[1]), sys.argv[2])",
+                RUNNER_IMPORT + f"runner.{self.ENTRY}(int(sys.argv[1]), sys.argv[2])",
                 str(child.fileno()), json.dumps({"preload": list(self.preload), "warm_up": list(self.warm_up)})]
         # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
         cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
@@ -154,7 +153,7 @@ class TemplateParent(_SandboxedServer):
     CPU, and a grader starts one per worker on the same cores it reads the notebooks on; forked
     from this parent, every template after it costs a fork. A forked template moves itself into
     a cgroup of its own (the grader opens that cgroup's entry file and passes the descriptor
-    along; see ``inside.serve_templates``) and makes a network namespace of its own, so the
+    along; see ``inside/zygote.py``, ``serve_templates``) and makes a network namespace of its own, so the
     jobs of two workers, running at once, are as far apart as those of two templates started
     on their own. Only where job cgroups can be made: a forked template is not the pid 1 of
     a namespace, so removing its cgroup is what kills everything of it.
