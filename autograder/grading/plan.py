@@ -94,7 +94,7 @@ def plan_grading(submissions: dict[str, Where], gb, assignment: str, *, students
     todo, skipped, resubmitted = [], [], []
     for s in everyone:
         where = submissions[s]
-        ts = submission_time(where.submitted)
+        ts = timestamp_in(where.submitted)
         digest = notebook_digest(where)
         same = s in done_before and unchanged(done_before[s], ts, graded_digest=graded_digest(where),
                                               digest=digest)
@@ -171,10 +171,10 @@ def read_submission(where: Where) -> tuple[bytes | None, str | None]:
 
 def read_timestamp(course: Course, student: str, assignment: str) -> datetime | None:
     """The submission's ``timestamp.txt`` as a UTC time, or None (missing, a link, garbage)."""
-    return submission_time(course.submitted(student, assignment))
+    return timestamp_in(course.submitted(student, assignment))
 
 
-def submission_time(submitted: Path) -> datetime | None:
+def timestamp_in(submitted: Path) -> datetime | None:
     """The ``timestamp.txt`` in a ``submitted`` folder as a UTC time, or None (missing, a
     link, garbage)."""
     from nbgrader.utils import parse_utc
