@@ -46,11 +46,12 @@ from .cells import CELL_MAGIC_ERROR, NotebookShell, compile_cell, python_source
 from .job import READY, Channel, read_job, run_job
 from .plain import NotPlain, to_plain
 from .privileges import drop_privileges
-from .seccomp import SECCOMP_ARCH, SECCOMP_CLONE, SECCOMP_DENY, SandboxSetupError, install_seccomp, seccomp_program
+from .seccomp import (SECCOMP_ARCH, SECCOMP_CLONE, SECCOMP_CLONE3, SECCOMP_DENY, SandboxSetupError, install_seccomp,
+                      seccomp_program)
 from .start import main, setup
 from .zygote import preload, serve, serve_templates, warm_up
 
-__all__ = ["CELL_MAGIC_ERROR", "READY", "SECCOMP_ARCH", "SECCOMP_CLONE", "SECCOMP_DENY", "Channel",
-           "NotPlain", "NotebookShell", "SandboxSetupError", "compile_cell", "drop_privileges",
+__all__ = ["CELL_MAGIC_ERROR", "READY", "SECCOMP_ARCH", "SECCOMP_CLONE", "SECCOMP_CLONE3", "SECCOMP_DENY",
+           "Channel", "NotPlain", "NotebookShell", "SandboxSetupError", "compile_cell", "drop_privileges",
            "install_seccomp", "main", "preload", "python_source", "read_job", "run_job",
            "seccomp_program", "serve", "serve_templates", "setup", "to_plain", "warm_up"]
