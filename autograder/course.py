@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import filecmp
 import json
 import logging
@@ -60,6 +61,54 @@ class CourseError(Exception):
     """A problem the instructor must fix (unknown assignment, missing notebook, nbgrader error)."""
 
 
+@contextlib.contextmanager
+def open_gradebook(url: str) -> Iterator[Gradebook]:
+    """``with open_gradebook(url) as gb:`` -- nbgrader's Gradebook at the SQLAlchemy ``url``,
+    closed afterwards."""
+    from nbgrader.api import Gradebook
+
+    ensure_tools_on_path()
+    try:
+        gb = Gradebook(url, course_id=COURSE_ID)
+    except ModuleNotFoundError as exc:  # e.g. postgresql:// without its driver
+        scheme = url.split(":", 1)[0]
+        raise CourseError(
+            f"the gradebook URL needs the Python package {exc.name!r} (the {scheme} driver), which is "
+            f"not installed: pip install it into this environment, e.g. `pip install 'psycopg[binary]'`"
+        ) from exc
+    with gb:
+        yield gb
+
+
+@dataclass(frozen=True)
+class Where:
+    """One submission's files: the folder it was handed in (``Course.submitted``), where that
+    folder must resolve to (no link out of ``submitted/``), the notebook's name, and its
+    ``autograded`` folder."""
+
+    submitted: Path
+    resolved: Path
+    notebook: str
+    autograded: Path
+
+
+@dataclass(frozen=True)
+class GradingFiles:
+    """What grading one assignment needs of the course, as plain values, read once
+    (:meth:`Course.grading_files`) and handed to each stage, so that no stage reaches back
+    into the course: the instructor's and the release notebook, the gradebook, every
+    submission's files, and the secret that draws per-student numbers (None: everyone gets
+    the published numbers)."""
+
+    assignment: str
+    root: Path                      # the course folder: no sandbox may see it
+    source_notebook: Path
+    release_notebook: Path
+    gradebook_url: str
+    submissions: dict[str, Where]   # every student with a submission folder, sorted
+    secret: bytes | None = dataclasses.field(default=None, repr=False)
+
+
 @dataclass(frozen=True)
 class Course:
     """A standard nbgrader course directory rooted at ``root``.
@@ -94,6 +143,25 @@ class Course:
 
     # --- additions (not part of nbgrader's layout) -------------------------------------------
 
+    def where(self, student: str, assignment: str) -> Where:
+        """``student``'s submission of ``assignment``: its folders and notebook name."""
+        base = (Path(self.root) / "submitted").resolve()
+        return Where(self.submitted(student, assignment), base / student / assignment,
+                     f"{assignment}.ipynb", self.autograded(student, assignment))
+
+    def grading_files(self, assignment: str) -> GradingFiles:
+        """What grading ``assignment`` needs of this course, read once as plain values (see
+        :class:`GradingFiles`). The secret is read (made on first use) only for a homework
+        with per-student numbers, in a course that gives them."""
+        from scalebook.homework import spec_for  # late: its 7 homeworks take 0.4 s to import
+
+        secret = variants_secret(self) if spec_for(assignment) is not None else None
+        name = f"{assignment}.ipynb"
+        return GradingFiles(assignment, Path(self.root), self.source(assignment) / name,
+                            self.release(assignment) / name, self.gradebook_url,
+                            {s: self.where(s, assignment) for s in self.submitted_students(assignment)},
+                            secret)
+
     def submitted_students(self, assignment: str) -> list[str]:
         """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (dot-names
         skipped)."""
@@ -114,22 +182,9 @@ class Course:
             cd.assignment_id = assignment
         return cd
 
-    @contextlib.contextmanager
-    def gradebook(self) -> Iterator[Gradebook]:
+    def gradebook(self) -> contextlib.AbstractContextManager[Gradebook]:
         """``with course.gradebook() as gb:`` -- nbgrader's Gradebook, closed afterwards."""
-        from nbgrader.api import Gradebook
-
-        ensure_tools_on_path()
-        try:
-            gb = Gradebook(self.gradebook_url, course_id=COURSE_ID)
-        except ModuleNotFoundError as exc:  # e.g. postgresql:// without its driver
-            scheme = self.gradebook_url.split(":", 1)[0]
-            raise CourseError(
-                f"the gradebook URL needs the Python package {exc.name!r} (the {scheme} driver), which is "
-                f"not installed: pip install it into this environment, e.g. `pip install 'psycopg[binary]'`"
-            ) from exc
-        with gb:
-            yield gb
+        return open_gradebook(self.gradebook_url)
 
     def is_prepared(self, assignment: str, solutions: Path = SOLUTIONS) -> bool:
         """Whether ``source/`` matches ``solutions/`` and the gradebook knows the assignment."""

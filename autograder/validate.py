@@ -30,7 +30,7 @@ from pathlib import Path
 from scalebook.homework import SAMPLE_NOTE
 
 from .course import EXERCISES, REPO
-from .notebook import nbgrader_of, read_cells
+from .notebook import nbgrader_of, read_cells, strip_hidden_tests
 from .safe_text import terminal_text
 
 STATUS_OK = "answered"
@@ -96,10 +96,6 @@ class NotANotebook(Exception):
 def _first_line(text: str) -> str:
     text = re.sub(r"\x1b\[[0-9;]*m", "", text or "").strip()
     return text.splitlines()[0] if text else ""
-
-
-def _strip_hidden_tests(source: str) -> str:
-    return re.sub(r"(?ms)^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", "", source)
 
 
 def classify(outputs) -> tuple[str, str]:
@@ -175,7 +171,7 @@ def validate_notebook(path: Path, *, timeout: float = 120, kernel_name: str = "p
         if cell.cell_type == "code":
             cell.outputs = []
             if seen[index].graded:
-                cell.source = _strip_hidden_tests(cell.source)
+                cell.source = strip_hidden_tests(cell.source)
                 q = Question(seen[index].grade_id or f"cell {index}", seen[index].points)
                 test_cells[index] = q
                 result.questions.append(q)

@@ -201,10 +201,10 @@ def _fsync_timed(fd):
         _local.fsync = getattr(_local, "fsync", 0.0) + time.perf_counter() - t
 
 def _write_files(fn):
-    def wrapper(course, spec, record, *a, **k):
+    def wrapper(where, record, *a, **k):
         _local.fsync, t = 0.0, time.perf_counter()
         try:
-            return fn(course, spec, record, *a, **k)
+            return fn(where, record, *a, **k)
         finally:
             row = STAGES[record.result.student]
             row["record: fsync"] += _local.fsync

@@ -1,4 +1,4 @@
-"""Grading JAX answers: PartitionSpecs captured as plain data (autograder/sandbox/inside.py ``to_plain``),
+"""Grading JAX answers: PartitionSpecs captured as plain data (autograder/sandbox/inside/plain.py ``to_plain``),
 checked by ``scalebook.checks.check_partition_spec``, and JAX itself running in the sandbox."""
 
 from __future__ import annotations

@@ -436,16 +436,19 @@ def test_no_seccomp_no_run(monkeypatch):
     """If the filter cannot be installed the student's code does not run, and the grader hears
     of a sandbox error (not recorded for the student), never of a run."""
     from autograder import sandbox as sandbox_mod
-    from autograder.sandbox import launch
+    from autograder.sandbox import bwrap
 
-    broken = launch.RUNNER.read_text().replace(
-        "    program = seccomp_program(arch)", "    program = seccomp_program('vax')")
+    import shutil
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        fake = Path(d) / "runner.py"
-        fake.write_text(broken)
-        monkeypatch.setattr(launch, "RUNNER", fake)
+        fake = Path(d) / "runner"
+        shutil.copytree(bwrap.RUNNER, fake, ignore=shutil.ignore_patterns("__pycache__"))
+        seccomp = fake / "seccomp.py"
+        source = seccomp.read_text()
+        assert "    program = seccomp_program(arch)" in source
+        seccomp.write_text(source.replace("    program = seccomp_program(arch)", "    program = seccomp_program('vax')"))
+        monkeypatch.setattr(bwrap, "RUNNER", fake)
         job = {"steps": [{"kind": "code", "index": 0, "source": "x = 1"},
                          {"kind": "capture", "grade_id": "g", "names": ["x"]}]}
         for sb in (sandbox_mod.FreshSandbox(), sandbox_mod.TemplateSandbox()):

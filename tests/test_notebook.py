@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from autograder.notebook import (IDENTITY, IDENTITY_NAMES, VARIANT_NAME, Cell, is_identity_cell,
-                                 nbgrader_of, read_cells, tags_of, text)
+                                 nbgrader_of, read_cells, strip_hidden_tests, tags_of, text)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -95,4 +95,21 @@ def test_the_reserved_names_are_said_once():
     literal = re.compile(r"""["'](VARIANT|__identity__)["']|\(\s*["']STUDENT_ID["']\s*,\s*["']HOMEWORK_KEY""")
     said = [str(p.relative_to(REPO)) for p in sorted((REPO / "autograder").rglob("*.py"))
             if literal.search(p.read_text("utf-8"))]
+    assert said == ["autograder/notebook.py"]
+
+
+def test_hidden_tests_are_stripped_as_nbgrader_releases_them():
+    """Marker lines go with the region, indented markers count, and a region never closed runs
+    to the end of the cell (nothing of it is shown: the old regex in validate.py kept it)."""
+    source = ("check(x)\n    ### BEGIN HIDDEN TESTS\n    assert x == 42\n    ### END HIDDEN TESTS\n"
+              "check(y)\n### BEGIN HIDDEN TESTS\nassert y == 7\n")
+    assert strip_hidden_tests(source) == "check(x)\ncheck(y)\n"
+    assert strip_hidden_tests("a\nb") == "a\nb"
+
+
+def test_the_hidden_test_markers_are_said_once():
+    """Both the grader (spec.py, the release's checksums) and ``validate`` (what a student's
+    own run executes) strip hidden tests through :func:`strip_hidden_tests`."""
+    said = [str(p.relative_to(REPO)) for p in sorted((REPO / "autograder").rglob("*.py"))
+            if "HIDDEN TESTS" in p.read_text("utf-8")]
     assert said == ["autograder/notebook.py"]

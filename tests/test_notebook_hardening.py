@@ -1,4 +1,4 @@
-"""How the grader reads and writes notebook text (autograder/sandbox/inside.py, autograder/grading/).
+"""How the grader reads and writes notebook text (autograder/sandbox/inside/, autograder/grading/).
 
 Reading: a code cell runs as Jupyter runs it. Valid Python -- continuation lines that begin with
 ``%`` or ``!=`` included -- runs as written; IPython's syntax (line magics, shell commands,

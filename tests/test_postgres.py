@@ -136,7 +136,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from autograder.grading.claims import open_claims
 from autograder.course import Course
-claims = open_claims(Course(Path(sys.argv[2]), db_url=sys.argv[3] or None), sys.argv[4])
+course = Course(Path(sys.argv[2]), db_url=sys.argv[3] or None)
+claims = open_claims(course.gradebook_url, course.root, sys.argv[4])
 print("ready", flush=True)
 for line in sys.stdin:
     verb, student = line.split(" ", 1)
@@ -193,7 +194,7 @@ def contender(claims_course):
 
 
 def test_two_processes_contend_for_claims(claims_course, contender):
-    with open_claims(claims_course, A) as mine:
+    with open_claims(claims_course.gradebook_url, claims_course.root, A) as mine:
         assert contender.claim("alice")
         assert not mine.try_claim("alice")
         assert mine.try_claim("bob")
@@ -203,13 +204,13 @@ def test_two_processes_contend_for_claims(claims_course, contender):
         mine.release("bob")
         assert contender.claim("bob")
         assert mine.held() == {"alice"}
-        with open_claims(claims_course, "hw2-hardware") as other_assignment:
+        with open_claims(claims_course.gradebook_url, claims_course.root, "hw2-hardware") as other_assignment:
             assert other_assignment.try_claim("bob")  # a claim is per assignment
 
 
 def test_a_killed_holders_claims_become_free(claims_course, contender):
     assert contender.claim("alice") and contender.claim("bob")
-    with open_claims(claims_course, A) as mine:
+    with open_claims(claims_course.gradebook_url, claims_course.root, A) as mine:
         assert not mine.try_claim("alice")
         contender.kill()
         # the kernel (files) or the server, once it sees the connection close, drops them
@@ -221,7 +222,8 @@ def test_a_killed_holders_claims_become_free(claims_course, contender):
 
 
 def test_claims_are_exclusive_within_a_process_and_thread_safe(claims_course):
-    with open_claims(claims_course, A) as first, open_claims(claims_course, A) as second:
+    url, root = claims_course.gradebook_url, claims_course.root
+    with open_claims(url, root, A) as first, open_claims(url, root, A) as second:
         assert first.try_claim("alice")
         assert not second.try_claim("alice")  # another object of this process
         assert not first.try_claim("alice")   # held already: not claimed twice
@@ -238,7 +240,7 @@ def test_claims_are_exclusive_within_a_process_and_thread_safe(claims_course):
         for t in threads:
             t.join()
         assert sorted(won) == [False] * 7 + [True]
-    with open_claims(claims_course, A) as third:  # closing released everything
+    with open_claims(claims_course.gradebook_url, claims_course.root, A) as third:  # closing released everything
         assert third.try_claim("alice") and third.try_claim("bob")
     with pytest.raises(ValueError):
         third.try_claim("carol")
@@ -247,7 +249,7 @@ def test_claims_are_exclusive_within_a_process_and_thread_safe(claims_course):
 def test_claim_files_are_hashed_names_inside_the_claims_folder(tmp_path):
     course = Course(tmp_path / "course")
     hostile = ["../../escape", "/etc/passwd", "a/b", "..", "caf\u00e9", "x" * 300]
-    with open_claims(course, A) as claims:
+    with open_claims(course.gradebook_url, course.root, A) as claims:
         assert all(claims.try_claim(s) for s in hostile)
         folder = tmp_path / "course" / CLAIMS_FOLDER / A
         files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
@@ -259,7 +261,7 @@ def test_claim_files_are_hashed_names_inside_the_claims_folder(tmp_path):
         assert list(folder.iterdir()) == []  # released claims leave no file
     for bad in ("", "..", "../x", "a/b"):
         with pytest.raises(ValueError):
-            open_claims(course, bad)
+            open_claims(course.gradebook_url, course.root, bad)
 
 
 def test_claim_keys_are_stable_int4_pairs():

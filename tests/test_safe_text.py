@@ -113,10 +113,10 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
     ("nbgrader_config.py", "write_course_config"): "nbgrader's configuration (Python)",
     ("record.py", "atomic_write"): "grading records (JSON) and autograded notebooks",
-    ("inside.py", "_skipped"): "the sandboxed runner's stderr, captured as a cell's output",
-    ("inside.py", "setup"): "/proc/self/oom_score_adj",
-    ("inside.py", "_fresh_tmp"): "empty files that hold the sandbox's mount points",
-    ("launch.py", "__init__"): "the pipe that feeds a sandboxed process its job",
+    ("cells.py", "_skipped"): "the sandboxed runner's stderr, captured as a cell's output",
+    ("start.py", "setup"): "/proc/self/oom_score_adj",
+    ("zygote.py", "_fresh_tmp"): "empty files that hold the sandbox's mount points",
+    ("template.py", "__init__"): "the pipe that feeds a template's job its input",
     ("cgroup.py", "_write"): "cgroup control files",
 }
 # the modules that may use the csv writer and html.escape: the one that owns the rules

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import launch as sandbox_mod
+from autograder.sandbox import bwrap as sandbox_mod
 from autograder.sandbox import (JOB_CGROUP_PREFIX, GiB, MiB, Limits, make_sandbox, make_template_parent,
                                 memory_cap, memory_cgroup)
 

@@ -229,11 +229,11 @@ def is_postgresql(db_url: str) -> bool:
     return make_url(db_url).get_backend_name() == "postgresql"
 
 
-def open_claims(course, assignment: str) -> SubmissionClaims:
-    """The claims of ``assignment``'s submissions in ``course``: advisory locks in its
-    gradebook when that is PostgreSQL, else lock files in the course directory."""
+def open_claims(gradebook_url: str, course_root: Path, assignment: str) -> SubmissionClaims:
+    """The claims of ``assignment``'s submissions: advisory locks in the gradebook at
+    ``gradebook_url`` when that is PostgreSQL, else lock files in the course folder."""
     if not assignment or assignment in (".", "..") or "/" in assignment or "\0" in assignment:
         raise ValueError(f"not an assignment name: {assignment!r}")
-    if is_postgresql(course.gradebook_url):
-        return AdvisoryLockClaims(course.gradebook_url, assignment)
-    return FileLockClaims(Path(course.root) / CLAIMS_FOLDER / assignment)
+    if is_postgresql(gradebook_url):
+        return AdvisoryLockClaims(gradebook_url, assignment)
+    return FileLockClaims(Path(course_root) / CLAIMS_FOLDER / assignment)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from . import check
 from .claims import open_claims
-from ..course import Course, ensure_tools_on_path, variants_secret
+from ..course import Course, GradingFiles, ensure_tools_on_path, open_gradebook
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
                      gradebook_layout, write_files)
@@ -102,16 +102,17 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
         yield lambda: bar.advance(task)
 
 
-def course_spec(course: Course, assignment: str) -> Spec:
+def grading_spec(files: GradingFiles) -> Spec:
     """The assignment's :class:`~.spec.Spec` from the course's files: its instructor and release
     notebooks, and, for a homework with per-student numbers, the course's secret (None when the
-    course gives everyone the published numbers). The one place
-    grading reads the course for the spec: the check stages get plain values."""
-    name = f"{assignment}.ipynb"
-    spec = load_spec(assignment, course.source(assignment) / name, course.release(assignment) / name)
-    if spec.variants is None:
-        return spec
-    return with_course_numbers(spec, variants_secret(course))
+    course gives everyone the published numbers)."""
+    spec = load_spec(files.assignment, files.source_notebook, files.release_notebook)
+    return with_course_numbers(spec, files.secret)
+
+
+def course_spec(course: Course, assignment: str) -> Spec:
+    """:func:`grading_spec` of ``course``'s files for ``assignment``."""
+    return grading_spec(course.grading_files(assignment))
 
 
 def start_self_check(spec: Spec, limits: Limits, submit) -> tuple[Validation, cf.Future]:
@@ -141,12 +142,12 @@ def check_solutions(spec: Spec, limits: Limits, started: tuple[Validation, cf.Fu
     return result
 
 
-def release_notebooks(course: Course, assignment: str) -> list[dict]:
-    """The assignment's release notebook, read as JSON ([] if there is none or it is not
-    JSON): what a template prepares from (:func:`sandbox.notebook_preload`, the modules it
-    imports once, and :func:`sandbox.notebook_warm_up`, the cells it runs once)."""
+def release_notebooks(path: Path) -> list[dict]:
+    """The assignment's release notebook at ``path``, read as JSON ([] if there is none or it
+    is not JSON): what a template prepares from (:func:`sandbox.notebook_preload`, the modules
+    it imports once, and :func:`sandbox.notebook_warm_up`, the cells it runs once)."""
     try:
-        nb = json.loads((course.release(assignment) / f"{assignment}.ipynb").read_text("utf-8"))
+        nb = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return []
     return [nb] if isinstance(nb, dict) else []
@@ -170,16 +171,17 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     if timeout is not None:
         limits = dataclasses.replace(limits, timeout=float(timeout))
     ensure_tools_on_path()
+    # the course, read once into plain values: no stage below reaches back into it
+    files = course.grading_files(assignment)
     # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
     # process checks that a sandbox works here and reads the notebooks and the gradebook;
     # closed at once if there is nothing to grade.
     runner = None
-    folders = course.submitted_students(assignment)  # any that might be graded?
-    if folders if students is None else set(folders) & set(students):
-        release = release_notebooks(course, assignment)
+    if files.submissions if students is None else set(files.submissions) & set(students):
+        release = release_notebooks(files.release_notebook)
         try:
             runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course_root=Path(course.root),
+                                  scheduler=scheduler, course_root=files.root,
                                   preload=notebook_preload(release),
                                   warm_up=notebook_warm_up(release))
         except RunnerError as exc:
@@ -192,7 +194,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         pool.shutdown(wait=False)  # its one thread ends when the check does
     try:
         try:
-            spec = course_spec(course, assignment)
+            spec = grading_spec(files)
         except SpecError as exc:
             raise GradingError(str(exc)) from None
         why = sandbox_check.result() if sandbox_check is not None else None
@@ -202,25 +204,26 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         self_checked = None
         if self_check and runner is not None:
             self_checked = start_self_check(spec, limits, lambda job: runner.submit("(solutions)", job))
-        with course.gradebook() as gb, open_claims(course, assignment) as claims:
+        with open_gradebook(files.gradebook_url) as gb, \
+                open_claims(files.gradebook_url, files.root, assignment) as claims:
             try:
                 ensure_in_gradebook(gb, spec)
             except GradebookMismatch as exc:
                 raise GradingError(str(exc)) from None
             layout = gradebook_layout(gb, assignment)
-            plan = plan_grading(course, gb, assignment, students=students, force=force)
+            plan = plan_grading(files.submissions, gb, assignment, students=students, force=force)
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
                                  errors=dict(plan.unreadable), resubmitted=list(plan.resubmitted))
             if plan.todo:
-                if runner is None:  # no submission folder a moment ago
-                    raise GradingError("submissions arrived while grading started: run grade again")
+                # the plan grades only the folders found above, for which the runner started
+                assert runner is not None
                 report.workers = runner.workers
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
                 report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"
                 if self_checked is not None:
                     check_solutions(spec, limits, self_checked)
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
-                    _GradingRun(course, gb, layout, spec, limits, claims, runner, report, force,
+                    _GradingRun(gb, layout, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)
     except BaseException:
         if runner is not None:
@@ -243,8 +246,8 @@ class _GradingRun:
     """The stages for each submission of one run, kept as busy as the runner allows:
     claim -> read and validate -> run -> check -> write -> commit (a few at a time) -> release."""
 
-    def __init__(self, course, gb, layout, spec, limits, claims, runner, report, force, advance) -> None:
-        self.course, self.gb, self.layout, self.spec, self.limits = course, gb, layout, spec, limits
+    def __init__(self, gb, layout, spec, limits, claims, runner, report, force, advance) -> None:
+        self.gb, self.layout, self.spec, self.limits = gb, layout, spec, limits
         self.claims, self.runner, self.report = claims, runner, report
         self.force, self.advance = force, advance
         # checked, being written (files, by one writer thread: a file's fsync waits for the
@@ -334,7 +337,7 @@ class _GradingRun:
             return
         if not self.uncommitted:
             self.oldest = time.monotonic()
-        written = self.writer.submit(write_files, self.course, self.spec, record, task.timestamp, task.digest)
+        written = self.writer.submit(write_files, task.where, record, task.timestamp, task.digest)
         self.uncommitted.append((task, record.result, written))
 
     def commit(self) -> None:

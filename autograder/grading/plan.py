@@ -24,7 +24,7 @@ import stat
 from datetime import datetime
 from pathlib import Path
 
-from ..course import DIGEST_FILE, GRADING_RECORD, Course
+from ..course import DIGEST_FILE, GRADING_RECORD, Course, Where
 from .record import GradebookLayout, graded_submission, graded_submissions
 from .result import SubmissionResult
 from .submission import MAX_NOTEBOOK_BYTES
@@ -39,24 +39,6 @@ class Task:
     timestamp: datetime | None
     digest: str | None         # SHA-256 of the notebook when planned
     where: Where
-
-
-@dataclasses.dataclass(frozen=True)
-class Where:
-    """One submission's files: the folder it was handed in (``course.submitted``), where that
-    folder must resolve to (no link out of ``submitted/``), the notebook's name, and its
-    ``autograded`` folder."""
-
-    submitted: Path
-    resolved: Path
-    notebook: str
-    autograded: Path
-
-    @classmethod
-    def of(cls, course: Course, student: str, assignment: str) -> Where:
-        base = (Path(course.root) / "submitted").resolve()
-        return cls(course.submitted(student, assignment), base / student / assignment,
-                   f"{assignment}.ipynb", course.autograded(student, assignment))
 
 
 @dataclasses.dataclass
@@ -93,10 +75,11 @@ def graded_digest(where: Where) -> str | None:
     return text if len(text) == 64 else None
 
 
-def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | None = None,
+def plan_grading(submissions: dict[str, Where], gb, assignment: str, *, students: list[str] | None = None,
                  force: bool = False) -> Plan:
-    """Sort the class's submissions into to-do, already graded, and unreadable."""
-    everyone = course.submitted_students(assignment)
+    """Sort the class's submissions (student -> files, from ``GradingFiles.submissions``) into
+    to-do, already graded, and unreadable."""
+    everyone = list(submissions)
     if students is not None:
         wanted = set(students)
         everyone = [s for s in everyone if s in wanted]
@@ -110,8 +93,8 @@ def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | N
     done_before = graded_submissions(gb, assignment)
     todo, skipped, resubmitted = [], [], []
     for s in everyone:
-        where = Where.of(course, s, assignment)
-        ts = read_timestamp(course, s, assignment)
+        where = submissions[s]
+        ts = timestamp_in(where.submitted)
         digest = notebook_digest(where)
         same = s in done_before and unchanged(done_before[s], ts, graded_digest=graded_digest(where),
                                               digest=digest)
@@ -121,7 +104,7 @@ def plan_grading(course: Course, gb, assignment: str, *, students: list[str] | N
             todo.append(Task(s, ts, digest, where))
             if s in done_before and not same:
                 resubmitted.append(s)
-    previous = [r for r in (load_result(course, s, assignment) for s in skipped) if r]
+    previous = [r for r in (read_result(submissions[s].autograded) for s in skipped) if r]
     return Plan(todo, skipped, previous, unreadable, resubmitted)
 
 
@@ -188,9 +171,15 @@ def read_submission(where: Where) -> tuple[bytes | None, str | None]:
 
 def read_timestamp(course: Course, student: str, assignment: str) -> datetime | None:
     """The submission's ``timestamp.txt`` as a UTC time, or None (missing, a link, garbage)."""
+    return timestamp_in(course.submitted(student, assignment))
+
+
+def timestamp_in(submitted: Path) -> datetime | None:
+    """The ``timestamp.txt`` in a ``submitted`` folder as a UTC time, or None (missing, a
+    link, garbage)."""
     from nbgrader.utils import parse_utc
 
-    path = course.submitted(student, assignment) / "timestamp.txt"
+    path = submitted / "timestamp.txt"
     try:
         if path.is_file() and not path.is_symlink() and path.stat().st_size < 200:
             return parse_utc(path.read_text("utf-8").strip())

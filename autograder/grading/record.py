@@ -30,8 +30,8 @@ from pathlib import Path
 
 from .autograded import autograded_notebook
 from .check import grader_error, score
-from ..course import DIGEST_FILE, GRADING_RECORD, Course
-from ..notebook import nbgrader_of, read_cells
+from ..course import DIGEST_FILE, GRADING_RECORD, Where
+from ..notebook import nbgrader_of
 from .result import GRADED, GRADER_ERROR, SubmissionResult
 from .spec import Spec
 from .submission import Validation
@@ -112,17 +112,16 @@ def build_record(spec: Spec, student: str, validation: Validation | None,
         return Record(result, notebook, dump_json(result.to_json()))
 
 
-def write_files(course: Course, spec: Spec, record: Record,
-                timestamp: datetime | None, digest: str | None = None) -> None:
-    """The autograded notebook, its timestamp, ``grading.json`` and the graded notebook's
-    SHA-256 (before the gradebook commit). A grading of other content than the last one's
-    keeps the last one's record in ``history/`` first."""
-    student, assignment = record.result.student, spec.assignment
-    out_dir = course.autograded(student, assignment)
+def write_files(where: Where, record: Record, timestamp: datetime | None,
+                digest: str | None = None) -> None:
+    """The autograded notebook (in ``where.autograded``), its timestamp, ``grading.json`` and
+    the graded notebook's SHA-256 (before the gradebook commit). A grading of other content
+    than the last one's keeps the last one's record in ``history/`` first."""
+    out_dir = where.autograded
     clean_stale_tmp(out_dir)
     keep_history(out_dir, digest)
-    atomic_write(out_dir / spec.notebook, record.notebook)
-    stamp = course.submitted(student, assignment) / "timestamp.txt"
+    atomic_write(out_dir / where.notebook, record.notebook)
+    stamp = where.submitted / "timestamp.txt"
     if timestamp is not None and stamp.is_file() and not stamp.is_symlink():
         atomic_write(out_dir / "timestamp.txt", stamp.read_bytes()[:200])
     atomic_write(out_dir / GRADING_RECORD, record.summary)
@@ -165,7 +164,7 @@ def ensure_in_gradebook(gb, spec: Spec) -> None:
         kernelspec = spec.source_nb.get("metadata", {}).get("kernelspec", {})
         gb.add_notebook(name, a, kernelspec=json.dumps(kernelspec))
         raw = spec.source_nb.get("cells", [])
-        for cell in read_cells(spec.source_nb):
+        for cell in spec.source_cells:
             gid = cell.grade_id
             if not gid:
                 continue

@@ -19,11 +19,10 @@ from pathlib import Path
 
 from scalebook.variants import Variant, VariantSpec, default_variant, draw, student_key
 
-from ..notebook import Cell, nbgrader_of, read_cells, text
+from ..notebook import Cell, checksum, read_cells, strip_hidden_tests
 from .names import answer_names
 
 SELF_CHECK_STUDENT = "instructor-self-check"
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
 class SpecError(Exception):
@@ -61,6 +60,8 @@ class Spec:
     locked: dict[str, LockedCell]       # read-only cells that are not tests
     release: dict                       # the release notebook (JSON)
     source_nb: dict
+    release_cells: tuple[Cell, ...]     # the two notebooks' cells, read once (notebook.read_cells)
+    source_cells: tuple[Cell, ...]
     variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
     variants_on: bool = False            # the course gives per-student numbers
     secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
@@ -79,11 +80,6 @@ class Spec:
         return student_key(self.secret, student)
 
     @functools.cached_property
-    def release_cells(self) -> tuple[Cell, ...]:
-        """The release notebook's cells, read once (every submission's autograded copy asks)."""
-        return read_cells(self.release)
-
-    @functools.cached_property
     def release_by_gid(self) -> dict[str, dict]:
         """grade_id -> the release's first cell of that grade_id (JSON, not to be modified)."""
         raw = self.release.get("cells", [])
@@ -95,37 +91,6 @@ class Spec:
 
     def test(self, grade_id: str) -> TestCell:
         return next(t for t in self.tests if t.grade_id == grade_id)
-
-
-def checksum(cell: dict) -> str:
-    """nbgrader's cell checksum (``nbgrader.utils.compute_checksum``) of a JSON cell.
-
-    A pure function of the cell's type, source and nbgrader metadata, remembered for the
-    cells every submission repeats (nbgrader's own takes 0.4 ms a cell: 18 ms a notebook)."""
-    meta = json.dumps(nbgrader_of(cell), sort_keys=True)
-    return _checksum(str(cell.get("cell_type")), text(cell.get("source")), meta)
-
-
-@functools.lru_cache(maxsize=4096)
-def _checksum(cell_type: str, source: str, nbgrader_json: str) -> str:
-    import nbformat
-    from nbgrader.utils import compute_checksum
-
-    node = nbformat.from_dict({"cell_type": cell_type, "source": source,
-                               "metadata": {"nbgrader": json.loads(nbgrader_json)}})
-    return compute_checksum(node)
-
-
-def strip_hidden_tests(source: str) -> str:
-    out, hidden = [], False
-    for line in source.splitlines(keepends=True):
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "".join(out)
 
 
 def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
@@ -140,9 +105,10 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
     source_nb = json.loads(src_path.read_text("utf-8"))
     release = json.loads(rel_path.read_text("utf-8"))
     raw_release = release.get("cells", [])
-    rel_cells = {c.grade_id: c for c in read_cells(release) if c.grade_id}
+    release_cells, source_cells = read_cells(release), read_cells(source_nb)
+    rel_cells = {c.grade_id: c for c in release_cells if c.grade_id}
     tests, locked = [], {}
-    for cell in read_cells(source_nb):
+    for cell in source_cells:
         gid = cell.grade_id
         if not gid:
             continue
@@ -167,7 +133,8 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
     if not tests:
         raise SpecError(f"{src_path} has no autograder test cells")
     from scalebook.homework import spec_for  # late: it imports NumPy and the homework's solver
-    return Spec(assignment, name, tests, locked, release, source_nb, spec_for(assignment))
+    return Spec(assignment, name, tests, locked, release, source_nb, release_cells, source_cells,
+                spec_for(assignment))
 
 
 def with_course_numbers(spec: Spec, secret: bytes | None) -> Spec:
@@ -179,10 +146,10 @@ def with_course_numbers(spec: Spec, secret: bytes | None) -> Spec:
 def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT) -> bytes:
     """The release notebook with every answer cell holding the instructor's solution (and,
     for a homework with per-student numbers, ``student``'s id and key in its identity cell)."""
-    solutions = {c.grade_id: c.source for c in read_cells(spec.source_nb) if c.is_answer and c.grade_id}
+    solutions = {c.grade_id: c.source for c in spec.source_cells if c.is_answer and c.grade_id}
     key = spec.key_of(student)
     nb = copy.deepcopy(spec.release)
-    for cell, seen in zip(nb.get("cells", []), read_cells(nb)):
+    for cell, seen in zip(nb.get("cells", []), spec.release_cells):
         if seen.grade_id in solutions:
             cell["source"] = solutions[seen.grade_id]
         if key is not None and seen.identity:

@@ -14,10 +14,10 @@ import dataclasses
 import json
 import re
 
-from ..notebook import IDENTITY, IDENTITY_NAMES, Cell, read_cells
+from ..notebook import IDENTITY, IDENTITY_NAMES, Cell, checksum, read_cells
 from ..sandbox import Limits
 from .result import TAMPERED
-from .spec import Spec, checksum
+from .spec import Spec
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_CELLS = 5000              # cells in a submission (the homework has under 100)
@@ -35,7 +35,7 @@ class Validation:
     invalid: str | None                   # why it is not a gradable notebook
     tampered: dict[str, str]              # grade_id -> what was done to the test cell
     problems: list[str]
-    steps: list[dict]                     # the job for sandbox/inside.py
+    steps: list[dict]                     # the job for sandbox/inside/ (job.py)
     test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
     cells: tuple[Cell, ...] = ()          # the submission's cells, read once (notebook.read_cells)
 
@@ -230,7 +230,7 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
     if changed_code:
         problems.append(f"read-only code cell(s) {', '.join(changed_code)} were changed; the originals were run")
     steps: list[dict] = []
-    test_ids = {t.grade_id for t in spec.tests}
+    tests = {t.grade_id: t for t in spec.tests}
     by_pos = {i: gid for gid, i in positions.items()}
     identity_due = spec.variants is not None and spec.variants_on
     for cell in cells:
@@ -239,12 +239,12 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
             if identity_due:  # what the notebook says about whose numbers it holds
                 steps.append({"kind": "capture", "grade_id": IDENTITY, "names": list(IDENTITY_NAMES)})
                 identity_due = False
-            t = spec.test(by_pos[i])
+            t = tests[by_pos[i]]
             steps.append({"kind": "capture", "grade_id": t.grade_id, "names": list(t.names)})
             continue
         if cell.cell_type != "code":
             continue
-        if cell.grade_id in test_ids:
+        if cell.grade_id in tests:
             continue  # a tampered copy of a test cell: never run
         steps.append({"kind": "code", "index": i, "source": restored.get(i, cell.source)})
     return Validation(nb, None, tampered, problems, steps, positions, cells)

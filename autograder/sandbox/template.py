@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -12,10 +13,11 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Sequence
 
+from .bwrap import RUNNER_IMPORT, bwrap_command, sandbox_python, sandbox_uid, start_bwrap
 from .cgroup import JobCgroup, memory_cap, memory_cgroup
-from .launch import (DEFAULT_PRELOAD, FreshSandbox, _kill_group, _require_ready, _TemplateChild, bwrap_command,
-                     pump, sandbox_python, sandbox_uid, start_bwrap)
+from .launch import DEFAULT_PRELOAD, FreshSandbox
 from .limits import MiB, Limits, Outcome, SandboxError, as_root
+from .process import kill_group, pump, require_ready
 
 if TYPE_CHECKING:
     import socket
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 class _SandboxedServer:
     """A long-lived Python in a bwrap sandbox, ``inside.<ENTRY>(fd, config)``, that the grader
     talks to over a Unix socket (one JSON line per message) and that first imports ``preload``
-    and runs the ``warm_up`` cells once (``inside._prepare``)."""
+    and runs the ``warm_up`` cells once (``inside/zygote.py``, ``_prepare``)."""
 
     ENTRY = ""
 
@@ -46,8 +48,7 @@ class _SandboxedServer:
 
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [sandbox_python(), "-s", "-B", "-c",
-                f"import sys; sys.path.insert(0, '/opt/grader'); import runner; "
-                f"runner.{self.ENTRY}(int(sys.argv[1]), sys.argv[2])",
+                RUNNER_IMPORT + f"runner.{self.ENTRY}(int(sys.argv[1]), sys.argv[2])",
                 str(child.fileno()), json.dumps({"preload": list(self.preload), "warm_up": list(self.warm_up)})]
         # (--as-pid-1: pid 1 of its namespace, so its children cannot signal it to death)
         cmd = bwrap_command(argv, scratch=16 * MiB, forbidden=self.forbidden, template=True)
@@ -74,7 +75,7 @@ class _SandboxedServer:
         if not hello or hello.get("ready") is not True:
             err = str(hello.get("error", "")).encode() if hello else b""
             if self.proc is not None:
-                _kill_group(self.proc)
+                kill_group(self.proc)
                 try:
                     self.proc.wait(timeout=10)
                     if log is not None:
@@ -131,7 +132,7 @@ class _SandboxedServer:
                 pass
             self.sock = None
         if self.proc is not None:
-            _kill_group(self.proc)
+            kill_group(self.proc)
             try:
                 self.proc.wait(timeout=10)
             except Exception:
@@ -152,7 +153,7 @@ class TemplateParent(_SandboxedServer):
     CPU, and a grader starts one per worker on the same cores it reads the notebooks on; forked
     from this parent, every template after it costs a fork. A forked template moves itself into
     a cgroup of its own (the grader opens that cgroup's entry file and passes the descriptor
-    along; see ``inside.serve_templates``) and makes a network namespace of its own, so the
+    along; see ``inside/zygote.py``, ``serve_templates``) and makes a network namespace of its own, so the
     jobs of two workers, running at once, are as far apart as those of two templates started
     on their own. Only where job cgroups can be made: a forked template is not the pid 1 of
     a namespace, so removing its cgroup is what kills everything of it.
@@ -333,6 +334,45 @@ class TemplateSandbox(_SandboxedServer):
             outcome.phases["job CPU"] = child.cpu
         if child.killed or outcome.returncode is None or outcome.returncode in (70, 71, 72):
             self.close()  # a job had to be killed, or the protocol went wrong: start afresh
-        return _require_ready(outcome)
+        return require_ready(outcome)
 
 
+class _TemplateChild:
+    """The parts of ``Popen`` that :func:`pump` uses, for a job forked by the template."""
+
+    def __init__(self, template: TemplateSandbox, out_r: int, in_w: int):
+        self.template = template
+        self.stdout = os.fdopen(out_r, "rb", buffering=0)
+        self.stdin = os.fdopen(in_w, "wb", buffering=0)
+        self.returncode: int | None = None
+        self.killed = False
+        self.cpu: float | None = None   # the job's CPU seconds, as the template measured them
+
+    def poll(self):
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.killed:
+            return
+        self.killed = True
+        sock = self.template.sock
+        if sock is not None:
+            try:
+                sock.sendall(b'{"kill": true}\n')
+                return
+            except OSError:
+                pass
+        self.template.close()  # it cannot be told: throw it (and so the job) away
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            msg = self.template._recv(timeout=timeout if timeout is not None else 30)
+            if not msg or not isinstance(msg.get("exit"), int):
+                self.template.close()
+                self.returncode = 128 + signal.SIGKILL
+                self.killed = True
+            else:
+                self.returncode = msg["exit"]
+                cpu = msg.get("cpu")
+                self.cpu = float(cpu) if isinstance(cpu, (int, float)) else None
+        return self.returncode
