@@ -75,10 +75,11 @@ __all__ = [
     "requests_per_second",
     "ContinuousBatching",
     "continuous_batching",
-    "prefill_decode_ratio",
+    "decode_chips_per_prefill_chip",
     "decode_step_from_counts",
     "WeightStationary2D",
     "weight_stationary_2d",
+    "TPU_TP_LIMIT",
     "model_parallel_limit",
 ]
 
@@ -377,16 +378,17 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
 
 def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int = 0,
                           n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                          compute_dtype: str = "bf16", overlap: bool = True,
+                          compute_dtype: str = "bf16", overlap: bool = False,
                           kv_sharding: str = "heads") -> float:
     """The batch at which decode turns compute-bound (sequences); ``inf`` if it never does.
 
-    ``overlap=False``, the phased model of :func:`decode_step`: the weight matmuls balance when
+    ``overlap=False`` (the default), the phased model of :func:`decode_step`: the weight
+    matmuls balance when
     ``2·B·P / C = P·b_w / W_hbm``, so ``B* = C · b_w / (2 · W_hbm)`` whatever the context
     (295 for bf16 on an H100, 243 on a TPU v5e); attention against the cache stays
     memory-bound at every batch.
 
-    ``overlap=True`` (the default, kept for hw6 P4): the balance of the step's *totals*, as if
+    ``overlap=True``: the balance of the step's *totals*, as if
     attention's cache reads overlapped the matmuls' compute. Setting ``t_compute = t_memory``
     (the chip count cancels):
 
@@ -424,7 +426,7 @@ def overlap_bound_limit(cfg: TransformerConfig, chip: Chip | str, *,
     """
     def finds_none(s: int) -> bool:
         return math.isinf(decode_critical_batch(cfg, chip, context_len=s, weight_dtype=weight_dtype,
-                                                cache_dtype=cache_dtype,
+                                                cache_dtype=cache_dtype, overlap=True,
                                                 compute_dtype=compute_dtype))
 
     low, high = 0, 1
@@ -610,27 +612,30 @@ class ContinuousBatching:
         mean_context: cache tokens per sequence on average, ``T + (R − 1) / 2``.
         mean_kv_bytes: the batch's cache on average, ``B · mean_context · kv_bytes_per_token``
             (bytes), the figure to size HBM by (the peak is ``B · (T + R)`` if all start at
-            once).
-        requests_per_s: requests finished per second, ``B / (R · t_step)``.
+            once); None when no ``kv_bytes_per_token`` was given.
+        requests_per_s: requests finished per second, ``B / (R · t_step)``; None when no
+            ``step_time`` was given.
         prefill_tokens_per_s: prompt tokens the prefill side must supply,
-            ``requests_per_s · T`` (tokens/s).
+            ``requests_per_s · T`` (tokens/s); None when no ``step_time`` was given.
     """
 
     finished_per_step: float
     kv_tokens_freed_per_step: float
     mean_context: float
-    mean_kv_bytes: float
-    requests_per_s: float
-    prefill_tokens_per_s: float
+    mean_kv_bytes: float | None
+    requests_per_s: float | None
+    prefill_tokens_per_s: float | None
 
 
-def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_time: float,
-                        kv_bytes_per_token: float) -> ContinuousBatching:
+def continuous_batching(*, batch: int, prompt_len: int, reply_len: int,
+                        step_time: float | None = None,
+                        kv_bytes_per_token: float | None = None) -> ContinuousBatching:
     """The serving queue in steady state (:class:`ContinuousBatching`): with ``B`` sequences in
     flight, replies of ``R`` tokens and prompts of ``T``, each step finishes ``B / R``
     sequences and frees ``(B / R)(T + R)`` cache tokens, and the batch holds on average
     ``B (T + (R − 1)/2)`` cache tokens. ``step_time`` is the decode step (s), taken the same at
-    every step (a first cut: it grows a little with the context).
+    every step (a first cut: it grows a little with the context); only the rates need it, and
+    only ``mean_kv_bytes`` needs ``kv_bytes_per_token`` (each output is None without its input).
 
     B = 64, T = 2,048, R = 2,048, 20 ms per step: 1/32 sequence per step, 128 cache tokens
     freed per step, 3,071.5 tokens per sequence on average, 1.56 requests/s.
@@ -638,18 +643,19 @@ def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_tim
     b = positive_int(batch, "batch")
     t = positive_int(prompt_len, "prompt_len")
     r = positive_int(reply_len, "reply_len")
-    dt = positive(step_time, "step_time")
-    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
     finished = b / r
     mean_context = t + (r - 1) / 2
-    requests = finished / dt
+    requests = None if step_time is None else finished / positive(step_time, "step_time")
+    kv_bytes = (None if kv_bytes_per_token is None
+                else b * mean_context * positive(kv_bytes_per_token, "kv_bytes_per_token"))
     return ContinuousBatching(finished_per_step=finished,
                               kv_tokens_freed_per_step=finished * (t + r),
-                              mean_context=mean_context, mean_kv_bytes=b * mean_context * c,
-                              requests_per_s=requests, prefill_tokens_per_s=requests * t)
+                              mean_context=mean_context, mean_kv_bytes=kv_bytes,
+                              requests_per_s=requests,
+                              prefill_tokens_per_s=None if requests is None else requests * t)
 
 
-def prefill_decode_ratio(mix: Sequence[tuple[float, int, int]], *,
+def decode_chips_per_prefill_chip(mix: Sequence[tuple[float, int, int]], *,
                          prefill_tokens_per_s_per_chip: float,
                          decode_tokens_per_s_per_chip: float) -> float:
     """How many decode chips a disaggregated service needs per prefill chip for a traffic mix.
@@ -748,14 +754,18 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
     ``y``. Per layer, with ``F`` the MLP width and ``A = (H + 2K)·d_h`` the attention
     projections' width (queries, keys, values; the attention itself runs on each chip's heads):
 
-        bytes_x = B · (F + A) / y · b          bytes_y = 2 · B · D / x · b
+        bytes_x = B · (2F + A) / y · b          bytes_y = 2 · B · D / x · b
+
+    The gated MLP's gate and up projections are two matmuls contracting over ``D_x``, so their
+    two ``[B, F_y]`` partial sums are AllReduced over ``x`` before the elementwise gate: ``2F``,
+    not ``F`` (LLaMA-3 70B: (2F + A)/(F + A) = 1.74 times the one-projection count).
 
     With ``x = 1`` this is 1-D tensor parallelism (two AllReduces of ``B·D`` per layer,
     :func:`tp_comm_time`); with ``x · y = n`` the volume per chip falls as about ``1/√n`` at
     the best ``x``, where 1-D's stays ``2·B·D`` whatever ``n``. Each axis is an NVLink group
-    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced. A first cut: the gated
-    MLP's gate and up projections both shard F over ``y``; the cache, split by KV head over
-    ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
+    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced, one AllReduce per partial
+    sum (gate, up, the attention projections over ``x``; the MLP and attention outputs over
+    ``y``). A first cut: the cache, split by KV head over ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
     (:func:`tp_slice_axes`: 4 and 2 for 8 chips).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
@@ -769,12 +779,13 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
                          f"{'x'.join(map(str, tp_slice_axes(chip, x * y)))}; map x and y onto them")
     size = bytes_per_element(dtype)
     width_attn = (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.d_head
-    bytes_x = b * (cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
+    bytes_x = b * (2 * cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
     bytes_y = 2 * b * cfg.d_model / x * size if y > 1 else 0.0
-    # each block's two AllReduces, attention and MLP, priced separately (two per axis per layer)
+    # each partial sum its own AllReduce: gate, up and the attention projections over x,
+    # the MLP's and attention's outputs over y
     t_layer = 0.0
     if x > 1:
-        t_layer += (_all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
+        t_layer += (2 * _all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
                     + _all_reduce_axis(b * width_attn / y * size, x, chip))
     if y > 1:
         t_layer += 2 * _all_reduce_axis(b * cfg.d_model / x * size, y, chip)
@@ -782,29 +793,48 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
                               t_comm=cfg.n_layers * t_layer)
 
 
+#: The largest TPU tensor-parallel group :func:`model_parallel_limit` tries by default: a serving
+#: copy spread over more chips than this is not a layout anyone runs (and v5p's largest slices
+#: have no power-of-two shape).
+TPU_TP_LIMIT = 256
+
+
 def model_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, batch: int,
                          context_len: int, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None) -> float:
-    """The fewest chips per model copy at which a decode step's tensor-parallel communication
-    takes longer than its HBM reads: the smallest ``n`` in ``sizes`` with
-    ``t_comm(n) > t_memory(n)``, ``inf`` if none.
+                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None,
+                         algorithm: str = "auto") -> float:
+    """The fewest chips per model copy past which tensor parallelism's AllReduces outweigh the
+    weight reads it splits: the smallest ``n`` in ``sizes`` such that at ``n`` **and at every
+    larger size** ``t_comm(m) > t_weights_memory(m)``; ``inf`` if there is none.
 
-    ``t_memory = (P·b_w + B·S·c·r) / (n·W_hbm)`` falls as ``1/n`` (until the cache stops
-    splitting past ``K`` chips, ``r``), while ``t_comm`` (``2·L`` AllReduces of ``B·D`` bytes,
-    :func:`tp_comm_time`) grows with ``n``, mostly as per-hop latency at decode's small
-    messages. Past this limit more chips buy capacity, not latency. A first-cut bandwidth-only
-    form, with the AllReduce moving about ``2·V`` over the one-way link bandwidth ``W_ici``:
-    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up
-    to the chip's NVLink node or largest slice. LLaMA-3 8B on H100s, B = 1, S = 4,096: 8.
+    A first-cut criterion, stated as such. What more chips divide is the weights' HBM time,
+    ``t_weights_memory = P·b_w / (n·W_hbm)``; what they add is ``t_comm`` (``2·L`` AllReduces
+    of ``B·D`` bytes, :func:`tp_comm_time`, on the slice's real axes or by ``algorithm`` in an
+    NVLink node). The cache's reads are left out: under ``"heads"`` they stop splitting past
+    ``K`` chips (so comparing against the whole ``t_memory`` would never cross at a long
+    context), under ``"batch"`` they split at any ``n`` (so the limit is conservative there).
+    ``t_comm`` is not monotonic in ``n`` (a 16-long axis may wrap around where an 8-long one
+    does not: LLaMA-3 70B at ``B = 64`` on TPU v5e takes 4.05 ms at 2 chips, 3.44 at 4, 8.15
+    at 64 and 7.27 at 128), so the limit asks the inequality of every larger size, and
+    the answer can only fall when ``sizes`` gains larger entries that also cross. With only
+    link bandwidth (no per-hop latency) and the AllReduce moving about ``2·V`` over the one-way
+    link bandwidth ``W_ici``, the crossing is near
+    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up to
+    the chip's NVLink node, or up to :data:`TPU_TP_LIMIT` chips of a TPU slice.
+    ``context_len`` and the cache options are passed to :func:`decode_step` (they do not move
+    this criterion). LLaMA-3 8B on TPU v5e, B = 1, S = 4,096: 32; on one H100 node, none (inf).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     if sizes is None:
-        largest = chip.chips_per_host if chip.is_gpu else math.prod(chip.max_slice)
+        largest = chip.chips_per_host if chip.is_gpu else min(math.prod(chip.max_slice),
+                                                              TPU_TP_LIMIT)
         sizes = [2 ** k for k in range(1, int(math.log2(largest)) + 1)]
-    for n in sorted(positive_int(v, "slice size") for v in sizes):
+    limit = math.inf
+    for n in sorted((positive_int(v, "slice size") for v in sizes), reverse=True):
         st = decode_step(cfg, chip, batch=batch, context_len=context_len, n_chips=n,
                          weight_dtype=weight_dtype, cache_dtype=cache_dtype,
-                         kv_sharding=kv_sharding)
-        if st.t_comm > st.t_memory:
-            return float(n)
-    return math.inf
+                         kv_sharding=kv_sharding, algorithm=algorithm)
+        if st.t_comm <= st.t_weights_memory:
+            break
+        limit = float(n)
+    return limit

@@ -42,7 +42,8 @@ def text(page) -> str:
 def _no_critical_batch_from(cfg, chip, **dtypes) -> int:
     """The shortest context at which the solver's critical batch is inf (scan, not bisection)."""
     s = 1
-    while not math.isinf(inf.decode_critical_batch(cfg, chip, context_len=s, **dtypes)):
+    while not math.isinf(inf.decode_critical_batch(cfg, chip, context_len=s, overlap=True,
+                                                   **dtypes)):
         s += 1
     return s
 
@@ -75,8 +76,8 @@ def test_critical_batches_are_the_solvers(text, models):
     assert has_number(text, f"{inf.decode_critical_batch(l70, 'TPU v5e'):,.0f}")         # 243
     assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', weight_dtype='int8'):,.0f}")
     for s in (256, 512, 1024):
-        assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', context_len=s):,.0f}"), s
-    assert math.isinf(inf.decode_critical_batch(l70, "H100", context_len=CTX))
+        assert has_number(text, f"{inf.decode_critical_batch(l70, 'H100', context_len=s, overlap=True):,.0f}"), s
+    assert math.isinf(inf.decode_critical_batch(l70, "H100", context_len=CTX, overlap=True))
     assert "never" in text
     # the phased model: the matmuls' B* does not move with the context, attention never turns
     assert inf.decode_critical_batch(l70, "H100", context_len=CTX, overlap=False) == \
