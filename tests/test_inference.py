@@ -371,3 +371,30 @@ def test_cost_per_million_tokens():
 def test_bad_input_gets_a_clear_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_attention_split_by_sequence_pays_two_alltoalls_per_layer():
+    # 16 v5e chips, K = 8: two groups; the two chips that hold the same KV head trade the
+    # queries in and the outputs back, [B, H/K, d_h] each way, twice per layer
+    b = 64
+    alltoall = collective_cost("AllToAll", b * 8 * 128 * 2, [2], V5E).time
+    assert inf.kv_regroup_time(L70, V5E, n_chips=16, tokens=b) == pytest.approx(2 * 80 * alltoall)
+    heads = inf.decode_step(L70, V5E, batch=b, context_len=8192, n_chips=16, weight_dtype="int8")
+    split = inf.decode_step(L70, V5E, batch=b, context_len=8192, n_chips=16, weight_dtype="int8",
+                            kv_sharding="batch")
+    assert split.t_comm == pytest.approx(heads.t_comm + 2 * 80 * alltoall)
+    # up to K chips there is one group and nothing to trade
+    assert inf.kv_regroup_time(L70, V5E, n_chips=8, tokens=b) == 0.0
+
+
+def test_prefill_offers_the_causal_discount():
+    full = inf.prefill(L70, H100, prompt_len=8192)
+    causal = inf.prefill(L70, H100, prompt_len=8192, causal=True)
+    assert causal.t_attention_compute == pytest.approx(full.t_attention_compute * 8193 / 16384)
+    assert causal.t_weights_compute == full.t_weights_compute
+    share = lambda st: st.t_attention_compute / (st.t_attention_compute + st.t_weights_compute)  # noqa: E731
+    assert share(full) == pytest.approx(0.13, abs=0.01)                      # 13% of an 8K prefill
+    long_full = inf.prefill(L70, H100, prompt_len=131072)
+    long_causal = inf.prefill(L70, H100, prompt_len=131072, causal=True)
+    assert share(long_full) == pytest.approx(0.71, abs=0.01)                 # dominates at 128K
+    assert share(long_causal) == pytest.approx(0.55, abs=0.01)
