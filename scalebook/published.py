@@ -52,10 +52,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
+from . import inference
 from .collectives import KINDS, CollectiveCost, collective_cost
 from .hardware import canonical_dtype, get_chip
 from .live.comparison import table_markdown
 from .roofline import matmul_cost, matmul_time, time_bounds
+from .transformer import TransformerConfig, llama3_8b, llama3_70b
 from .units import format_bandwidth, format_flops, format_seconds
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "bus_bandwidth_factor", "bus_bandwidth",
     "load_measurements", "parse_measurements", "get_measurement",
     "predict", "ratio", "reality_check", "reality_check_markdown",
+    "SERVING_MODELS", "serving_model", "SCHEDULES",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published"
@@ -72,16 +75,20 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published
 DATA_PATH = DATA_DIR / "measurements.json"
 """The first file: one chip and collectives (Parts 2 and 3)."""
 
-CHAPTERS = ("hardware", "sharded-matmuls")
-"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM) and Part 3 (collectives)."""
+CHAPTERS = ("hardware", "sharded-matmuls", "inference")
+"""Chapters with a reality check: Part 2 (one chip: GEMMs, HBM), Part 3 (collectives) and
+Part 6 (serving a model)."""
 
 QUANTITIES = {
     "bus_bandwidth": "bytes/s",
     "collective_time": "s",
     "matmul_throughput": "FLOP/s",
     "hbm_bandwidth": "bytes/s",
+    "serving_throughput": "tokens/s",
+    "prefill_time": "s",
 }
-"""What can be measured, and its SI unit."""
+"""What can be measured, and its SI unit. ``serving_throughput`` is output tokens per second
+per chip of a serving copy; ``prefill_time`` is the time to the first token of a prompt."""
 
 ALGORITHMS = ("auto", "ring", "nvls", "tree", "one-shot", "two-shot", "sharp")
 """The NCCL algorithms a measurement may record (the values ``collective_cost`` is to take)."""
@@ -184,6 +191,14 @@ class Measurement:
         if self.quantity == "matmul_throughput":
             (m, n, k), dtype = _gemm(self)
             return f"{dtype} GEMM {m}x{n}x{k} (MxNxK)"
+        if self.quantity == "serving_throughput":
+            st = self.setting
+            return (f"{st.get('model')} output tokens/s per chip, B = {st.get('batch')}, "
+                    f"{st.get('input_len')} in / {st.get('output_len')} out")
+        if self.quantity == "prefill_time":
+            st = self.setting
+            return (f"{st.get('model')} time to first token, B = {st.get('batch')}, "
+                    f"{st.get('input_len')}-token prompt")
         return "HBM copy bandwidth (read + write)"
 
 
@@ -286,11 +301,96 @@ def predict_hbm_bandwidth(m: Measurement) -> float:
     return HBM_PROBE_BYTES / float(bounds.lower)
 
 
+# --------------------------------------------------------------------------- serving (Part 6)
+
+SERVING_MODELS: Mapping[str, Callable[[], TransformerConfig]] = MappingProxyType({
+    "LLaMA-2 7B": lambda: TransformerConfig(d_model=4096, n_layers=32, n_heads=32, d_ff=11008,
+                                            vocab_size=32000, name="LLaMA-2 7B"),
+    "LLaMA-2 70B": lambda: TransformerConfig(d_model=8192, n_layers=80, n_heads=64,
+                                             n_kv_heads=8, d_ff=28672, vocab_size=32000,
+                                             name="LLaMA-2 70B"),
+    "LLaMA-3 8B": llama3_8b,
+    "LLaMA-3 70B": llama3_70b,
+})
+"""The shapes a serving measurement's ``setting["model"]`` may name (Touvron et al. 2023,
+"Llama 2", Table 1 and the released configs: 7B multi-head, 70B with 8 KV heads; LLaMA-3 from
+:mod:`scalebook.transformer`)."""
+
+SCHEDULES = ("static", "decode")
+"""How a serving measurement ran its batch: ``"static"``: ``B`` prompts prefilled together,
+then ``R`` decode steps (a fixed-batch benchmark); ``"decode"``: a continuous-batching server
+whose throughput is its decode steps' (prefill interleaved and left out)."""
+
+
+def serving_model(name: object) -> TransformerConfig:
+    """The :data:`SERVING_MODELS` shape called ``name``; ``ValueError`` for any other."""
+    if not isinstance(name, str) or name not in SERVING_MODELS:
+        raise ValueError(f"no serving model {name!r}; known: {', '.join(SERVING_MODELS)}")
+    return SERVING_MODELS[name]()
+
+
+def _count_setting(m: Measurement, key: str) -> int:
+    value = m.setting.get(key)
+    if not _is_count(value):
+        raise ValueError(f"{m.id}: setting {key!r} must be an integer >= 1, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def _serving_options(m: Measurement) -> dict:
+    """The model, the chip count and the dtypes of a serving measurement's setting."""
+    options = {}
+    for key in ("weight_dtype", "cache_dtype", "compute_dtype"):
+        value = m.setting.get(key)
+        if not isinstance(value, str):
+            raise ValueError(f"{m.id}: setting {key!r} must name a dtype, got {value!r}")
+        options[key] = canonical_dtype(value)
+    return options
+
+
+def predict_serving_throughput(m: Measurement) -> float:
+    """Output tokens/s per chip of a serving copy on ``n_devices`` chips (tensor parallel).
+
+    ``"static"``: ``B·R / (t_prefill + R · t_decode) / n`` with the prefill of ``B`` prompts of
+    ``T`` tokens (:func:`scalebook.inference.prefill`, causal) and ``R`` decode steps at the
+    mean cache ``T + (R − 1)/2`` (:func:`scalebook.inference.decode_step`, the phased model;
+    its attention is linear in the context, so the mean step times ``R`` is their sum).
+    ``"decode"``: ``B / t_decode / n`` at ``setting["context_len"]`` cached tokens.
+    """
+    cfg, n = serving_model(m.setting.get("model")), m.system.n_devices
+    b = _count_setting(m, "batch")
+    options = _serving_options(m)
+    schedule = m.setting.get("schedule")
+    if schedule == "decode":
+        step = inference.decode_step(cfg, m.system.chip, batch=b, n_chips=n,
+                                     context_len=_count_setting(m, "context_len"), **options)
+        return b / step.time / n
+    if schedule != "static":
+        raise ValueError(f"{m.id}: setting 'schedule' must be one of {SCHEDULES}, "
+                         f"got {schedule!r}")
+    t, r = _count_setting(m, "input_len"), _count_setting(m, "output_len")
+    pf = inference.prefill(cfg, m.system.chip, prompt_len=t, batch=b, n_chips=n, causal=True,
+                           **options)
+    step = inference.decode_step(cfg, m.system.chip, batch=b, n_chips=n,
+                                 context_len=t + (r - 1) // 2, **options)
+    return b * r / (pf.time + r * step.time) / n
+
+
+def predict_prefill_time(m: Measurement) -> float:
+    """Time to the first token (s): :func:`scalebook.inference.prefill` of ``B`` prompts of
+    ``T`` tokens on ``n_devices`` chips, causal, its phases and AllReduces not overlapped."""
+    cfg = serving_model(m.setting.get("model"))
+    return inference.prefill(cfg, m.system.chip, prompt_len=_count_setting(m, "input_len"),
+                             batch=_count_setting(m, "batch"), n_chips=m.system.n_devices,
+                             causal=True, **_serving_options(m)).time
+
+
 _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
     "bus_bandwidth": predict_bus_bandwidth,
     "collective_time": predict_collective_time,
     "matmul_throughput": predict_matmul_throughput,
     "hbm_bandwidth": predict_hbm_bandwidth,
+    "serving_throughput": predict_serving_throughput,
+    "prefill_time": predict_prefill_time,
 }
 
 
@@ -325,6 +425,8 @@ def _quantity_text(value: float, unit: str) -> str:
         return format_seconds(value)
     if unit == "FLOP/s":
         return format_flops(value)
+    if unit == "tokens/s":
+        return f"{value:,.0f} tokens/s"
     return format_bandwidth(value)
 
 
