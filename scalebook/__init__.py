@@ -21,6 +21,7 @@ that this list names every module and subpackage):
 - :mod:`scalebook.long_context` — context parallelism: ring and all-to-all attention over chips
 - :mod:`scalebook.tinytransformer` — a small JAX Transformer trained five ways on a mesh
 - :mod:`scalebook.decoding` — a tiny JAX decoder with a KV cache, timed beside the serving solver
+- :mod:`scalebook.step_fit` — two step-time models told apart on timings (free overhead, efficiency)
 - :mod:`scalebook.moe_jax` — an MoE layer and ring attention in JAX on a 1-D device mesh
 - :mod:`scalebook.hlo` — the collectives in compiled XLA (HLO) text, named by mesh axis
 - :mod:`scalebook.units` — printing SI quantities for people
