@@ -174,7 +174,8 @@ def test_default_figure_and_summary(explorer):
     assert format_seconds(s.decode.time) in summary
     assert f"{s.decode.tokens_per_s_per_chip:,.0f} tokens/s per chip" in summary
     assert f"{s.comm_share:.0%}" in summary
-    assert "attention against the cache stays memory-bound at any batch" in summary
+    assert ("attention against the cache, one new token per sequence, stays memory-bound at any "
+            "batch") in summary
     assert format_seconds(s.decode.time_overlapped) in summary
     assert "371" in summary
 
