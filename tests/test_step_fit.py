@@ -98,3 +98,16 @@ def test_the_h100_knee_moves_little_but_its_claim_rests_on_the_end_points():
     with pytest.raises(ValueError, match="at least four"):
         decoding.knee_spread([1, 2, 4], [1.0, 1.0, 2.0])
     assert math.isfinite(spread.knee)
+
+
+def test_the_residual_figure_describes_its_own_numbers():
+    from scalebook.diagrams import fits as fit_figures
+    from scalebook.picture import png_description
+
+    fit = step_fit.fit_with_overhead([1e-3, 2e-3, 4e-3], [1.5e-3, 2.5e-3, 4.6e-3])
+    pic = fit_figures.fit_residuals({"model": fit}, ["a", "b", "c"])
+    worst = "abc"[max(range(3), key=lambda i: abs(fit.residuals[i]))]
+    assert "overhead" in pic.alt and f"{100 * fit.rms:.0f}%" in pic.alt and f"at {worst}." in pic.alt
+    assert png_description(pic._repr_png_()) == pic.alt
+    with pytest.raises(ValueError, match="one residual per label"):
+        fit_figures.fit_residuals({"model": fit}, ["a", "b"])
