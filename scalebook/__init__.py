@@ -26,6 +26,7 @@ that this list names every module and subpackage):
   prefill, speculative decoding, a serving simulator and capacity planning
 - :mod:`scalebook.tinytransformer` — a small JAX Transformer trained five ways on a mesh
 - :mod:`scalebook.decoding` — a tiny JAX decoder with a KV cache, timed beside the serving solver
+- :mod:`scalebook.step_fit` — two step-time models told apart on timings (free overhead, efficiency)
 - :mod:`scalebook.moe_jax` — an MoE layer and ring attention in JAX on a 1-D device mesh
 - :mod:`scalebook.service_jax` — paged attention, speculative decoding and continuous batching in JAX
 - :mod:`scalebook.hlo` — the collectives in compiled XLA (HLO) text, named by mesh axis

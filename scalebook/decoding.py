@@ -64,6 +64,8 @@ __all__ = [
     "measured_chip",
     "time_decode_step",
     "knee_batch",
+    "KneeSpread",
+    "knee_spread",
 ]
 
 
@@ -500,3 +502,53 @@ def knee_fit(batches: Sequence[int], times: Sequence[float]) -> KneeFit:
                  and rms <= KNEE_VS_POWER_LAW * power_rms)
     return KneeFit(knee=knee, rms=rms, slope=float(slope), power_law_rms=power_rms,
                    supported=bool(supported))
+
+
+@dataclass(frozen=True)
+class KneeSpread:
+    """How much a measured knee moves when the sweep's points move.
+
+    Attributes:
+        knee: :func:`knee_batch` on the whole sweep (sequences).
+        drop_one: the knee with each batch left out in turn (input order; ``inf`` where the
+            fit found none).
+        drop_one_supported: :attr:`KneeFit.supported` with each batch left out: whether the
+            *claim* of a knee survives, not only its place.
+        low, high: the 5th and 95th percentiles of the knee over bootstrap resamples of the
+            points (drawn with replacement, duplicates merged), the finite ones (sequences).
+        no_knee_share: the fraction of resamples whose fit found no knee inside the sweep.
+    """
+
+    knee: float
+    drop_one: tuple[float, ...]
+    drop_one_supported: tuple[bool, ...]
+    low: float
+    high: float
+    no_knee_share: float
+
+
+def knee_spread(batches: Sequence[int], times: Sequence[float], *, resamples: int = 500,
+                seed: int = 0) -> KneeSpread:
+    """The knee's uncertainty (:class:`KneeSpread`): :func:`knee_fit` with each point left out,
+    and a seeded bootstrap of ``resamples`` draws of the points (resamples with fewer than
+    three distinct batches are redrawn). Needs at least four batches."""
+    b = list(batches)
+    t = [float(x) for x in times]
+    if len(b) != len(t) or len(b) < 4:
+        raise ValueError("knee_spread needs matching batches and times, at least four of each")
+    if not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+    knee = knee_batch(b, t)
+    drop = [knee_fit(b[:i] + b[i + 1:], t[:i] + t[i + 1:]) for i in range(len(b))]
+    rng = np.random.default_rng(seed)
+    knees: list[float] = []
+    while len(knees) < resamples:
+        index = np.unique(rng.integers(0, len(b), len(b)))
+        if index.size >= 3:
+            knees.append(knee_batch([b[i] for i in index], [t[i] for i in index]))
+    finite = np.asarray([k for k in knees if math.isfinite(k)])
+    low, high = ((float(np.percentile(finite, 5)), float(np.percentile(finite, 95)))
+                 if finite.size else (math.inf, math.inf))
+    return KneeSpread(knee=knee, drop_one=tuple(f.knee for f in drop),
+                      drop_one_supported=tuple(f.supported for f in drop), low=low, high=high,
+                      no_knee_share=1.0 - finite.size / len(knees))

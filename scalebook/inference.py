@@ -26,7 +26,9 @@ ways (``kv_sharding``): by KV head (``"heads"``, the default), which reaches onl
 ``min(n_chips, K)`` chips, so that past ``K`` chips each head's cache is copied on
 ``n_chips / K`` of them (:func:`kv_replication`); or by sequence (``"batch"``): the
 ``n_chips / K`` groups of ``K`` chips each hold the caches of their own share of the batch and
-run attention data-parallel, so no cache is copied.
+run attention data-parallel, so no cache is copied, at the price of two AllToAlls per layer
+that move each group's queries in and its attention outputs back (:func:`kv_regroup_time`,
+added to ``t_comm``).
 
 A step runs its kernels one after another, so its time is a **sum of phases**:
 
@@ -66,6 +68,7 @@ __all__ = [
     "decode_critical_batch",
     "overlap_bound_limit",
     "tp_comm_time",
+    "kv_regroup_time",
     "max_batch",
     "smallest_slice",
     "latency_throughput",
@@ -75,10 +78,11 @@ __all__ = [
     "requests_per_second",
     "ContinuousBatching",
     "continuous_batching",
-    "prefill_decode_ratio",
+    "decode_chips_per_prefill_chip",
     "decode_step_from_counts",
     "WeightStationary2D",
     "weight_stationary_2d",
+    "TPU_TP_LIMIT",
     "model_parallel_limit",
 ]
 
@@ -295,6 +299,33 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     return 2.0 * cfg.n_layers * float(cost.time)
 
 
+def kv_regroup_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, tokens: int,
+                    dtype: str = "bf16") -> float:
+    """Seconds of the AllToAlls that attention split by sequence adds to one forward pass.
+
+    Under ``kv_sharding="batch"`` the projections stay tensor-parallel over all ``n`` chips
+    (each chip computes every token's queries for its ``H/n`` heads), but attention runs in
+    ``g = n/K`` groups, each on its own sequences (:func:`kv_groups`). The ``g`` chips that
+    hold the same KV head in their groups therefore trade queries before attention (each needs
+    its own sequences' queries for all ``H/K`` heads of that KV head) and trade the outputs
+    back after it: **two AllToAlls per layer** of the ``[tokens, H/K, d_h]`` array those ``g``
+    chips hold together, ``V = tokens · (H/K) · d_h · bytes(dtype)`` (the new token's keys and
+    values are computed on every chip of the head and need no exchange). Priced by
+    :func:`~scalebook.collectives.collective_cost` over ``g`` GPUs, or over the axes of a
+    ``g``-chip TPU slice (:func:`tp_slice_axes`; a first cut: the ``g`` chips are taken to
+    sit as such a block). 0 when ``g = 1``.
+    LLaMA-3 70B on 16 TPU v5e chips at B = 64: 160 AllToAlls of 131 kB.
+    """
+    cfg, chip = _cfg(cfg), get_chip(chip)
+    tokens = positive_int(tokens, "tokens")
+    groups = kv_groups(cfg, n_chips, "batch")
+    if groups == 1:
+        return 0.0
+    nbytes = tokens * cfg.n_heads // cfg.n_kv_heads * cfg.d_head * bytes_per_element(dtype)
+    axes = [groups] if chip.is_gpu else list(tp_slice_axes(chip, groups))
+    return 2.0 * cfg.n_layers * float(collective_cost("AllToAll", nbytes, axes, chip).time)
+
+
 def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
     """Weight bytes a forward pass reads: the matmul weights (the embedding lookup reads only
     one row per token, and the norms are 0.003% of the model)."""
@@ -304,7 +335,7 @@ def _read_weight_bytes(cfg: TransformerConfig, dtype: str) -> float:
 def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens: int,
           context_len: int, n_chips: int, weight_flops: float, attention_flops: float,
           kv_bytes: float, weight_dtype: str, compute_dtype: str,
-          algorithm: str = "auto") -> StepCost:
+          algorithm: str = "auto", kv_sharding: str = "heads") -> StepCost:
     w_bytes = _read_weight_bytes(cfg, weight_dtype)
     peak, bw = n_chips * chip.flops(compute_dtype), n_chips * chip.hbm_bandwidth
     flops = weight_flops + attention_flops
@@ -312,6 +343,8 @@ def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens:
     w_c, w_m = weight_flops / peak, w_bytes / bw
     a_c, a_m = attention_flops / peak, kv_bytes / bw
     t_comm = tp_comm_time(cfg, chip, n_chips=n_chips, tokens=tokens, algorithm=algorithm)
+    if _kv_sharding(kv_sharding) == "batch":
+        t_comm += kv_regroup_time(cfg, chip, n_chips=n_chips, tokens=tokens)
     return StepCost(phase=phase, batch=batch, tokens=tokens, context_len=context_len,
                     n_chips=n_chips, flops=flops, weight_bytes=w_bytes, kv_bytes=kv_bytes,
                     t_compute=t_compute, t_memory=t_memory, t_comm=t_comm,
@@ -324,12 +357,17 @@ def _step(phase: str, cfg: TransformerConfig, chip: Chip, *, batch: int, tokens:
 def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch: int = 1,
             n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
             compute_dtype: str = "bf16", kv_sharding: str = "heads",
-            algorithm: str = "auto") -> StepCost:
+            algorithm: str = "auto", causal: bool = False) -> StepCost:
     """Prefill of ``batch`` prompts of ``prompt_len`` tokens each, in one forward pass.
 
     FLOPs ``= B·T · (2·P_matmul + 4·L·T·H·d_h)``: every weight twice per token, plus attention
-    against the whole prompt (no causal discount, as in
-    :func:`~scalebook.transformer.attention_flops_per_token`). Bytes: every weight once, and
+    against the whole prompt. By default with no causal discount, as in
+    :func:`~scalebook.transformer.attention_flops_per_token` (an upper bound: every query
+    scores every key); ``causal=True`` counts only the keys each query may see, token ``i``
+    against ``i + 1`` keys, which scales attention's FLOPs by ``(T + 1) / (2T)`` (what a
+    causal kernel that skips masked blocks does, about half). Attention is about 13% of an
+    8K-token LLaMA-3 70B prefill without the discount; at 128K it is 71% without and 55% with
+    it. Bytes: every weight once, and
     the cache written, ``B·T · kv_bytes_per_token``. Time: the phases in turn (weight
     matmuls, attention, AllReduces; see the module). LLaMA-3 70B, one 2,048-token prompt on
     8 H100s in bf16: 3.0e14 FLOPs, 37 ms of compute against 5.3 ms of memory, and 23 ms of
@@ -339,10 +377,12 @@ def prefill(cfg: TransformerConfig, chip: Chip | str, *, prompt_len: int, batch:
     t, b, n = positive_int(prompt_len, "prompt_len"), positive_int(batch, "batch"), positive_int(n_chips, "n_chips")
     tokens = b * t
     kv = _kv_batch_bytes(cfg, b, t * kv_bytes_per_token(cfg, cache_dtype), n, kv_sharding)
+    share = (t + 1) / (2 * t) if causal else 1.0
     return _step("prefill", cfg, chip, batch=b, tokens=tokens, context_len=t, n_chips=n,
                  weight_flops=tokens * 2.0 * param_count(cfg).matmul,
-                 attention_flops=tokens * float(attention_flops_per_token(cfg, t)), kv_bytes=kv,
-                 weight_dtype=weight_dtype, compute_dtype=compute_dtype, algorithm=algorithm)
+                 attention_flops=tokens * float(attention_flops_per_token(cfg, t)) * share,
+                 kv_bytes=kv, weight_dtype=weight_dtype, compute_dtype=compute_dtype,
+                 algorithm=algorithm, kv_sharding=kv_sharding)
 
 
 def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context_len: int,
@@ -372,21 +412,23 @@ def decode_step(cfg: TransformerConfig, chip: Chip | str, *, batch: int, context
     return _step("decode", cfg, chip, batch=b, tokens=b, context_len=s, n_chips=n,
                  weight_flops=b * 2.0 * param_count(cfg).matmul,
                  attention_flops=b * float(attention_flops_per_token(cfg, s)), kv_bytes=kv,
-                 weight_dtype=weight_dtype, compute_dtype=compute_dtype, algorithm=algorithm)
+                 weight_dtype=weight_dtype, compute_dtype=compute_dtype, algorithm=algorithm,
+                 kv_sharding=kv_sharding)
 
 
 def decode_critical_batch(cfg: TransformerConfig, chip: Chip | str, *, context_len: int = 0,
                           n_chips: int = 1, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                          compute_dtype: str = "bf16", overlap: bool = True,
+                          compute_dtype: str = "bf16", overlap: bool = False,
                           kv_sharding: str = "heads") -> float:
     """The batch at which decode turns compute-bound (sequences); ``inf`` if it never does.
 
-    ``overlap=False``, the phased model of :func:`decode_step`: the weight matmuls balance when
+    ``overlap=False`` (the default), the phased model of :func:`decode_step`: the weight
+    matmuls balance when
     ``2·B·P / C = P·b_w / W_hbm``, so ``B* = C · b_w / (2 · W_hbm)`` whatever the context
     (295 for bf16 on an H100, 243 on a TPU v5e); attention against the cache stays
     memory-bound at every batch.
 
-    ``overlap=True`` (the default, kept for hw6 P4): the balance of the step's *totals*, as if
+    ``overlap=True``: the balance of the step's *totals*, as if
     attention's cache reads overlapped the matmuls' compute. Setting ``t_compute = t_memory``
     (the chip count cancels):
 
@@ -424,7 +466,7 @@ def overlap_bound_limit(cfg: TransformerConfig, chip: Chip | str, *,
     """
     def finds_none(s: int) -> bool:
         return math.isinf(decode_critical_batch(cfg, chip, context_len=s, weight_dtype=weight_dtype,
-                                                cache_dtype=cache_dtype,
+                                                cache_dtype=cache_dtype, overlap=True,
                                                 compute_dtype=compute_dtype))
 
     low, high = 0, 1
@@ -610,27 +652,30 @@ class ContinuousBatching:
         mean_context: cache tokens per sequence on average, ``T + (R − 1) / 2``.
         mean_kv_bytes: the batch's cache on average, ``B · mean_context · kv_bytes_per_token``
             (bytes), the figure to size HBM by (the peak is ``B · (T + R)`` if all start at
-            once).
-        requests_per_s: requests finished per second, ``B / (R · t_step)``.
+            once); None when no ``kv_bytes_per_token`` was given.
+        requests_per_s: requests finished per second, ``B / (R · t_step)``; None when no
+            ``step_time`` was given.
         prefill_tokens_per_s: prompt tokens the prefill side must supply,
-            ``requests_per_s · T`` (tokens/s).
+            ``requests_per_s · T`` (tokens/s); None when no ``step_time`` was given.
     """
 
     finished_per_step: float
     kv_tokens_freed_per_step: float
     mean_context: float
-    mean_kv_bytes: float
-    requests_per_s: float
-    prefill_tokens_per_s: float
+    mean_kv_bytes: float | None
+    requests_per_s: float | None
+    prefill_tokens_per_s: float | None
 
 
-def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_time: float,
-                        kv_bytes_per_token: float) -> ContinuousBatching:
+def continuous_batching(*, batch: int, prompt_len: int, reply_len: int,
+                        step_time: float | None = None,
+                        kv_bytes_per_token: float | None = None) -> ContinuousBatching:
     """The serving queue in steady state (:class:`ContinuousBatching`): with ``B`` sequences in
     flight, replies of ``R`` tokens and prompts of ``T``, each step finishes ``B / R``
     sequences and frees ``(B / R)(T + R)`` cache tokens, and the batch holds on average
     ``B (T + (R − 1)/2)`` cache tokens. ``step_time`` is the decode step (s), taken the same at
-    every step (a first cut: it grows a little with the context).
+    every step (a first cut: it grows a little with the context); only the rates need it, and
+    only ``mean_kv_bytes`` needs ``kv_bytes_per_token`` (each output is None without its input).
 
     B = 64, T = 2,048, R = 2,048, 20 ms per step: 1/32 sequence per step, 128 cache tokens
     freed per step, 3,071.5 tokens per sequence on average, 1.56 requests/s.
@@ -638,18 +683,19 @@ def continuous_batching(*, batch: int, prompt_len: int, reply_len: int, step_tim
     b = positive_int(batch, "batch")
     t = positive_int(prompt_len, "prompt_len")
     r = positive_int(reply_len, "reply_len")
-    dt = positive(step_time, "step_time")
-    c = positive(kv_bytes_per_token, "kv_bytes_per_token")
     finished = b / r
     mean_context = t + (r - 1) / 2
-    requests = finished / dt
+    requests = None if step_time is None else finished / positive(step_time, "step_time")
+    kv_bytes = (None if kv_bytes_per_token is None
+                else b * mean_context * positive(kv_bytes_per_token, "kv_bytes_per_token"))
     return ContinuousBatching(finished_per_step=finished,
                               kv_tokens_freed_per_step=finished * (t + r),
-                              mean_context=mean_context, mean_kv_bytes=b * mean_context * c,
-                              requests_per_s=requests, prefill_tokens_per_s=requests * t)
+                              mean_context=mean_context, mean_kv_bytes=kv_bytes,
+                              requests_per_s=requests,
+                              prefill_tokens_per_s=None if requests is None else requests * t)
 
 
-def prefill_decode_ratio(mix: Sequence[tuple[float, int, int]], *,
+def decode_chips_per_prefill_chip(mix: Sequence[tuple[float, int, int]], *,
                          prefill_tokens_per_s_per_chip: float,
                          decode_tokens_per_s_per_chip: float) -> float:
     """How many decode chips a disaggregated service needs per prefill chip for a traffic mix.
@@ -748,14 +794,18 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
     ``y``. Per layer, with ``F`` the MLP width and ``A = (H + 2K)·d_h`` the attention
     projections' width (queries, keys, values; the attention itself runs on each chip's heads):
 
-        bytes_x = B · (F + A) / y · b          bytes_y = 2 · B · D / x · b
+        bytes_x = B · (2F + A) / y · b          bytes_y = 2 · B · D / x · b
+
+    The gated MLP's gate and up projections are two matmuls contracting over ``D_x``, so their
+    two ``[B, F_y]`` partial sums are AllReduced over ``x`` before the elementwise gate: ``2F``,
+    not ``F`` (LLaMA-3 70B: (2F + A)/(F + A) = 1.74 times the one-projection count).
 
     With ``x = 1`` this is 1-D tensor parallelism (two AllReduces of ``B·D`` per layer,
     :func:`tp_comm_time`); with ``x · y = n`` the volume per chip falls as about ``1/√n`` at
     the best ``x``, where 1-D's stays ``2·B·D`` whatever ``n``. Each axis is an NVLink group
-    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced. A first cut: the gated
-    MLP's gate and up projections both shard F over ``y``; the cache, split by KV head over
-    ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
+    on a GPU (one node) or an ICI axis on a TPU, alpha-beta priced, one AllReduce per partial
+    sum (gate, up, the attention projections over ``x``; the MLP and attention outputs over
+    ``y``). A first cut: the cache, split by KV head over ``y``, is not priced here. On a 2-D TPU, ``x`` and ``y`` must be the slice's own axes
     (:func:`tp_slice_axes`: 4 and 2 for 8 chips).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
@@ -769,12 +819,13 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
                          f"{'x'.join(map(str, tp_slice_axes(chip, x * y)))}; map x and y onto them")
     size = bytes_per_element(dtype)
     width_attn = (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.d_head
-    bytes_x = b * (cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
+    bytes_x = b * (2 * cfg.d_ff + width_attn) / y * size if x > 1 else 0.0
     bytes_y = 2 * b * cfg.d_model / x * size if y > 1 else 0.0
-    # each block's two AllReduces, attention and MLP, priced separately (two per axis per layer)
+    # each partial sum its own AllReduce: gate, up and the attention projections over x,
+    # the MLP's and attention's outputs over y
     t_layer = 0.0
     if x > 1:
-        t_layer += (_all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
+        t_layer += (2 * _all_reduce_axis(b * cfg.d_ff / y * size, x, chip)
                     + _all_reduce_axis(b * width_attn / y * size, x, chip))
     if y > 1:
         t_layer += 2 * _all_reduce_axis(b * cfg.d_model / x * size, y, chip)
@@ -782,29 +833,48 @@ def weight_stationary_2d(cfg: TransformerConfig, chip: Chip | str, *, batch: int
                               t_comm=cfg.n_layers * t_layer)
 
 
+#: The largest TPU tensor-parallel group :func:`model_parallel_limit` tries by default: a serving
+#: copy spread over more chips than this is not a layout anyone runs (and v5p's largest slices
+#: have no power-of-two shape).
+TPU_TP_LIMIT = 256
+
+
 def model_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, batch: int,
                          context_len: int, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
-                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None) -> float:
-    """The fewest chips per model copy at which a decode step's tensor-parallel communication
-    takes longer than its HBM reads: the smallest ``n`` in ``sizes`` with
-    ``t_comm(n) > t_memory(n)``, ``inf`` if none.
+                         kv_sharding: str = "heads", sizes: Sequence[int] | None = None,
+                         algorithm: str = "auto") -> float:
+    """The fewest chips per model copy past which tensor parallelism's AllReduces outweigh the
+    weight reads it splits: the smallest ``n`` in ``sizes`` such that at ``n`` **and at every
+    larger size** ``t_comm(m) > t_weights_memory(m)``; ``inf`` if there is none.
 
-    ``t_memory = (P·b_w + B·S·c·r) / (n·W_hbm)`` falls as ``1/n`` (until the cache stops
-    splitting past ``K`` chips, ``r``), while ``t_comm`` (``2·L`` AllReduces of ``B·D`` bytes,
-    :func:`tp_comm_time`) grows with ``n``, mostly as per-hop latency at decode's small
-    messages. Past this limit more chips buy capacity, not latency. A first-cut bandwidth-only
-    form, with the AllReduce moving about ``2·V`` over the one-way link bandwidth ``W_ici``:
-    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up
-    to the chip's NVLink node or largest slice. LLaMA-3 8B on H100s, B = 1, S = 4,096: 8.
+    A first-cut criterion, stated as such. What more chips divide is the weights' HBM time,
+    ``t_weights_memory = P·b_w / (n·W_hbm)``; what they add is ``t_comm`` (``2·L`` AllReduces
+    of ``B·D`` bytes, :func:`tp_comm_time`, on the slice's real axes or by ``algorithm`` in an
+    NVLink node). The cache's reads are left out: under ``"heads"`` they stop splitting past
+    ``K`` chips (so comparing against the whole ``t_memory`` would never cross at a long
+    context), under ``"batch"`` they split at any ``n`` (so the limit is conservative there).
+    ``t_comm`` is not monotonic in ``n`` (a 16-long axis may wrap around where an 8-long one
+    does not: LLaMA-3 70B at ``B = 64`` on TPU v5e takes 4.05 ms at 2 chips, 3.44 at 4, 8.15
+    at 64 and 7.27 at 128), so the limit asks the inequality of every larger size, and
+    the answer can only fall when ``sizes`` gains larger entries that also cross. With only
+    link bandwidth (no per-hop latency) and the AllReduce moving about ``2·V`` over the one-way
+    link bandwidth ``W_ici``, the crossing is near
+    ``n* ≈ P·b_w·W_ici / (4·L·B·D·b_act·W_hbm)``. ``sizes`` defaults to the powers of two up to
+    the chip's NVLink node, or up to :data:`TPU_TP_LIMIT` chips of a TPU slice.
+    ``context_len`` and the cache options are passed to :func:`decode_step` (they do not move
+    this criterion). LLaMA-3 8B on TPU v5e, B = 1, S = 4,096: 32; on one H100 node, none (inf).
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
     if sizes is None:
-        largest = chip.chips_per_host if chip.is_gpu else math.prod(chip.max_slice)
+        largest = chip.chips_per_host if chip.is_gpu else min(math.prod(chip.max_slice),
+                                                              TPU_TP_LIMIT)
         sizes = [2 ** k for k in range(1, int(math.log2(largest)) + 1)]
-    for n in sorted(positive_int(v, "slice size") for v in sizes):
+    limit = math.inf
+    for n in sorted((positive_int(v, "slice size") for v in sizes), reverse=True):
         st = decode_step(cfg, chip, batch=batch, context_len=context_len, n_chips=n,
                          weight_dtype=weight_dtype, cache_dtype=cache_dtype,
-                         kv_sharding=kv_sharding)
-        if st.t_comm > st.t_memory:
-            return float(n)
-    return math.inf
+                         kv_sharding=kv_sharding, algorithm=algorithm)
+        if st.t_comm <= st.t_weights_memory:
+            break
+        limit = float(n)
+    return limit

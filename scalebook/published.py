@@ -61,11 +61,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
+from . import inference
 from .collectives import KINDS, CollectiveCost, collective_cost
 from .hardware import canonical_dtype, get_chip
 from .moe import deepseek_v3, moe_all_to_all, moe_decode_step, moe_prefill_throughput
 from .live.comparison import table_markdown
 from .roofline import matmul_cost, matmul_time, time_bounds
+from .transformer import TransformerConfig, llama3_8b, llama3_70b
 from .units import format_bandwidth, format_flops, format_integer, format_seconds
 
 __all__ = [
@@ -74,7 +76,7 @@ __all__ = [
     "bus_bandwidth_factor", "bus_bandwidth",
     "load_measurements", "parse_measurements", "get_measurement",
     "predict", "ratio", "reality_check", "reality_check_markdown", "TIME_UNITS",
-    "training_config", "training_plan",
+    "training_config", "training_plan", "SERVING_MODELS", "serving_model", "SCHEDULES",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published"
@@ -83,10 +85,11 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "book" / "data" / "published
 DATA_PATH = DATA_DIR / "measurements.json"
 """The first file: one chip and collectives (Parts 2 and 3)."""
 
-CHAPTERS = ("hardware", "sharded-matmuls", "parallelism", "transformers", "moe-long-context")
+CHAPTERS = ("hardware", "sharded-matmuls", "parallelism", "transformers", "inference",
+            "moe-long-context")
 """Chapters with a reality check: Part 2 (one chip: GEMMs, HBM), Part 3 (collectives), Parts 4
-and 5 (whole training runs, book/data/published/training.json) and Part 7 (MoE dispatch and
-combine, MoE serving, book/data/published/moe.json)."""
+and 5 (whole training runs, book/data/published/training.json), Part 6 (serving a dense model,
+serving.json) and Part 7 (MoE dispatch and combine, MoE serving, moe.json)."""
 
 QUANTITIES = {
     "bus_bandwidth": "bytes/s",
@@ -95,15 +98,18 @@ QUANTITIES = {
     "hbm_bandwidth": "bytes/s",
     "moe_all_to_all_time": "s",
     "moe_dispatch_bandwidth": "bytes/s",
+    "moe_serving_throughput": "tokens/s",
     "serving_throughput": "tokens/s",
+    "prefill_time": "s",
     "training_mfu": "1",
     "training_hfu": "1",
     "run_chip_hours": "chip-h",
 }
-"""What can be measured, and its SI unit. The MoE and serving quantities read their inputs from
-the measurement's ``setting`` (:func:`predict_moe_all_to_all_time`,
-:func:`predict_moe_dispatch_bandwidth`, :func:`predict_serving_throughput`).
-The training quantities are fractions of peak ("1") or chip-hours ("chip-h")."""
+"""What can be measured, and its SI unit. The whole-system quantities read their inputs from the
+measurement's ``setting``: ``serving_throughput`` is output tokens per second per chip of a
+serving copy of a dense model and ``prefill_time`` the time to the first token of a prompt
+(Part 6); ``moe_serving_throughput`` is tokens per second per node of an MoE serving system
+(Part 7); the training quantities are fractions of peak ("1") or chip-hours ("chip-h")."""
 
 TIME_UNITS = ("s", "chip-h")
 """Units of a cost (less is better): their ratio is predicted / measured."""
@@ -220,7 +226,7 @@ class Measurement:
             what = "time" if self.quantity == "moe_all_to_all_time" else "bottleneck bandwidth"
             return (f"MoE {s.get('phase', 'dispatch')} {what}, {s.get('tokens_per_gpu')} tokens "
                     f"per GPU, top-{s.get('top_k')}, {s.get('dtype')}")
-        if self.quantity == "serving_throughput":
+        if self.quantity == "moe_serving_throughput":
             s = self.setting
             if s.get("phase") == "prefill":
                 return (f"{s.get('model')} prefill tokens/s per node, "
@@ -229,6 +235,14 @@ class Measurement:
                     f"{s.get('context_len'):,}-token caches")
         if self.quantity in _TRAINING_QUANTITIES:
             return _training_what(self)
+        if self.quantity == "serving_throughput":
+            st = self.setting
+            return (f"{st.get('model')} output tokens/s per chip, B = {st.get('batch')}, "
+                    f"{st.get('input_len')} in / {st.get('output_len')} out")
+        if self.quantity == "prefill_time":
+            st = self.setting
+            return (f"{st.get('model')} time to first token, B = {st.get('batch')}, "
+                    f"{st.get('input_len')}-token prompt")
         return "HBM copy bandwidth (read + write)"
 
 
@@ -380,7 +394,7 @@ def predict_moe_dispatch_bandwidth(m: Measurement) -> float:
     return float(cost.link_bandwidth * cost.bandwidth_time / cost.time)
 
 
-def predict_serving_throughput(m: Measurement) -> float:
+def predict_moe_serving_throughput(m: Measurement) -> float:
     """Tokens/s per node of a whole MoE serving system, from its setting: ``model``
     ("DeepSeek-V3"), ``phase``; for "decode" ``batch_per_gpu``, ``context_len``, ``attention``,
     weight/compute/attention dtypes: ``gpus_per_node · batch_per_gpu / t_step``
@@ -482,6 +496,87 @@ def predict_run_chip_hours(m: Measurement) -> float:
     flops = float(training_flops_from_params(_number(m, "active_params"), _number(m, "tokens")))
     per_hour = float(flops_from_chip_hours(1.0, m.system.chip, mfu=1.0))
     return flops / per_hour
+# --------------------------------------------------------------------------- serving (Part 6)
+
+SERVING_MODELS: Mapping[str, Callable[[], TransformerConfig]] = MappingProxyType({
+    "LLaMA-2 7B": lambda: TransformerConfig(d_model=4096, n_layers=32, n_heads=32, d_ff=11008,
+                                            vocab_size=32000, name="LLaMA-2 7B"),
+    "LLaMA-2 70B": lambda: TransformerConfig(d_model=8192, n_layers=80, n_heads=64,
+                                             n_kv_heads=8, d_ff=28672, vocab_size=32000,
+                                             name="LLaMA-2 70B"),
+    "LLaMA-3 8B": llama3_8b,
+    "LLaMA-3 70B": llama3_70b,
+})
+"""The shapes a serving measurement's ``setting["model"]`` may name (Touvron et al. 2023,
+"Llama 2", Table 1 and the released configs: 7B multi-head, 70B with 8 KV heads; LLaMA-3 from
+:mod:`scalebook.transformer`)."""
+
+SCHEDULES = ("static", "decode")
+"""How a serving measurement ran its batch: ``"static"``: ``B`` prompts prefilled together,
+then ``R`` decode steps (a fixed-batch benchmark); ``"decode"``: a continuous-batching server
+whose throughput is its decode steps' (prefill interleaved and left out)."""
+
+
+def serving_model(name: object) -> TransformerConfig:
+    """The :data:`SERVING_MODELS` shape called ``name``; ``ValueError`` for any other."""
+    if not isinstance(name, str) or name not in SERVING_MODELS:
+        raise ValueError(f"no serving model {name!r}; known: {', '.join(SERVING_MODELS)}")
+    return SERVING_MODELS[name]()
+
+
+def _count_setting(m: Measurement, key: str) -> int:
+    value = m.setting.get(key)
+    if not _is_count(value):
+        raise ValueError(f"{m.id}: setting {key!r} must be an integer >= 1, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def _serving_options(m: Measurement) -> dict:
+    """The model, the chip count and the dtypes of a serving measurement's setting."""
+    options = {}
+    for key in ("weight_dtype", "cache_dtype", "compute_dtype"):
+        value = m.setting.get(key)
+        if not isinstance(value, str):
+            raise ValueError(f"{m.id}: setting {key!r} must name a dtype, got {value!r}")
+        options[key] = canonical_dtype(value)
+    return options
+
+
+def predict_serving_throughput(m: Measurement) -> float:
+    """Output tokens/s per chip of a serving copy on ``n_devices`` chips (tensor parallel).
+
+    ``"static"``: ``B·R / (t_prefill + R · t_decode) / n`` with the prefill of ``B`` prompts of
+    ``T`` tokens (:func:`scalebook.inference.prefill`, causal) and ``R`` decode steps at the
+    mean cache ``T + (R − 1)/2`` (:func:`scalebook.inference.decode_step`, the phased model;
+    its attention is linear in the context, so the mean step times ``R`` is their sum).
+    ``"decode"``: ``B / t_decode / n`` at ``setting["context_len"]`` cached tokens.
+    """
+    cfg, n = serving_model(m.setting.get("model")), m.system.n_devices
+    b = _count_setting(m, "batch")
+    options = _serving_options(m)
+    schedule = m.setting.get("schedule")
+    if schedule == "decode":
+        step = inference.decode_step(cfg, m.system.chip, batch=b, n_chips=n,
+                                     context_len=_count_setting(m, "context_len"), **options)
+        return b / step.time / n
+    if schedule != "static":
+        raise ValueError(f"{m.id}: setting 'schedule' must be one of {SCHEDULES}, "
+                         f"got {schedule!r}")
+    t, r = _count_setting(m, "input_len"), _count_setting(m, "output_len")
+    pf = inference.prefill(cfg, m.system.chip, prompt_len=t, batch=b, n_chips=n, causal=True,
+                           **options)
+    step = inference.decode_step(cfg, m.system.chip, batch=b, n_chips=n,
+                                 context_len=t + (r - 1) // 2, **options)
+    return b * r / (pf.time + r * step.time) / n
+
+
+def predict_prefill_time(m: Measurement) -> float:
+    """Time to the first token (s): :func:`scalebook.inference.prefill` of ``B`` prompts of
+    ``T`` tokens on ``n_devices`` chips, causal, its phases and AllReduces not overlapped."""
+    cfg = serving_model(m.setting.get("model"))
+    return inference.prefill(cfg, m.system.chip, prompt_len=_count_setting(m, "input_len"),
+                             batch=_count_setting(m, "batch"), n_chips=m.system.n_devices,
+                             causal=True, **_serving_options(m)).time
 
 
 _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
@@ -491,7 +586,9 @@ _PREDICTORS: Mapping[str, Callable[[Measurement], float]] = {
     "hbm_bandwidth": predict_hbm_bandwidth,
     "moe_all_to_all_time": predict_moe_all_to_all_time,
     "moe_dispatch_bandwidth": predict_moe_dispatch_bandwidth,
+    "moe_serving_throughput": predict_moe_serving_throughput,
     "serving_throughput": predict_serving_throughput,
+    "prefill_time": predict_prefill_time,
     "training_mfu": predict_training_mfu,
     "training_hfu": predict_training_hfu,
     "run_chip_hours": predict_run_chip_hours,

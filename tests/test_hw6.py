@@ -86,7 +86,7 @@ def test_hand_answers_agree_with_the_solver():
         BY_HAND["critical_batch_int8"])
     assert inference.decode_critical_batch(l405, "H100", context_len=1024, overlap=False) == \
         pytest.approx(BY_HAND["critical_batch_long"])
-    assert inference.decode_critical_batch(l405, "H100", context_len=1024) == pytest.approx(
+    assert inference.decode_critical_batch(l405, "H100", context_len=1024, overlap=True) == pytest.approx(
         CRITICAL_LONG_OVERLAPPED)
     # the homework states the ring convention (2(n−1) steps per AllReduce)
     step = inference.decode_step(l70, "H100", batch=64, context_len=4096, n_chips=8,
@@ -120,7 +120,8 @@ def test_long_caches_keep_decode_memory_bound_so_problem_4c_avoids_them():
     """Why P4 (c) draws contexts of at most 2,048 tokens and checks each draw: the 70B on an
     H100 never turns compute-bound at 2,048 cached tokens, and the draws that would are
     refused."""
-    assert inference.decode_critical_batch(llama3_70b(), "H100", context_len=2048) == math.inf
+    assert inference.decode_critical_batch(llama3_70b(), "H100", context_len=2048,
+                                          overlap=True) == math.inf
     refused = dict(SAMPLE.drawn(), q4_model="LLaMA-3 70B", q4_S=2048)
     assert not hw6_inference.well_posed(variant_from(spec_for(A), refused))
 

@@ -67,7 +67,7 @@ def test_critical_batch_without_cache_is_the_chips_ratio():
     assert inf.decode_critical_batch(L70, H100, weight_dtype="int8") == pytest.approx(
         inf.decode_critical_batch(L70, H100) / 2)
     # At the critical batch, compute and memory times agree.
-    b = inf.decode_critical_batch(L70, H100, context_len=500)
+    b = inf.decode_critical_batch(L70, H100, context_len=500, overlap=True)
     lo, hi = (inf.decode_step(L70, H100, batch=n, context_len=500) for n in (math.floor(b), math.ceil(b)))
     assert lo.bound == "memory" and hi.bound == "compute"
 
@@ -75,15 +75,24 @@ def test_critical_batch_without_cache_is_the_chips_ratio():
 def test_the_overlapped_bound_finds_no_critical_batch_from_its_limit_on():
     s = inf.overlap_bound_limit(llama3_8b(), H100)
     assert s == 394  # the chapter's worked problem 6
-    assert math.isinf(inf.decode_critical_batch(llama3_8b(), H100, context_len=s))
-    assert math.isfinite(inf.decode_critical_batch(llama3_8b(), H100, context_len=s - 1))
+    assert math.isinf(inf.decode_critical_batch(llama3_8b(), H100, context_len=s, overlap=True))
+    assert math.isfinite(inf.decode_critical_batch(llama3_8b(), H100, context_len=s - 1,
+                                                   overlap=True))
     # an int8 cache halves c, so the bound holds out to a longer context
     assert inf.overlap_bound_limit(llama3_8b(), H100, cache_dtype="int8") > s
 
 
+def test_the_critical_batch_defaults_to_the_phased_model():
+    # the overlapped bound finds no B* at 4,096 cached tokens, an artefact of its assumption;
+    # the default is the phased model's C·b_w/(2W), the same at every context
+    assert inf.decode_critical_batch(L70, H100, context_len=4096) == pytest.approx(
+        9.89e14 * 2 / (2 * 3.35e12))
+    assert math.isinf(inf.decode_critical_batch(L70, H100, context_len=4096, overlap=True))
+
+
 def test_a_long_cache_keeps_attention_memory_bound_but_not_the_weight_matmuls():
     # Under the overlapped bound the totals never balance at 4,096 cached tokens ...
-    assert inf.decode_critical_batch(L70, H100, context_len=4096) == math.inf
+    assert inf.decode_critical_batch(L70, H100, context_len=4096, overlap=True) == math.inf
     step = inf.decode_step(L70, H100, batch=100_000, context_len=4096)
     assert step.bound == "memory"
     # ... but the kernels run in turn: the weight matmuls turn compute-bound near C·b/(2W)
@@ -188,17 +197,32 @@ def test_continuous_batching_steady_state_by_hand():
     assert q.prefill_tokens_per_s == pytest.approx(q.requests_per_s * 2048)
 
 
-def test_prefill_decode_ratio_for_a_traffic_mix():
-    chat = inf.prefill_decode_ratio([(1.0, 2048, 2048)], prefill_tokens_per_s_per_chip=8000,
+def test_continuous_batching_needs_only_the_inputs_its_outputs_use():
+    # the queue's shape needs B, T and R alone (the old signature required a step time and a
+    # cache size for these too)
+    q = inf.continuous_batching(batch=64, prompt_len=2048, reply_len=2048)
+    assert q.finished_per_step == pytest.approx(1 / 32)
+    assert q.kv_tokens_freed_per_step == pytest.approx(128)
+    assert q.requests_per_s is None and q.prefill_tokens_per_s is None and q.mean_kv_bytes is None
+    with_time = inf.continuous_batching(batch=64, prompt_len=2048, reply_len=2048, step_time=0.02)
+    assert with_time.requests_per_s == pytest.approx(1.5625) and with_time.mean_kv_bytes is None
+    with pytest.raises(ValueError, match="step_time"):
+        inf.continuous_batching(batch=64, prompt_len=2048, reply_len=2048, step_time=0.0)
+
+
+def test_decode_chips_per_prefill_chip_for_a_traffic_mix():
+    # the name says what it returns (the old name, prefill_decode_ratio, read the other way up)
+    assert not hasattr(inf, "prefill_decode_ratio")
+    chat = inf.decode_chips_per_prefill_chip([(1.0, 2048, 2048)], prefill_tokens_per_s_per_chip=8000,
                                     decode_tokens_per_s_per_chip=400)
     assert chat == pytest.approx((2048 / 400) / (2048 / 8000)) == pytest.approx(20.0)
     # a mix: 3 chats to 1 summarisation (8,192 in, 256 out)
-    mix = inf.prefill_decode_ratio([(3, 2048, 2048), (1, 8192, 256)],
+    mix = inf.decode_chips_per_prefill_chip([(3, 2048, 2048), (1, 8192, 256)],
                                    prefill_tokens_per_s_per_chip=8000,
                                    decode_tokens_per_s_per_chip=400)
     assert mix == pytest.approx((3 * 2048 + 256) / 400 / ((3 * 2048 + 8192) / 8000))
     with pytest.raises(ValueError, match="mix"):
-        inf.prefill_decode_ratio([], prefill_tokens_per_s_per_chip=1, decode_tokens_per_s_per_chip=1)
+        inf.decode_chips_per_prefill_chip([], prefill_tokens_per_s_per_chip=1, decode_tokens_per_s_per_chip=1)
 
 
 def test_decode_step_from_counts_alone():
@@ -223,9 +247,12 @@ def test_2d_weight_stationary_communication_by_hand():
     assert one_d.t_comm == pytest.approx(inf.tp_comm_time(L70, H100, n_chips=8, tokens=b))
     two_d = inf.weight_stationary_2d(L70, H100, batch=b, x=2, y=4)
     assert two_d.bytes_y == 2 * b * 8192 / 2 * 2
-    assert two_d.bytes_x == b * (28672 + (64 + 16) * 128) / 4 * 2
+    # the gated MLP's gate and up are two partial sums over x: 2F, not F (1.74x for 70B)
+    assert two_d.bytes_x == b * (2 * 28672 + (64 + 16) * 128) / 4 * 2
+    assert two_d.bytes_x / (b * (28672 + 80 * 128) / 4 * 2) == pytest.approx(1.737, abs=1e-3)
     per = lambda v, n: collective_cost("AllReduce", v, n, H100).time  # noqa: E731
-    layer = (per(b * 28672 / 4 * 2, 2) + per(b * 80 * 128 / 4 * 2, 2) + 2 * per(b * 8192 / 2 * 2, 4))
+    layer = (2 * per(b * 28672 / 4 * 2, 2) + per(b * 80 * 128 / 4 * 2, 2)
+             + 2 * per(b * 8192 / 2 * 2, 4))
     assert two_d.t_comm == pytest.approx(80 * layer)
     # on one node the switch sums in place (NVLS), so 1-D's single group of 8 is no slower
     # than 2-D's smaller groups: the 2x4 mesh saves no time on a node ...
@@ -233,7 +260,7 @@ def test_2d_weight_stationary_communication_by_hand():
     # ... and on a 16x16 v5e pod the bytes per chip fall too, where 1-D's stay 2·B·D
     pod = inf.weight_stationary_2d(L70, V5E, batch=b, x=16, y=16)
     assert pod.bytes_x + pod.bytes_y == pytest.approx(
-        b * (28672 + 80 * 128) / 16 * 2 + 2 * b * 8192 / 16 * 2)
+        b * (2 * 28672 + 80 * 128) / 16 * 2 + 2 * b * 8192 / 16 * 2)
     assert pod.bytes_x + pod.bytes_y < 0.5 * one_d.bytes_y
     # on a v5e, x and y must be the slice's own axes (4x2 for 8 chips)
     assert inf.weight_stationary_2d(L70, V5E, batch=b, x=4, y=2).t_comm > 0
@@ -255,6 +282,50 @@ def test_model_parallel_limit_is_where_ici_overtakes_hbm():
     assert ring8.t_comm > ring8.t_memory and ring4.t_comm <= ring4.t_memory
     # a big batch moves more bytes per AllReduce but also reads more cache: none within a node
     assert math.isinf(inf.model_parallel_limit(L70, H100, batch=1, context_len=4096, sizes=[2, 4]))
+
+
+def test_model_parallel_limit_is_finite_with_a_long_cache_split_by_head():
+    # Past K = 8 chips a head-split cache stops splitting, so its reads never fall below the
+    # AllReduces; the old criterion (t_comm > t_memory) found no limit at all at S = 8,192.
+    sizes = [2, 4, 8, 16, 32, 64, 128, 256]
+    limit = inf.model_parallel_limit(L70, V5E, batch=64, context_len=8192, sizes=sizes)
+    assert math.isfinite(limit)
+    steps = {n: inf.decode_step(L70, V5E, batch=64, context_len=8192, n_chips=n) for n in sizes}
+    # the criterion: AllReduces above the weights' HBM time at the limit and at every larger size
+    assert all(steps[n].t_comm > steps[n].t_weights_memory for n in sizes if n >= limit)
+    below = max(n for n in sizes if n < limit)
+    assert steps[below].t_comm <= steps[below].t_weights_memory
+    # the cache split does not move it (the cache is left out, as the docstring says)
+    assert inf.model_parallel_limit(L70, V5E, batch=64, context_len=8192, sizes=sizes,
+                                    kv_sharding="batch") == limit
+
+
+def test_model_parallel_limit_holds_at_every_larger_slice():
+    # The AllReduce time is not monotonic in chips on a v5e (a 16-long axis wraps around where
+    # an 8-long one does not: 4.05 ms at 2 chips, 3.44 at 4, 8.15 at 64, 7.27 at 128 for 70B
+    # at B = 64), so "the first size that crosses" is not a limit; the limit must be a size from
+    # which every larger one crosses, and adding smaller sizes to the list cannot move it up.
+    comm = {n: inf.decode_step(L70, V5E, batch=64, context_len=4096, n_chips=n).t_comm
+            for n in (2, 4, 64, 128)}
+    assert comm[4] < comm[2] and comm[128] < comm[64]
+    # (on a v5p, 8B at B = 32 and 4,096 tokens, the old first crossing was 32 chips while 64,
+    # a cube with wraparound, did not cross)
+    sizes = [2, 4, 8, 16, 32, 64, 128, 256]
+    for chip in (V5E, get_chip("TPU v5p")):
+        for cfg in (L70, llama3_8b()):
+            for b in (1, 16, 32, 64, 256):
+                limit = inf.model_parallel_limit(cfg, chip, batch=b, context_len=4096,
+                                                 sizes=sizes)
+                for n in sizes:
+                    st = inf.decode_step(cfg, chip, batch=b, context_len=4096, n_chips=n)
+                    if n >= limit:
+                        assert st.t_comm > st.t_weights_memory, (chip.name, cfg.name, b, n)
+                # dropping the sizes below 8 leaves the limit where it was (or at 8)
+                assert inf.model_parallel_limit(cfg, chip, batch=b, context_len=4096,
+                                                sizes=[s for s in sizes if s >= 8]) \
+                    == max(limit, 8)
+    # v5p: the default sizes stop at a power-of-two slice the generation ships (no 32-long axis)
+    assert math.isfinite(inf.model_parallel_limit(L70, "TPU v5p", batch=1, context_len=4096))
 
 
 def test_max_batch_and_smallest_slice():
@@ -300,3 +371,30 @@ def test_cost_per_million_tokens():
 def test_bad_input_gets_a_clear_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_attention_split_by_sequence_pays_two_alltoalls_per_layer():
+    # 16 v5e chips, K = 8: two groups; the two chips that hold the same KV head trade the
+    # queries in and the outputs back, [B, H/K, d_h] each way, twice per layer
+    b = 64
+    alltoall = collective_cost("AllToAll", b * 8 * 128 * 2, [2], V5E).time
+    assert inf.kv_regroup_time(L70, V5E, n_chips=16, tokens=b) == pytest.approx(2 * 80 * alltoall)
+    heads = inf.decode_step(L70, V5E, batch=b, context_len=8192, n_chips=16, weight_dtype="int8")
+    split = inf.decode_step(L70, V5E, batch=b, context_len=8192, n_chips=16, weight_dtype="int8",
+                            kv_sharding="batch")
+    assert split.t_comm == pytest.approx(heads.t_comm + 2 * 80 * alltoall)
+    # up to K chips there is one group and nothing to trade
+    assert inf.kv_regroup_time(L70, V5E, n_chips=8, tokens=b) == 0.0
+
+
+def test_prefill_offers_the_causal_discount():
+    full = inf.prefill(L70, H100, prompt_len=8192)
+    causal = inf.prefill(L70, H100, prompt_len=8192, causal=True)
+    assert causal.t_attention_compute == pytest.approx(full.t_attention_compute * 8193 / 16384)
+    assert causal.t_weights_compute == full.t_weights_compute
+    share = lambda st: st.t_attention_compute / (st.t_attention_compute + st.t_weights_compute)  # noqa: E731
+    assert share(full) == pytest.approx(0.13, abs=0.01)                      # 13% of an 8K prefill
+    long_full = inf.prefill(L70, H100, prompt_len=131072)
+    long_causal = inf.prefill(L70, H100, prompt_len=131072, causal=True)
+    assert share(long_full) == pytest.approx(0.71, abs=0.01)                 # dominates at 128K
+    assert share(long_causal) == pytest.approx(0.55, abs=0.01)

@@ -80,7 +80,8 @@ def _assert_matches_solver(state) -> None:
     assert state.prefill == inf.prefill(cfg, chip, prompt_len=state.prompt_len,
                                         n_chips=state.n_chips, weight_dtype=state.weight_dtype,
                                         cache_dtype=state.cache_dtype,
-                                        compute_dtype=state.compute_dtype)
+                                        compute_dtype=state.compute_dtype,
+                                        kv_sharding=state.kv_sharding)
     assert state.weight_bytes == inf.weight_bytes(cfg, state.weight_dtype)
     assert state.kv_bytes == state.batch * state.context_len * inf.kv_bytes_per_token(
         cfg, state.cache_dtype)
@@ -173,7 +174,8 @@ def test_default_figure_and_summary(explorer):
     assert format_seconds(s.decode.time) in summary
     assert f"{s.decode.tokens_per_s_per_chip:,.0f} tokens/s per chip" in summary
     assert f"{s.comm_share:.0%}" in summary
-    assert "attention against the cache stays memory-bound at any batch" in summary
+    assert ("attention against the cache, one new token per sequence, stays memory-bound at any "
+            "batch") in summary
     assert format_seconds(s.decode.time_overlapped) in summary
     assert "371" in summary
 

@@ -211,7 +211,8 @@ _OVERLAPPED = ("That follows the overlapped bound, max(all FLOPs / (n·C), all b
                "attention (the slower of its FLOPs and the cache bytes), then the AllReduces.")
 _crit4_long = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"],
                                               overlap=False)
-_crit4_overlapped = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"])
+_crit4_overlapped = lambda v: decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"],
+                                                    overlap=True)
 _rate6 = lambda t: lambda v: v["q5_B"] / t(v) / v["q5_n"]
 _time5 = lambda v: _step5(v).time
 _time5_overlapped = lambda v: _step5(v).time_overlapped
@@ -505,7 +506,7 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     m1 = model(v["q1_model"])
     if v["q1_n"] * v["q1_hbm"] <= weight_bytes(m1):
         return False
-    with_cache = decode_critical_batch(_m4(v), v["q4_gpu"], context_len=v["q4_S"])
+    with_cache = _crit4_overlapped(v)
     no_cache = v["q4_flops"] / v["q4_hbm_bw"]
     cfg5 = model(v["q5_model"])
     if max_batch(cfg5, v["q5_gpu"], context_len=v["q5_S"], n_chips=v["q5_n"]) < v["q5_B"]:

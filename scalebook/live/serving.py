@@ -165,7 +165,10 @@ class ServingState:
 
     @property
     def comm_share(self) -> float:
-        """Fraction of a decode step spent in tensor-parallel AllReduces, ``t_comm / time``."""
+        """Fraction of a decode step spent in its collectives, ``t_comm / time``: the
+        tensor-parallel AllReduces and, with the cache split by sequence past K chips, the two
+        AllToAlls per layer of data-parallel attention
+        (:func:`~scalebook.inference.kv_regroup_time`)."""
         return self.decode.t_comm / self.decode.time
 
 
@@ -301,7 +304,10 @@ def serving_summary(state: ServingState) -> str:
     flag_html = f"<br><b style='color:{RED}'>⚠ {html.escape(flag)}</b>" if flag else ""
     b_star = state.critical_batch
     critical = (f"The weight matmuls turn compute-bound at B* = {format_integer(b_star)}; "
-                "attention against the cache stays memory-bound at any batch")
+                "attention against the cache, one new token per sequence, stays memory-bound "
+                "at any batch")
+    split = state.kv_sharding == "batch" and state.n_chips > state.config.n_kv_heads
+    comm_name = "collectives (AllReduces, AllToAlls)" if split else "AllReduces"
     table = ("<table style='border-collapse:collapse;display:inline-block;vertical-align:top;"
              "margin-right:2em'>")
     memory = "".join(f"<tr><td>{k}</td><td>{gb(v)}</td></tr>" for k, v in (
@@ -314,7 +320,7 @@ def serving_summary(state: ServingState) -> str:
         f"the weight matmuls are <b>{d.weights_bound}-bound</b>, "
         f"<b>{format_seconds(d.time)} per output token</b>, "
         f"<b>{format_integer(d.tokens_per_s_per_chip)} tokens/s per chip</b> "
-        f"({format_integer(d.tokens_per_s)} for the slice); AllReduces take "
+        f"({format_integer(d.tokens_per_s)} for the slice); {comm_name} take "
         f"<b>{state.comm_share:.0%}</b> of each step. {critical}. "
         f"Phases run in turn (matmuls, attention, AllReduces); overlapping them all would give "
         f"at best {format_seconds(d.time_overlapped)}."
