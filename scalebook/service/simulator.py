@@ -8,9 +8,13 @@ Poisson process of rate ``λ`` (exponential gaps), with prompt and reply lengths
 - ``policy="continuous"`` (Orca's iteration-level scheduling, vLLM's default): between any two
   steps finished sequences leave and waiting ones are admitted while the batch cap and the KV
   cache allow. Without chunks (``chunk_size=0``) admitted prompts are prefilled in a pass of
-  their own, during which the decoding sequences wait (vLLM's prefill-first rule); with chunks
-  (Sarathi-Serve) every step carries the decode tokens plus up to ``chunk_size − B`` prompt
-  tokens, one pass.
+  their own, during which the decoding sequences wait (the prefill-first rule of vLLM's V0
+  scheduler without chunked prefill); with chunks (Sarathi-Serve; what vLLM's V1 scheduler
+  always does, ``chunk_size`` playing its ``max_num_batched_tokens``) every step carries the
+  decode tokens first, plus up to ``chunk_size − B`` prompt tokens, one pass.
+- :func:`run_trace` is the loop itself, open to a pool: it takes given arrivals, and can run a
+  decode-only server whose requests arrive with their caches written
+  (:mod:`.disaggregated`).
 - ``policy="static"``: the server takes up to ``max_batch`` waiting requests when it is empty,
   prefills them together and decodes until the longest reply is done; finished sequences ride
   along as padding (their slot and cache still priced), and nobody joins until the batch ends.
