@@ -205,7 +205,7 @@ def simulate_disaggregated(prefill: Server, decode: Server, workload: Workload, 
     for k, i in enumerate(order):
         j = k % q
         start = max(first[i], link_free[j])
-        ready[i] = start + transfer_time(mp, md, arrivals[i][1] - 0, bw)
+        ready[i] = start + transfer_time(mp, md, arrivals[i][1], bw)
         link_free[j] = ready[i]
         waited += ready[i] - first[i]
         queues[j].append(i)
