@@ -60,9 +60,9 @@ def test_one_step_formulas_on_the_page(text):
 
 
 def test_worked_problems_figures_and_widget(page, text):
-    for n in range(1, 14):                           # thirteen worked problems
+    for n in range(1, 15):                           # fourteen worked problems
         assert re.search(rf"\b{n}\. ", text), n
-    for n in range(1, 14):
+    for n in range(1, 15):
         assert f'id="serving-w{n}"' in page, n
     figures = ["fig-latency-load", "fig-kv-blocks", "fig-chunk", "fig-spec", "fig-goodput",
                "fig-kv-trace"]
@@ -84,3 +84,15 @@ def test_reality_check_rows(text):
     for row in reality.reality_rows():
         assert has_number(text, f"{row.ratio:.2f}"), row.gain.id
         assert row.in_band
+
+
+def test_disaggregation_numbers_are_the_simulators(text):
+    """Worked problem 14 (section 5) and the DistServe row of the reality check."""
+    w = sv.Workload(arrival_rate=RATE, prompt_len=PROMPT, reply_len=REPLY)
+    d = sv.compare_disaggregation(SERVER, w, prefill_servers=1, decode_servers=1, link="nic",
+                                  slo=SLO, duration=30.0)
+    assert has_number(text, f"{d.colocated_rate:,.1f}")
+    assert has_number(text, f"{d.disaggregated_rate:,.1f}")
+    assert has_number(text, f"{d.gain:,.2f}")
+    row = next(r for r in reality.reality_rows() if r.gain.id == "distserve")
+    assert has_number(text, f"{row.predicted:.1f}") and has_number(text, f"{row.ratio:.2f}")

@@ -51,7 +51,19 @@ in bytes or tokens as named; every step time comes from :mod:`scalebook.inferenc
                   the highest λ at which 90% meet the SLO), max_rate_where(server, workload,
                   scheduler, ok) (the highest λ whose trace passes any test ok(SimResult)),
                   chips_needed(server, workload, target_rate, scheduler, slo,
-                         slice_sizes=(1, 2, 4, 8)) -> [CapacityPlan], cheapest first
+                         slice_sizes=(1, 2, 4, 8)) -> [CapacityPlan], cheapest first,
+                  bisect_rate(passes) (the bisection behind them)
+    disaggregated link_bandwidth(server, "nvlink"|"nic"|bytes/s), transfer_time(prefill_model,
+                         decode_model, T, bandwidth),
+                  simulate_replicas(server, workload, replicas, scheduler) -> PoolResult,
+                  simulate_disaggregated(prefill, decode, workload, prefill_servers=P,
+                         decode_servers=D, link="nvlink") -> PoolResult(.goodput .attainment
+                            .ttft(q) .tpot(q) .transfer .servers),
+                  compare_disaggregation(server, workload, prefill_servers=P,
+                         decode_servers=D, link, slo, target=0.9) -> Disaggregation
+                            (.colocated_rate .disaggregated_rate .gain .transfer)
+                  (every server runs the simulator's loop, run_trace; colocated replicas and
+                  the pools get the same arrivals, dealt round-robin)
 
 Everything here is plain Python (no NumPy), so the browser's Pyodide worker runs the same
 simulator as Jupyter (:mod:`scalebook.live.service`).
@@ -61,15 +73,20 @@ from __future__ import annotations
 
 from .batching import (BatchingComparison, compare_batching, expected_max_uniform,
                        mean_context_continuous, static_slot_use)
-from .capacity import CapacityPlan, chips_needed, goodput, max_rate, max_rate_where, meets_slo
+from .capacity import (CapacityPlan, bisect_rate, chips_needed, goodput, max_rate,
+                       max_rate_where, meets_slo)
 from .chunked import ChunkedPrefill, chunked_prefill, largest_chunk, mixed_step_time
+from .disaggregated import (Disaggregation, PoolResult, compare_disaggregation,
+                            link_bandwidth, simulate_disaggregated, simulate_replicas,
+                            transfer_time)
 from .metrics import (SLO, RequestResult, attainment, goodput_of, little_queue, md1_wait,
                       mm1_wait, percentile, prefill_queue_ttft)
 from .paged import (BatchFit, KVLayout, SharedSampling, batch_that_fits, blocks_needed,
                     kv_layout, shared_sampling)
 from .prefix import PrefixCaching, cached_prefill_time, prefix_caching
 from .quantization import SCHEMES, QuantizedServing, quantized_serving
-from .simulator import Sample, Scheduler, SimResult, Workload, draw_requests, simulate
+from .simulator import (Sample, Scheduler, SimResult, Workload, draw_requests, run_trace,
+                        simulate)
 from .speculative import (Speculation, best_draft_length, expected_tokens, speculative_decoding,
                           speedup_memory_bound, verify_time)
 from .steps import Server, StepModel, fits, resolve_model, step_model
@@ -89,4 +106,7 @@ __all__ = [
     "SCHEMES", "QuantizedServing", "quantized_serving",
     "Workload", "Scheduler", "Sample", "SimResult", "simulate", "draw_requests",
     "goodput", "meets_slo", "max_rate", "max_rate_where", "CapacityPlan", "chips_needed",
+    "bisect_rate", "run_trace",
+    "link_bandwidth", "transfer_time", "PoolResult", "simulate_replicas",
+    "simulate_disaggregated", "Disaggregation", "compare_disaggregation",
 ]

@@ -19,7 +19,8 @@ from .metrics import SLO
 from .simulator import Scheduler, SimResult, Workload, simulate
 from .steps import Server, step_model
 
-__all__ = ["goodput", "meets_slo", "max_rate", "max_rate_where", "CapacityPlan", "chips_needed"]
+__all__ = ["goodput", "meets_slo", "max_rate", "max_rate_where", "bisect_rate", "CapacityPlan",
+           "chips_needed"]
 
 
 def goodput(server: Server, workload: Workload, scheduler: Scheduler = Scheduler(), *,
@@ -55,6 +56,15 @@ def max_rate_where(server: Server, workload: Workload, scheduler: Scheduler,
         return ok(simulate(server, w, scheduler, slo=slo, duration=duration, seed=seed,
                            model=model))
 
+    return bisect_rate(passes, tolerance=tolerance, rate_max=rate_max)
+
+
+def bisect_rate(passes: Callable[[float], bool], *, tolerance: float = 0.02,
+                rate_max: float = 1000.0) -> float:
+    """The highest rate (requests/s) at which ``passes(rate)`` holds, assuming it holds below
+    any rate where it holds: doubling from 0.01, then bisection on a log scale to
+    ``tolerance`` (relative); 0 if not even 0.01 passes. Behind :func:`max_rate_where` and
+    :func:`~.disaggregated.compare_disaggregation`."""
     lo = 0.01
     if not passes(lo):
         return 0.0

@@ -8,9 +8,13 @@ Poisson process of rate ``λ`` (exponential gaps), with prompt and reply lengths
 - ``policy="continuous"`` (Orca's iteration-level scheduling, vLLM's default): between any two
   steps finished sequences leave and waiting ones are admitted while the batch cap and the KV
   cache allow. Without chunks (``chunk_size=0``) admitted prompts are prefilled in a pass of
-  their own, during which the decoding sequences wait (vLLM's prefill-first rule); with chunks
-  (Sarathi-Serve) every step carries the decode tokens plus up to ``chunk_size − B`` prompt
-  tokens, one pass.
+  their own, during which the decoding sequences wait (the prefill-first rule of vLLM's V0
+  scheduler without chunked prefill); with chunks (Sarathi-Serve; what vLLM's V1 scheduler
+  always does, ``chunk_size`` playing its ``max_num_batched_tokens``) every step carries the
+  decode tokens first, plus up to ``chunk_size − B`` prompt tokens, one pass.
+- :func:`run_trace` is the loop itself, open to a pool: it takes given arrivals, and can run a
+  decode-only server whose requests arrive with their caches written
+  (:mod:`.disaggregated`).
 - ``policy="static"``: the server takes up to ``max_batch`` waiting requests when it is empty,
   prefills them together and decodes until the longest reply is done; finished sequences ride
   along as padding (their slot and cache still priced), and nobody joins until the batch ends.
@@ -47,8 +51,8 @@ from .metrics import SLO, RequestResult, attainment, percentile
 from .speculative import expected_tokens
 from .steps import Server, StepModel, step_model
 
-__all__ = ["Workload", "Scheduler", "Sample", "SimResult", "simulate", "DISTRIBUTIONS",
-           "POLICIES", "draw_requests"]
+__all__ = ["Workload", "Scheduler", "Sample", "SimResult", "simulate", "run_trace",
+           "DISTRIBUTIONS", "POLICIES", "draw_requests"]
 
 #: How prompt and reply lengths are drawn around their means.
 DISTRIBUTIONS = ("fixed", "uniform", "exponential")
@@ -315,6 +319,27 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
     ``model`` may pass a prebuilt :func:`~.steps.step_model` of ``server`` (the widget keeps
     one). Raises ``ValueError`` if not one sequence fits beside the weights.
     """
+    return run_trace(server, workload, scheduler, slo=slo, duration=duration, seed=seed,
+                     model=model)[0]
+
+
+def run_trace(server: Server, workload: Workload, scheduler: Scheduler = Scheduler(), *,
+              slo: SLO = SLO(), duration: float = 60.0, seed: int = 0,
+              model: StepModel | None = None,
+              arrivals: list[tuple[float, int, int, int]] | None = None,
+              ready_first: list[float] | None = None
+              ) -> tuple[SimResult, list[RequestResult | None]]:
+    """The event loop behind :func:`simulate`, open to a pool of servers
+    (:mod:`.disaggregated`): returns the :class:`SimResult` and, per arrival, its
+    :class:`RequestResult` (None if unfinished), in the order of ``arrivals``.
+
+    ``arrivals`` replaces the workload's draw (``(time, prompt, reply, cached prefix)`` each,
+    sorted by time). ``ready_first`` (one time per arrival, s) makes this a decode-only server:
+    each request arrives with its prompt's cache already written and its first token already
+    out at that time (a prefill server made both); it is admitted without a prefill pass and
+    decodes its remaining ``reply − 1`` tokens. Its ``max_gap`` then counts from that first
+    token, so the hand-off between servers shows in it.
+    """
     m = model if model is not None else step_model(server)
     if m.server != server:
         raise ValueError("model was built for another server")
@@ -333,8 +358,16 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
         draft = step_model(server.with_(model=sch.draft_model))
     mean_tokens = expected_tokens(sch.spec_alpha, k) if k else 1.0
     rng = random.Random(seed * 7919 + 1)
-    arrivals = draw_requests(wl, d, seed)
-    first: list[float] = [math.nan] * len(arrivals)
+    if arrivals is None:
+        arrivals = draw_requests(wl, d, seed)
+    ready = ready_first is not None
+    if ready_first is not None:
+        if len(ready_first) != len(arrivals):
+            raise ValueError("ready_first needs one time per arrival")
+        if sch.policy != "continuous":
+            raise ValueError("a decode-only server needs continuous batching")
+    first: list[float] = (list(ready_first) if ready_first is not None
+                          else [math.nan] * len(arrivals))
     done: list[RequestResult | None] = [None] * len(arrivals)
     frag = (sch.block_size - 1) / 2.0 if sch.paged else 0.0
     max_reply = wl.max_reply
@@ -403,7 +436,8 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
             release(s)
             finish_request(s)
             return
-        s.start, s.rounds, s.joined_at = g, rounds_for(s.reply_left), now
+        s.start, s.rounds = g, rounds_for(s.reply_left)
+        s.joined_at = first[s.index] if ready else now
         s.booked = s.prompt + 1.0
         ctx_sum += s.booked
         running[s.index] = s
@@ -453,6 +487,12 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
                 slots -= 1
             if waiting and slots <= 0:
                 cap_blocked += 1
+        if ready:                     # decode-only: the caches came written, no prefill pass
+            for s in admitted:
+                join(s)
+            admitted = []
+            if not running:
+                continue
         # ---- one step
         b = len(running)
         if sch.policy == "static" and not static_active:
@@ -559,4 +599,4 @@ def simulate(server: Server, workload: Workload, scheduler: Scheduler = Schedule
                      preempted=preempted, tokens_out=tokens_out,
                      kv_capacity=m.kv_capacity_tokens * m.kv_bytes_per_token,
                      samples=tuple(samples),
-                     token_gaps=tuple(zip(round_gap[1:], round_batch[1:])))
+                     token_gaps=tuple(zip(round_gap[1:], round_batch[1:]))), done
