@@ -85,6 +85,9 @@ __all__ = [
     "pipeline_schedule_cost",
     "pipeline_timeline",
     "accumulation_critical_batch",
+    "ACCUMULATION_SCHEMES",
+    "AccumulationCost",
+    "accumulation_cost",
     "tensor_parallel_exposed_fraction",
     "STRATEGIES",
     "sequences_per_batch",
@@ -885,30 +888,173 @@ def pipeline_timeline(schedule: str, stages: int, microbatches: int, *,
     return tuple(tuple(ops) for ops in timeline)
 
 
-def accumulation_critical_batch(chip: Chip | str, microbatches: int, *, shard_params: bool,
-                                n_axes: int = 1, bandwidth: float | None = None,
-                                dtype: str = "bf16") -> float:
-    """Tokens per chip per step above which data parallelism with gradient accumulation over
-    ``M = microbatches`` microbatches is compute-bound.
+#: Data-parallel schemes :func:`accumulation_cost` prices under gradient accumulation.
+ACCUMULATION_SCHEMES: tuple[str, ...] = ("dp", "zero1", "zero2", "fsdp")
+_SCHEME_ALIASES = {"ddp": "dp", "zero0": "dp", "zero-0": "dp", "zero-1": "zero1",
+                   "zero-2": "zero2", "zero3": "fsdp", "zero-3": "fsdp"}
 
-    Accumulation runs ``M`` forward and backward passes over ``B/(X·M)`` tokens each before
-    one optimizer step, so activations are those of one microbatch. What it does to the
-    communication depends on where the weights live:
 
-    - replicated weights (DP, ZeRO-0 to 2; ``shard_params=False``): gradients accumulate
-      locally and are reduced once per step, so the condition is on the step's tokens,
-      ``B/X > C/W``, whatever ``M``;
-    - sharded weights (FSDP / ZeRO-3; ``shard_params=True``): every microbatch gathers the
-      weights again and ReduceScatters its gradients (they stay sharded), so each
-      microbatch must be compute-bound on its own: ``B/(X·M) > C/W``, i.e. ``B/X > M·C/W``.
+def _scheme(scheme: object) -> str:
+    key = scheme.strip().lower() if isinstance(scheme, str) else None
+    key = _SCHEME_ALIASES.get(key, key) if key is not None else None
+    if key not in ACCUMULATION_SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(ACCUMULATION_SCHEMES)}, "
+                         f"got {scheme!r}")
+    return key
 
-    ``C/W`` is :func:`critical_batch_per_chip_fsdp` (TPU v5p, one axis: 2550).
+
+@dataclass(frozen=True)
+class AccumulationCost:
+    """One layer of a data-parallel step run as ``M`` accumulated microbatches, per chip.
+
+    Times in seconds per layer per step, in units of ``2·D·F`` weights (they cancel in every
+    ratio). ``per_microbatch_*`` traffic repeats for every microbatch and overlaps that
+    microbatch's pass; ``once_*`` traffic runs once per step and can overlap only one
+    microbatch's pass: the reduction only the **last** microbatch's backward pass (the summed
+    gradient exists only once it has run: DDP's ``no_sync``, Megatron's
+    ``overlap_grad_reduce``), the gather of updated weights only the **first** microbatch's
+    forward pass of the next step.
+
+    Attributes:
+        scheme, microbatches, tokens_per_chip: the inputs (tokens per chip per step, ``B/X``).
+        compute_forward, compute_backward: one microbatch's passes.
+        per_microbatch_forward, per_microbatch_backward: traffic every microbatch repeats.
+        once_forward, once_backward: traffic once per step.
+        exposed: ``(M−1)·[max(0, pf − cf) + max(0, pb − cb)]
+        + max(0, pf + of − cf) + max(0, pb + ob − cb)``.
     """
+
+    scheme: str
+    microbatches: int
+    tokens_per_chip: float
+    compute_forward: float
+    compute_backward: float
+    per_microbatch_forward: float
+    per_microbatch_backward: float
+    once_forward: float
+    once_backward: float
+
+    @property
+    def compute(self) -> float:
+        """The step's compute: ``M`` microbatches, forward and backward."""
+        return self.microbatches * (self.compute_forward + self.compute_backward)
+
+    @property
+    def exposed(self) -> float:
+        M = self.microbatches
+        cf, cb = self.compute_forward, self.compute_backward
+        pf, pb = self.per_microbatch_forward, self.per_microbatch_backward
+        return ((M - 1) * (max(0.0, pf - cf) + max(0.0, pb - cb))
+                + max(0.0, pf + self.once_forward - cf) + max(0.0, pb + self.once_backward - cb))
+
+    @property
+    def exposed_fraction(self) -> float:
+        """Exposed communication's share of the step, ``exposed / (compute + exposed)``."""
+        return self.exposed / (self.compute + self.exposed)
+
+
+def accumulation_cost(chip: Chip | str, microbatches: int, tokens_per_chip: float, *,
+                      scheme: str, n_axes: int = 1, bandwidth: float | None = None,
+                      compute_dtype: str = "bf16", reduce_dtype: str = "bf16",
+                      param_dtype: str = "bf16") -> AccumulationCost:
+    """Price one layer of data parallelism with gradient accumulation (:class:`AccumulationCost`).
+
+    ``B/X = tokens_per_chip`` tokens per chip per step in ``M = microbatches`` microbatches of
+    ``b = B/(X·M)``. Per layer of ``2·D·F`` weights (set ``D·F = 1``; it cancels), with
+    ``C`` = the chip's FLOPs/s in ``compute_dtype`` and ``W`` the ring bandwidth
+    (:func:`axis_bandwidth`, times ``n_axes``), ``g`` the gradient-reduction bytes per element
+    (``reduce_dtype``; fp32, many frameworks' default, doubles them) and ``p`` the weight bytes
+    (``param_dtype``): one microbatch computes ``4·b/C`` forward and ``8·b/C`` backward, and
+
+    - ``"dp"`` (replicated, ZeRO-0): one AllReduce of the summed gradients per step,
+      ``2·2g/W``, overlapping only the last microbatch's backward pass;
+    - ``"zero1"`` (optimizer state sharded): one ReduceScatter per step, ``2g/W``, under the
+      last backward pass; one AllGather of the updated weights, ``2p/W``, under the first
+      forward pass of the next step;
+    - ``"zero2"`` (gradients sharded too): a ReduceScatter after **every** microbatch (the
+      gradients cannot accumulate in a shard before they are reduced), and the AllGather of
+      updated weights once per step;
+    - ``"fsdp"`` (ZeRO-3): every microbatch gathers the weights for its forward and again for
+      its backward pass and ReduceScatters its gradients.
+
+    Collective times are HSYM's large-ring forms (``V/W`` per gather, ``2V/W`` per
+    AllReduce), and a layer's traffic overlaps its own pass only (per-layer prefetch).
+    """
+    key = _scheme(scheme)
     M = positive_int(microbatches, "microbatches")
-    if not isinstance(shard_params, bool):
-        raise ValueError(f"shard_params must be True or False, got {shard_params!r}")
-    one = critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
-    return one * M if shard_params else one
+    tokens = positive(tokens_per_chip, "tokens_per_chip")
+    if np.ndim(tokens):
+        raise ValueError("tokens_per_chip must be a single number")
+    chip = get_chip(chip)
+    n_axes = positive_int(n_axes, "n_axes")
+    ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
+    if np.ndim(ring):
+        raise ValueError("bandwidth must be a single number")
+    W = n_axes * ring
+    C = chip.flops(compute_dtype)
+    g = 2.0 * bytes_per_element(canonical_dtype(reduce_dtype))  # 2 weights per D·F
+    p = 2.0 * bytes_per_element(canonical_dtype(param_dtype))
+    b = tokens / M
+    cf, cb = 4.0 * b / C, 8.0 * b / C
+    pf = pb = of = ob = 0.0
+    if key == "dp":
+        ob = 2.0 * g / W
+    elif key == "zero1":
+        ob, of = g / W, p / W
+    elif key == "zero2":
+        pb, of = g / W, p / W
+    else:
+        pf, pb = p / W, p / W + g / W
+    return AccumulationCost(scheme=key, microbatches=M, tokens_per_chip=float(tokens),
+                            compute_forward=cf, compute_backward=cb,
+                            per_microbatch_forward=pf, per_microbatch_backward=pb,
+                            once_forward=of, once_backward=ob)
+
+
+def accumulation_critical_batch(chip: Chip | str, microbatches: int, *,
+                                scheme: str | None = None, shard_params: bool | None = None,
+                                n_axes: int = 1, bandwidth: float | None = None,
+                                dtype: str = "bf16", compute_dtype: str | None = None,
+                                reduce_dtype: str | None = None) -> float:
+    """Tokens per chip per step above which data parallelism with gradient accumulation over
+    ``M = microbatches`` hides all its communication (:func:`accumulation_cost`).
+
+    Every scheme needs ``B/X ≥ M·C/W`` (bf16 traffic), for a different reason:
+
+    - ``"dp"`` and ``"zero1"`` reduce once per step, but the reduction can only start when the
+      last microbatch has produced its gradients, so it hides under that microbatch's backward
+      pass alone: ``b = B/(X·M) ≥ C/W``; below that it is exposed once per step (a cost that
+      ``M`` amortises, :attr:`AccumulationCost.exposed_fraction`). ZeRO-1's AllGather of the
+      updated weights likewise hides under one microbatch's forward pass;
+    - ``"zero2"`` ReduceScatters after every microbatch (``b ≥ C/(2W)``) and gathers the
+      updated weights once, under the first microbatch's forward (``b ≥ C/W``);
+    - ``"fsdp"`` gathers and scatters for every microbatch: ``b ≥ C/W``.
+
+    What differs below the threshold is how much is exposed: once per step for DP and ZeRO-1,
+    every microbatch for ZeRO-2's scatters and all of FSDP's traffic. TPU v5p, one axis,
+    ``M = 4``: 10,200 tokens per chip per step for each. ``shard_params`` is the older
+    two-way switch (False = "dp", True = "fsdp"). ``compute_dtype`` (default ``dtype``) sets
+    ``C``: fp8 matmuls double it and so the threshold, with the traffic still in ``dtype``;
+    ``reduce_dtype`` (default ``dtype``) the gradient bytes: fp32 reductions double DP's and
+    ZeRO-1's threshold.
+    """
+    if scheme is None:
+        if shard_params is None:
+            raise ValueError("give scheme ('dp', 'zero1', 'zero2' or 'fsdp') or shard_params")
+        if not isinstance(shard_params, bool):
+            raise ValueError(f"shard_params must be True or False, got {shard_params!r}")
+        scheme = "fsdp" if shard_params else "dp"
+    key = _scheme(scheme)
+    M = positive_int(microbatches, "microbatches")
+    chip = get_chip(chip)
+    compute = canonical_dtype(compute_dtype if compute_dtype is not None else dtype)
+    reduce = canonical_dtype(reduce_dtype if reduce_dtype is not None else dtype)
+    one = accumulation_cost(chip, M, 1.0, scheme=key, n_axes=n_axes, bandwidth=bandwidth,
+                            compute_dtype=compute, reduce_dtype=reduce, param_dtype=dtype)
+    # Priced at B/X = 1 token, compute is per token of B/X and traffic does not depend on it:
+    # the busiest microbatch pass (which carries the once-per-step traffic) sets the bound.
+    return max(0.0, (one.per_microbatch_forward + one.once_forward) / one.compute_forward,
+               (one.per_microbatch_backward + one.once_backward) / one.compute_backward)
 
 
 # --------------------------------------------------------------------------- layout arithmetic

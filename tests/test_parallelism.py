@@ -545,6 +545,40 @@ def test_pipeline_timeline_idles_exactly_the_bubble(schedule):
 
 
 def test_gradient_accumulation_thresholds():
-    # DP reduces once per step: C/W whatever M; FSDP re-gathers per microbatch: M·C/W
-    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(2550)
+    """Issue 42 item 1. DP reduces once per step but only the last microbatch's backward pass
+    can hide it: M·C/W, not C/W whatever M (the old model). ZeRO-2 ReduceScatters every
+    microbatch; FSDP re-gathers per microbatch: M·C/W for every scheme."""
+    for scheme in par.ACCUMULATION_SCHEMES:
+        assert par.accumulation_critical_batch("v5p", 4, scheme=scheme) == pytest.approx(10200)
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(10200)
     assert par.accumulation_critical_batch("v5p", 4, shard_params=True) == pytest.approx(10200)
+    assert par.accumulation_critical_batch("v5p", 1, scheme="dp") == pytest.approx(2550)
+    # fp32 reductions double DP's gradient bytes and so its threshold
+    assert par.accumulation_critical_batch("v5p", 4, scheme="dp", reduce_dtype="fp32") == \
+        pytest.approx(20400)
+    # fp8 matmuls double C: the threshold doubles with the traffic still bf16 (H100)
+    assert par.accumulation_critical_batch("H100", 1, scheme="dp", compute_dtype="fp8") == \
+        pytest.approx(2 * par.critical_batch_per_chip_dp("H100"), rel=1e-3)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        par.accumulation_critical_batch("v5p", 4, scheme="zero5")
+    with pytest.raises(ValueError, match="give scheme"):
+        par.accumulation_critical_batch("v5p", 4)
+
+
+def test_accumulation_exposes_dp_once_per_step_and_zero2_every_microbatch():
+    """Issue 42 item 1: at C/W tokens per chip per step and M = 8 (v5p, one axis), with
+    D·F = 1 per layer, W = 1.8e11, C = 4.59e14: one microbatch computes 0.5/W forward and
+    1/W backward. DP: AllReduce 8/W once, under the last backward: 7/W exposed of 12/W compute.
+    ZeRO-2: ReduceScatter 4/W after every microbatch (3/W exposed each, 24/W) plus the weight
+    AllGather 4/W once under the first forward (3.5/W). The old model hid both entirely."""
+    W = 1.8e11
+    dp = par.accumulation_cost("v5p", 8, 2550, scheme="dp")
+    assert dp.exposed == pytest.approx(7 / W)
+    assert dp.compute == pytest.approx(12 / W)
+    z2 = par.accumulation_cost("v5p", 8, 2550, scheme="zero2")
+    assert z2.exposed == pytest.approx((24 + 3.5) / W)
+    fsdp = par.accumulation_cost("v5p", 8, 2550, scheme="fsdp")
+    assert fsdp.exposed == pytest.approx(8 * (3.5 + 7) / W)
+    assert dp.exposed < z2.exposed < fsdp.exposed
+    # with M = 1 nothing is exposed at C/W
+    assert par.accumulation_cost("v5p", 1, 2550, scheme="dp").exposed == pytest.approx(0)
