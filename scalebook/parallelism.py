@@ -51,6 +51,7 @@ from typing import Union
 from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+from scalebook.transformer import TransformerConfig
 from scalebook.validation import positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
@@ -75,6 +76,8 @@ __all__ = [
     "critical_batch_per_chip_dp",
     "critical_batch_per_chip_fsdp",
     "max_tensor_parallel",
+    "TensorParallelLimit",
+    "tensor_parallel_limit",
     "min_batch_per_chip_fsdp_tp",
     "optimal_fsdp_degree",
     "max_chips_compute_bound",
@@ -98,6 +101,7 @@ __all__ = [
     "data_parallel_bandwidth",
     "data_parallel_critical_batch",
     "dcn_critical_batch_per_pod",
+    "nic_bytes_per_gpu",
 ]
 
 #: Strategy names accepted by :func:`max_chips_compute_bound`.
@@ -590,12 +594,17 @@ def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
 
 def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
                         bandwidth: float | None = None, dtype: str = "bf16",
-                        overlap: bool = True, max_exposed_fraction: float = 0.2) -> int:
+                        overlap: bool = True, max_exposed_fraction: float = 0.2,
+                        mlp_matrices: int = 2) -> int:
     """Largest tensor-parallel degree Y whose activation traffic stays acceptable.
 
-    Per layer the forward pass computes ``4·B·D·F / Y`` FLOPs per chip (``T_math``) and
+    Per layer the forward pass computes ``2·m·B·D·F / Y`` FLOPs per chip (``T_math``; ``m =
+    mlp_matrices``: 2 for HSYM's ``W_in, W_out`` MLP, 3 for a SwiGLU's gate, up and down) and
     AllGathers plus ReduceScatters ``B × D`` bf16 activations, ``4·B·D / W`` seconds
-    (``T_comm``); their ratio ``T_comm / T_math = Y·C / (F·W)`` does not depend on the batch.
+    (``T_comm``); their ratio ``T_comm / T_math = 2·Y·C / (m·F·W)`` does not depend on the
+    batch. A SwiGLU's third matrix adds compute and no traffic, so its bound is 1.5× higher.
+    The bound counts the MLP only; :func:`tensor_parallel_limit` adds what a Transformer's
+    heads allow.
 
     - ``overlap=True`` (HSYM part 5's bound; it assumes collective matmuls that hide the
       traffic under the matmuls): compute-bound while ``T_math > T_comm``, so
@@ -610,7 +619,8 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
     d_ff = positive_int(d_ff, "d_ff")
     if not isinstance(overlap, bool):
         raise ValueError(f"overlap must be True or False, got {overlap!r}")
-    limit = d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    m = positive_int(mlp_matrices, "mlp_matrices")
+    limit = m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
     if not overlap:
         f = positive(max_exposed_fraction, "max_exposed_fraction")
         if np.ndim(f) or f >= 1:
@@ -618,6 +628,68 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
                              f"{max_exposed_fraction!r}")
         limit *= f / (1.0 - f)
     return max(1, math.floor(limit * (1 + 1e-12)))
+
+
+@dataclass(frozen=True)
+class TensorParallelLimit:
+    """The tensor-parallel degrees a Transformer can use on a chip (:func:`tensor_parallel_limit`).
+
+    Attributes:
+        bandwidth_bound: the largest Y whose MLP traffic hides under its matmuls
+            (:func:`max_tensor_parallel` with the model's MLP matrices), not yet a degree the
+            model can use.
+        head_bound: the largest Y at most ``bandwidth_bound`` that divides the query heads
+            (each chip owns whole heads).
+        kv_bound: the largest such Y that also divides the key/value heads: beyond it every
+            KV head must be replicated.
+        kv_replication: how many chips hold each KV head at ``head_bound`` (1 when none).
+        kv_extra_params_per_layer: weights per chip that replication adds per layer, from
+            holding ``W_k`` and ``W_v`` of a whole KV head instead of ``1/Y`` of all of them.
+        kv_extra_fraction: that, over a chip's share of a layer's weights at ``head_bound``.
+    """
+
+    bandwidth_bound: int
+    head_bound: int
+    kv_bound: int
+    kv_replication: int
+    kv_extra_params_per_layer: float
+    kv_extra_fraction: float
+
+
+def _largest_divisor_at_most(n: int, limit: int) -> int:
+    return max(d for d in range(1, max(1, min(n, limit)) + 1) if n % d == 0)
+
+
+def tensor_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, n_axes: int = 1,
+                          bandwidth: float | None = None, dtype: str = "bf16",
+                          overlap: bool = True,
+                          max_exposed_fraction: float = 0.2) -> TensorParallelLimit:
+    """Tensor-parallel degrees for ``cfg`` (a :class:`scalebook.transformer.TransformerConfig`).
+
+    The bandwidth bound is :func:`max_tensor_parallel` with ``cfg.mlp_matrices`` (3 for
+    SwiGLU: ``floor(1.5·F·W/C)``). Megatron splits attention by heads, so a degree must divide
+    the ``H`` query heads; with grouped-query attention the ``K`` key/value heads cap it at the
+    largest divisor of ``K`` unless each KV head is replicated on ``Y/K`` chips, which costs
+    every chip ``W_k, W_v`` of one whole head, ``2·D·d_h`` weights per layer, instead of
+    ``2·D·K·d_h/Y`` (and recomputes those projections ``Y/K`` times). LLaMA-3 70B on one TPU
+    v5p axis: bandwidth bound 16, 16 divides 64 heads, 8 KV heads cap it at 8; at 16 each KV
+    head sits on 2 chips.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    m = cfg.mlp_matrices
+    bound = max_tensor_parallel(chip, cfg.d_ff, n_axes=n_axes, bandwidth=bandwidth,
+                                dtype=dtype, overlap=overlap,
+                                max_exposed_fraction=max_exposed_fraction, mlp_matrices=m)
+    H, K, D, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
+    head_bound = _largest_divisor_at_most(H, bound)
+    kv_bound = _largest_divisor_at_most(K, head_bound)
+    replication = head_bound // K if head_bound > K else 1
+    extra = 2.0 * D * dh * (1.0 - K / head_bound) if head_bound > K else 0.0
+    per_layer = (D * (H + 2 * K) * dh + H * dh * D + m * D * cfg.d_ff) / head_bound
+    return TensorParallelLimit(bandwidth_bound=bound, head_bound=head_bound, kv_bound=kv_bound,
+                               kv_replication=replication, kv_extra_params_per_layer=extra,
+                               kv_extra_fraction=extra / per_layer)
 
 
 def tensor_parallel_exposed_fraction(chip: Chip | str, d_ff: int, tp: ArrayLike, *,
@@ -1284,8 +1356,39 @@ def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
     return per_replica if per == "replica" else per_replica / R
 
 
+def nic_bytes_per_gpu(chip: Chip | str, nbytes: float, group: int, *, kind: str = "AllGather",
+                      stride: int = 1, chips_per_node: int | None = None) -> float:
+    """Bytes one GPU's NIC sends for one collective of an array of ``nbytes`` (its full,
+    gathered size) over a group of ``group`` GPUs whose members sit ``stride`` apart.
+
+    Rail-aligned model (NCCL's rings, one per NIC rail): a group has ``g_in = gcd(group,
+    node // stride)`` members in each node it touches (1 when ``stride >= node``), so it spans
+    ``k = group / g_in`` nodes. An AllGather or ReduceScatter moves ``nbytes·(k−1)/k`` into (and
+    out of) each node, spread over the ``g_in`` NICs of its members; an AllReduce twice that.
+    The node's other GPUs run their own groups' collectives on their own NICs at the same time.
+    A group inside one node (``k = 1``) sends nothing over the network.
+    """
+    chip = get_chip(chip)
+    if not chip.has_nvlink_domain:
+        raise ValueError(f"{chip.name} has no NVLink domain; NIC bytes are a GPU figure")
+    n = positive_int(group, "group")
+    stride = positive_int(stride, "stride")
+    node = (chip.chips_per_host if chips_per_node is None
+            else positive_int(chips_per_node, "chips_per_node"))
+    V = positive(nbytes, "nbytes", allow_zero=True)
+    if np.ndim(V):
+        raise ValueError("nbytes must be a single number")
+    key = kind.replace(" ", "").lower() if isinstance(kind, str) else ""
+    factor = {"allgather": 1.0, "reducescatter": 1.0, "allreduce": 2.0}.get(key)
+    if factor is None:
+        raise ValueError(f"kind must be AllGather, ReduceScatter or AllReduce, got {kind!r}")
+    g_in = math.gcd(n, node // stride) if stride < node else 1
+    k = n // g_in
+    return float(factor * V * (k - 1) / k / g_in)
+
+
 def dcn_critical_batch_per_pod(chip: Chip | str, *, bandwidth: float | None = None,
-                               dtype: str = "bf16") -> float:
+                               dtype: str = "bf16", microbatches: int = 1) -> float:
     """Tokens per pod (slice) above which data parallelism across pods over the data-centre
     network (DCN) hides under the backward pass.
 
@@ -1296,10 +1399,15 @@ def dcn_critical_batch_per_pod(chip: Chip | str, *, bandwidth: float | None = No
     ``2·(2·P/n) / W_dcn`` seconds (ring factor dropped). Its backward pass computes
     ``4·P·B_pod / (n·C)`` seconds. Compute wins when ``B_pod > C / W_dcn``, whatever the pod's
     size ``n``. TPU v5p: 4.59e14 / (2.5e10 / 4) = 73,440 tokens per pod.
+
+    When each pod accumulates ``M = microbatches`` microbatches per step, the AllReduce can
+    start only once the last one has produced its gradients, so it hides under that
+    microbatch's backward pass alone: ``B_pod > M·C / W_dcn`` (or it is exposed once per step).
     """
+    M = positive_int(microbatches, "microbatches")
     chip = get_chip(chip)
     W = (chip.nic_bandwidth_per_chip if bandwidth is None
          else positive(bandwidth, "bandwidth"))
     if np.ndim(W):
         raise ValueError("bandwidth must be a single number")
-    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W
+    return M * chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W

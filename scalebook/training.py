@@ -117,7 +117,7 @@ from scalebook._np import np
 
 from scalebook import collectives as coll
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
-from scalebook.parallelism import max_tensor_parallel, pipeline_bubble_fraction
+from scalebook.parallelism import pipeline_bubble_fraction, tensor_parallel_limit
 from scalebook.transformer import (
     TransformerConfig,
     attention_flops_per_token,
@@ -927,8 +927,9 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
 
     Flags: "does not fit: needs X of Y HBM" (binary units, readable at any size); "communication-bound: exposed
     communication is X% of the step" (at least :data:`COMMS_FLAG_FRACTION`); "TP past its
-    useful degree (tp=Y > ~Y*)" with ``Y*`` from :func:`scalebook.parallelism.max_tensor_parallel`
-    (capped at one GPU node); "degrees multiply to X, not the N chips"; "global batch not
+    useful degree (tp=Y > ~Y*)" with ``Y*`` the head-dividing bound of
+    :func:`scalebook.parallelism.tensor_parallel_limit` (SwiGLU's 1.5×; capped at one GPU node);
+    "tp does not divide the query heads"; "tp > KV heads: replicated"; "degrees multiply to X, not the N chips"; "global batch not
     divisible by dp·fsdp·microbatches"; "pipeline bubble X%" (at least
     :data:`BUBBLE_FLAG_FRACTION`).
     """
@@ -1085,11 +1086,16 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     share = exposed / step.total
     if share >= COMMS_FLAG_FRACTION:
         flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
-    useful = max_tensor_parallel(chip, cfg.d_ff)
+    useful = tensor_parallel_limit(cfg, chip).head_bound
     if chip.has_nvlink_domain:
         useful = min(useful, chip.chips_per_host)
     if lay.tp > useful:
         flags.append(f"TP past its useful degree (tp={lay.tp} > ~{useful})")
+    if cfg.n_heads % lay.tp:
+        flags.append(f"tp={lay.tp} does not divide the {cfg.n_heads} query heads")
+    elif lay.tp > cfg.n_kv_heads:
+        flags.append(f"tp={lay.tp} > {cfg.n_kv_heads} KV heads: each KV head is replicated on "
+                     f"{lay.tp // cfg.n_kv_heads} chips (not priced)")
     if n_chips is not None and n_chips != N:
         flags.append(f"degrees multiply to {N}, not the {n_chips} chips")
     if global_batch % (lay.data * M):

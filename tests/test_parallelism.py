@@ -582,3 +582,69 @@ def test_accumulation_exposes_dp_once_per_step_and_zero2_every_microbatch():
     assert dp.exposed < z2.exposed < fsdp.exposed
     # with M = 1 nothing is exposed at C/W
     assert par.accumulation_cost("v5p", 1, 2550, scheme="dp").exposed == pytest.approx(0)
+
+
+# --------------------------------------------------------------------------- issue 42
+
+
+def test_tp_bound_counts_swiglu_and_the_heads():
+    """Issue 42 item 3: the TP bound was derived for a two-matrix MLP (4BDF/Y) and applied to
+    LLaMA's SwiGLU; three matrices give 1.5x: floor(1.5 · 28672 · 1.8e11 / 4.59e14) = 16 on a
+    v5p axis (not 11), 50 over three axes (not 33). A usable degree divides the 64 query heads
+    (50 -> 32), and 8 KV heads cap it at 8 unless each KV head is replicated."""
+    from scalebook.transformer import llama3_70b
+    assert par.max_tensor_parallel("v5p", 28672, mlp_matrices=3) == 16
+    one = par.tensor_parallel_limit(llama3_70b(), "v5p")
+    assert (one.bandwidth_bound, one.head_bound, one.kv_bound, one.kv_replication) == \
+        (16, 16, 8, 2)
+    three = par.tensor_parallel_limit(llama3_70b(), "v5p", n_axes=3)
+    assert (three.bandwidth_bound, three.head_bound, three.kv_bound, three.kv_replication) == \
+        (50, 32, 8, 4)
+    # replication: each chip holds W_k, W_v of one whole head, 2·D·d_h = 2,097,152 weights,
+    # instead of 2·D·8·d_h / 16 = 1,048,576: 1,048,576 more per layer
+    assert one.kv_extra_params_per_layer == pytest.approx(2 * 8192 * 128 * (1 - 8 / 16))
+    assert 0 < one.kv_extra_fraction < 0.05
+    # a plain (two-matrix) MLP keeps HSYM's bound
+    from scalebook.transformer import TransformerConfig
+    plain = TransformerConfig(d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, d_ff=28672,
+                              vocab_size=128256, gated_mlp=False)
+    assert par.tensor_parallel_limit(plain, "v5p").bandwidth_bound == 11
+    with pytest.raises(ValueError, match="TransformerConfig"):
+        par.tensor_parallel_limit("llama", "v5p")
+
+
+def test_planner_flags_tp_against_heads_not_the_two_matrix_bound():
+    """Issue 42 item 3: tp = 16 on v5p is within SwiGLU's bound (16) but beyond 8 KV heads."""
+    from scalebook.training import TrainingLayout, plan_training
+    from scalebook.transformer import llama3_70b
+    plan = plan_training(llama3_70b(), TrainingLayout(fsdp=16, tp=16, remat="full"), "v5p",
+                         global_batch=16, seq_len=8192)
+    assert not any("useful degree" in f for f in plan.flags)
+    assert any("KV heads" in f for f in plan.flags)
+
+
+def test_hsdp_groups_across_nodes_save_no_nic_traffic():
+    """Issue 42 item 4: with rail-aligned NICs, HSDP whose FSDP group spans 8 nodes still
+    sends every gather through the NICs: per GPU per microbatch 3·V·(7/8)/8 of gathers and
+    scatters plus the AllReduce of its 1/64 shard, within 5% of FSDP over all 2,048 GPUs
+    (3·V·(255/256)/8). A group inside one node sends only the AllReduce: a third less, and
+    once per step rather than every microbatch."""
+    V = 1.0e9
+    fsdp_all = 3 * par.nic_bytes_per_gpu("H100", V, 2048)
+    assert fsdp_all == pytest.approx(3 * V * 255 / 256 / 8)
+    hsdp_8_nodes = (3 * par.nic_bytes_per_gpu("H100", V, 64)
+                    + par.nic_bytes_per_gpu("H100", V / 64, 32, kind="AllReduce", stride=64))
+    hsdp_node = (3 * par.nic_bytes_per_gpu("H100", V, 8)
+                 + par.nic_bytes_per_gpu("H100", V / 8, 256, kind="AllReduce", stride=8))
+    assert par.nic_bytes_per_gpu("H100", V, 8) == 0  # inside the node: NVLink only
+    assert hsdp_8_nodes > 0.95 * fsdp_all
+    assert hsdp_node < 0.7 * fsdp_all
+    with pytest.raises(ValueError, match="kind must be"):
+        par.nic_bytes_per_gpu("H100", V, 8, kind="AllToAll")
+    with pytest.raises(ValueError, match="NVLink domain"):
+        par.nic_bytes_per_gpu("v5p", V, 8)
+
+
+def test_dcn_threshold_grows_with_accumulation():
+    """Issue 42 item 1: pods that accumulate M microbatches reduce once, under the last one."""
+    assert par.dcn_critical_batch_per_pod("v5p", microbatches=4) == pytest.approx(4 * 73440)

@@ -181,7 +181,9 @@ def test_tp_within_a_node_uses_nvlink_and_across_nodes_is_slow_and_flagged():
         "AllReduce", 2 * act, 16, H100, gpus_per_node=8).time)
     assert tp_across > 2 * tp_in
     small = plan_training(PRESETS["LLaMA-3 8B"], TrainingLayout(tp=8, fsdp=2), "H100", **kwargs)
-    assert "TP past its useful degree (tp=8 > ~6)" in small.flags  # 14,336·4.5e11/9.89e14
+    # SwiGLU's three matrices: 1.5 · 14,336·4.5e11/9.89e14 = 9.8, so 8 is within the bound
+    # (the two-matrix bound, 6, flagged it before issue 42)
+    assert not any("useful degree" in f for f in small.flags)
 
 
 def test_tp_comms_are_exposed_and_overlap_off_exposes_everything():
