@@ -556,21 +556,26 @@ def best_layout(model: MLPStack, chip: Chip | str, global_batch_tokens: float, n
 # --------------------------------------------------------------------------- closed-form limits
 
 
-def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str) -> float:
+def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str,
+               compute_dtype: str | None = None) -> float:
     """HSYM's ``alpha = C / W`` in tokens, for any dtype: ``C · (b / 2) / (n_axes · W)``.
 
-    The ``b / 2`` makes the result dtype-independent when compute and traffic share a dtype
-    (HSYM part 5: int8 doubles C and halves the bytes).
+    ``b`` is the traffic's bytes per element (``dtype``) and ``C`` the chip's FLOPs/s in
+    ``compute_dtype`` (default ``dtype``). The ``b / 2`` makes the result dtype-independent
+    when compute and traffic share a dtype (HSYM part 5: int8 doubles C and halves the bytes);
+    fp8 matmuls with bf16 traffic (the usual fp8 training recipe) double it.
     """
     n_axes = positive_int(n_axes, "n_axes")
     ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
     if np.ndim(ring):
         raise ValueError("bandwidth must be a single number")
-    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
+    flops = chip.flops(compute_dtype if compute_dtype is not None else dtype)
+    return flops * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
 
 
 def critical_batch_per_chip_fsdp(chip: Chip | str, *, n_axes: int = 1,
-                                 bandwidth: float | None = None, dtype: str = "bf16") -> float:
+                                 bandwidth: float | None = None, dtype: str = "bf16",
+                                 compute_dtype: str | None = None) -> float:
     """Tokens per chip above which FSDP (and DP) is compute-bound: ``B / X > C / (n_axes · W)``.
 
     Derivation (HSYM part 5): per layer, FSDP's forward pass computes ``4·B·D·F/X`` FLOPs while
@@ -578,18 +583,22 @@ def critical_batch_per_chip_fsdp(chip: Chip | str, *, n_axes: int = 1,
     DP's backward AllReduce of the same gradients costs the same. So compute wins when
     ``B/X · 4DF / C > 4DF / W``. TPU v5p, one axis: ``4.59e14 / 1.8e11 = 2550`` tokens.
     For another ``dtype`` (compute and traffic both in it) the value is ``C·(b/2) / W``.
+    ``compute_dtype`` sets ``C`` alone: fp8 matmuls with ``dtype="bf16"`` traffic double the
+    threshold (H100: 2,198 -> 4,398 tokens inside a node).
     """
-    return _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    return _intensity(get_chip(chip), n_axes, bandwidth, dtype, compute_dtype)
 
 
 def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
-                               bandwidth: float | None = None, dtype: str = "bf16") -> float:
+                               bandwidth: float | None = None, dtype: str = "bf16",
+                               compute_dtype: str | None = None) -> float:
     """Tokens per chip above which pure data parallelism is compute-bound; equal to FSDP's.
 
     DP's backward pass computes ``8·B·D·F/X`` FLOPs per layer against an AllReduce of ``2·D·F``
     bf16 gradients (``2 · 4·D·F / W`` seconds): ``B / X > C / W`` again.
     """
-    return critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
+    return critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype,
+                                        compute_dtype=compute_dtype)
 
 
 def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
@@ -1330,7 +1339,8 @@ def data_parallel_bandwidth(chip: Chip | str, replica_chips: int, *, dp: int | N
 
 
 def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
-                                 per: str = "chip", dtype: str = "bf16", **bandwidth) -> float:
+                                 per: str = "chip", dtype: str = "bf16",
+                                 compute_dtype: str | None = None, **bandwidth) -> float:
     """Tokens above which a GPU layout's data-parallel AllReduce hides under the backward pass.
 
     Derivation: one replica of ``R = replica_chips`` GPUs (``tp·pp·cp``) takes ``B_r`` tokens
@@ -1345,14 +1355,16 @@ def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
     TP 8 filling the node, ``W = W_nic`` = 50 GB/s: 19,780 per replica, which is again
     2,472 per GPU; a replica across ``k`` nodes: ``C / (k·g·W_nic)`` per GPU (1,236 for
     k = 2). ``bandwidth`` passes ``chips_per_node``, ``nic_bandwidth``, ``nvlink_bandwidth``
-    on. For another ``dtype`` (compute and traffic both in it) ``C`` becomes ``C·(b/2)``.
+    on. For another ``dtype`` (compute and traffic both in it) ``C`` becomes ``C·(b/2)``;
+    ``compute_dtype`` sets ``C`` alone (fp8 matmuls, bf16 traffic: twice the threshold).
     """
     if per not in ("chip", "replica"):
         raise ValueError(f"per must be 'chip' or 'replica', got {per!r}")
     chip = get_chip(chip)
     R = positive_int(replica_chips, "replica_chips")
     W = data_parallel_bandwidth(chip, R, **bandwidth)
-    per_replica = chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W
+    C = chip.flops(compute_dtype if compute_dtype is not None else dtype)
+    per_replica = C * (bytes_per_element(dtype) / 2.0) / W
     return per_replica if per == "replica" else per_replica / R
 
 

@@ -648,3 +648,12 @@ def test_hsdp_groups_across_nodes_save_no_nic_traffic():
 def test_dcn_threshold_grows_with_accumulation():
     """Issue 42 item 1: pods that accumulate M microbatches reduce once, under the last one."""
     assert par.dcn_critical_batch_per_pod("v5p", microbatches=4) == pytest.approx(4 * 73440)
+
+
+def test_fp8_matmuls_double_every_c_over_w_threshold():
+    """Issue 42 (solver): fp8 compute with bf16 traffic doubles C and so each threshold."""
+    bf16 = par.critical_batch_per_chip_fsdp("H100")
+    fp8 = par.critical_batch_per_chip_fsdp("H100", compute_dtype="fp8")
+    assert fp8 == pytest.approx(2 * bf16, rel=1e-3)
+    # fp8 compute and fp8 traffic together leave it where it was (HSYM's int8 remark)
+    assert par.critical_batch_per_chip_fsdp("H100", dtype="fp8") == pytest.approx(bf16, rel=1e-3)
