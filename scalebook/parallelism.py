@@ -604,7 +604,7 @@ def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
 def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
                         bandwidth: float | None = None, dtype: str = "bf16",
                         overlap: bool = True, max_exposed_fraction: float = 0.2,
-                        mlp_matrices: int = 2) -> int:
+                        mlp_matrices: int = 2, compute_dtype: str | None = None) -> int:
     """Largest tensor-parallel degree Y whose activation traffic stays acceptable.
 
     Per layer the forward pass computes ``2·m·B·D·F / Y`` FLOPs per chip (``T_math``; ``m =
@@ -629,7 +629,7 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
     if not isinstance(overlap, bool):
         raise ValueError(f"overlap must be True or False, got {overlap!r}")
     m = positive_int(mlp_matrices, "mlp_matrices")
-    limit = m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    limit = m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype, compute_dtype)
     if not overlap:
         f = positive(max_exposed_fraction, "max_exposed_fraction")
         if np.ndim(f) or f >= 1:
@@ -671,8 +671,8 @@ def _largest_divisor_at_most(n: int, limit: int) -> int:
 
 def tensor_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, n_axes: int = 1,
                           bandwidth: float | None = None, dtype: str = "bf16",
-                          overlap: bool = True,
-                          max_exposed_fraction: float = 0.2) -> TensorParallelLimit:
+                          overlap: bool = True, max_exposed_fraction: float = 0.2,
+                          compute_dtype: str | None = None) -> TensorParallelLimit:
     """Tensor-parallel degrees for ``cfg`` (a :class:`scalebook.transformer.TransformerConfig`).
 
     The bandwidth bound is :func:`max_tensor_parallel` with ``cfg.mlp_matrices`` (3 for
@@ -682,14 +682,15 @@ def tensor_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, n_axes: i
     every chip ``W_k, W_v`` of one whole head, ``2·D·d_h`` weights per layer, instead of
     ``2·D·K·d_h/Y`` (and recomputes those projections ``Y/K`` times). LLaMA-3 70B on one TPU
     v5p axis: bandwidth bound 16, 16 divides 64 heads, 8 KV heads cap it at 8; at 16 each KV
-    head sits on 2 chips.
+    head sits on 2 chips. ``compute_dtype`` (e.g. fp8 matmuls with bf16 traffic) sets ``C``.
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
     m = cfg.mlp_matrices
     bound = max_tensor_parallel(chip, cfg.d_ff, n_axes=n_axes, bandwidth=bandwidth,
                                 dtype=dtype, overlap=overlap,
-                                max_exposed_fraction=max_exposed_fraction, mlp_matrices=m)
+                                max_exposed_fraction=max_exposed_fraction, mlp_matrices=m,
+                                compute_dtype=compute_dtype)
     H, K, D, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
     head_bound = _largest_divisor_at_most(H, bound)
     kv_bound = _largest_divisor_at_most(K, head_bound)
@@ -703,19 +704,21 @@ def tensor_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, n_axes: i
 
 def tensor_parallel_exposed_fraction(chip: Chip | str, d_ff: int, tp: ArrayLike, *,
                                      n_axes: int = 1, bandwidth: float | None = None,
-                                     dtype: str = "bf16") -> ArrayLike:
+                                     dtype: str = "bf16", mlp_matrices: int = 2) -> ArrayLike:
     """Share of a TP layer's time spent waiting on its collectives when they are not
     overlapped: ``r / (1 + r)`` with ``r = T_comm / T_math = Y·C / (F·W)`` (see
-    :func:`max_tensor_parallel`). TPU v5p, F = 28672, Y = 8: r = 0.71, 42%."""
+    :func:`max_tensor_parallel`; ``mlp_matrices`` = 3 for a SwiGLU MLP divides ``r`` by 1.5).
+    TPU v5p, F = 28672, Y = 8: r = 0.71, 42% (two matrices); 0.47, 32% (SwiGLU)."""
     d_ff = positive_int(d_ff, "d_ff")
     y = positive(tp, "tp")
-    r = y / (d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype))
+    m = positive_int(mlp_matrices, "mlp_matrices")
+    r = y / (m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype))
     return _scalar_or_array(r / (1.0 + r))
 
 
 def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 1,
                                tensor_axes: int = 1, bandwidth: float | None = None,
-                               dtype: str = "bf16") -> float:
+                               dtype: str = "bf16", compute_dtype: str | None = None) -> float:
     """Smallest per-chip batch ``B / N`` at which the best FSDP × TP split is compute-bound.
 
     Result: ``B / N > 4·α² / (F · M_X · M_Y)`` with ``α = C / W`` (one axis), ``M_X, M_Y`` the
@@ -731,7 +734,7 @@ def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 
     d_ff = positive_int(d_ff, "d_ff")
     fsdp_axes = positive_int(fsdp_axes, "fsdp_axes")
     tensor_axes = positive_int(tensor_axes, "tensor_axes")
-    alpha = _intensity(get_chip(chip), 1, bandwidth, dtype)
+    alpha = _intensity(get_chip(chip), 1, bandwidth, dtype, compute_dtype)
     return 4.0 * alpha ** 2 / (d_ff * fsdp_axes * tensor_axes)
 
 
