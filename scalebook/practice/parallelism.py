@@ -1135,12 +1135,33 @@ def _w17_shard(v):
     return training.training_memory(_model(v), precision=PRECISION).gradients / v["F"] / GB
 
 
+def _w17_nic_parts(v, group):
+    """NIC bytes per GPU per step: the group's 2 weight gathers and 1 gradient scatter, and
+    the AllReduce of the 1/group shard across groups (rail-aligned rings)."""
+    V = training.training_memory(_model(v), precision=PRECISION).weights  # bf16 = gradients
+    inside = 3 * par.nic_bytes_per_gpu("H100", V, group)
+    across = (par.nic_bytes_per_gpu("H100", V / group, v["N"] // group, kind="AllReduce",
+                                    stride=group) if group < v["N"] else 0.0)
+    return inside, across
+
+
+def _w17_nic(v):
+    return sum(_w17_nic_parts(v, v["F"])) / GB
+
+
 def _w17_solution(v):
+    inside, across = _w17_nic_parts(v, v["F"])
+    fsdp = sum(_w17_nic_parts(v, v["N"]))
     return (
         f"The state, 16 bytes per parameter, is {decimal_bytes(_state(v))}; FSDP divides it by the group "
         f"of {v['F']}, not by all {v['N']:,} GPUs: {decimal_bytes(_w17_state(v) * GB)} per GPU.",
         f"Across groups, each GPU AllReduces its bf16 gradient shard, 2·P / {v['F']} = "
         f"{decimal_bytes(_w17_shard(v) * GB)}, once per step.",
+        f"But a group of {v['F']} spans {v['F'] // 8} nodes, so its gathers and scatters cross "
+        f"the NICs too: {decimal_bytes(inside)} per GPU, plus {decimal_bytes(across)} for the "
+        f"AllReduce, {decimal_bytes(inside + across)} in all, against {decimal_bytes(fsdp)} for "
+        f"FSDP over all {v['N']:,} GPUs. HSDP saves network traffic only when the group fits in "
+        f"one NVLink domain.",
     )
 
 
@@ -1156,8 +1177,9 @@ W17 = Problem(
     text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: "
           "FSDP over groups of {F} GPUs, data parallelism across the groups, Adam in mixed "
           "precision (16 bytes per parameter). How much training state does each GPU hold, "
-          "and how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
-          "in GB?"),
+          "how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
+          "and how many bytes leave each GPU through its NIC per step (one microbatch; "
+          "rail-aligned rings, 8 GPUs per node), in GB?"),
     parts=(
         Part("state_gb", _w17_state, conventions=(in_gib(_w17_state),), slips=(
             Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
@@ -1171,9 +1193,15 @@ W17 = Problem(
                  "each GPU AllReduces only its 1/{F} shard with the same GPU of the other "
                  "groups."),
         ), unit="bytes"),
+        Part("nic_gb", _w17_nic, conventions=(in_gib(_w17_nic),), slips=(
+            Slip("the AllReduce only", lambda v: _w17_nic_parts(v, v["F"])[1] / GB,
+                 "the group spans {F} GPUs, more than one 8-GPU node: its weight gathers and "
+                 "gradient scatters leave the node through the NICs as well."),
+        ), unit="bytes"),
     ),
     labels={"state_gb": "training state per GPU, in GB",
-            "shard_gb": "gradient shard AllReduced per GPU, in GB"},
+            "shard_gb": "gradient shard AllReduced per GPU, in GB",
+            "nic_gb": "bytes through each GPU's NIC per step, in GB"},
     solution=_w17_solution,
 )
 
