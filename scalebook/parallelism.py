@@ -51,6 +51,7 @@ from typing import Union
 from scalebook._np import np
 
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
+from scalebook.transformer import TransformerConfig
 from scalebook.validation import positive, positive_int
 
 ArrayLike = Union[float, int, np.ndarray]
@@ -75,6 +76,8 @@ __all__ = [
     "critical_batch_per_chip_dp",
     "critical_batch_per_chip_fsdp",
     "max_tensor_parallel",
+    "TensorParallelLimit",
+    "tensor_parallel_limit",
     "min_batch_per_chip_fsdp_tp",
     "optimal_fsdp_degree",
     "max_chips_compute_bound",
@@ -85,6 +88,9 @@ __all__ = [
     "pipeline_schedule_cost",
     "pipeline_timeline",
     "accumulation_critical_batch",
+    "ACCUMULATION_SCHEMES",
+    "AccumulationCost",
+    "accumulation_cost",
     "tensor_parallel_exposed_fraction",
     "STRATEGIES",
     "sequences_per_batch",
@@ -95,6 +101,7 @@ __all__ = [
     "data_parallel_bandwidth",
     "data_parallel_critical_batch",
     "dcn_critical_batch_per_pod",
+    "nic_bytes_per_gpu",
 ]
 
 #: Strategy names accepted by :func:`max_chips_compute_bound`.
@@ -549,21 +556,26 @@ def best_layout(model: MLPStack, chip: Chip | str, global_batch_tokens: float, n
 # --------------------------------------------------------------------------- closed-form limits
 
 
-def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str) -> float:
+def _intensity(chip: Chip, n_axes: int, bandwidth: float | None, dtype: str,
+               compute_dtype: str | None = None) -> float:
     """HSYM's ``alpha = C / W`` in tokens, for any dtype: ``C · (b / 2) / (n_axes · W)``.
 
-    The ``b / 2`` makes the result dtype-independent when compute and traffic share a dtype
-    (HSYM part 5: int8 doubles C and halves the bytes).
+    ``b`` is the traffic's bytes per element (``dtype``) and ``C`` the chip's FLOPs/s in
+    ``compute_dtype`` (default ``dtype``). The ``b / 2`` makes the result dtype-independent
+    when compute and traffic share a dtype (HSYM part 5: int8 doubles C and halves the bytes);
+    fp8 matmuls with bf16 traffic (the usual fp8 training recipe) double it.
     """
     n_axes = positive_int(n_axes, "n_axes")
     ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
     if np.ndim(ring):
         raise ValueError("bandwidth must be a single number")
-    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
+    flops = chip.flops(compute_dtype if compute_dtype is not None else dtype)
+    return flops * (bytes_per_element(dtype) / 2.0) / (n_axes * ring)
 
 
 def critical_batch_per_chip_fsdp(chip: Chip | str, *, n_axes: int = 1,
-                                 bandwidth: float | None = None, dtype: str = "bf16") -> float:
+                                 bandwidth: float | None = None, dtype: str = "bf16",
+                                 compute_dtype: str | None = None) -> float:
     """Tokens per chip above which FSDP (and DP) is compute-bound: ``B / X > C / (n_axes · W)``.
 
     Derivation (HSYM part 5): per layer, FSDP's forward pass computes ``4·B·D·F/X`` FLOPs while
@@ -571,28 +583,37 @@ def critical_batch_per_chip_fsdp(chip: Chip | str, *, n_axes: int = 1,
     DP's backward AllReduce of the same gradients costs the same. So compute wins when
     ``B/X · 4DF / C > 4DF / W``. TPU v5p, one axis: ``4.59e14 / 1.8e11 = 2550`` tokens.
     For another ``dtype`` (compute and traffic both in it) the value is ``C·(b/2) / W``.
+    ``compute_dtype`` sets ``C`` alone: fp8 matmuls with ``dtype="bf16"`` traffic double the
+    threshold (H100: 2,198 -> 4,398 tokens inside a node).
     """
-    return _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    return _intensity(get_chip(chip), n_axes, bandwidth, dtype, compute_dtype)
 
 
 def critical_batch_per_chip_dp(chip: Chip | str, *, n_axes: int = 1,
-                               bandwidth: float | None = None, dtype: str = "bf16") -> float:
+                               bandwidth: float | None = None, dtype: str = "bf16",
+                               compute_dtype: str | None = None) -> float:
     """Tokens per chip above which pure data parallelism is compute-bound; equal to FSDP's.
 
     DP's backward pass computes ``8·B·D·F/X`` FLOPs per layer against an AllReduce of ``2·D·F``
     bf16 gradients (``2 · 4·D·F / W`` seconds): ``B / X > C / W`` again.
     """
-    return critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
+    return critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype,
+                                        compute_dtype=compute_dtype)
 
 
 def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
                         bandwidth: float | None = None, dtype: str = "bf16",
-                        overlap: bool = True, max_exposed_fraction: float = 0.2) -> int:
+                        overlap: bool = True, max_exposed_fraction: float = 0.2,
+                        mlp_matrices: int = 2, compute_dtype: str | None = None) -> int:
     """Largest tensor-parallel degree Y whose activation traffic stays acceptable.
 
-    Per layer the forward pass computes ``4·B·D·F / Y`` FLOPs per chip (``T_math``) and
+    Per layer the forward pass computes ``2·m·B·D·F / Y`` FLOPs per chip (``T_math``; ``m =
+    mlp_matrices``: 2 for HSYM's ``W_in, W_out`` MLP, 3 for a SwiGLU's gate, up and down) and
     AllGathers plus ReduceScatters ``B × D`` bf16 activations, ``4·B·D / W`` seconds
-    (``T_comm``); their ratio ``T_comm / T_math = Y·C / (F·W)`` does not depend on the batch.
+    (``T_comm``); their ratio ``T_comm / T_math = 2·Y·C / (m·F·W)`` does not depend on the
+    batch. A SwiGLU's third matrix adds compute and no traffic, so its bound is 1.5× higher.
+    The bound counts the MLP only; :func:`tensor_parallel_limit` adds what a Transformer's
+    heads allow.
 
     - ``overlap=True`` (HSYM part 5's bound; it assumes collective matmuls that hide the
       traffic under the matmuls): compute-bound while ``T_math > T_comm``, so
@@ -607,7 +628,8 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
     d_ff = positive_int(d_ff, "d_ff")
     if not isinstance(overlap, bool):
         raise ValueError(f"overlap must be True or False, got {overlap!r}")
-    limit = d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype)
+    m = positive_int(mlp_matrices, "mlp_matrices")
+    limit = m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype, compute_dtype)
     if not overlap:
         f = positive(max_exposed_fraction, "max_exposed_fraction")
         if np.ndim(f) or f >= 1:
@@ -617,21 +639,86 @@ def max_tensor_parallel(chip: Chip | str, d_ff: int, *, n_axes: int = 1,
     return max(1, math.floor(limit * (1 + 1e-12)))
 
 
+@dataclass(frozen=True)
+class TensorParallelLimit:
+    """The tensor-parallel degrees a Transformer can use on a chip (:func:`tensor_parallel_limit`).
+
+    Attributes:
+        bandwidth_bound: the largest Y whose MLP traffic hides under its matmuls
+            (:func:`max_tensor_parallel` with the model's MLP matrices), not yet a degree the
+            model can use.
+        head_bound: the largest Y at most ``bandwidth_bound`` that divides the query heads
+            (each chip owns whole heads).
+        kv_bound: the largest such Y that also divides the key/value heads: beyond it every
+            KV head must be replicated.
+        kv_replication: how many chips hold each KV head at ``head_bound`` (1 when none).
+        kv_extra_params_per_layer: weights per chip that replication adds per layer, from
+            holding ``W_k`` and ``W_v`` of a whole KV head instead of ``1/Y`` of all of them.
+        kv_extra_fraction: that, over a chip's share of a layer's weights at ``head_bound``.
+    """
+
+    bandwidth_bound: int
+    head_bound: int
+    kv_bound: int
+    kv_replication: int
+    kv_extra_params_per_layer: float
+    kv_extra_fraction: float
+
+
+def _largest_divisor_at_most(n: int, limit: int) -> int:
+    return max(d for d in range(1, max(1, min(n, limit)) + 1) if n % d == 0)
+
+
+def tensor_parallel_limit(cfg: TransformerConfig, chip: Chip | str, *, n_axes: int = 1,
+                          bandwidth: float | None = None, dtype: str = "bf16",
+                          overlap: bool = True, max_exposed_fraction: float = 0.2,
+                          compute_dtype: str | None = None) -> TensorParallelLimit:
+    """Tensor-parallel degrees for ``cfg`` (a :class:`scalebook.transformer.TransformerConfig`).
+
+    The bandwidth bound is :func:`max_tensor_parallel` with ``cfg.mlp_matrices`` (3 for
+    SwiGLU: ``floor(1.5·F·W/C)``). Megatron splits attention by heads, so a degree must divide
+    the ``H`` query heads; with grouped-query attention the ``K`` key/value heads cap it at the
+    largest divisor of ``K`` unless each KV head is replicated on ``Y/K`` chips, which costs
+    every chip ``W_k, W_v`` of one whole head, ``2·D·d_h`` weights per layer, instead of
+    ``2·D·K·d_h/Y`` (and recomputes those projections ``Y/K`` times). LLaMA-3 70B on one TPU
+    v5p axis: bandwidth bound 16, 16 divides 64 heads, 8 KV heads cap it at 8; at 16 each KV
+    head sits on 2 chips. ``compute_dtype`` (e.g. fp8 matmuls with bf16 traffic) sets ``C``.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    m = cfg.mlp_matrices
+    bound = max_tensor_parallel(chip, cfg.d_ff, n_axes=n_axes, bandwidth=bandwidth,
+                                dtype=dtype, overlap=overlap,
+                                max_exposed_fraction=max_exposed_fraction, mlp_matrices=m,
+                                compute_dtype=compute_dtype)
+    H, K, D, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_model, cfg.d_head
+    head_bound = _largest_divisor_at_most(H, bound)
+    kv_bound = _largest_divisor_at_most(K, head_bound)
+    replication = head_bound // K if head_bound > K else 1
+    extra = 2.0 * D * dh * (1.0 - K / head_bound) if head_bound > K else 0.0
+    per_layer = (D * (H + 2 * K) * dh + H * dh * D + m * D * cfg.d_ff) / head_bound
+    return TensorParallelLimit(bandwidth_bound=bound, head_bound=head_bound, kv_bound=kv_bound,
+                               kv_replication=replication, kv_extra_params_per_layer=extra,
+                               kv_extra_fraction=extra / per_layer)
+
+
 def tensor_parallel_exposed_fraction(chip: Chip | str, d_ff: int, tp: ArrayLike, *,
                                      n_axes: int = 1, bandwidth: float | None = None,
-                                     dtype: str = "bf16") -> ArrayLike:
+                                     dtype: str = "bf16", mlp_matrices: int = 2) -> ArrayLike:
     """Share of a TP layer's time spent waiting on its collectives when they are not
     overlapped: ``r / (1 + r)`` with ``r = T_comm / T_math = Y·C / (F·W)`` (see
-    :func:`max_tensor_parallel`). TPU v5p, F = 28672, Y = 8: r = 0.71, 42%."""
+    :func:`max_tensor_parallel`; ``mlp_matrices`` = 3 for a SwiGLU MLP divides ``r`` by 1.5).
+    TPU v5p, F = 28672, Y = 8: r = 0.71, 42% (two matrices); 0.47, 32% (SwiGLU)."""
     d_ff = positive_int(d_ff, "d_ff")
     y = positive(tp, "tp")
-    r = y / (d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype))
+    m = positive_int(mlp_matrices, "mlp_matrices")
+    r = y / (m / 2.0 * d_ff / _intensity(get_chip(chip), n_axes, bandwidth, dtype))
     return _scalar_or_array(r / (1.0 + r))
 
 
 def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 1,
                                tensor_axes: int = 1, bandwidth: float | None = None,
-                               dtype: str = "bf16") -> float:
+                               dtype: str = "bf16", compute_dtype: str | None = None) -> float:
     """Smallest per-chip batch ``B / N`` at which the best FSDP × TP split is compute-bound.
 
     Result: ``B / N > 4·α² / (F · M_X · M_Y)`` with ``α = C / W`` (one axis), ``M_X, M_Y`` the
@@ -647,7 +734,7 @@ def min_batch_per_chip_fsdp_tp(chip: Chip | str, d_ff: int, *, fsdp_axes: int = 
     d_ff = positive_int(d_ff, "d_ff")
     fsdp_axes = positive_int(fsdp_axes, "fsdp_axes")
     tensor_axes = positive_int(tensor_axes, "tensor_axes")
-    alpha = _intensity(get_chip(chip), 1, bandwidth, dtype)
+    alpha = _intensity(get_chip(chip), 1, bandwidth, dtype, compute_dtype)
     return 4.0 * alpha ** 2 / (d_ff * fsdp_axes * tensor_axes)
 
 
@@ -885,30 +972,173 @@ def pipeline_timeline(schedule: str, stages: int, microbatches: int, *,
     return tuple(tuple(ops) for ops in timeline)
 
 
-def accumulation_critical_batch(chip: Chip | str, microbatches: int, *, shard_params: bool,
-                                n_axes: int = 1, bandwidth: float | None = None,
-                                dtype: str = "bf16") -> float:
-    """Tokens per chip per step above which data parallelism with gradient accumulation over
-    ``M = microbatches`` microbatches is compute-bound.
+#: Data-parallel schemes :func:`accumulation_cost` prices under gradient accumulation.
+ACCUMULATION_SCHEMES: tuple[str, ...] = ("dp", "zero1", "zero2", "fsdp")
+_SCHEME_ALIASES = {"ddp": "dp", "zero0": "dp", "zero-0": "dp", "zero-1": "zero1",
+                   "zero-2": "zero2", "zero3": "fsdp", "zero-3": "fsdp"}
 
-    Accumulation runs ``M`` forward and backward passes over ``B/(X·M)`` tokens each before
-    one optimizer step, so activations are those of one microbatch. What it does to the
-    communication depends on where the weights live:
 
-    - replicated weights (DP, ZeRO-0 to 2; ``shard_params=False``): gradients accumulate
-      locally and are reduced once per step, so the condition is on the step's tokens,
-      ``B/X > C/W``, whatever ``M``;
-    - sharded weights (FSDP / ZeRO-3; ``shard_params=True``): every microbatch gathers the
-      weights again and ReduceScatters its gradients (they stay sharded), so each
-      microbatch must be compute-bound on its own: ``B/(X·M) > C/W``, i.e. ``B/X > M·C/W``.
+def _scheme(scheme: object) -> str:
+    key = scheme.strip().lower() if isinstance(scheme, str) else None
+    key = _SCHEME_ALIASES.get(key, key) if key is not None else None
+    if key not in ACCUMULATION_SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(ACCUMULATION_SCHEMES)}, "
+                         f"got {scheme!r}")
+    return key
 
-    ``C/W`` is :func:`critical_batch_per_chip_fsdp` (TPU v5p, one axis: 2550).
+
+@dataclass(frozen=True)
+class AccumulationCost:
+    """One layer of a data-parallel step run as ``M`` accumulated microbatches, per chip.
+
+    Times in seconds per layer per step, in units of ``2·D·F`` weights (they cancel in every
+    ratio). ``per_microbatch_*`` traffic repeats for every microbatch and overlaps that
+    microbatch's pass; ``once_*`` traffic runs once per step and can overlap only one
+    microbatch's pass: the reduction only the **last** microbatch's backward pass (the summed
+    gradient exists only once it has run: DDP's ``no_sync``, Megatron's
+    ``overlap_grad_reduce``), the gather of updated weights only the **first** microbatch's
+    forward pass of the next step.
+
+    Attributes:
+        scheme, microbatches, tokens_per_chip: the inputs (tokens per chip per step, ``B/X``).
+        compute_forward, compute_backward: one microbatch's passes.
+        per_microbatch_forward, per_microbatch_backward: traffic every microbatch repeats.
+        once_forward, once_backward: traffic once per step.
+        exposed: ``(M−1)·[max(0, pf − cf) + max(0, pb − cb)]
+        + max(0, pf + of − cf) + max(0, pb + ob − cb)``.
     """
+
+    scheme: str
+    microbatches: int
+    tokens_per_chip: float
+    compute_forward: float
+    compute_backward: float
+    per_microbatch_forward: float
+    per_microbatch_backward: float
+    once_forward: float
+    once_backward: float
+
+    @property
+    def compute(self) -> float:
+        """The step's compute: ``M`` microbatches, forward and backward."""
+        return self.microbatches * (self.compute_forward + self.compute_backward)
+
+    @property
+    def exposed(self) -> float:
+        M = self.microbatches
+        cf, cb = self.compute_forward, self.compute_backward
+        pf, pb = self.per_microbatch_forward, self.per_microbatch_backward
+        return ((M - 1) * (max(0.0, pf - cf) + max(0.0, pb - cb))
+                + max(0.0, pf + self.once_forward - cf) + max(0.0, pb + self.once_backward - cb))
+
+    @property
+    def exposed_fraction(self) -> float:
+        """Exposed communication's share of the step, ``exposed / (compute + exposed)``."""
+        return self.exposed / (self.compute + self.exposed)
+
+
+def accumulation_cost(chip: Chip | str, microbatches: int, tokens_per_chip: float, *,
+                      scheme: str, n_axes: int = 1, bandwidth: float | None = None,
+                      compute_dtype: str = "bf16", reduce_dtype: str = "bf16",
+                      param_dtype: str = "bf16") -> AccumulationCost:
+    """Price one layer of data parallelism with gradient accumulation (:class:`AccumulationCost`).
+
+    ``B/X = tokens_per_chip`` tokens per chip per step in ``M = microbatches`` microbatches of
+    ``b = B/(X·M)``. Per layer of ``2·D·F`` weights (set ``D·F = 1``; it cancels), with
+    ``C`` = the chip's FLOPs/s in ``compute_dtype`` and ``W`` the ring bandwidth
+    (:func:`axis_bandwidth`, times ``n_axes``), ``g`` the gradient-reduction bytes per element
+    (``reduce_dtype``; fp32, many frameworks' default, doubles them) and ``p`` the weight bytes
+    (``param_dtype``): one microbatch computes ``4·b/C`` forward and ``8·b/C`` backward, and
+
+    - ``"dp"`` (replicated, ZeRO-0): one AllReduce of the summed gradients per step,
+      ``2·2g/W``, overlapping only the last microbatch's backward pass;
+    - ``"zero1"`` (optimizer state sharded): one ReduceScatter per step, ``2g/W``, under the
+      last backward pass; one AllGather of the updated weights, ``2p/W``, under the first
+      forward pass of the next step;
+    - ``"zero2"`` (gradients sharded too): a ReduceScatter after **every** microbatch (the
+      gradients cannot accumulate in a shard before they are reduced), and the AllGather of
+      updated weights once per step;
+    - ``"fsdp"`` (ZeRO-3): every microbatch gathers the weights for its forward and again for
+      its backward pass and ReduceScatters its gradients.
+
+    Collective times are HSYM's large-ring forms (``V/W`` per gather, ``2V/W`` per
+    AllReduce), and a layer's traffic overlaps its own pass only (per-layer prefetch).
+    """
+    key = _scheme(scheme)
     M = positive_int(microbatches, "microbatches")
-    if not isinstance(shard_params, bool):
-        raise ValueError(f"shard_params must be True or False, got {shard_params!r}")
-    one = critical_batch_per_chip_fsdp(chip, n_axes=n_axes, bandwidth=bandwidth, dtype=dtype)
-    return one * M if shard_params else one
+    tokens = positive(tokens_per_chip, "tokens_per_chip")
+    if np.ndim(tokens):
+        raise ValueError("tokens_per_chip must be a single number")
+    chip = get_chip(chip)
+    n_axes = positive_int(n_axes, "n_axes")
+    ring = axis_bandwidth(chip) if bandwidth is None else positive(bandwidth, "bandwidth")
+    if np.ndim(ring):
+        raise ValueError("bandwidth must be a single number")
+    W = n_axes * ring
+    C = chip.flops(compute_dtype)
+    g = 2.0 * bytes_per_element(canonical_dtype(reduce_dtype))  # 2 weights per D·F
+    p = 2.0 * bytes_per_element(canonical_dtype(param_dtype))
+    b = tokens / M
+    cf, cb = 4.0 * b / C, 8.0 * b / C
+    pf = pb = of = ob = 0.0
+    if key == "dp":
+        ob = 2.0 * g / W
+    elif key == "zero1":
+        ob, of = g / W, p / W
+    elif key == "zero2":
+        pb, of = g / W, p / W
+    else:
+        pf, pb = p / W, p / W + g / W
+    return AccumulationCost(scheme=key, microbatches=M, tokens_per_chip=float(tokens),
+                            compute_forward=cf, compute_backward=cb,
+                            per_microbatch_forward=pf, per_microbatch_backward=pb,
+                            once_forward=of, once_backward=ob)
+
+
+def accumulation_critical_batch(chip: Chip | str, microbatches: int, *,
+                                scheme: str | None = None, shard_params: bool | None = None,
+                                n_axes: int = 1, bandwidth: float | None = None,
+                                dtype: str = "bf16", compute_dtype: str | None = None,
+                                reduce_dtype: str | None = None) -> float:
+    """Tokens per chip per step above which data parallelism with gradient accumulation over
+    ``M = microbatches`` hides all its communication (:func:`accumulation_cost`).
+
+    Every scheme needs ``B/X ≥ M·C/W`` (bf16 traffic), for a different reason:
+
+    - ``"dp"`` and ``"zero1"`` reduce once per step, but the reduction can only start when the
+      last microbatch has produced its gradients, so it hides under that microbatch's backward
+      pass alone: ``b = B/(X·M) ≥ C/W``; below that it is exposed once per step (a cost that
+      ``M`` amortises, :attr:`AccumulationCost.exposed_fraction`). ZeRO-1's AllGather of the
+      updated weights likewise hides under one microbatch's forward pass;
+    - ``"zero2"`` ReduceScatters after every microbatch (``b ≥ C/(2W)``) and gathers the
+      updated weights once, under the first microbatch's forward (``b ≥ C/W``);
+    - ``"fsdp"`` gathers and scatters for every microbatch: ``b ≥ C/W``.
+
+    What differs below the threshold is how much is exposed: once per step for DP and ZeRO-1,
+    every microbatch for ZeRO-2's scatters and all of FSDP's traffic. TPU v5p, one axis,
+    ``M = 4``: 10,200 tokens per chip per step for each. ``shard_params`` is the older
+    two-way switch (False = "dp", True = "fsdp"). ``compute_dtype`` (default ``dtype``) sets
+    ``C``: fp8 matmuls double it and so the threshold, with the traffic still in ``dtype``;
+    ``reduce_dtype`` (default ``dtype``) the gradient bytes: fp32 reductions double DP's and
+    ZeRO-1's threshold.
+    """
+    if scheme is None:
+        if shard_params is None:
+            raise ValueError("give scheme ('dp', 'zero1', 'zero2' or 'fsdp') or shard_params")
+        if not isinstance(shard_params, bool):
+            raise ValueError(f"shard_params must be True or False, got {shard_params!r}")
+        scheme = "fsdp" if shard_params else "dp"
+    key = _scheme(scheme)
+    M = positive_int(microbatches, "microbatches")
+    chip = get_chip(chip)
+    compute = canonical_dtype(compute_dtype if compute_dtype is not None else dtype)
+    reduce = canonical_dtype(reduce_dtype if reduce_dtype is not None else dtype)
+    one = accumulation_cost(chip, M, 1.0, scheme=key, n_axes=n_axes, bandwidth=bandwidth,
+                            compute_dtype=compute, reduce_dtype=reduce, param_dtype=dtype)
+    # Priced at B/X = 1 token, compute is per token of B/X and traffic does not depend on it:
+    # the busiest microbatch pass (which carries the once-per-step traffic) sets the bound.
+    return max(0.0, (one.per_microbatch_forward + one.once_forward) / one.compute_forward,
+               (one.per_microbatch_backward + one.once_backward) / one.compute_backward)
 
 
 # --------------------------------------------------------------------------- layout arithmetic
@@ -1112,7 +1342,9 @@ def data_parallel_bandwidth(chip: Chip | str, replica_chips: int, *, dp: int | N
 
 
 def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
-                                 per: str = "chip", dtype: str = "bf16", **bandwidth) -> float:
+                                 per: str = "chip", dtype: str = "bf16",
+                                 compute_dtype: str | None = None, microbatches: int = 1,
+                                 **bandwidth) -> float:
     """Tokens above which a GPU layout's data-parallel AllReduce hides under the backward pass.
 
     Derivation: one replica of ``R = replica_chips`` GPUs (``tp·pp·cp``) takes ``B_r`` tokens
@@ -1127,19 +1359,59 @@ def data_parallel_critical_batch(chip: Chip | str, replica_chips: int = 1, *,
     TP 8 filling the node, ``W = W_nic`` = 50 GB/s: 19,780 per replica, which is again
     2,472 per GPU; a replica across ``k`` nodes: ``C / (k·g·W_nic)`` per GPU (1,236 for
     k = 2). ``bandwidth`` passes ``chips_per_node``, ``nic_bandwidth``, ``nvlink_bandwidth``
-    on. For another ``dtype`` (compute and traffic both in it) ``C`` becomes ``C·(b/2)``.
+    on. For another ``dtype`` (compute and traffic both in it) ``C`` becomes ``C·(b/2)``;
+    ``compute_dtype`` sets ``C`` alone (fp8 matmuls, bf16 traffic: twice the threshold).
+
+    With ``M = microbatches`` per step (gradient accumulation, or a pipeline's microbatches)
+    the AllReduce can start only after the last microbatch's backward pass, which is all that
+    can hide it (for a pipeline, on its first stage, which finishes last): the threshold is
+    ``M`` times larger. A replica of TP 8 × PP 4 H100 nodes with 1F1B at ``M = 27`` (bubble
+    at most 10%): ``27 · 19,780`` tokens per replica, 16,689 per GPU.
     """
+    M = positive_int(microbatches, "microbatches")
     if per not in ("chip", "replica"):
         raise ValueError(f"per must be 'chip' or 'replica', got {per!r}")
     chip = get_chip(chip)
     R = positive_int(replica_chips, "replica_chips")
     W = data_parallel_bandwidth(chip, R, **bandwidth)
-    per_replica = chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W
+    C = chip.flops(compute_dtype if compute_dtype is not None else dtype)
+    per_replica = M * C * (bytes_per_element(dtype) / 2.0) / W
     return per_replica if per == "replica" else per_replica / R
 
 
+def nic_bytes_per_gpu(chip: Chip | str, nbytes: float, group: int, *, kind: str = "AllGather",
+                      stride: int = 1, chips_per_node: int | None = None) -> float:
+    """Bytes one GPU's NIC sends for one collective of an array of ``nbytes`` (its full,
+    gathered size) over a group of ``group`` GPUs whose members sit ``stride`` apart.
+
+    Rail-aligned model (NCCL's rings, one per NIC rail): a group has ``g_in = gcd(group,
+    node // stride)`` members in each node it touches (1 when ``stride >= node``), so it spans
+    ``k = group / g_in`` nodes. An AllGather or ReduceScatter moves ``nbytes·(k−1)/k`` into (and
+    out of) each node, spread over the ``g_in`` NICs of its members; an AllReduce twice that.
+    The node's other GPUs run their own groups' collectives on their own NICs at the same time.
+    A group inside one node (``k = 1``) sends nothing over the network.
+    """
+    chip = get_chip(chip)
+    if not chip.has_nvlink_domain:
+        raise ValueError(f"{chip.name} has no NVLink domain; NIC bytes are a GPU figure")
+    n = positive_int(group, "group")
+    stride = positive_int(stride, "stride")
+    node = (chip.chips_per_host if chips_per_node is None
+            else positive_int(chips_per_node, "chips_per_node"))
+    V = positive(nbytes, "nbytes", allow_zero=True)
+    if np.ndim(V):
+        raise ValueError("nbytes must be a single number")
+    key = kind.replace(" ", "").lower() if isinstance(kind, str) else ""
+    factor = {"allgather": 1.0, "reducescatter": 1.0, "allreduce": 2.0}.get(key)
+    if factor is None:
+        raise ValueError(f"kind must be AllGather, ReduceScatter or AllReduce, got {kind!r}")
+    g_in = math.gcd(n, node // stride) if stride < node else 1
+    k = n // g_in
+    return float(factor * V * (k - 1) / k / g_in)
+
+
 def dcn_critical_batch_per_pod(chip: Chip | str, *, bandwidth: float | None = None,
-                               dtype: str = "bf16") -> float:
+                               dtype: str = "bf16", microbatches: int = 1) -> float:
     """Tokens per pod (slice) above which data parallelism across pods over the data-centre
     network (DCN) hides under the backward pass.
 
@@ -1150,10 +1422,15 @@ def dcn_critical_batch_per_pod(chip: Chip | str, *, bandwidth: float | None = No
     ``2·(2·P/n) / W_dcn`` seconds (ring factor dropped). Its backward pass computes
     ``4·P·B_pod / (n·C)`` seconds. Compute wins when ``B_pod > C / W_dcn``, whatever the pod's
     size ``n``. TPU v5p: 4.59e14 / (2.5e10 / 4) = 73,440 tokens per pod.
+
+    When each pod accumulates ``M = microbatches`` microbatches per step, the AllReduce can
+    start only once the last one has produced its gradients, so it hides under that
+    microbatch's backward pass alone: ``B_pod > M·C / W_dcn`` (or it is exposed once per step).
     """
+    M = positive_int(microbatches, "microbatches")
     chip = get_chip(chip)
     W = (chip.nic_bandwidth_per_chip if bandwidth is None
          else positive(bandwidth, "bandwidth"))
     if np.ndim(W):
         raise ValueError("bandwidth must be a single number")
-    return chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W
+    return M * chip.flops(dtype) * (bytes_per_element(dtype) / 2.0) / W

@@ -36,14 +36,18 @@ backward pass, never stored); ``flash_attention=False`` stores them, ``2·H·T``
 
 - ``remat="none"``: ``b·T·A / tp``;
 - ``remat="selective"`` (recompute the attention core): ``A`` without any ``T × T`` term;
-- ``remat="full"`` (keep only each layer's bf16 input): ``2·b·T·D / tp`` per layer, plus the
-  rest of one layer's tensors while that layer is recomputed;
+- ``remat="full"`` (keep only each layer's bf16 input): ``2·b·T·D / tp`` per layer; the
+  rest of one layer's tensors is alive while that layer is recomputed;
 - a :class:`CheckpointPolicy`: ``k`` saved tensors per layer of stated sizes.
 
 Korthikanti et al.'s GPT-3 formula ``T·b·D·(34 + 5·H·T/D)`` is kept for comparison
-(:func:`korthikanti_activation_bytes_per_layer`). Add the fp32 logits of the last stage,
-``4·T·b·V / tp`` bytes. A 1F1B pipeline keeps ``min(M, pp)`` microbatches in flight on its
-first stage; without a pipeline one microbatch of ``b = B_loc / M`` sequences is in flight.
+(:func:`korthikanti_activation_bytes_per_layer`). The last stage also holds the fp32 logits,
+``4·T·b·V / tp`` bytes (vocabulary-parallel over ``tp``), but only until the loss's backward
+pass has run, before any layer is recomputed: the peak is the checkpoints plus the larger of
+the logits and one recomputed layer (:func:`activation_breakdown`). A 1F1B pipeline keeps
+``min(M, pp)`` microbatches in flight on its first stage (no logits) and one on its last
+(with them); the heavier of the two is charged. Without a pipeline one microbatch of
+``b = B_loc / M`` sequences is in flight.
 
 **FLOPs** per step: model FLOPs ``6·P·tokens + 12·L·T·H·d_h·tokens``
 (:func:`scalebook.transformer.training_flops` with ``include_attention=True``). The hardware
@@ -113,7 +117,7 @@ from scalebook._np import np
 
 from scalebook import collectives as coll
 from scalebook.hardware import Chip, bytes_per_element, canonical_dtype, get_chip
-from scalebook.parallelism import max_tensor_parallel, pipeline_bubble_fraction
+from scalebook.parallelism import pipeline_bubble_fraction, tensor_parallel_limit
 from scalebook.transformer import (
     TransformerConfig,
     attention_flops_per_token,
@@ -137,6 +141,9 @@ __all__ = [
     "best_training_layout",
     "activation_bytes_per_layer",
     "activation_memory",
+    "ActivationMemory",
+    "activation_breakdown",
+    "checkpoint_memory",
     "SavedTensor",
     "block_activation_tensors",
     "block_activation_bytes_per_token",
@@ -200,6 +207,11 @@ class PrecisionPolicy:
         moments: dtype of the optimizer's moment estimates.
         n_moments: moment tensors per parameter: 2 for Adam (``m`` and ``v``), 1 for SGD with
             momentum, 0 for plain SGD.
+        reduction: dtype the data-parallel gradient collectives (AllReduce, ReduceScatter)
+            carry, or None for ``gradients``. Many frameworks reduce in fp32 by default
+            (PyTorch FSDP's ``reduce_dtype``, Megatron's ``grad_reduce_in_fp32``), which
+            doubles the bytes over bf16; :func:`plan_training` prices the DP and FSDP
+            gradient traffic with it. Memory is unchanged (the buffer is transient).
 
     Bytes per parameter (``bytes_per_element`` of each dtype):
     ``state_bytes_per_param = weights + master + n_moments · moments`` (what lives from step to
@@ -214,6 +226,7 @@ class PrecisionPolicy:
     master: str | None = "fp32"
     moments: str = "fp32"
     n_moments: int = 2
+    reduction: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -222,6 +235,8 @@ class PrecisionPolicy:
             object.__setattr__(self, field, canonical_dtype(getattr(self, field)))
         if self.master is not None:
             object.__setattr__(self, "master", canonical_dtype(self.master))
+        if self.reduction is not None:
+            object.__setattr__(self, "reduction", canonical_dtype(self.reduction))
         n = self.n_moments
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"n_moments must be a non-negative integer (2 for Adam), got {n!r}")
@@ -233,6 +248,12 @@ class PrecisionPolicy:
     @property
     def gradient_bytes(self) -> float:
         return bytes_per_element(self.gradients)
+
+    @property
+    def reduce_bytes(self) -> float:
+        """Bytes per gradient element in the data-parallel reductions."""
+        return bytes_per_element(self.reduction if self.reduction is not None
+                                 else self.gradients)
 
     @property
     def master_bytes(self) -> float:
@@ -655,10 +676,38 @@ def _remat_policy(cfg: TransformerConfig, seq_len: int, remat: str,
                                                                      flash_attention=flash),))
 
 
-def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *, tp: int = 1,
-                      remat: str | CheckpointPolicy = "none", layers: int | None = None,
-                      in_flight: int = 1, flash_attention: bool = True) -> float:
-    """Activation bytes one chip holds at its peak in the backward pass, under ``remat``.
+@dataclass(frozen=True)
+class ActivationMemory:
+    """Activation bytes one chip holds in a training step, by what holds them.
+
+    Attributes:
+        checkpoints: the tensors every layer saves for its backward pass, for every microbatch
+            in flight: what a problem means by "how many bytes do the checkpoints take".
+        recomputed_layer: the extra tensors of the one layer being recomputed in the backward
+            pass (0 without rematerialisation).
+        logits: the fp32 logits of the last layer (0 where they are not held).
+
+    The backward pass runs in order: the loss first (the logits and their gradient, which
+    overwrites them, are alive beside every checkpoint), then the last layer is recomputed,
+    by which time the logits are gone. So the peak is ``checkpoints + max(logits,
+    recomputed_layer)``, not their sum.
+    """
+
+    checkpoints: float
+    recomputed_layer: float
+    logits: float
+
+    @property
+    def peak(self) -> float:
+        """``checkpoints + max(logits, recomputed_layer)`` bytes."""
+        return self.checkpoints + max(self.logits, self.recomputed_layer)
+
+
+def activation_breakdown(cfg: TransformerConfig, sequences: float, seq_len: int, *,
+                         tp: int = 1, remat: str | CheckpointPolicy = "none",
+                         layers: int | None = None, in_flight: int = 1,
+                         flash_attention: bool = True, logits: bool = True) -> ActivationMemory:
+    """Activation bytes on one chip by kind (:class:`ActivationMemory`), under ``remat``.
 
     ``sequences`` (b) sequences of ``seq_len`` (T) tokens per microbatch, ``layers`` layers
     (default all ``L``), ``in_flight`` microbatches held at once (a 1F1B pipeline stage holds
@@ -666,16 +715,17 @@ def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *,
     each layer saves and ``A`` = :func:`block_activation_bytes_per_token` (attention as
     ``flash_attention`` says, flash-style by default)::
 
-        in_flight · layers · b·T·S / tp      saved for the backward pass
-        + b·T·(A − S) / tp                   one layer's recomputed tensors, while it is redone
-        + 4·b·T·V / tp                       fp32 logits of the last layer
+        checkpoints      = in_flight · layers · b·T·S / tp
+        recomputed_layer = b·T·(A − S) / tp        one layer's other tensors, while it is redone
+        logits           = 4·b·T·V / tp            fp32, vocabulary-parallel over tp; 0 with
+                                                   logits=False (a stage without the LM head)
 
     ``remat``: "none" (``S = A``, nothing recomputed), "selective" (``S = A`` of a flash-style
-    kernel: the attention core is recomputed), "full" (``S = 2·D``, the bf16 layer input;
-    the layer being redone holds ``A − 2D`` more) or a :class:`CheckpointPolicy` (``S`` = its
-    saved sizes). The same accounting for every policy: the recomputed layer is always
-    counted, once. Every term is linear in b, so splitting the batch over N chips splits
-    these bytes N ways.
+    kernel: the attention core is recomputed), "full" (``S = 2·D``, the bf16 layer input) or
+    a :class:`CheckpointPolicy` (``S`` = its saved sizes). The logits are sharded over the
+    vocabulary with tensor parallelism (Megatron's vocabulary-parallel cross entropy: each
+    chip computes ``V/tp`` logits of every token and the softmax's max and sum are
+    AllReduced, two numbers per token).
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
@@ -686,13 +736,44 @@ def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *,
     tp = positive_int(tp, "tp")
     layers = cfg.n_layers if layers is None else positive_int(layers, "layers")
     in_flight = positive_int(in_flight, "in_flight")
+    if not isinstance(logits, bool):
+        raise ValueError(f"logits must be True or False, got {logits!r}")
     policy = (remat if isinstance(remat, CheckpointPolicy)
               else _remat_policy(cfg, seq_len, remat, flash_attention))
     tokens = b * seq_len
     block = block_activation_bytes_per_token(cfg, seq_len, flash_attention=flash_attention)
     saved = policy.bytes_per_token
-    act = in_flight * layers * tokens * saved / tp + tokens * max(0.0, block - saved) / tp
-    return act + 4.0 * tokens * cfg.vocab_size / tp
+    return ActivationMemory(
+        checkpoints=in_flight * layers * tokens * saved / tp,
+        recomputed_layer=tokens * max(0.0, block - saved) / tp,
+        logits=4.0 * tokens * cfg.vocab_size / tp if logits else 0.0,
+    )
+
+
+def activation_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *, tp: int = 1,
+                      remat: str | CheckpointPolicy = "none", layers: int | None = None,
+                      in_flight: int = 1, flash_attention: bool = True,
+                      logits: bool = True) -> float:
+    """Activation bytes one chip holds at its peak in the backward pass, under ``remat``:
+    ``checkpoints + max(logits, recomputed_layer)`` of :func:`activation_breakdown` (its
+    docstring gives every term). The logits are freed once the loss's backward pass has run,
+    before the last layer is recomputed, so the two are never alive together. Every term is
+    linear in b, so splitting the batch over N chips splits these bytes N ways.
+    """
+    return activation_breakdown(cfg, sequences, seq_len, tp=tp, remat=remat, layers=layers,
+                                in_flight=in_flight, flash_attention=flash_attention,
+                                logits=logits).peak
+
+
+def checkpoint_memory(cfg: TransformerConfig, sequences: float, seq_len: int, *, tp: int = 1,
+                      remat: str | CheckpointPolicy = "none", layers: int | None = None,
+                      in_flight: int = 1, flash_attention: bool = True) -> float:
+    """The bytes the checkpoints alone take: ``in_flight · layers · b·T·S / tp``, the tensors
+    ``remat`` saves for the backward pass, without the layer being recomputed or the logits
+    (:func:`activation_breakdown`)."""
+    return activation_breakdown(cfg, sequences, seq_len, tp=tp, remat=remat, layers=layers,
+                                in_flight=in_flight, flash_attention=flash_attention,
+                                logits=False).checkpoints
 
 
 def _torus_axes(chip: Chip, n: int) -> list[int]:
@@ -846,8 +927,9 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
 
     Flags: "does not fit: needs X of Y HBM" (binary units, readable at any size); "communication-bound: exposed
     communication is X% of the step" (at least :data:`COMMS_FLAG_FRACTION`); "TP past its
-    useful degree (tp=Y > ~Y*)" with ``Y*`` from :func:`scalebook.parallelism.max_tensor_parallel`
-    (capped at one GPU node); "degrees multiply to X, not the N chips"; "global batch not
+    useful degree (tp=Y > ~Y*)" with ``Y*`` the head-dividing bound of
+    :func:`scalebook.parallelism.tensor_parallel_limit` (SwiGLU's 1.5×; capped at one GPU node);
+    "tp does not divide the query heads"; "tp > KV heads: replicated"; "degrees multiply to X, not the N chips"; "global batch not
     divisible by dp·fsdp·microbatches"; "pipeline bubble X%" (at least
     :data:`BUBBLE_FLAG_FRACTION`).
     """
@@ -873,6 +955,7 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
             raise ValueError(f"precision must be a PrecisionPolicy, got {type(precision).__name__}")
         b_param, b_grad = precision.weight_bytes, precision.gradient_bytes
         b_opt = precision.optimizer_bytes
+    b_reduce = b_grad if precision is None else precision.reduce_bytes
     peak = chip.flops("bf16")
     efficiency = positive(compute_efficiency, "compute_efficiency")
     if isinstance(efficiency, np.ndarray) or efficiency > 1:
@@ -896,8 +979,10 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     b_loc = global_batch / lay.data  # sequences per data shard
     micro = b_loc / lay.microbatches  # sequences per microbatch
     in_flight = min(lay.microbatches, lay.pp) if lay.pp > 1 else 1
-    act = activation_memory(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat, layers=layers,
-                            in_flight=in_flight)
+    act = activation_memory(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat, layers=layers)
+    if lay.pp > 1:  # the first stage: more microbatches in flight, no logits
+        act = max(act, activation_memory(cfg, micro, seq_len, tp=lay.tp, remat=lay.remat,
+                                         layers=layers, in_flight=in_flight, logits=False))
     memory = TrainingMemory(
         weights=stage_params * b_param / lay.weight_shards,
         gradients=stage_params * b_grad / lay.gradient_shards,
@@ -923,9 +1008,10 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     fabric = _Fabric(chip, (lay.tp, lay.fsdp, lay.dp, lay.pp))
     M = lay.microbatches
     weights_full = stage_params * b_param  # bytes of one (tp, pp) shard's weights
-    grads_full = stage_params * b_grad  # and of its gradients
+    grads_full = stage_params * b_reduce  # and of its gradients, as reduced
     comms: list[CommCost] = []
-    fwd = bwd = 0.0
+    fwd = bwd = 0.0  # traffic every microbatch repeats (seconds per step, all M of them)
+    fwd_once = bwd_once = 0.0  # traffic once per step
     exposed_always = 0.0
     s_w, s_g = lay.weight_shards, lay.gradient_shards
     # FSDP / ZeRO-3: gather each layer's weights before forward and backward, per microbatch.
@@ -948,17 +1034,17 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     if lay.dp > 1 and lay.zero_stage == 0:
         t = fabric.all_reduce(rest_g / layers, lay.dp, dp_stride) * layers
         comms.append(CommCost("gradient AllReduce (DP)", 2 * _ring_bytes(rest_g, lay.dp), t))
-        bwd += t
+        bwd_once += t
     elif lay.dp > 1 and lay.zero_stage in (1, 2):
         t_w = fabric.gather(rest / layers, lay.dp, dp_stride) * layers
         if lay.zero_stage == 1:
             t_g = fabric.gather(rest_g / layers, lay.dp, dp_stride) * layers
             comms.append(CommCost("gradient ReduceScatter (ZeRO-1)",
                                   _ring_bytes(rest_g, lay.dp), t_g))
-            bwd += t_g
+            bwd_once += t_g
         comms.append(CommCost(f"updated-weight AllGather (ZeRO-{lay.zero_stage})",
                               _ring_bytes(rest, lay.dp), t_w))
-        fwd += t_w  # overlaps the next forward pass at best
+        fwd_once += t_w  # overlaps the next step's first forward pass at best
     # Tensor parallelism: 2 AllReduces of [b·T, D] per layer per pass (+2 for full remat).
     if lay.tp > 1:
         act_bytes = micro * seq_len * D * b_param
@@ -977,9 +1063,15 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
         bwd += M * t_one
 
     if overlap:
-        exposed = max(0.0, fwd - compute_fwd) + max(0.0, bwd - compute_bwd) + exposed_always
+        # Per-microbatch traffic overlaps its own microbatch; once-per-step traffic only one
+        # microbatch: the reduction the last backward pass, the weight gather the first forward.
+        cf, cb = compute_fwd / M, compute_bwd / M
+        pf, pb = fwd / M, bwd / M
+        exposed = ((M - 1) * (max(0.0, pf - cf) + max(0.0, pb - cb))
+                   + max(0.0, pf + fwd_once - cf) + max(0.0, pb + bwd_once - cb)
+                   + exposed_always)
     else:
-        exposed = fwd + bwd + exposed_always
+        exposed = fwd + bwd + fwd_once + bwd_once + exposed_always
     bubble_fraction = float(pipeline_bubble_fraction(lay.pp, M))
     bubble = (compute + exposed) * bubble_fraction / (1.0 - bubble_fraction)
     step = StepTime(compute=compute, comms_exposed=exposed, bubble=bubble)
@@ -994,11 +1086,16 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     share = exposed / step.total
     if share >= COMMS_FLAG_FRACTION:
         flags.append(f"communication-bound: exposed communication is {share:.0%} of the step")
-    useful = max_tensor_parallel(chip, cfg.d_ff)
+    useful = tensor_parallel_limit(cfg, chip).head_bound
     if chip.has_nvlink_domain:
         useful = min(useful, chip.chips_per_host)
     if lay.tp > useful:
         flags.append(f"TP past its useful degree (tp={lay.tp} > ~{useful})")
+    if cfg.n_heads % lay.tp:
+        flags.append(f"tp={lay.tp} does not divide the {cfg.n_heads} query heads")
+    elif lay.tp > cfg.n_kv_heads:
+        flags.append(f"tp={lay.tp} > {cfg.n_kv_heads} KV heads: each KV head is replicated on "
+                     f"{lay.tp // cfg.n_kv_heads} chips (not priced)")
     if n_chips is not None and n_chips != N:
         flags.append(f"degrees multiply to {N}, not the {n_chips} chips")
     if global_batch % (lay.data * M):
@@ -1032,8 +1129,12 @@ def _divisors(n: int) -> list[int]:
 
 def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int, *,
                          global_batch: int, seq_len: int, max_tp: int | None = None,
-                         max_pp: int | None = None, **kwargs) -> TrainingPlan:
+                         max_pp: int | None = None, max_comms_share: float | None = None,
+                         **kwargs) -> TrainingPlan:
     """The fitting layout of exactly ``n_chips`` with the smallest step time.
+
+    With ``max_comms_share`` (a fraction), only layouts whose exposed communication is at most
+    that share of their step count: ``comms_exposed / total <= max_comms_share``.
 
     Search space:
 
@@ -1051,10 +1152,12 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
     Ties on step time go to the plan using less memory. ``kwargs`` go to
     :func:`plan_training` (``overlap``, ``param_dtype``, ``master_fp32``, ``optimizer``,
     ``compute_efficiency``).
-    Raises ``ValueError`` when nothing fits.
+    Raises ``ValueError`` when nothing fits (or nothing meets ``max_comms_share``).
     """
     chip = get_chip(chip)
     n_chips = positive_int(n_chips, "n_chips")
+    if max_comms_share is not None and not 0 < max_comms_share <= 1:
+        raise ValueError(f"max_comms_share must be in (0, 1], got {max_comms_share!r}")
     global_batch = positive_int(global_batch, "global_batch")
     seq_len = positive_int(seq_len, "seq_len")
     tp_cap = positive_int(max_tp, "max_tp") if max_tp is not None else min(cfg.n_heads, 64)
@@ -1063,6 +1166,9 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
 
     def consider(plan: TrainingPlan) -> None:
         nonlocal best
+        step = plan.step_time
+        if max_comms_share is not None and step.comms_exposed > max_comms_share * step.total:
+            return
         key = (plan.step_time.total, plan.memory.total)
         if best is None or key < (best.step_time.total, best.memory.total):
             best = plan
@@ -1097,8 +1203,10 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
                     if pp == 1:
                         break  # more accumulation steps only add communication
     if best is None:
+        limit = ("" if max_comms_share is None
+                 else f" with exposed communication at most {max_comms_share:.0%} of the step")
         raise ValueError(f"no layout of {n_chips} {chip.name} chips fits {cfg.name or 'the model'} "
-                         f"with {global_batch} sequences of {seq_len} tokens")
+                         f"with {global_batch} sequences of {seq_len} tokens{limit}")
     return best
 
 

@@ -545,6 +545,115 @@ def test_pipeline_timeline_idles_exactly_the_bubble(schedule):
 
 
 def test_gradient_accumulation_thresholds():
-    # DP reduces once per step: C/W whatever M; FSDP re-gathers per microbatch: M·C/W
-    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(2550)
+    """Issue 42 item 1. DP reduces once per step but only the last microbatch's backward pass
+    can hide it: M·C/W, not C/W whatever M (the old model). ZeRO-2 ReduceScatters every
+    microbatch; FSDP re-gathers per microbatch: M·C/W for every scheme."""
+    for scheme in par.ACCUMULATION_SCHEMES:
+        assert par.accumulation_critical_batch("v5p", 4, scheme=scheme) == pytest.approx(10200)
+    assert par.accumulation_critical_batch("v5p", 4, shard_params=False) == pytest.approx(10200)
     assert par.accumulation_critical_batch("v5p", 4, shard_params=True) == pytest.approx(10200)
+    assert par.accumulation_critical_batch("v5p", 1, scheme="dp") == pytest.approx(2550)
+    # fp32 reductions double DP's gradient bytes and so its threshold
+    assert par.accumulation_critical_batch("v5p", 4, scheme="dp", reduce_dtype="fp32") == \
+        pytest.approx(20400)
+    # fp8 matmuls double C: the threshold doubles with the traffic still bf16 (H100)
+    assert par.accumulation_critical_batch("H100", 1, scheme="dp", compute_dtype="fp8") == \
+        pytest.approx(2 * par.critical_batch_per_chip_dp("H100"), rel=1e-3)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        par.accumulation_critical_batch("v5p", 4, scheme="zero5")
+    with pytest.raises(ValueError, match="give scheme"):
+        par.accumulation_critical_batch("v5p", 4)
+
+
+def test_accumulation_exposes_dp_once_per_step_and_zero2_every_microbatch():
+    """Issue 42 item 1: at C/W tokens per chip per step and M = 8 (v5p, one axis), with
+    D·F = 1 per layer, W = 1.8e11, C = 4.59e14: one microbatch computes 0.5/W forward and
+    1/W backward. DP: AllReduce 8/W once, under the last backward: 7/W exposed of 12/W compute.
+    ZeRO-2: ReduceScatter 4/W after every microbatch (3/W exposed each, 24/W) plus the weight
+    AllGather 4/W once under the first forward (3.5/W). The old model hid both entirely."""
+    W = 1.8e11
+    dp = par.accumulation_cost("v5p", 8, 2550, scheme="dp")
+    assert dp.exposed == pytest.approx(7 / W)
+    assert dp.compute == pytest.approx(12 / W)
+    z2 = par.accumulation_cost("v5p", 8, 2550, scheme="zero2")
+    assert z2.exposed == pytest.approx((24 + 3.5) / W)
+    fsdp = par.accumulation_cost("v5p", 8, 2550, scheme="fsdp")
+    assert fsdp.exposed == pytest.approx(8 * (3.5 + 7) / W)
+    assert dp.exposed < z2.exposed < fsdp.exposed
+    # with M = 1 nothing is exposed at C/W
+    assert par.accumulation_cost("v5p", 1, 2550, scheme="dp").exposed == pytest.approx(0)
+
+
+# --------------------------------------------------------------------------- issue 42
+
+
+def test_tp_bound_counts_swiglu_and_the_heads():
+    """Issue 42 item 3: the TP bound was derived for a two-matrix MLP (4BDF/Y) and applied to
+    LLaMA's SwiGLU; three matrices give 1.5x: floor(1.5 · 28672 · 1.8e11 / 4.59e14) = 16 on a
+    v5p axis (not 11), 50 over three axes (not 33). A usable degree divides the 64 query heads
+    (50 -> 32), and 8 KV heads cap it at 8 unless each KV head is replicated."""
+    from scalebook.transformer import llama3_70b
+    assert par.max_tensor_parallel("v5p", 28672, mlp_matrices=3) == 16
+    one = par.tensor_parallel_limit(llama3_70b(), "v5p")
+    assert (one.bandwidth_bound, one.head_bound, one.kv_bound, one.kv_replication) == \
+        (16, 16, 8, 2)
+    three = par.tensor_parallel_limit(llama3_70b(), "v5p", n_axes=3)
+    assert (three.bandwidth_bound, three.head_bound, three.kv_bound, three.kv_replication) == \
+        (50, 32, 8, 4)
+    # replication: each chip holds W_k, W_v of one whole head, 2·D·d_h = 2,097,152 weights,
+    # instead of 2·D·8·d_h / 16 = 1,048,576: 1,048,576 more per layer
+    assert one.kv_extra_params_per_layer == pytest.approx(2 * 8192 * 128 * (1 - 8 / 16))
+    assert 0 < one.kv_extra_fraction < 0.05
+    # a plain (two-matrix) MLP keeps HSYM's bound
+    from scalebook.transformer import TransformerConfig
+    plain = TransformerConfig(d_model=8192, n_layers=80, n_heads=64, n_kv_heads=8, d_ff=28672,
+                              vocab_size=128256, gated_mlp=False)
+    assert par.tensor_parallel_limit(plain, "v5p").bandwidth_bound == 11
+    with pytest.raises(ValueError, match="TransformerConfig"):
+        par.tensor_parallel_limit("llama", "v5p")
+
+
+def test_planner_flags_tp_against_heads_not_the_two_matrix_bound():
+    """Issue 42 item 3: tp = 16 on v5p is within SwiGLU's bound (16) but beyond 8 KV heads."""
+    from scalebook.training import TrainingLayout, plan_training
+    from scalebook.transformer import llama3_70b
+    plan = plan_training(llama3_70b(), TrainingLayout(fsdp=16, tp=16, remat="full"), "v5p",
+                         global_batch=16, seq_len=8192)
+    assert not any("useful degree" in f for f in plan.flags)
+    assert any("KV heads" in f for f in plan.flags)
+
+
+def test_hsdp_groups_across_nodes_save_no_nic_traffic():
+    """Issue 42 item 4: with rail-aligned NICs, HSDP whose FSDP group spans 8 nodes still
+    sends every gather through the NICs: per GPU per microbatch 3·V·(7/8)/8 of gathers and
+    scatters plus the AllReduce of its 1/64 shard, within 5% of FSDP over all 2,048 GPUs
+    (3·V·(255/256)/8). A group inside one node sends only the AllReduce: a third less, and
+    once per step rather than every microbatch."""
+    V = 1.0e9
+    fsdp_all = 3 * par.nic_bytes_per_gpu("H100", V, 2048)
+    assert fsdp_all == pytest.approx(3 * V * 255 / 256 / 8)
+    hsdp_8_nodes = (3 * par.nic_bytes_per_gpu("H100", V, 64)
+                    + par.nic_bytes_per_gpu("H100", V / 64, 32, kind="AllReduce", stride=64))
+    hsdp_node = (3 * par.nic_bytes_per_gpu("H100", V, 8)
+                 + par.nic_bytes_per_gpu("H100", V / 8, 256, kind="AllReduce", stride=8))
+    assert par.nic_bytes_per_gpu("H100", V, 8) == 0  # inside the node: NVLink only
+    assert hsdp_8_nodes > 0.95 * fsdp_all
+    assert hsdp_node < 0.7 * fsdp_all
+    with pytest.raises(ValueError, match="kind must be"):
+        par.nic_bytes_per_gpu("H100", V, 8, kind="AllToAll")
+    with pytest.raises(ValueError, match="NVLink domain"):
+        par.nic_bytes_per_gpu("v5p", V, 8)
+
+
+def test_dcn_threshold_grows_with_accumulation():
+    """Issue 42 item 1: pods that accumulate M microbatches reduce once, under the last one."""
+    assert par.dcn_critical_batch_per_pod("v5p", microbatches=4) == pytest.approx(4 * 73440)
+
+
+def test_fp8_matmuls_double_every_c_over_w_threshold():
+    """Issue 42 (solver): fp8 compute with bf16 traffic doubles C and so each threshold."""
+    bf16 = par.critical_batch_per_chip_fsdp("H100")
+    fp8 = par.critical_batch_per_chip_fsdp("H100", compute_dtype="fp8")
+    assert fp8 == pytest.approx(2 * bf16, rel=1e-3)
+    # fp8 compute and fp8 traffic together leave it where it was (HSYM's int8 remark)
+    assert par.critical_batch_per_chip_fsdp("H100", dtype="fp8") == pytest.approx(bf16, rel=1e-3)

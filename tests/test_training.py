@@ -10,7 +10,7 @@ import pytest
 from scalebook import collectives as coll
 from scalebook.hardware import get_chip
 from scalebook.parallelism import pipeline_bubble_fraction
-from scalebook.transformer import llama3_70b
+from scalebook.transformer import llama3_8b, llama3_70b
 from scalebook.training import (
     BF16_ADAM,
     BF16_WEIGHTS_FP32_ADAM,
@@ -22,7 +22,9 @@ from scalebook.training import (
     TrainingLayout,
     CheckpointPolicy,
     activation_bytes_per_layer,
+    activation_breakdown,
     activation_memory,
+    checkpoint_memory,
     block_activation_bytes_per_token,
     block_activation_tensors,
     checkpoint_policy,
@@ -100,8 +102,9 @@ def test_activation_formulas_by_remat_mode():
     assert activation_bytes_per_layer(TINY, 2, 16, tp=2, remat="full") == \
         pytest.approx(2 * 2048 / 2)
     full = tiny_plan(TrainingLayout(dp=4, remat="full")).memory.activations
-    # 4 checkpoints of 2·32·64, one layer redone (its other 3,096 − 128 bytes per token)
-    assert full == pytest.approx(4 * 2 * 2048 + 32 * (3096 - 128) + 128_000)
+    # 4 checkpoints of 2·32·64, then the larger of one layer redone (its other 3,096 − 128
+    # bytes per token: 94,976) and the logits (128,000): they are never alive together
+    assert full == pytest.approx(4 * 2 * 2048 + max(32 * (3096 - 128), 128_000))
 
 
 def test_compute_time_and_mfu_by_hand():
@@ -178,7 +181,9 @@ def test_tp_within_a_node_uses_nvlink_and_across_nodes_is_slow_and_flagged():
         "AllReduce", 2 * act, 16, H100, gpus_per_node=8).time)
     assert tp_across > 2 * tp_in
     small = plan_training(PRESETS["LLaMA-3 8B"], TrainingLayout(tp=8, fsdp=2), "H100", **kwargs)
-    assert "TP past its useful degree (tp=8 > ~6)" in small.flags  # 14,336·4.5e11/9.89e14
+    # SwiGLU's three matrices: 1.5 · 14,336·4.5e11/9.89e14 = 9.8, so 8 is within the bound
+    # (the two-matrix bound, 6, flagged it before issue 42)
+    assert not any("useful degree" in f for f in small.flags)
 
 
 def test_tp_comms_are_exposed_and_overlap_off_exposes_everything():
@@ -373,16 +378,20 @@ def test_plan_training_under_a_precision_policy():
 def test_activation_memory_is_what_plan_training_holds():
     # 2 sequences of 16 tokens, 4 layers of 32 · 3,096 bytes + fp32 logits 128,000 (as above).
     assert activation_memory(TINY, 2, 16) == pytest.approx(4 * 32 * 3096 + 128_000)
-    # full remat: 4 layers · 2·2048 bytes + one layer's other tensors redone + logits.
+    # full remat: 4 layers · 2·2048 bytes + the larger of one layer's other tensors redone
+    # and the logits.
     assert activation_memory(TINY, 2, 16, remat="full") == pytest.approx(
-        4 * 2 * 2048 + 32 * (3096 - 128) + 128_000)
+        4 * 2 * 2048 + max(32 * (3096 - 128), 128_000))
     # a pipeline stage of 1 layer with 4 microbatches in flight, tp = 2
     assert activation_memory(TINY, 2, 16, tp=2, remat="selective", layers=1,
                              in_flight=4) == pytest.approx(4 * 32 * 3096 / 2 + 128_000 / 2)
     plan = tiny_plan(TrainingLayout(dp=2, tp=2, pp=2, microbatches=4, remat="selective"))
-    # 4 sequences per replica, 1 per microbatch, 2 in flight on the 2-layer first stage
-    assert plan.memory.activations == pytest.approx(activation_memory(
-        TINY, 1, 16, tp=2, remat="selective", layers=2, in_flight=2))
+    # 4 sequences per replica, 1 per microbatch: 2 in flight on the 2-layer first stage (no
+    # logits) or 1 with the logits on the last stage, whichever is heavier
+    assert plan.memory.activations == pytest.approx(max(
+        activation_memory(TINY, 1, 16, tp=2, remat="selective", layers=2, in_flight=2,
+                          logits=False),
+        activation_memory(TINY, 1, 16, tp=2, remat="selective", layers=2)))
 
 
 def test_llama_block_activations_from_its_own_tensors():
@@ -402,11 +411,11 @@ def test_llama_block_activations_from_its_own_tensors():
     assert korthikanti_activation_bytes_per_layer(l70, 1, 8192) == 8192 * 8192 * (34 + 5 * 64)
     assert korthikanti_activation_bytes_per_layer(l70, 1, 8192, selective=True) == \
         8192 * 8192 * 34
-    # full remat, 2,048 sequences of 8K: 80 inputs of 2·D plus one layer's other tensors
-    # (no T × T with a flash-style recompute); logits 4·V per token
+    # full remat, 2,048 sequences of 8K: 80 inputs of 2·D, then the larger of one layer's
+    # other tensors (no T × T with a flash-style recompute) and the logits, 4·V per token
     tokens = 2048 * 8192
     assert activation_memory(l70, 2048, 8192, remat="full") == pytest.approx(
-        tokens * (80 * 2 * 8192 + (332_040 - 2 * 8192) + 4 * 128256))
+        tokens * (80 * 2 * 8192 + max(332_040 - 2 * 8192, 4 * 128256)))
     names = [t.name for t in block_activation_tensors(l70, 8192)]
     assert len(names) == len(set(names)) == 12
 
@@ -417,17 +426,20 @@ def test_a_custom_checkpoint_policy_saves_k_tensors_of_stated_sizes():
     policy = checkpoint_policy(l70, 8192, ["block input", "Q, K, V"])
     assert policy.saved_bytes_per_token == (16_384.0, 20_480.0)
     tokens = 4 * 8192
-    expected = 80 * tokens * 36_864 + tokens * (332_040 - 36_864) + 4 * tokens * 128256
+    expected = 80 * tokens * 36_864 + max(tokens * (332_040 - 36_864), 4 * tokens * 128256)
     assert activation_memory(l70, 4, 8192, remat=policy) == pytest.approx(expected)
+    # the checkpoints alone: what "how many bytes do the checkpoints take" asks
+    assert checkpoint_memory(l70, 4, 8192, remat=policy) == pytest.approx(
+        80 * tokens * 36_864)
     # with tp = 8 (sequence parallel) and 2 microbatches in flight on a 10-layer stage
     assert activation_memory(l70, 4, 8192, remat=policy, tp=8, layers=10, in_flight=2) == \
-        pytest.approx((2 * 10 * tokens * 36_864 + tokens * (332_040 - 36_864)
-                       + 4 * tokens * 128256) / 8)
+        pytest.approx((2 * 10 * tokens * 36_864 + max(tokens * (332_040 - 36_864),
+                                                       4 * tokens * 128256)) / 8)
     # stated sizes directly: k = 3 tensors
     three = CheckpointPolicy("three", (100, 200, 300))
     assert three.bytes_per_token == 600
     assert activation_memory(TINY, 1, 16, remat=three) == pytest.approx(
-        4 * 16 * 600 + 16 * (3096 - 600) + 4 * 16 * 1000)
+        4 * 16 * 600 + max(16 * (3096 - 600), 4 * 16 * 1000))
     # "full" is the policy that saves the layer input alone
     full = CheckpointPolicy("input", (2 * 8192,))
     assert activation_memory(l70, 4, 8192, remat=full) == pytest.approx(
@@ -448,9 +460,9 @@ def test_training_memory_of_the_tiny_model_by_hand():
     assert state.optimizer == 12 * P_TINY
     assert state.total == state.state == 16 * P_TINY == 6_251_520
     run = training_memory(TINY, global_batch=8, seq_len=16)  # per-layer checkpoints
-    # 128 tokens: 4 layers · 2·128·64 = 65,536; one layer redone 128·(3,096 − 128) = 379,904;
-    # logits 4·128·1000 = 512,000.
-    assert run.activations == pytest.approx(65_536 + 379_904 + 512_000)
+    # 128 tokens: 4 layers · 2·128·64 = 65,536; then the larger of one layer redone,
+    # 128·(3,096 − 128) = 379,904, and the logits, 4·128·1000 = 512,000.
+    assert run.activations == pytest.approx(65_536 + 512_000)
     none = training_memory(TINY, global_batch=8, seq_len=16, remat="none", precision=BF16_ADAM)
     assert none.activations == pytest.approx(4 * 128 * 3096 + 512_000)
     assert none.state == 8 * P_TINY
@@ -581,3 +593,92 @@ def test_active_parameters_of_a_mixture_of_experts():
 def test_bad_budget_inputs_raise(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --------------------------------------------------------------------------- issue 42
+
+
+def test_activation_peak_follows_the_backward_order_not_a_sum():
+    """Issue 42: the logits are freed by the loss's backward pass before the last layer is
+    recomputed, so the peak is checkpoints + max(logits, recomputed layer). The old model
+    added both: for LLaMA-3 70B, one 8K sequence, full remat, it said 80·2D·T + (A − 2D)·T
+    + 4V·T; the peak is 80·2D·T + 4V·T, 2.59 GB less."""
+    l70 = llama3_70b()
+    T = 8192
+    parts = activation_breakdown(l70, 1, T, remat="full")
+    assert parts.checkpoints == pytest.approx(80 * 2 * 8192 * T)
+    assert parts.recomputed_layer == pytest.approx((332_040 - 2 * 8192) * T)
+    assert parts.logits == pytest.approx(4 * 128256 * T)
+    old = parts.checkpoints + parts.recomputed_layer + parts.logits
+    assert activation_memory(l70, 1, T, remat="full") == pytest.approx(
+        parts.checkpoints + parts.logits)
+    assert old - activation_memory(l70, 1, T, remat="full") == pytest.approx(
+        (332_040 - 2 * 8192) * T)
+    # with the logits sharded 8 ways (vocabulary parallel) the recomputed layer is the larger
+    # one when it is not sharded: tp shards both, so compare a stage without the LM head
+    assert activation_memory(l70, 1, T, remat="full", logits=False) == pytest.approx(
+        parts.checkpoints + parts.recomputed_layer)
+    # the checkpoints-only figure is neither
+    assert checkpoint_memory(l70, 1, T, remat="full") == pytest.approx(parts.checkpoints)
+    with pytest.raises(ValueError, match="logits must be True or False"):
+        activation_memory(l70, 1, T, logits="yes")
+
+
+def test_gradient_reduction_in_fp32_doubles_the_dp_and_fsdp_gradient_bytes():
+    """Issue 42: a PrecisionPolicy's reduction dtype is what the gradient collectives carry."""
+    from scalebook.training import MIXED_PRECISION_ADAM
+    import dataclasses
+    fp32_reduce = dataclasses.replace(MIXED_PRECISION_ADAM, reduction="fp32")
+    assert fp32_reduce.reduce_bytes == 4 and MIXED_PRECISION_ADAM.reduce_bytes == 2
+    for layout, name in ((TrainingLayout(dp=4, zero_stage=0, remat="full"),
+                          "gradient AllReduce (DP)"),
+                         (TrainingLayout(fsdp=4, remat="full"), "gradient ReduceScatter")):
+        base = {c.name: c for c in tiny_plan(layout, precision=MIXED_PRECISION_ADAM).comms}
+        wide = {c.name: c for c in tiny_plan(layout, precision=fp32_reduce).comms}
+        assert wide[name].nbytes == pytest.approx(2 * base[name].nbytes)
+        # the memory is not what changes
+        assert tiny_plan(layout, precision=fp32_reduce).memory == \
+            tiny_plan(layout, precision=MIXED_PRECISION_ADAM).memory
+    with pytest.raises(ValueError):
+        dataclasses.replace(MIXED_PRECISION_ADAM, reduction="fp7")
+
+
+def test_accumulated_dp_reduction_hides_only_under_the_last_microbatch():
+    """Issue 42 item 1: plain DP with M accumulated microbatches reduces once per step, but
+    only the last microbatch's backward pass can cover it. The old planner hid it under the
+    whole step's backward pass: no exposed communication at M = 8."""
+    l8 = llama3_8b()
+    M = 8
+
+    def plan(m):
+        return plan_training(l8, TrainingLayout(dp=64, zero_stage=0, microbatches=m,
+                                                remat="full"),
+                             "H100", global_batch=64 * 8, seq_len=1024)
+
+    acc, whole = plan(M), plan(1)
+    ar = {c.name: c for c in acc.comms}["gradient AllReduce (DP)"]
+    assert ar.time == pytest.approx({c.name: c for c in whole.comms}[ar.name].time)
+    # the whole step's backward pass (2/3 of it, plus the redone forward) covers the AllReduce,
+    # one microbatch's does not
+    backward = acc.step_time.compute - acc.hardware_flops_per_step / 4 / acc.n_chips / 9.89e14
+    assert ar.time < backward and ar.time > backward / M
+    assert whole.step_time.comms_exposed == 0
+    assert acc.step_time.comms_exposed == pytest.approx(ar.time - backward / M, rel=1e-6)
+
+
+def test_the_best_layout_can_be_asked_to_keep_communication_within_a_share():
+    """max_comms_share keeps the fastest layout whose exposed communication is within the share
+    (hw4's problem 10 asks exactly this); a share outside (0, 1] is refused."""
+    from scalebook.training import best_training_layout
+    from scalebook.transformer import llama3_70b
+    free = best_training_layout(llama3_70b(), "H100", 128, global_batch=512, seq_len=4096)
+    share = free.step_time.comms_exposed / free.step_time.total
+    limited = best_training_layout(llama3_70b(), "H100", 128, global_batch=512, seq_len=4096,
+                                   max_comms_share=0.10)
+    assert limited.step_time.comms_exposed <= 0.10 * limited.step_time.total
+    assert limited.step_time.total >= free.step_time.total
+    if share > 0.10:
+        assert limited.layout != free.layout
+    with pytest.raises(ValueError, match="max_comms_share must be in"):
+        best_training_layout(llama3_70b(), "H100", 128, global_batch=512, seq_len=4096,
+                             max_comms_share=0)

@@ -155,8 +155,10 @@ def test_the_four_flags_appear(planner):
     planner.controls["fsdp"].value = 32
     flags = planner.state.flags
     assert any(f.startswith("communication-bound: exposed communication is") for f in flags)
-    # TP past its useful degree: ~11 on TPU v5p for F = 28,672
-    assert "TP past its useful degree (tp=32 > ~11)" in flags
+    # TP past its useful degree: SwiGLU's 1.5 · 28,672 · W / C = 16 on TPU v5p, dividing the
+    # 64 heads (the two-matrix bound said ~11 before issue 42); and past the 8 KV heads
+    assert "TP past its useful degree (tp=32 > ~16)" in flags
+    assert any("8 KV heads" in f for f in flags)
     # degrees whose product is not the chip count
     planner.controls["fsdp"].value = 16
     assert "degrees multiply to 512, not the 1024 chips" in planner.state.flags

@@ -90,7 +90,8 @@ def _state(v) -> float:
 
 def _logits(cfg, seq_len: int) -> float:
     """fp32 logits of one sequence, 4·T·V bytes: the term of
-    :func:`scalebook.training.activation_memory` the chapter's worked problems leave out."""
+    :func:`scalebook.training.activation_memory` the chapter's worked problems leave out
+    (``logits=False``)."""
     return 4.0 * seq_len * cfg.vocab_size
 
 
@@ -583,9 +584,9 @@ W8 = Problem(
 
 def _w9_stage(v, in_flight):
     cfg = _model(v)
-    return (training.activation_memory(cfg, 1, v["T"], remat="full",
-                                       layers=cfg.n_layers // v["K"], in_flight=in_flight)
-            - _logits(cfg, v["T"]))
+    return training.activation_memory(cfg, 1, v["T"], remat="full",
+                                      layers=cfg.n_layers // v["K"], in_flight=in_flight,
+                                      logits=False)
 
 
 def _w9_redo(v):
@@ -730,7 +731,7 @@ W10 = Problem(
 
 def _w11(v, remat, **kw):
     cfg = _model(v)
-    return training.activation_memory(cfg, 1, v["T"], remat=remat, **kw) - _logits(cfg, v["T"])
+    return training.activation_memory(cfg, 1, v["T"], remat=remat, logits=False, **kw)
 
 
 def _w11_none(v):
@@ -897,22 +898,35 @@ W13 = Problem(
 
 # --------------------------------------------------------------------------- 14. DP across nodes
 
+#: The largest 1F1B bubble problem 14 accepts.
+W14_BUBBLE = 0.1
+
+
 def _w14_R(v):
     return v["k"] * get_chip(v["chip"]).chips_per_host
 
 
-def _w14_replica(v):
-    return par.data_parallel_critical_batch(v["chip"], _w14_R(v), per="replica")
+def _w14_M(v):
+    """Fewest 1F1B microbatches that keep a k-stage pipeline's bubble at most 10%."""
+    return par.min_microbatches(v["k"], W14_BUBBLE)
+
+
+def _w14_replica(v, **kw):
+    return par.data_parallel_critical_batch(v["chip"], _w14_R(v), per="replica",
+                                            microbatches=_w14_M(v), **kw)
 
 
 def _w14_gpu(v):
-    return par.data_parallel_critical_batch(v["chip"], _w14_R(v))
+    return par.data_parallel_critical_batch(v["chip"], _w14_R(v), microbatches=_w14_M(v))
+
+
+def _w14_one(v):
+    """C / W per replica: one microbatch's worth, what the AllReduce alone would need."""
+    return par.data_parallel_critical_batch(v["chip"], _w14_R(v), per="replica")
 
 
 def _w14_node_nic(v):
-    return par.data_parallel_critical_batch(
-        v["chip"], _w14_R(v), per="replica",
-        nic_bandwidth=get_chip(v["chip"]).host_network_bandwidth)
+    return _w14_replica(v, nic_bandwidth=get_chip(v["chip"]).host_network_bandwidth)
 
 
 def _w14_solution(v):
@@ -920,8 +934,13 @@ def _w14_solution(v):
     w = par.data_parallel_bandwidth(chip, _w14_R(v))
     return (
         f"Every DP peer of a GPU is in another node: its ring crosses its own NIC, W = "
-        f"{w / GB:.3g} GB/s.",
-        f"Per replica of {_w14_R(v)} GPUs: C / W = {format_count(_w14_replica(v))} tokens.",
+        f"{w / GB:.3g} GB/s; one microbatch's worth is C / W = {format_count(_w14_one(v))} "
+        f"tokens per replica.",
+        f"A {v['k']}-stage 1F1B pipeline idles (K−1)/(M+K−1); at most 10% needs "
+        f"M = {_w14_M(v)} microbatches.",
+        f"The first stage finishes last, and its AllReduce can start only after its last "
+        f"backward pass, so each microbatch must carry C / W: {_w14_M(v)} × "
+        f"{format_count(_w14_one(v))} = {format_count(_w14_replica(v))} tokens per replica.",
         f"Per GPU of global batch: divide by {_w14_R(v)}: {format_count(_w14_gpu(v))} tokens.",
     )
 
@@ -933,12 +952,21 @@ W14 = Problem(
     spec=_spec("parallelism.w14", figures=("C_t", "nic_gb"),
                chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
                k=Choice((4, 2, 8, 16), "nodes per replica")),
-    text=("One model copy spans {k} nodes of 8 {chip}s (TP 8 inside each node, PP {k} across). "
-          "Data parallelism runs across such copies; each GPU has its own NIC ({nic_gb:.0f} "
-          "GB/s each way) and does {C_t:,.0f} TFLOP/s dense bf16. What batch per replica, "
-          "and what batch per GPU of global batch, keeps the DP AllReduce hidden, in tokens?"),
+    text=("One model copy spans {k} nodes of 8 {chip}s (TP 8 inside each node, PP {k} across, "
+          "a 1F1B schedule). Data parallelism runs across such copies; each GPU has its own NIC "
+          "({nic_gb:.0f} GB/s each way) and does {C_t:,.0f} TFLOP/s dense bf16. How many "
+          "microbatches keep the bubble at most 10%, and then what batch per replica, and per "
+          "GPU of global batch, keeps the DP AllReduce hidden, in tokens? (It can overlap only "
+          "the last microbatch's backward pass.)"),
     parts=(
+        Part("microbatches", _w14_M, slips=(
+            Slip("bubble over busy time", lambda v: math.ceil((v["k"] - 1) / W14_BUBBLE),
+                 "the bubble is (K−1)/(M+K−1), the idle share of the whole step."),
+        ), unit="count"),
         Part("per_replica", _w14_replica, slips=(
+            Slip("one microbatch", _w14_one,
+                 "that hides the AllReduce under one microbatch's backward pass; the step has "
+                 "M of them and only the last one can hide it, so the step needs M times that."),
             Slip("the node's NICs", _w14_node_nic,
                  OWN_NIC),
         ), unit="count"),
@@ -946,11 +974,12 @@ W14 = Problem(
             Slip("per replica", _w14_replica,
                  "that is the batch per replica; per GPU of global batch divide by the replica's "
                  "8 × {k} GPUs."),
-            Slip("the node's NICs", lambda v: _w14_node_nic(v) / _w14_R(v),
-                 OWN_NIC),
+            Slip("one microbatch", lambda v: _w14_one(v) / _w14_R(v),
+                 "only the last of the M microbatches can hide the AllReduce: M times that."),
         ), unit="count"),
     ),
-    labels={"per_replica": "batch per replica, in tokens",
+    labels={"microbatches": "microbatches for a bubble of at most 10%",
+            "per_replica": "batch per replica, in tokens",
             "per_gpu": "batch per GPU of global batch, in tokens"},
     solution=_w14_solution,
 )
@@ -958,21 +987,38 @@ W14 = Problem(
 
 # --------------------------------------------------------------------------- 15. accumulation
 
-def _w15(v, shard, **kw):
-    return par.accumulation_critical_batch(v["chip"], v["M"], shard_params=shard, **kw)
+def _w15(v, scheme, **kw):
+    return par.accumulation_critical_batch(v["chip"], v["M"], scheme=scheme, **kw)
 
 
-def _w15_one_way(v, shard):
-    return _w15(v, shard, bandwidth=par.axis_bandwidth(v["chip"], wraparound=False))
+def _w15_one_way(v, scheme):
+    return _w15(v, scheme, bandwidth=par.axis_bandwidth(v["chip"], wraparound=False))
+
+
+def _w15_one(v):
+    """C / W_axis: what one microbatch needs, and what the step would need with M = 1."""
+    return par.critical_batch_per_chip_fsdp(v["chip"])
+
+
+def _w15_dp_exposed(v):
+    """Percent of the step DP leaves exposed at C/W tokens per chip per step."""
+    return 100 * par.accumulation_cost(v["chip"], v["M"], _w15_one(v),
+                                       scheme="dp").exposed_fraction
 
 
 def _w15_solution(v):
+    one = _w15_one(v)
     return (
-        f"One pass needs C / W_axis = {format_count(_w15(v, False))} tokens per chip on a "
+        f"One microbatch needs C / W_axis = {format_count(one)} tokens per chip on a "
         f"{v['chip']} axis with wraparound.",
         f"FSDP gathers the weights for each of the {v['M']} microbatches: "
-        f"{v['M']} × that = {format_count(_w15(v, True))} tokens per chip per step.",
-        f"DP reduces once per step: {format_count(_w15(v, False))}, whatever M.",
+        f"{v['M']} × that = {format_count(_w15(v, 'fsdp'))} tokens per chip per step.",
+        f"DP reduces once per step, but the summed gradients exist only after the last "
+        f"microbatch, so only its backward pass can hide the AllReduce: again "
+        f"{format_count(_w15(v, 'dp'))}.",
+        f"At {format_count(one)} tokens per chip per step the last microbatch's backward pass "
+        f"covers 1/{v['M']} of the AllReduce; the rest is exposed once per step: "
+        f"{_w15_dp_exposed(v):.3g}% of the step.",
     )
 
 
@@ -985,26 +1031,34 @@ W15 = Problem(
                M=Choice((8, 4, 16, 32), "microbatches")),
     text=("Training on one {chip} ICI axis with wraparound ({C_t:,.0f} TFLOP/s dense bf16; "
           "{W_gb:.0f} GB/s per link each way) accumulates gradients over {M} "
-          "microbatches per step. How many tokens per chip per step keep it compute-bound "
-          "under FSDP, and under plain data parallelism?"),
+          "microbatches per step, bf16 traffic, each collective overlapping only the pass of "
+          "the microbatch it belongs to. How many tokens per chip per step hide all the "
+          "communication under FSDP, and under plain data parallelism (one AllReduce per "
+          "step)? And with plain DP at C/W tokens per chip per step, what percentage of the "
+          "step is exposed communication?"),
     parts=(
-        Part("fsdp_tokens", lambda v: _w15(v, True), slips=(
-            Slip("once per step", lambda v: _w15(v, False),
+        Part("fsdp_tokens", lambda v: _w15(v, "fsdp"), slips=(
+            Slip("once per step", _w15_one,
                  "FSDP gathers the weights again for every microbatch, so each of the {M} "
                  "microbatches must be compute-bound on its own."),
-            Slip("one way round", lambda v: _w15_one_way(v, True),
+            Slip("one way round", lambda v: _w15_one_way(v, "fsdp"),
                  TWO_WAYS),
         ), unit="count"),
-        Part("dp_tokens", lambda v: _w15(v, False), slips=(
-            Slip("M times", lambda v: _w15(v, True),
-                 "with replicated weights the gradients accumulate locally and are reduced once "
-                 "per step, whatever M."),
-            Slip("one way round", lambda v: _w15_one_way(v, False),
+        Part("dp_tokens", lambda v: _w15(v, "dp"), slips=(
+            Slip("whatever M", _w15_one,
+                 "the AllReduce runs once per step, but it can start only when the last "
+                 "microbatch has produced its gradients: only that microbatch's backward pass, "
+                 "1/{M} of the step's, can hide it."),
+            Slip("one way round", lambda v: _w15_one_way(v, "dp"),
                  TWO_WAYS),
         ), unit="count"),
+        Part("dp_exposed_pct", _w15_dp_exposed, slips=(
+            _pct_slip(_w15_dp_exposed),
+        ), unit="fraction"),
     ),
     labels={"fsdp_tokens": "FSDP, batch per chip per step, in tokens",
-            "dp_tokens": "DP, batch per chip per step, in tokens"},
+            "dp_tokens": "DP, batch per chip per step, in tokens",
+            "dp_exposed_pct": "DP at C/W per step, exposed share of the step, in %"},
     solution=_w15_solution,
 )
 
@@ -1081,12 +1135,33 @@ def _w17_shard(v):
     return training.training_memory(_model(v), precision=PRECISION).gradients / v["F"] / GB
 
 
+def _w17_nic_parts(v, group):
+    """NIC bytes per GPU per step: the group's 2 weight gathers and 1 gradient scatter, and
+    the AllReduce of the 1/group shard across groups (rail-aligned rings)."""
+    V = training.training_memory(_model(v), precision=PRECISION).weights  # bf16 = gradients
+    inside = 3 * par.nic_bytes_per_gpu("H100", V, group)
+    across = (par.nic_bytes_per_gpu("H100", V / group, v["N"] // group, kind="AllReduce",
+                                    stride=group) if group < v["N"] else 0.0)
+    return inside, across
+
+
+def _w17_nic(v):
+    return sum(_w17_nic_parts(v, v["F"])) / GB
+
+
 def _w17_solution(v):
+    inside, across = _w17_nic_parts(v, v["F"])
+    fsdp = sum(_w17_nic_parts(v, v["N"]))
     return (
         f"The state, 16 bytes per parameter, is {decimal_bytes(_state(v))}; FSDP divides it by the group "
         f"of {v['F']}, not by all {v['N']:,} GPUs: {decimal_bytes(_w17_state(v) * GB)} per GPU.",
         f"Across groups, each GPU AllReduces its bf16 gradient shard, 2·P / {v['F']} = "
         f"{decimal_bytes(_w17_shard(v) * GB)}, once per step.",
+        f"But a group of {v['F']} spans {v['F'] // 8} nodes, so its gathers and scatters cross "
+        f"the NICs too: {decimal_bytes(inside)} per GPU, plus {decimal_bytes(across)} for the "
+        f"AllReduce, {decimal_bytes(inside + across)} in all, against {decimal_bytes(fsdp)} for "
+        f"FSDP over all {v['N']:,} GPUs. HSDP saves network traffic only when the group fits in "
+        f"one NVLink domain.",
     )
 
 
@@ -1102,8 +1177,9 @@ W17 = Problem(
     text=("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: "
           "FSDP over groups of {F} GPUs, data parallelism across the groups, Adam in mixed "
           "precision (16 bytes per parameter). How much training state does each GPU hold, "
-          "and how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
-          "in GB?"),
+          "how big is the bf16 gradient shard each GPU AllReduces across groups per step, "
+          "and how many bytes leave each GPU through its NIC per step (one microbatch; "
+          "rail-aligned rings, 8 GPUs per node), in GB?"),
     parts=(
         Part("state_gb", _w17_state, conventions=(in_gib(_w17_state),), slips=(
             Slip("divided by all GPUs", lambda v: _state(v) / v["N"] / GB,
@@ -1117,9 +1193,15 @@ W17 = Problem(
                  "each GPU AllReduces only its 1/{F} shard with the same GPU of the other "
                  "groups."),
         ), unit="bytes"),
+        Part("nic_gb", _w17_nic, conventions=(in_gib(_w17_nic),), slips=(
+            Slip("the AllReduce only", lambda v: _w17_nic_parts(v, v["F"])[1] / GB,
+                 "the group spans {F} GPUs, more than one 8-GPU node: its weight gathers and "
+                 "gradient scatters leave the node through the NICs as well."),
+        ), unit="bytes"),
     ),
     labels={"state_gb": "training state per GPU, in GB",
-            "shard_gb": "gradient shard AllReduced per GPU, in GB"},
+            "shard_gb": "gradient shard AllReduced per GPU, in GB",
+            "nic_gb": "bytes through each GPU's NIC per step, in GB"},
     solution=_w17_solution,
 )
 
