@@ -299,7 +299,7 @@ def _server12(n: int) -> Server:
 
 
 @lru_cache(maxsize=512)
-def _simulate12(rate: float, ttft: float, tpot: float, n: int, max_batch: int, chunk: int, k: int):
+def design_trace(rate: float, ttft: float, tpot: float, n: int, max_batch: int, chunk: int, k: int):
     """The grader's seeded trace of one configuration (cached: a verdict is deterministic)."""
     workload = Workload(arrival_rate=rate, prompt_len=PROMPT12, reply_len=REPLY12)
     sched = Scheduler(max_batch=max_batch, chunk_size=chunk, spec_k=k, spec_alpha=ALPHA12)
@@ -324,7 +324,7 @@ def _cheapest12(rate: float, ttft: float, tpot: float) -> list[int] | None:
         if not _fits12(n):
             continue
         for b, c, k in product(*GRID12.values()):
-            if _simulate12(rate, ttft, tpot, n, b, c, k).attainment >= TARGET12:
+            if design_trace(rate, ttft, tpot, n, b, c, k).attainment >= TARGET12:
                 return [n, b, c, k]
     return None
 
@@ -367,7 +367,7 @@ def judge_design12(v: Mapping[str, Any], value: Any) -> Verdict:
         return Verdict(False, (f"{MODEL12}'s bf16 weights do not fit on {n} H100"
                                f"{'' if n == 1 else 's'} with room for a cache.",))
     rate, ttft, tpot = _slo12(v)
-    res = _simulate12(rate, ttft, tpot, n, b, c, k)
+    res = design_trace(rate, ttft, tpot, n, b, c, k)
     if res.attainment < TARGET12:
         done = res.requests
         misses = []
