@@ -347,8 +347,8 @@ def judge_design12(v: Mapping[str, Any], value: Any) -> Verdict:
     90% of the requests and whose cost per hour is within 10% of the cheapest configuration's;
     otherwise the verdict says which SLO it misses and by how much, or the cheaper bound."""
     if not isinstance(value, list) or len(value) != 4:
-        return Verdict(False, ("Give a list of 4: [chips, batch cap, chunk size, draft length k].",))
-    names = ("The number of chips", "The batch cap", "The chunk size", "The draft length k")
+        return Verdict(False, ("Give a list of 4: [GPUs, batch cap, chunk, draft length k].",))
+    names = ("The number of GPUs", "The batch cap", "The chunk size", "The draft length k")
     n, b, c, k = (whole_number(x, what) for x, what in zip(value, names))
     for x in (n, b, c, k):
         if isinstance(x, str):
@@ -401,7 +401,7 @@ def judge_design12(v: Mapping[str, Any], value: Any) -> Verdict:
 
 DESIGNS = (Design(
     "serving_design", best_design12, judge_design12,
-    form="a list [chips, batch cap, chunk size, k], e.g. [8, 256, 512, 0]", length=4,
+    form="a list [GPUs, batch cap, chunk, k], e.g. [8, 256, 512, 0]", length=4,
     examples=(
         Example("a slice too small", lambda v: [1, 256, 0, 0], "do not fit"),
         Example("twice the chips", lambda v: [best_design12(v)[0] * 2, *best_design12(v)[1:]]
