@@ -39,7 +39,8 @@ SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 # the course's homework, in order (solutions/<a>/<a>.ipynb; tests check the two agree)
 ASSIGNMENTS = ("hw1-rooflines", "hw2-hardware", "hw3-sharding", "hw4-parallelism",
-               "hw5-transformers", "hw6-inference", "hw7-moe-long-context")
+               "hw5-transformers", "hw6-inference", "hw7-moe-long-context",
+               "hw8-serving-systems")
 # Where the instructor's course lives unless --course or $SCALEBOOK_COURSE says otherwise
 # (ignored by git: it holds students' work and grades).
 DEFAULT_COURSE_ROOT = REPO / "autograder" / "course"

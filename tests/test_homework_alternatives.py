@@ -1,4 +1,4 @@
-"""Part × alternative: every numeric part of hw1–hw7 and of the practice problems (they share
+"""Part × alternative: every numeric part of hw1–hw8 and of the practice problems (they share
 ``Part``) is asked every entry of the alternatives catalog that applies to it
 (scalebook/homework/alternatives.py, scalebook/homework/audit.py), on the book's numbers and on
 drawn students. Each reading that leaves the tolerance must be accepted, earn exactly one hint

@@ -1,4 +1,4 @@
-"""The contract every homework keeps, checked once for all seven against their hand-worked oracles.
+"""The contract every homework keeps, checked once for all eight against their hand-worked oracles.
 
 tests/test_homework_parts.py checks each declared part against its own definition (the
 convention matrix over 500 drawn students); this module checks the definitions against answers

@@ -246,6 +246,7 @@ def test_a_rejected_design_is_told_why_as_a_hint():
         ("hw4-parallelism", "training_layout", lambda v: [v["q10_n"], 1, 1, 1, 0, 1, "none"],
          "It does not fit: it needs"),
         ("hw7-moe-long-context", "design_ep", lambda v: 2 * 64, "more than the 64 chips"),
+        ("hw8-serving-systems", "serving_design", lambda v: [4, 256, 0, 0], "meets them on 2 H100s"),
     ]:
         v = default_variant(spec_for(assignment))
         with pytest.raises(AssertionError) as info:

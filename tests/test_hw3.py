@@ -1,6 +1,6 @@
 """Homework 3 (sharding and collectives) beyond the generic checks of test_homework.py.
 
-- (the contract every homework keeps, run for all seven by test_homework_contract.py against
+- (the contract every homework keeps, run for all eight by test_homework_contract.py against
   the hand-worked answers of tests/oracles/hw3.py: parts and points, every hidden check agrees
   with the hand answer, each misconception gets its hint)
 - the typical errors the assignment is about each get their hint: an AllReduce priced as one

@@ -1,6 +1,6 @@
 """Homework 4 (parallelism) beyond the generic checks of test_homework.py.
 
-- (the contract every homework keeps, run for all seven by test_homework_contract.py against
+- (the contract every homework keeps, run for all eight by test_homework_contract.py against
   the hand-worked answers of tests/oracles/hw4.py: parts and points, every hidden check agrees
   with the hand answer, each misconception gets its hint)
 - the typical errors the assignment is about (Adam state at 2 bytes per parameter, FSDP memory

@@ -147,7 +147,7 @@ def test_values_are_written_as_a_person_would(value, text):
 
 def test_a_homework_module_is_imported_when_its_homework_is_looked_up():
     """A notebook's ``your_numbers`` (and a grader's ``spec_for``) imports its own homework's
-    module, not all seven; every module declares the assignment it is listed under."""
+    module, not all eight; every module declares the assignment it is listed under."""
     import subprocess
     import sys
 

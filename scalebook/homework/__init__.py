@@ -31,7 +31,7 @@ __all__ = ["SPECS", "spec_for", "your_numbers", "SAMPLE_NOTE", "PARTS", "NOTEBOO
 
 #: Each homework with variants, by assignment name: its module in this package. A module is
 #: imported the first time its homework is looked up: a notebook or a grader needs one
-#: homework, and importing all seven costs 0.13 s of every template's and grader's start.
+#: homework, and importing all eight costs 0.13 s of every template's and grader's start.
 MODULES: MappingProxyType[str, str] = MappingProxyType({
     "hw1-rooflines": "hw1_rooflines",
     "hw2-hardware": "hw2_hardware",
@@ -40,6 +40,7 @@ MODULES: MappingProxyType[str, str] = MappingProxyType({
     "hw5-transformers": "hw5_transformers",
     "hw6-inference": "hw6_inference",
     "hw7-moe-long-context": "hw7_moe_long_context",
+    "hw8-serving-systems": "hw8_serving_systems",
 })
 
 T = TypeVar("T")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import (hardware, inference, moe_long_context, parallelism, rooflines, sharded_matmuls,
-               transformers)
+from . import (hardware, inference, moe_long_context, parallelism, rooflines, serving_systems,
+               sharded_matmuls, transformers)
 from .problem import MAX_TRIES, Problem, Result, check, draw, parse_number, question
 
 __all__ = ["CHAPTERS", "PROBLEMS", "get_problem", "Problem", "Result", "check", "draw",
@@ -28,6 +28,7 @@ CHAPTERS: MappingProxyType[str, tuple[Problem, ...]] = MappingProxyType({
     "transformers": transformers.PROBLEMS,
     "inference": inference.PROBLEMS,
     "moe_long_context": moe_long_context.PROBLEMS,
+    "serving_systems": serving_systems.PROBLEMS,
 })
 
 #: Every problem by id.

@@ -8,6 +8,6 @@ sandbox reports them) and ``MISCONCEPTIONS`` ((answer, the value a slip gives, w
 text the hint must carry)). Adding a part to a homework adds its row here.
 """
 
-from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7
+from . import hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8
 
-ALL = (hw1, hw2, hw3, hw4, hw5, hw6, hw7)
+ALL = (hw1, hw2, hw3, hw4, hw5, hw6, hw7, hw8)
