@@ -1,5 +1,5 @@
 """Practice problems of the chapter book/serving-systems.md (see :mod:`scalebook.practice.problem`):
-its thirteen worked problems again, each with its inputs drawn anew.
+its fourteen worked problems again, each with its inputs drawn anew.
 
 The chapter's model, which the problems state: every step time is the solver's step model of a
 tensor-parallel server (:func:`scalebook.service.step_model`: weight matmuls against one read of
@@ -416,4 +416,60 @@ W13 = Problem(
 )
 
 
-PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13)
+# --------------------------------------------------------------------------- 14. disaggregation
+
+def _xfer14(v: Mapping[str, Any]) -> float:
+    """The cache hand-off of one prompt between two servers of ``n`` chips (ms), over each
+    chip's NIC share: :func:`scalebook.service.disaggregated.transfer_time`."""
+    m = _m(v)
+    bandwidth = sv.disaggregated.link_bandwidth(m.server, "nic")
+    return sv.disaggregated.transfer_time(m, m, v["T"], bandwidth) / MS
+
+
+_dis14 = lambda v: min(v["p"] * v["r_pre"], v["d"] * v["r_dec"])
+
+W14 = Problem(
+    id="serving_systems.w14", title="Prefill and decode on their own nodes", worked="14",
+    # The rates a pool sustains alone are stated inputs (the chapter simulates them; bisecting
+    # the simulator is too slow on the page); the question is the pools' arithmetic.
+    spec=spec("serving_systems.w14", chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs"),
+              T=Choice((1024, 2048, 4096), "tokens"),
+              r_col=Choice((30.5, 22.0, 41.0), "requests/s"),
+              r_pre=Choice((40.0, 30.0, 55.0), "requests/s"),
+              r_dec=Choice((90.0, 60.0, 120.0), "requests/s"),
+              p=Choice((1, 2), "prefill nodes"), d=Choice((1,), "decode nodes"),
+              well_posed=lambda v: v["r_pre"] > v["r_col"]),
+    text=("LLaMA-3 70B, nodes of {n} {chip}s, {T}-token prompts. A colocated node sustains "
+          "{r_col:g} requests/s within the SLOs; a node that only prefills sustains {r_pre:g}, one "
+          "that only decodes {r_dec:g}. (a) How long does one prompt's KV cache take to move from "
+          "a prefill node to a decode node over the NICs, each GPU sending its share? (b) With "
+          "{p} prefill node(s) and {d} decode node(s), what rate do they sustain together, and "
+          "(c) how does it compare with the same number of colocated nodes (ratio)?"),
+    parts=(
+        Part("handoff_ms", _xfer14, slips=(
+            Slip("over NVLink", lambda v: _xfer14(v) * sv.disaggregated.link_bandwidth(
+                     _m(v).server, "nic") / sv.disaggregated.link_bandwidth(_m(v).server, "nvlink"),
+                 "The pools are on different nodes: the cache crosses the NICs, not NVLink."),
+            Slip("one GPU sends it all", lambda v: _xfer14(v) * v["n"],
+                 "Each GPU holds and sends its own share of the cache, in parallel."),
+        ), unit="s"),
+        Part("disaggregated_rate", _dis14, rel=0.001, slips=(
+            Slip("sum of the pools", lambda v: v["p"] * v["r_pre"] + v["d"] * v["r_dec"],
+                 "Every request passes through both pools: the slower pool sets the rate."),
+        ), unit="count"),
+        Part("gain", lambda v: _dis14(v) / ((v["p"] + v["d"]) * v["r_col"]), rel=0.001,
+             unit="ratio"),
+    ),
+    labels={"handoff_ms": "hand-off, in ms", "disaggregated_rate": "requests/s, disaggregated",
+            "gain": "disaggregated / colocated"},
+    solution=lambda v: (
+        f"(a) {v['T']} tokens of cache split over {v['n']} GPUs, each over its NIC share: "
+        f"{_xfer14(v):.3g} ms.",
+        f"(b) min({v['p']} × {v['r_pre']:g}, {v['d']} × {v['r_dec']:g}) = {_dis14(v):g} "
+        "requests/s: every request needs both pools.",
+        f"(c) {_dis14(v):g} / ({v['p'] + v['d']} × {v['r_col']:g}) = "
+        f"{_dis14(v) / ((v['p'] + v['d']) * v['r_col']):.2f}."),
+)
+
+
+PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13, W14)
