@@ -116,17 +116,11 @@ def test_each_chapter_has_enough_figures(name):
             f"{name}: figure {anchor} is never referred to"
 
 
-#: Chapters whose practice blocks still print a power of ten as Python does: the practice
-#: problems' statements format numbers with ".3g" / ".0e" (scalebook/practice/*.py), and the
-#: rooflines set types "MB (10^6 bytes)". Routing them through units.format_scientific changes
-#: every practice digest (python -m scalebook.practice.embed rewrites all seven chapters), so it
-#: is left to a change of its own. Strict xfails: fixed, they fail and ask to be removed here.
-PRACTICE_CARETS = {
-    "rooflines": "practice/rooflines.py: 'MB (10^6 bytes)'",
-    "transformers": "practice/transformers.py: '1e+24 training FLOPs'",
-    "inference": "practice/inference.py: 'dense bf16 peak 9.89e+14 FLOP/s' ({..._peak:.3g})",
-    "moe-long-context": "practice/moe_long_context.py: '4.1e+03' tokens, '9.1e-09%' dropped",
-}
+#: Chapters whose practice blocks still print a power of ten as Python does ("9.89e+14"). None:
+#: the practice problems' statements, solutions and hints pass through
+#: scalebook.practice.typeset_numbers (units.format_scientific). A chapter put back here is a
+#: strict xfail, which fails and asks to be removed once fixed.
+PRACTICE_CARETS: dict[str, str] = {}
 
 
 @pytest.mark.slow
