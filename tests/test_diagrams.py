@@ -210,3 +210,94 @@ def test_ring_vs_zigzag_matches_the_schedule():
     c = long_context.causal_ring_schedule(4)
     assert f"{c.step_time:g} blocks against an ideal of {c.ideal:g}" in alt
     assert "1.00 times the ideal" in alt
+
+
+def test_training_memory_stack_takes_a_plans_per_chip_memory():
+    from scalebook import training, transformer
+    from scalebook.diagrams import memory as M
+    from scalebook.units import format_bytes
+
+    plans = {s: training.plan_training(transformer.llama3_70b(),
+                                       training.TrainingLayout(dp=256, zero_stage=s, remat="full"),
+                                       "TPU v5p", global_batch=256, seq_len=8192).memory
+             for s in (0, 3)}
+    alt = _check(M.training_memory_stack({f"ZeRO-{s}": m for s, m in plans.items()}, "TPU v5p"))
+    assert f"ZeRO-3: weights {format_bytes(plans[3].weights)}" in alt
+    assert f"optimizer {format_bytes(plans[0].optimizer)}" in alt and "does not fit" in alt
+
+
+def test_comms_over_compute_finds_where_dp_hides_its_traffic():
+    import numpy as np
+
+    from scalebook import parallelism as par, transformer
+    from scalebook.diagrams import parallelism as P
+
+    cfg = transformer.llama3_70b()
+    mlp = par.MLPStack(d_model=cfg.d_model, d_ff=cfg.d_ff, n_layers=cfg.n_layers)
+    tokens = np.array([64.0, 1024.0, 16384.0])
+    alt = _check(P.comms_over_compute(mlp, {"DP": par.Layout(data=256),
+                                            "FSDP 16 × TP 16": par.Layout(data=16, tensor=16,
+                                                                          shard_params=True)},
+                                      "TPU v5p", tokens))
+    # DP's ratio falls as 1/(B/N): below 1 only at the sampled 16,384; TP 16 never
+    assert "DP from" in alt and "below 1 from about 16,384 tokens per chip" in alt
+    assert "FSDP 16 × TP 16 from" in alt and "never hides it" in alt
+
+
+def test_transformer_cost_figures_quote_the_solver():
+    import numpy as np
+
+    from scalebook import scaling_laws, training, transformer
+    from scalebook.diagrams import transformer_costs as T
+
+    l8 = transformer.llama3_8b()
+    alt = _check(T.parameter_breakdown({"8B": l8}))
+    assert f"of {format_integer(transformer.param_count(l8).total)}" in alt
+    alt = _check(T.attention_share({"8B": l8}, np.geomspace(512, 2 ** 20, 20), mark=8192))
+    assert format_integer(round(transformer.attention_crossover_context(l8))) in alt
+    opt = scaling_laws.loss_optimal(1e24)
+    alt = _check(T.isoflop_loss(1e24))
+    assert f"lowest at {float(opt.params) / 1e9:.0f} billion" in alt and "10²⁴" in alt
+    plan = training.plan_training(transformer.llama3_70b(),
+                                  training.TrainingLayout(fsdp=512, tp=4, remat="full"),
+                                  "TPU v5p", global_batch=2048, seq_len=8192)
+    alt = _check(T.step_time_stack({"FSDP × TP": plan}))
+    assert f"step {format_seconds(plan.step_time.total)}, MFU {plan.mfu:.0%}" in alt
+
+
+def test_decode_figures_quote_the_steps():
+    from scalebook import inference, transformer
+    from scalebook.diagrams import decode as Dc
+
+    cfg = transformer.llama3_8b()
+    steps = inference.latency_throughput(cfg, "H100", batches=[1, 64, 512], context_len=1024)
+    alt = _check(Dc.step_time_against_batch({1024: steps}, critical_batch=295, title="8B"))
+    assert f"{format_seconds(steps[0].time)} at B = 1" in alt and "B* = 295" in alt
+    alt = _check(Dc.latency_against_throughput({"8B": steps}, title="8B"))
+    assert f"to B = 512 where HBM is full, {format_seconds(steps[-1].time)}" in alt
+    tp = {n: inference.decode_step(cfg, "H100", batch=1, context_len=4096, n_chips=n)
+          for n in (1, 8)}
+    alt = _check(Dc.step_by_chips(tp, title="8B"))
+    assert "N = 1: memory" in alt and "AllReduces none" in alt
+    assert f"AllReduces {format_seconds(tp[8].t_comm)}" in alt
+    alt = _check(Dc.measured_decode(steps, [(1, 0.01), (64, 0.02)], critical_batch=float("inf"),
+                                    knee=float("nan"), title="tiny"))
+    assert "Critical batch none" in alt and "B = 64: 20 ms" in alt
+
+
+def test_expert_figures_quote_the_solver():
+    import numpy as np
+
+    from scalebook import moe
+    from scalebook.diagrams import experts as E
+
+    ds = moe.deepseek_v3()
+    dense = moe.MoEConfig(base=ds.base, n_experts=ds.top_k, top_k=ds.top_k, d_expert=ds.d_expert)
+    alt = _check(E.moe_roofline(ds, dense, "H100", np.geomspace(1, 2 ** 17, 20)))
+    assert f"about {format_integer(round(moe.moe_critical_batch(get_chip('H100'), 256, 8)))}" in alt
+    cross = moe.ep_fsdp_crossover_tokens(ds.n_experts, ds.d_expert, ds.top_k)
+    alt = _check(E.expert_layouts(ds, "H100", n_chips=8, tokens_per_chip=[64, 4096],
+                                  crossover=cross))
+    assert f"about {format_integer(round(cross))} tokens per chip" in alt
+    alt = _check(E.drops_against_capacity(4096, 64, 2, np.linspace(1, 2, 11)))
+    assert f"{moe.expected_dropped_fraction(4096, 64, 2, 1.0):.2%} dropped" in alt

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from scalebook.homework.parts import _fill
-from scalebook.practice import CHAPTERS, PROBLEMS, check, draw, get_problem, parse_number, question
+from scalebook.practice import (CHAPTERS, PROBLEMS, check, draw, get_problem, parse_number, question,
+                                solution, typeset_numbers)
 from scalebook.variants import default_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +127,22 @@ def test_practice_runs_without_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) == len(PROBLEMS)
+
+
+@pytest.mark.parametrize("text, typeset", [
+    ("peak 9.89e+14 FLOP/s", "peak 9.89\u202f×\u202f10¹⁴ FLOP/s"),
+    ("1e+24 training FLOPs", "1\u202f×\u202f10²⁴ training FLOPs"),
+    ("9.1e-09% dropped", "9.1\u202f×\u202f10⁻⁹% dropped"),
+    ("type 1.5e9 or 2,048; v5e-8 and fp8e4m3 stay", "type 1.5e9 or 2,048; v5e-8 and fp8e4m3 stay"),
+])
+def test_typeset_numbers_writes_powers_of_ten_as_the_book_does(text, typeset):
+    assert typeset_numbers(text) == typeset
+
+
+def test_no_practice_text_prints_python_e_notation():
+    """What a reader sees (statement, solution, hints) never reads "1.5e+10" (issue 45)."""
+    e_notation = re.compile(r"\d\.?\d*e[+-]\d\d")
+    for problem in PROBLEMS.values():
+        v = draw(problem, 0)
+        for line in (question(problem, v), *solution(problem, v)):
+            assert not e_notation.search(line), (problem.id, line)

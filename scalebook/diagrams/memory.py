@@ -24,17 +24,22 @@ from ._draw import BLUE, GREEN, GREY, ORANGE, RED, new_figure
 
 _KINDS = (("weights", BLUE), ("gradients", ORANGE), ("master", GREEN), ("moments", "#7b3fa0"),
           ("activations", RED))
+#: A per-chip :class:`~scalebook.training.TrainingMemory` has the optimizer as one kind.
+_KINDS_PER_CHIP = (("weights", BLUE), ("gradients", ORANGE), ("optimizer", GREEN),
+                   ("activations", RED))
 
 
 def training_memory_stack(footprints: Mapping[str, object], chip: Chip | str) -> Picture:
     """Stacked bars (GiB per chip) of each footprint (label -> TrainingFootprint, or anything with
-    the five byte attributes), with the chip's HBM as a line."""
+    the five byte attributes; or all of them per-chip TrainingMemory, with weights, gradients,
+    optimizer and activations), with the chip's HBM as a line."""
     chip = get_chip(chip)
     labels = list(footprints)
+    kinds = _KINDS if all(hasattr(footprints[l], "master") for l in labels) else _KINDS_PER_CHIP
     figure = new_figure(7.5, 3.8)
     ax = figure.add_subplot()
     bottoms = np.zeros(len(labels))
-    for kind, colour in _KINDS:
+    for kind, colour in kinds:
         values = np.array([getattr(footprints[l], kind) for l in labels]) / 2**30
         ax.bar(labels, values, bottom=bottoms, color=colour, label=kind)
         bottoms += values
@@ -46,8 +51,8 @@ def training_memory_stack(footprints: Mapping[str, object], chip: Chip | str) ->
     rows = []
     for label in labels:
         fp = footprints[label]
-        parts = ", ".join(f"{kind} {format_bytes(getattr(fp, kind))}" for kind, _ in _KINDS)
-        total = sum(getattr(fp, kind) for kind, _ in _KINDS)
+        parts = ", ".join(f"{kind} {format_bytes(getattr(fp, kind))}" for kind, _ in kinds)
+        total = sum(getattr(fp, kind) for kind, _ in kinds)
         fits = "fits" if total <= chip.hbm_bytes else "does not fit"
         rows.append(f"{label}: {parts}; {format_bytes(total)} in all, {fits}")
     alt = (f"Stacked bar chart of memory per chip by kind against the {chip.name}'s "

@@ -4,16 +4,23 @@ schedule with its bubble, drawn from :mod:`scalebook.sharding` and :mod:`scalebo
 - :func:`who_holds_what`: per device, its share of the batch, the weights and the optimizer
   state under DP, FSDP, TP and PP, from each strategy's sharding in the book's notation;
 - :func:`pipeline_schedule`: the stages' timeline (:func:`parallelism.pipeline_timeline`),
-  forwards and backwards per microbatch, idle time hatched, with the bubble fraction.
+  forwards and backwards per microbatch, idle time hatched, with the bubble fraction;
+- :func:`comms_over_compute`: communication over compute per layer against the tokens per
+  chip, one line per layout (:func:`parallelism.estimate`).
 """
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
+import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import parallelism
+from ..hardware import Chip, get_chip
 from ..picture import Picture
 from ..sharding import Mesh, parse_sharding
+from ..units import format_integer
 from ._draw import BLUE, GREY, ORANGE, new_figure, shard_colour, words_list
 from .sharding import block_index
 
@@ -108,4 +115,37 @@ def pipeline_schedule(schedule: str, stages: int, microbatches: int, *,
            f"times a forward) run back up; each stage idles (hatched) while it waits, a bubble "
            f"of (K − 1)/(M + K − 1) = {stages - 1}/{microbatches + stages - 1} = {bubble:.0%} of "
            f"the step, which lasts {end:g} forward-pass times.")
+    return Picture(figure, alt)
+
+
+def comms_over_compute(mlp: parallelism.MLPStack, layouts: Mapping[str, parallelism.Layout],
+                       chip: Chip | str, tokens_per_chip: Sequence[float]) -> Picture:
+    """Log-log lines, one per layout: communication time over compute time per layer in the
+    busier pass (forward or backward), from :func:`parallelism.estimate`, against the tokens
+    each chip holds (``B / N``); below 1 a pass can hide its traffic."""
+    chip = get_chip(chip)
+    per_chip = np.asarray(tokens_per_chip, dtype=float)
+    figure = new_figure(8.0, 4.0)
+    ax = figure.add_subplot()
+    described = []
+    for (label, layout), style in zip(layouts.items(), ["-", "--", ":", "-.", (0, (5, 1))] * 4):
+        est = parallelism.estimate(mlp, layout, chip, per_chip * layout.n_chips)
+        ratio = np.maximum(np.asarray(est.forward_comms_time) / est.forward_compute_time,
+                           np.asarray(est.backward_comms_time) / est.backward_compute_time)
+        ratio = np.broadcast_to(ratio, per_chip.shape)
+        ax.loglog(per_chip, ratio, linestyle=style, label=label)
+        below = per_chip[ratio <= 1]
+        where = (f"below 1 from about {format_integer(round(below[0]))} tokens per chip"
+                 if below.size else "never hides it")
+        described.append(f"{label} from {ratio[0]:.2g} to {ratio[-1]:.2g}, {where}")
+    ax.axhline(1, color="0.3", linewidth=1)
+    ax.text(per_chip[0] * 1.1, 1.1, "communication = compute", fontsize=8, color="0.3")
+    ax.set(xlabel="tokens per chip, B / N", ylabel="communication / compute, busier pass")
+    ax.set_title(f"MLP stack on {chip.name}: where each layout stops hiding its traffic",
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    alt = (f"Log-log line chart of communication time over compute time per layer, busier "
+           f"pass, on {chip.name}, against tokens per chip from "
+           f"{format_integer(round(per_chip[0]))} to {format_integer(round(per_chip[-1]))}, one "
+           f"line per layout, with the level 1 marked: " + "; ".join(described) + ".")
     return Picture(figure, alt)

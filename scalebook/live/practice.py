@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
-from ..practice import Problem, check, draw, get_problem, parse_number, question
+from ..practice import Problem, check, draw, get_problem, parse_number, question, solution
 
 __all__ = ["view", "question_html", "fields_html", "result_html", "solution_html", "MAX_SEED"]
 
@@ -104,7 +104,7 @@ def result_html(passed: bool, message: str) -> str:
 
 def solution_html(problem: Problem, v: Mapping[str, Any]) -> str:
     """The worked solution for the numbers ``v``: the solver's lines, in order."""
-    steps = "".join(f"<li>{html.escape(step)}</li>" for step in problem.solution(v))
+    steps = "".join(f"<li>{html.escape(step)}</li>" for step in solution(problem, v))
     return (f"<p class='practice-solution-title'><strong>Solution for these numbers</strong></p>"
             f"<ol>{steps}</ol>")
 

@@ -14,10 +14,11 @@ from types import MappingProxyType
 
 from . import (hardware, inference, moe_long_context, parallelism, rooflines, serving_systems,
                sharded_matmuls, transformers)
-from .problem import MAX_TRIES, Problem, Result, check, draw, parse_number, question
+from .problem import (MAX_TRIES, Problem, Result, check, draw, parse_number, question,
+                      solution, typeset_numbers)
 
 __all__ = ["CHAPTERS", "PROBLEMS", "get_problem", "Problem", "Result", "check", "draw",
-           "parse_number", "question", "MAX_TRIES"]
+           "parse_number", "question", "solution", "typeset_numbers", "MAX_TRIES"]
 
 #: chapter (its page's file name, ``book/<name>.md``, with "-" as "_") -> its problems.
 CHAPTERS: MappingProxyType[str, tuple[Problem, ...]] = MappingProxyType({

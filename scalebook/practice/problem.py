@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..homework.parts import Part, feedback, well_posed
+from ..units import format_scientific
 from ..variants import Variant, VariantSpec, default_variant
 from ..variants import draw as draw_variant
 
@@ -107,9 +108,31 @@ def draw(problem: Problem, seed: int) -> Variant:
     raise RuntimeError(f"practice problem {problem.id}: no well-posed draw for seed {seed}")
 
 
+#: A power of ten as Python's ``:g``/``:e`` formats print it ("9.89e+14", "1e+24", "9.1e-09").
+_E_NOTATION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]\d{2,})(?!\w|\.\d)")
+
+
+def typeset_numbers(text: str) -> str:
+    """``text`` with every power of ten Python's formats print ("9.89e+14") written as the book
+    writes one, :func:`scalebook.units.format_scientific` with the same digits ("9.89 × 10¹⁴";
+    "1e+24" -> "1 × 10²⁴"). The problems' statements, solutions and hints format their numbers
+    with ``:.3g`` and pass through here on their way to the reader."""
+    def typeset(match: re.Match[str]) -> str:
+        mantissa, exponent = match.groups()
+        digits = len(mantissa.replace(".", "").lstrip("0")) or 1
+        return format_scientific(float(f"{mantissa}e{exponent}"), digits)
+
+    return _E_NOTATION.sub(typeset, text)
+
+
 def question(problem: Problem, v: Mapping[str, Any]) -> str:
     """The problem's text with the numbers ``v``."""
-    return problem.text.format(**dict(v))
+    return typeset_numbers(problem.text.format(**dict(v)))
+
+
+def solution(problem: Problem, v: Mapping[str, Any]) -> tuple[str, ...]:
+    """The worked solution's lines for the numbers ``v``, numbers typeset."""
+    return tuple(typeset_numbers(step) for step in problem.solution(v))
 
 
 _NUMBER_SPACES = re.compile(r"[\s,_\u2009\u202f]")
@@ -151,5 +174,5 @@ def check(problem: Problem, v: Mapping[str, Any], answers: Mapping[str, Any]) ->
             results.append(Result(part.answer, False, str(exc)))
             continue
         message = feedback(part, v, value)
-        results.append(Result(part.answer, message is None, message or ""))
+        results.append(Result(part.answer, message is None, typeset_numbers(message or "")))
     return tuple(results)

@@ -1107,7 +1107,7 @@ HBM_BYTES = Problem(
                      parameters={"B": _B, "D": _D, "F": _F}),
     text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
           "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
-          "MB (10^6 bytes)?"),
+          "MB (10⁶ bytes)?"),
     parts=(
         Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
              conventions=(in_mib(_hbm_mb),),
