@@ -200,16 +200,19 @@ def cmd_keys(args) -> int:
     course = _course(args, create=bool(args.roster))
     if args.roster:
         roster = read_roster_file(Path(args.roster))
-        students = register_roster(course, roster)
+        registered = register_roster(course, roster, complete=True)
+        students = registered.students
         kind = {"canvas": "a Canvas gradebook export", "moodle": "a Moodle participants file",
                 "plain": "a roster"}[roster.lms]
         said = (f"{len(students)} student(s) from {kind}"
                 + (f" (skipped {len(roster.skipped)} row(s) that are not students: "
                    f"{'; '.join(roster.skipped)})" if roster.skipped else ""))
-        if args.output or roster.skipped:  # with the CSV on stdout, only what needs saying
+        changes = roster_changes(course, registered)
+        if args.output or roster.skipped or changes:  # with the CSV on stdout, only what needs saying
             from .safe_text import visible  # the roster's names are the LMS's (and students') text
 
-            print(visible(said), file=sys.stdout if args.output else sys.stderr)
+            for line in [said, *changes]:
+                print(visible(line), file=sys.stdout if args.output else sys.stderr)
     else:
         with course.gradebook() as gb:
             students = [RosterStudent(s.id, s.first_name or "", s.last_name or "", s.lms_user_id, s.email)
@@ -223,6 +226,34 @@ def cmd_keys(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def roster_changes(course, registered) -> list[str]:
+    """The lines ``keys --roster`` says of who joined, left and came back since the last roster."""
+    from .lms.roster import roster_students
+
+    if registered.first:
+        return []
+    people = roster_students(course)
+
+    def names(ids: list[str]) -> str:
+        return ", ".join(f"{_name(people.get(i, {}))} ({i})" for i in ids)
+
+    lines = []
+    if registered.joined:
+        lines.append(f"joined since the last roster ({len(registered.joined)}): {names(registered.joined)}")
+    if registered.back:
+        lines.append(f"back on the roster ({len(registered.back)}): {names(registered.back)}")
+    if registered.left:
+        lines.append(f"LEFT since the last roster ({len(registered.left)}): {names(registered.left)}; kept for "
+                     f"the assignments they handed in, left out of the others (roster.json records when)")
+    if not lines:
+        lines.append("no one joined or left since the last roster")
+    return lines
+
+
+def _name(entry: dict) -> str:
+    return " ".join(n for n in (entry.get("first_name"), entry.get("last_name")) if n) or "?"
 
 
 def add_variants(sub) -> None:
@@ -314,6 +345,9 @@ def add_collect(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace a notebook collected before whose contents differ (a resubmission; "
                         "grade then regrades it and keeps the earlier result)")
+    p.add_argument("--allow-older", action="store_true",
+                   help="with --force: also replace a notebook by an older one (by Canvas's file id or "
+                        "Moodle's submission time, a newer notebook collected before is kept otherwise)")
     p.add_argument("--worksheet", metavar="CSV",
                    help="Moodle: this assignment's grading worksheet (View all submissions > Download "
                         "grading worksheet); maps its 'Participant <n>' ids to students and gives each "
@@ -333,8 +367,11 @@ def cmd_collect(args) -> int:
     tz = None
     if args.tz is not None:
         tz = timezone(timedelta(hours=args.tz))
+    if args.allow_older and not args.force:
+        raise UsageError("--allow-older goes with --force")
     report = collect([Path(s) for s in args.sources], course, assignment, force=args.force,
-                     worksheet=Path(args.worksheet) if args.worksheet else None, tz=tz)
+                     worksheet=Path(args.worksheet) if args.worksheet else None, tz=tz,
+                     allow_older=args.allow_older)
     print(report.render(course))
     return 0 if report.ok else 1
 
@@ -400,7 +437,26 @@ def cmd_grade(args) -> int:
     if warning:
         print(warning)
     print(render_grade_summary(report, elapsed))
+    stale = stale_feedback(course, assignment, [r.student for r in report.results])
+    if stale:
+        from .safe_text import visible
+
+        print(visible(f"feedback pages written before this grading ({len(stale)}): {', '.join(stale)}; "
+                      f"run feedback -a {assignment} again so that they show the new scores"))
     return 1 if getattr(report, "errors", None) or warning else 0
+
+
+def stale_feedback(course, assignment: str, graded: list[str]) -> list[str]:
+    """The students just graded whose feedback page is older than their grading record."""
+    from .course import GRADING_RECORD
+
+    stale = []
+    for student in sorted(graded):
+        page = course.feedback(student, assignment) / "feedback.html"
+        record = course.autograded(student, assignment) / GRADING_RECORD
+        if page.is_file() and record.is_file() and page.stat().st_mtime_ns < record.stat().st_mtime_ns:
+            stale.append(student)
+    return stale
 
 
 def most_flagged(report) -> str | None:
@@ -445,23 +501,32 @@ def render_grade_summary(report, elapsed: float) -> str:
         lines.append(f"left {len(report.claimed_elsewhere)} to another grader running on this gradebook: "
                      f"{some(report.claimed_elsewhere)}")
     if results:
-        lines.append(f"time: {elapsed:.1f} s in all, {elapsed / len(results):.2f} s per submission"
-                     + (f" ({report.workers} in parallel)" if report.workers else ""))
+        at_once = min(report.workers or 1, len(results))
+        lines.append(f"time: {elapsed:.1f} s in all" + (
+            f", {elapsed / len(results):.2f} s per submission ({at_once} in parallel)" if at_once > 1 else
+            f", {elapsed / len(results):.2f} s per submission" if len(results) > 1 else ""))
     if report.memory_cap:
         lines.append(f"memory cap: {report.memory_cap}")
-    trouble = []
+    trouble: list[str] = []
+    notes: list[str] = []
     for r in results + previous:
         if r.status != "graded" or r.problems:
             problems = [str(p) for p in r.problems]
             status_said = r.status == "graded" or any(p.startswith(r.status) for p in problems)
             why = ([] if status_said else [r.status]) + problems
             when = " (graded earlier)" if r in previous else ""
-            trouble.append(f"  {r.student}{when}: " + "; ".join(why))
+            flagged = r.status != "graded" or (getattr(r, "variant", None) or {}).get("problem")
+            (trouble if flagged else notes).append(f"  {r.student}{when}: " + "; ".join(why))
     for student, why in sorted(errors.items()):
         trouble.append(f"  {student}: NOT GRADED, the grader failed ({why}); run grade again")
     lines.append("")
+    if notes:
+        lines.append(f"graded, with notes ({len(notes)}):")
+        lines.extend(notes)
     if trouble:
-        lines.append(f"NOT FULLY GRADED ({len(trouble)}):")
+        lines.append(f"FLAGGED, NOT FULLY GRADED ({len(trouble)}): export holds these back from the Canvas and "
+                     f"Moodle files (status 'flagged (held back)') until you decide: override -a "
+                     f"{report.assignment} -s STUDENT --accept --reason ... (after any --points)")
         lines.extend(trouble)
     else:
         lines.append("every submission was fully graded")
@@ -476,12 +541,15 @@ def add_due(sub) -> None:
         "due", help="set or show an assignment's due date, late penalty and students' extensions",
         description="Record the due date in the gradebook (nbgrader's Assignment.duedate) and this "
                     "assignment's late policy in <course>/late_policy.json (each option changes only its "
-                    "own field; other assignments keep theirs). Without options, show both. Late work is "
+                    "own field; other assignments keep theirs). Always shows both and the students' "
+                    "extensions. Late work is "
                     "penalised when exported and shown on the feedback page, computed from the raw scores "
                     "each time (never stored): a submission d started days after the student's due date "
                     "(with their extension) keeps max(0, 1 - d * PCT/100) of its score, nothing after "
                     "--zero-after days. The submission time is its timestamp.txt (nbgrader layout; collect "
-                    "--worksheet writes Moodle's) or the one the gradebook recorded.",
+                    "--worksheet writes Moodle's; --submitted gives one by hand) or the one the gradebook "
+                    "recorded. Without a time, a file Canvas marked LATE is charged one day, the least it "
+                    "can be; with an extension it may be on time: not charged, and export says so.",
     )
     _course_options(p)
     p.add_argument("--date", metavar="WHEN",
@@ -494,6 +562,10 @@ def add_due(sub) -> None:
                         "('none' removes the cut-off)")
     p.add_argument("--extend", metavar="STUDENT",
                    help="grant STUDENT an extension of --days/--hours (nbgrader's own; 0 removes it)")
+    p.add_argument("--submitted", nargs=2, action="append", metavar=("STUDENT", "WHEN"),
+                   help="the time STUDENT handed in (with its zone, as the LMS shows it: a Canvas download "
+                        "has none, and a LATE mark cannot tell a student's extension); repeatable; kept as "
+                        "the submission's timestamp.txt until a newer notebook is collected")
     p.add_argument("--days", type=float, default=0, help="with --extend")
     p.add_argument("--hours", type=float, default=0, help="with --extend")
     p.set_defaults(func=cmd_due)
@@ -503,8 +575,8 @@ def cmd_due(args) -> int:
     import dataclasses
     from datetime import timedelta
 
-    from .deadlines import (due_date, extension_of, grant_extension, load_policy, parse_when,
-                            save_policy, set_due_date, show_when)
+    from .deadlines import (due_date, duration_text, extension_of, extensions, grant_extension, load_policy,
+                            parse_when, save_policy, set_due_date, set_submission_time, show_when)
 
     assignment = _assignment(args)
     course = _course(args)
@@ -528,12 +600,19 @@ def cmd_due(args) -> int:
         course.prepare(assignment)
         grant_extension(course, assignment, args.extend, timedelta(hours=hours) if hours else None)
         extension = extension_of(course, assignment, args.extend)
-        print(f"{args.extend}: " + (f"extension of {extension} on {assignment}" if extension else
+        print(f"{args.extend}: " + (f"extension of {duration_text(extension)} on {assignment}" if extension else
                                     f"no extension on {assignment}"))
     elif args.days or args.hours:
         raise UsageError("--days and --hours go with --extend STUDENT")
+    for student, when in args.submitted or []:
+        at = parse_when(when)
+        set_submission_time(course, assignment, student, at)
+        print(f"{student}: handed in {assignment} at {show_when(at)} (by your word)")
     print(f"{assignment}: due {show_when(due_date(course, assignment))}; "
           f"late policy: {load_policy(course, assignment).describe()}")
+    granted = extensions(course, assignment)
+    print(f"extensions ({len(granted)}): " + (", ".join(f"{s} {duration_text(d)}" for s, d in sorted(granted.items()))
+                                              or "none"))
     return 0
 
 
@@ -552,21 +631,35 @@ def add_override(sub) -> None:
     p.add_argument("--points", type=float, metavar="P")
     p.add_argument("--clear", action="store_true", help="remove the override (the autograder's score counts)")
     p.add_argument("--reason", metavar="TEXT", default="")
+    p.add_argument("--accept", action="store_true",
+                   help="release STUDENT's flagged submission (held back from the Canvas/Moodle files) "
+                        "with the scores as they stand, parts set with --points before included")
     p.add_argument("--list", action="store_true", help="print the assignment's override trail")
     p.set_defaults(func=cmd_override)
 
 
 def cmd_override(args) -> int:
     from .safe_text import visible
-    from .overrides import set_override, trail
+    from .overrides import accept, set_override, trail
 
     assignment = _assignment(args)
     course = _course(args)
     if args.list:
         for e in trail(course, assignment):
+            if e.get("decision") == "accept":
+                print(visible(f"{e.get('time')}  {e.get('by')}  {e.get('student')}: accepted the flagged "
+                              f"submission  ({e.get('reason')})"))
+                continue
             new = "cleared" if e.get("points") is None else f"{e.get('points'):g}"
             print(visible(f"{e.get('time')}  {e.get('by')}  {e.get('student')}  {e.get('part')}: "
                           f"{e.get('before')} -> {new}  ({e.get('reason')})"))
+        return 0
+    if args.accept:
+        if not args.student or args.part or args.points is not None or args.clear:
+            raise UsageError("--accept takes -s STUDENT and --reason (set parts with --points first)")
+        accept(course, assignment, args.student, args.reason)
+        print(visible(f"{args.student}: the flagged submission of {assignment} is accepted; export now writes "
+                      f"its score"))
         return 0
     if not (args.student and args.part) or (args.points is None) == (not args.clear):
         raise UsageError("give -s STUDENT --part ID and either --points P or --clear (and --reason)")
@@ -609,7 +702,8 @@ def add_export(sub) -> None:
 def cmd_export(args) -> int:
     from .safe_text import visible
     from .deadlines import due_date
-    from .export import export_csv, without_time
+    from .deadlines import duration_text
+    from .export import export_csv, held_back, without_time
     from .lms.formats import MISSING_ID_WHY, default_file_name, missing_lms_ids
 
     assignment = _assignment(args)
@@ -630,17 +724,32 @@ def cmd_export(args) -> int:
                       + ", ".join(f"{r.name or r.student} ({r.student})" for r in absent)), file=sys.stderr)
     untimed = without_time(rows) if due_date(course, assignment) is not None else []
     if untimed:
-        marked = sum(1 for r in untimed if r.marked_late)
+        marked = sum(1 for r in untimed if r.marked_late and not r.untimed_extension)
         print(f"no submission time for {len(untimed)} submission(s) (a Canvas download has none): "
               f"{marked} marked LATE by Canvas are charged one day, the others count as on time",
               file=sys.stderr)
+    unknown = [r for r in rows if r.untimed_extension]
+    if unknown:
+        print(visible(f"marked LATE, but with an extension, so perhaps on time: NOT CHARGED ({len(unknown)}): "
+                      + ", ".join(f"{r.name or r.student} ({r.student}, extension {duration_text(r.extension)})"
+                                  for r in unknown)
+                      + f"; give the time Canvas shows with: due -a {assignment} --submitted STUDENT WHEN"),
+              file=sys.stderr)
+    held = held_back(rows)
+    if held:
+        where = "in the status column" if args.format == "csv" else "exported blank"
+        print(f"HELD BACK ({len(held)}, {where}): flagged by the grader; decide with override -a {assignment} "
+              f"-s STUDENT --accept --reason ... (after any --points):", file=sys.stderr)
+        for row in held:
+            print(visible(f"  {row.name or row.student} ({row.student}): {row.flag}; "
+                          f"{row.total:g} / {row.max:g} as graded"), file=sys.stderr)
     if missing:
         print(f"NOT IN THE {args.format.upper()} FILE ({len(missing)}): {MISSING_ID_WHY[args.format]}; "
               "enter by hand:", file=sys.stderr)
         for row in missing:
             print(visible(f"  {row.student}: {row.status}, total {row.total:g} / {row.max:g}"), file=sys.stderr)
         return 1
-    return 0
+    return 1 if held else 0
 
 
 def add_feedback(sub) -> None:

@@ -88,6 +88,7 @@ from typing import Callable
 from .course import Course, available_assignments, notebook_names
 from .lms.formats import (CANVAS, MOODLE, BROWSER_COPY, CANVAS_COPY, Claims, LmsName, lms_readings, lms_student_id,
                           moodle_folder, read_lms_name, read_worksheet, reading_details)
+from .lms.marks import keep_order, kept_order, mark_late
 from .lms.roster import load_participants, match_worksheet, roster_lms, roster_students, save_participants
 from .safe_text import visible
 
@@ -143,6 +144,7 @@ class CollectReport:
     not_on_roster: list[tuple[str, str]] = field(default_factory=list)  # (origin, who): collected for no one
     no_submission: list[str] = field(default_factory=list)  # roster students without a notebook: names
     newest: list[tuple[str, Item, list[Item]]] = field(default_factory=list)  # (student, kept, older ones)
+    older: list[tuple[Item, str]] = field(default_factory=list)  # (item, why): a newer notebook was kept
     notes: list[str] = field(default_factory=list)  # what the instructor should know (one line each)
 
     @property
@@ -176,6 +178,11 @@ class CollectReport:
             lines.append("DUPLICATES, not collected (keep one file per student and collect again):")
             for student, items in sorted(self.duplicates.items()):
                 lines.append(f"  {student}: " + ", ".join(i.origin for i in items))
+        if self.older:
+            lines.append(f"KEPT THE NEWER NOTEBOOK ({len(self.older)}): these files are older than the ones "
+                         f"collected before, by the LMS's own order (collect --force --allow-older puts them back):")
+            for item, why in self.older:
+                lines.append(f"  {item.student:<20} <- not {item.origin} ({why})")
         if self.conflicts:
             lines.append("ALREADY COLLECTED with other contents, left as they are (use --force to replace):")
             for item in self.conflicts:
@@ -453,9 +460,12 @@ def _target_name(original: str, notebooks: list[str]) -> str | None:
 
 def collect(
     sources: list[Path], course: Course, assignment: str, *, force: bool = False,
-    worksheet: Path | None = None, tz=None,
+    worksheet: Path | None = None, tz=None, allow_older: bool = False,
 ) -> CollectReport:
     """Copy the notebooks of ``assignment`` in ``sources`` into ``course``; add the students.
+
+    ``force`` replaces a notebook collected before with other contents, but never by an
+    older one of the LMS's (``_newer_kept``) unless ``allow_older``.
 
     ``worksheet``: the assignment's Moodle grading worksheet, which maps the participant ids
     of a Moodle download to students (``lms/roster.py``) and gives each submission's time (read in
@@ -521,9 +531,17 @@ def collect(
             if notebook:
                 report.conflicts.append(item)
             continue
+        if notebook and dest.exists() and not allow_older:
+            newer = _newer_kept(dest.parent, item, participants.get(student))
+            if newer:  # an older download collected again: the newer notebook stays
+                report.older.append((item, newer))
+                continue
+        if notebook:  # a time and marks of the notebook it replaces are not this one's
+            (dest.parent / "timestamp.txt").unlink(missing_ok=True)
         _write(dest, data)
         if notebook:
-            _mark_late(dest.parent, item.reading)
+            mark_late(dest.parent, item.reading.lms if item.reading else None, bool(item.reading and item.reading.late))
+            keep_order(dest.parent, item.reading.lms if item.reading else None, item.reading.order if item.reading else None)
             report.collected.append(item)
             present.add(student)
             if not _is_notebook_json(data):
@@ -534,6 +552,30 @@ def collect(
         _write_times(course, assignment, participants, present, report)
     _roster_without_submission(course, assignment, report)
     return report
+
+
+def _newer_kept(folder: Path, item: Item, moodle: dict | None) -> str | None:
+    """Why the notebook collected in ``folder`` is newer than ``item`` by the LMS's own word, or
+    None: Canvas gives each upload a larger file id (kept beside the notebook by
+    ``lms.marks.keep_order``); Moodle's worksheet gives each submission its time
+    (``timestamp.txt``). Of other sources nothing says which is newer: the later collect wins."""
+    from datetime import datetime
+
+    kept = kept_order(folder)
+    if kept and item.reading is not None and item.reading.lms == kept[0] and item.reading.order:
+        if item.reading.order < kept[1]:
+            return f"{kept[0]} file id {kept[1]} collected, newer than this file's {item.reading.order}"
+        return None
+    when = (moodle or {}).get("submitted")
+    stamp = folder / "timestamp.txt"
+    if when and stamp.is_file():
+        try:
+            before = datetime.strptime(stamp.read_text("utf-8").strip()[:19], "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return None
+        if datetime.fromisoformat(when) < before:
+            return f"submitted {before:%Y-%m-%d %H:%M} UTC collected, newer than this one's {when[:16].replace('T', ' ')}"
+    return None
 
 
 def newest(group: list[Item]) -> Item | None:
@@ -634,24 +676,13 @@ def _write_times(course: Course, assignment: str, participants: dict[str, dict],
 
 
 def _roster_without_submission(course: Course, assignment: str, report: CollectReport) -> None:
+    """The roster students without a notebook (not those who left the course)."""
     for sid, person in sorted(roster_students(course).items()):
+        if person.get("left"):
+            continue
         if not (course.submitted(sid, assignment) / f"{assignment}.ipynb").is_file():
             name = " ".join(n for n in (person.get("first_name"), person.get("last_name")) if n)
             report.no_submission.append(f"{name} ({sid})" if name else sid)
-
-
-#: Beside a notebook Canvas named ``..._LATE_...``: the LMS says it came after the due date.
-LMS_LATE_MARK = "lms_late.txt"
-
-
-def _mark_late(folder: Path, reading: LmsName | None) -> None:
-    """Keep the LMS's LATE mark beside the notebook (``deadlines`` reads it when the
-    submission has no time); a notebook collected without the mark removes an older one."""
-    mark = folder / LMS_LATE_MARK
-    if reading is not None and reading.late:
-        mark.write_text(f"{reading.lms} marked this submission LATE\n", "utf-8")
-    elif mark.is_file():
-        mark.unlink()
 
 
 def _write(dest: Path, data: bytes) -> None:

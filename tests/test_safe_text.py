@@ -100,7 +100,8 @@ PERSON = {  # (module, function) -> what it writes; every one is run end to end 
     ("variants.py", "write_roster_notebooks"): "<course>/keys.csv (and each student's notebook, JSON)",
 }
 NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person reads it as CSV/HTML/text
-    ("collect.py", "_mark_late"): "the LMS's LATE mark: fixed text and the LMS's name",
+    ("marks.py", "mark_late"): "the LMS's LATE mark: fixed text and the LMS's name",
+    ("marks.py", "keep_order"): "the LMS's order of a collected file (JSON)",
     ("collect.py", "_write"): "a collected notebook, the bytes the student handed in",
     ("course.py", "prepare"): "nbgrader's copies of the instructor's notebooks (JSON)",
     ("course.py", "set_variants_enabled"): "the course's settings (JSON)",
@@ -110,6 +111,7 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("roster.py", "save_participants"): "each assignment's Moodle participant ids (lms/<A>.json)",
     ("course.py", "generate_exercises"): "exercises/ notebooks from the instructor's solutions/",
     ("deadlines.py", "save_policy"): "the late policy (JSON)",
+    ("deadlines.py", "set_submission_time"): "nbgrader's timestamp.txt: a time the instructor gave",
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
     ("nbgrader_config.py", "write_course_config"): "nbgrader's configuration (Python)",
     ("record.py", "atomic_write"): "grading records (JSON) and autograded notebooks",
