@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import os
 import re
+import shlex
 import zipfile
 from pathlib import Path
 
@@ -338,6 +340,22 @@ def test_a_moodle_class_over_two_assignments(tmp_path):
     stamp = (course.submitted("alice.smith", A1) / "timestamp.txt").read_text()
     assert stamp.startswith("2026-02-01 23:30:00")
 
+    # an older download of hw1 (Alice's first, partial upload, as its worksheet says) over the newer
+    base, email = PARTICIPANTS[A1], MOODLE_CLASS[0][2]
+    folder = f"Alice Smith_{base}_assignsubmission_file_"
+    older, sheet = tmp_path / "older.zip", tmp_path / "older-worksheet.csv"
+    write_csv(sheet, [["Identifier", "Full name", "Email address", "Status", "Last modified (submission)"],
+                      [f"Participant {base}", "Alice Smith", email, "Submitted for grading",
+                       "Sunday, 1 February 2026, 9:00 PM"]])
+    with zipfile.ZipFile(older, "w") as z:
+        z.write(tmp_path / "built" / A1 / "alice.smith" / "partial.ipynb", f"{folder}/{A1}.ipynb")
+    rc, out, err = run_cli("collect", older, "-a", A1, "--course", course_dir, "--worksheet", sheet, "--force")
+    assert rc == 0 and "KEPT THE NEWER NOTEBOOK (1)" in out, out + err
+    assert "submitted 2026-02-01 23:30 UTC collected, newer than this one's 2026-02-01 21:00" in out, out
+    assert (course.submitted("alice.smith", A1) / "timestamp.txt").read_text() == stamp
+    rc, out, err = run_cli("grade", "-a", A1, "--course", course_dir, "-q")
+    assert rc == 0 and "regraded" not in out, out + err
+
 
 @pytest.mark.slow
 @pytest.mark.sandbox
@@ -372,3 +390,108 @@ def test_a_class_keyed_by_the_wrong_ids_is_told_so_first_and_grade_fails(tmp_pat
         student, why = line.strip().split(": ", 1)
         assert why.startswith("numbers: the notebook's STUDENT_ID is '1000"), line
     assert "read-only" not in out
+
+
+# --- the README's recipes, run as written -----------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_CANVAS = [("Smith, Alice", "10000", "smithalice"), ("Núñez, José", "10201", "núñezjosé"),
+                 ("Чжан, Вэй", "10301", "чжанвэй"), ("Brown, Bob", "10800", "brownbob")]
+README_MOODLE = [("Alice", "Smith", "alice.smith@uni.example"), ("Øyvind", "Dahl", "oyvind.dahl@uni.example"),
+                 ("José", "Núñez", "jose.nunez@uni.example")]
+
+
+def readme_commands() -> list[list[str]]:
+    """Every command line of the README's recipes, from "A Canvas course" through "Deadlines,
+    extensions and corrections", in order (comments dropped)."""
+    text = README.read_text("utf-8")
+    recipes = text[text.index("### A Canvas course"):text.index("**The gradebook**")]
+    lines = [line for block in re.findall(r"```sh\n(.*?)```", recipes, re.S) for line in block.splitlines()]
+    return [words for words in (shlex.split(line, comments=True) for line in lines) if words]
+
+
+class TheLms:
+    """The files a recipe's command names that the LMS (and the students) give the instructor,
+    made when a command first needs them, from the keys the recipe has handed out by then."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def course(self) -> Course:
+        return Course(Path(os.environ["SCALEBOOK_COURSE"]))
+
+    def notebook(self, key: str, assignment: str, sample: str = "correct") -> Path:
+        sid = keys_of(self.root / "keys.csv")[key]["student"]
+        return build_submissions(assignment, self.root / "built" / assignment / sid, students=[sample],
+                                 course=self.course(), ids={sample: sid})[sample]
+
+    def make(self, name: str) -> None:
+        if name == "canvas_gradebook_export.csv":
+            canvas_roster(self.root / name, README_CANVAS)
+        elif name == "canvas_gradebook_export-march.csv":  # Bob dropped, Chidi joined
+            canvas_roster(self.root / name, README_CANVAS[:3] + [JOINER])
+        elif name == "submissions.zip":
+            with zipfile.ZipFile(self.root / name, "w") as z:
+                for n, (_, uid, canvas) in enumerate(README_CANVAS):
+                    late = "LATE_" if uid == "10800" else ""
+                    sample = "partial" if uid == RESUBMITS else "correct"
+                    z.write(self.notebook(uid, A1, sample), f"{canvas}_{late}{uid}_{7000 + n}_{A1}.ipynb")
+        elif name == "submissions-2.zip":
+            with zipfile.ZipFile(self.root / name, "w") as z:
+                z.write(self.notebook(RESUBMITS, A1), f"núñezjosé_{RESUBMITS}_8001_{A1}.ipynb")
+        elif name in ("participants.csv", "participants-march.csv"):
+            people = README_MOODLE if name == "participants.csv" else README_MOODLE[1:]  # Alice dropped
+            write_csv(self.root / name, [["First name", "Last name", "ID number", "Email address", "Roles"],
+                                         *([f, la, "", e, "Student"] for f, la, e in people)])
+        elif m := re.fullmatch(r"hw([12])-(submissions\.zip|worksheet\.csv)", name):
+            assignment = A1 if m[1] == "1" else A2
+            base = PARTICIPANTS[assignment]
+            with zipfile.ZipFile(self.root / f"hw{m[1]}-submissions.zip", "w") as z, \
+                    open(self.root / f"hw{m[1]}-worksheet.csv", "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(["Identifier", "Full name", "Email address", "Status", "Last modified (submission)"])
+                for n, (first, last, email) in enumerate(README_MOODLE):
+                    pid = base + 7 * n
+                    w.writerow([f"Participant {pid}", f"{first} {last}", email, "Submitted for grading",
+                                TIMES[assignment]])
+                    z.write(self.notebook(email, assignment),
+                            f"{first} {last}_{pid}_assignsubmission_file_/{assignment}.ipynb")
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_the_readme_recipes_run_as_written_top_to_bottom(tmp_path, monkeypatch):
+    """Each command line of the README's Canvas, Moodle and deadlines recipes, in order, in a
+    folder where the LMS's files appear as the recipe asks for them: every one must succeed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SCALEBOOK_DB", raising=False)
+    lms, said = TheLms(tmp_path), {}
+    commands = readme_commands()
+    assert sum(w[:1] == ["export"] for w in commands) == 2 and len(commands) > 25
+    for words in commands:
+        if words[0] == "export":
+            name, _, value = words[1].partition("=")
+            monkeypatch.setenv(name, os.path.expanduser(value))
+            continue
+        assert words[:3] == [".venv/bin/python", "-m", "autograder"], f"a README line the test cannot run: {words}"
+        argv = words[3:]
+        for word in argv:
+            if re.fullmatch(r"[\w.-]+\.(csv|zip)", word) and not (tmp_path / word).exists() and argv[0] != "export" \
+                    and word != "keys.csv":
+                lms.make(word)
+        rc, out, err = run_cli(*argv)
+        assert rc == 0, f"README: {' '.join(words)}\n{out}{err}"
+        said[" ".join(argv)] = said.get(" ".join(argv), "") + out + err
+    # what the recipes promise, read back
+    canvas = canvas_cells((tmp_path / "canvas-hw1.csv").read_text("utf-8"))
+    full = float(canvas["10000"])
+    assert canvas == {"10000": f"{full:g}", "10201": f"{full:g}", "10301": f"{full:g}", "10800": f"{0.9 * full:g}"}
+    assert any("feedback pages written before this grading (1)" in text for text in said.values())
+    assert "LEFT since the last roster (1): Bob Brown (bob_brown_10800)" in said[
+        "keys --roster canvas_gradebook_export-march.csv -o keys.csv"]
+    moodle = Path(os.environ["SCALEBOOK_COURSE"])
+    assert (moodle / "feedback" / "alice.smith" / A2 / "feedback.html").is_file()
+    with open(tmp_path / "moodle-hw2.csv", newline="", encoding="utf-8") as f:
+        assert all(float(r["Grade"]) == float(r["Maximum Grade"]) for r in csv.DictReader(f))
+    assert "extensions (1): alice.smith 2 day(s)" in said["due -a hw2-hardware"]
