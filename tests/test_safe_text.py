@@ -92,8 +92,8 @@ def test_shown_is_what_the_check_below_calls_hidden():
 # a file descriptor is the sandbox's pipes to its own processes: no person reads those bytes.)
 
 PERSON = {  # (module, function) -> what it writes; every one is run end to end below
-    ("cli.py", "cmd_keys"): "keys.csv, or the keys on standard output: variants.keys_csv",
-    ("cli.py", "cmd_export"): "the export on standard output: export.export_csv's text",
+    ("keys.py", "cmd_keys"): "keys.csv, or the keys on standard output: variants.keys_csv",
+    ("export.py", "cmd_export"): "the export on standard output: export.export_csv's text",
     ("export.py", "export_csv"): "grades-, canvas-, moodle-<A>.csv: export.to_csv, lms.formats.to_canvas, to_moodle",
     ("feedback.py", "write_feedback"): "feedback/<student>/<A>/feedback.html, with released solutions",
     ("report.py", "write_report"): "report-<A>.html and report-<A>.csv",
@@ -252,14 +252,14 @@ def hostile_course(root: Path) -> tuple[Course, str]:
 # name -> (the command's arguments, given the course root, the roster and an output folder; the
 # writers of PERSON it runs)
 RUNS = {
-    "keys to stdout": (lambda roster, out: ["keys", "--roster", roster], {("cli.py", "cmd_keys")}),
-    "keys": (lambda roster, out: ["keys", "--roster", roster, "--output", out / "keys.csv"], {("cli.py", "cmd_keys")}),
+    "keys to stdout": (lambda roster, out: ["keys", "--roster", roster], {("keys.py", "cmd_keys")}),
+    "keys": (lambda roster, out: ["keys", "--roster", roster, "--output", out / "keys.csv"], {("keys.py", "cmd_keys")}),
     "generate --roster": (lambda roster, out: ["generate", A, "--roster", roster, "--output-dir", out],
                           {("variants.py", "write_roster_notebooks")}),
     **{f"export --format {fmt}": (lambda roster, out, fmt=fmt: ["export", "-a", A, "--format", fmt, "--output",
                                                                 out / f"{fmt}.csv"], {("export.py", "export_csv")})
        for fmt in FORMATS},
-    "export to stdout": (lambda roster, out: ["export", "-a", A, "--output", "-"], {("cli.py", "cmd_export")}),
+    "export to stdout": (lambda roster, out: ["export", "-a", A, "--output", "-"], {("export.py", "cmd_export")}),
     "report": (lambda roster, out: ["report", "-a", A, "--output-dir", out], {("report.py", "write_report")}),
     "feedback --release-solutions": (lambda roster, out: ["feedback", "-a", A, "--release-solutions", "--force"],
                                      {("feedback.py", "write_feedback")}),
