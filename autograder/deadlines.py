@@ -28,7 +28,12 @@ due date; export and feedback use it.
 time, only ``LATE_`` in the file name, which ``collect`` keeps beside the notebook
 (``lms_late.txt``). A submission with no time is judged by that mark: marked late, it is at
 least one started day late and is charged exactly one day; unmarked, it counts as on time.
-``export`` says so in one line with the count.
+The mark says only "after the assignment's due date": for a student with an extension a marked
+file may be on time, so it is not charged, and ``export`` and the feedback page say that a
+submission time is needed. ``due -a A --submitted STUDENT WHEN`` gives one by hand (the time
+Canvas shows on the submission): it is written as that submission's ``timestamp.txt``, and a
+notebook collected over it (a resubmission) drops it. ``export`` says all this in one line
+each, with the count.
 
 **Exactly once.** Nothing here writes a score. The penalty is computed from the raw gradebook
 scores each time something is exported or shown, so exporting twice penalises once.
@@ -43,6 +48,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .course import Course, CourseError
+from .lms.marks import is_marked_late
 
 POLICY_FILE = "late_policy.json"
 DAY = timedelta(days=1)
@@ -74,6 +80,7 @@ class Lateness:
     submitted: datetime | None
     days_late: int
     factor: float
+    unknown: bool = False  # marked LATE, no time, and an extension: it may be on time, not charged
 
     def penalty(self, raw: float) -> float:
         return raw * (1.0 - self.factor)
@@ -161,7 +168,10 @@ def grant_extension(course: Course, assignment: str, student: str, delta: timede
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:
-            gb.update_or_create_submission(assignment, student)
+            # nbgrader builds the submission's rows while its session would flush them half
+            # made (SQLAlchemy's "not in session" SAWarning, three times): build, then flush
+            with gb.db.no_autoflush:
+                gb.update_or_create_submission(assignment, student)
         if delta:
             gb.grant_extension(assignment, student, minutes=delta.total_seconds() / 60)
         else:
@@ -193,6 +203,28 @@ def parse_when(text: str) -> datetime:
     return when.astimezone(timezone.utc).replace(tzinfo=None)
 
 
+def duration_text(delta: timedelta | None) -> str:
+    """``2 day(s)``, ``36 hour(s)``, ``90 minute(s)``: an extension as people say it."""
+    if not delta:
+        return "none"
+    minutes = delta.total_seconds() / 60
+    if minutes % (24 * 60) == 0:
+        return f"{minutes / (24 * 60):g} day(s)"
+    return f"{minutes / 60:g} hour(s)" if minutes % 60 == 0 else f"{minutes:g} minute(s)"
+
+
+def extensions(course: Course, assignment: str) -> dict[str, timedelta]:
+    """student -> the extension granted on ``assignment`` (only those with one)."""
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            subs = gb.find_assignment(assignment).submissions
+        except MissingEntry:
+            return {}
+        return {sub.student.id: sub.extension for sub in subs if sub.extension}
+
+
 def show_when(when: datetime | None) -> str:
     return "not set" if when is None else when.strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -222,12 +254,17 @@ def days_late(submitted: datetime, due: datetime) -> int:
 
 
 def lateness(submitted: datetime | None, due: datetime | None, policy: LatePolicy, *,
-             marked_late: bool = False) -> Lateness:
-    """How late a submission is. Without a time, ``marked_late`` (the LMS's mark) counts as one
-    started day late, the least it can be; no mark, on time."""
+             marked_late: bool = False, extended: bool = False) -> Lateness:
+    """How late a submission is; ``due`` is the student's own due date (with their extension).
+    Without a time, ``marked_late`` (the LMS's mark: after the *assignment's* due date) counts
+    as one started day late, the least it can be; no mark, on time. A student with an extension
+    (``extended``) may have handed in a marked file within it: the least is then on time, so
+    nothing is charged and ``unknown`` says that only a submission time can tell."""
     if due is None:
         return Lateness(submitted, 0, 1.0)
     if submitted is None:
+        if marked_late and extended:
+            return Lateness(None, 0, 1.0, unknown=True)
         days = 1 if marked_late else 0
         return Lateness(None, days, policy.factor(days))
     days = days_late(submitted, due)
@@ -236,9 +273,18 @@ def lateness(submitted: datetime | None, due: datetime | None, policy: LatePolic
 
 def marked_late(course: Course, student: str, assignment: str) -> bool:
     """Whether the LMS marked the collected submission late (``collect``'s ``lms_late.txt``)."""
-    from .collect import LMS_LATE_MARK
+    return is_marked_late(course.submitted(student, assignment))
 
-    return (course.submitted(student, assignment) / LMS_LATE_MARK).is_file()
+
+def set_submission_time(course: Course, assignment: str, student: str, when: datetime) -> Path:
+    """Record ``when`` (naive UTC) as the time ``student`` handed in the collected submission
+    (nbgrader's ``timestamp.txt`` beside it); refused when nothing of theirs is collected."""
+    folder = course.submitted(student, assignment)
+    if not (folder / f"{assignment}.ipynb").is_file():
+        raise CourseError(f"no collected submission of {assignment} from {student!r}: collect it first")
+    path = folder / "timestamp.txt"
+    path.write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), "utf-8")
+    return path
 
 
 def submission_time(course: Course, student: str, assignment: str,

@@ -5,7 +5,14 @@ Columns: ``student``, one per graded question (its nbgrader ``grade_id``, in not
 manual grade entered in formgrader wins over the autograder's); the status comes from the last
 grading (``grading.json`` beside the autograded notebook: ``graded``, ``timed out``,
 ``invalid notebook`` ...), else ``not graded yet`` for a
-collected but ungraded submission and ``no submission`` for a student without one.
+collected but ungraded submission and ``no submission`` for a student without one. A student
+who left the course (``lms/roster.py``) has a row only where they handed something in.
+
+**Flagged submissions** (``flag_of``: not graded to the end, or graded against numbers the
+notebook did not hold, such as a classmate's id and key) say so in the status,
+``flagged (held back)`` or ``timed out (held back)``, and the Canvas and Moodle files leave
+their cell blank (``lms.formats``) until the instructor decides with ``override --accept``
+(``overrides.py``); the status then ends in ``(accepted)``. ``export`` lists the held ones.
 
 Late work (``deadlines.py``): when the assignment has a due date, ``total`` is the *final*
 score, the raw score less the late penalty of the course's policy, computed here from the raw
@@ -29,7 +36,8 @@ from pathlib import Path
 
 from .course import SOLUTIONS, Course, CourseError, grade_ids, load_report
 from .lms.formats import FORMATS, to_canvas, to_moodle
-from .lms.roster import load_participants
+from .lms.roster import left_students, load_participants
+from .overrides import accepted
 from .safe_text import csv_text, number_text
 
 
@@ -49,6 +57,9 @@ class Row:
     marked_late: bool = False  # the LMS marked it late (used when there is no time)
     extension: timedelta | None = None  # granted to this student for this assignment
     participant: str | None = None  # Moodle: the participant id of this assignment
+    held: bool = False  # flagged and not yet decided: the LMS files leave it blank
+    flag: str = ""  # why the grader flagged it (its first problem), when it did
+    untimed_extension: bool = False  # LATE mark, no time, an extension: not charged (may be on time)
 
 
 def question_columns(course: Course, assignment: str) -> list[tuple[str, float]]:
@@ -71,6 +82,8 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
     report = load_report(course, assignment)
     policy = load_policy(course, assignment)
     participants = load_participants(course, assignment)
+    decided = accepted(course, assignment)
+    gone = left_students(course)
     rows = []
     with course.gradebook() as gb:
         try:
@@ -91,8 +104,10 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 for notebook in submission.notebooks:
                     for grade in notebook.grades:
                         scores[grade.name] = float(grade.score or 0.0)
+            flag = ""
             if entry is not None:
                 status = entry.get("status", "graded")
+                flag = flag_of(entry)
                 if submission is None:  # recorded in the report only (say, an invalid notebook)
                     for gid in scores:
                         scores[gid] = float(entry.get("scores", {}).get(gid, 0.0))
@@ -102,6 +117,8 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 status = "not graded yet"
             else:
                 status = "no submission"
+            if status == "no submission" and student in gone:
+                continue  # left the course: kept only where they handed something in
             raw = sum(v for v in scores.values() if v is not None)
             late, mark = lateness(None, None, policy), False
             extension = submission.extension if submission is not None else None
@@ -110,16 +127,38 @@ def grade_rows(course: Course, assignment: str) -> tuple[list[tuple[str, float]]
                 mark = marked_late(course, student, assignment)
                 late = lateness(submission_time(course, student, assignment, recorded),
                                 due + extension if due is not None and extension else due, policy,
-                                marked_late=mark)
+                                marked_late=mark, extended=bool(extension))
             penalty = late.penalty(raw)
             person = people[student]
             name = ", ".join(n for n in (person.last_name, person.first_name) if n)
             # lms_user_id is a Canvas user id (collect keeps Moodle's per-assignment participant
             # ids in lms/<A>.json, never there)
             pid = (participants.get(student) or {}).get("participant")
+            held = bool(flag) and student not in decided
+            if flag:  # the grader's word, in every file: flagged, held back or accepted
+                status = f"{'flagged' if status == 'graded' else status} ({'held back' if held else 'accepted'})"
             rows.append(Row(student, scores, raw - penalty, max_total, status, raw, penalty, late.days_late,
-                            late.submitted, person.lms_user_id or None, name, mark, extension, pid))
+                            late.submitted, person.lms_user_id or None, name, mark, extension, pid, held, flag,
+                            late.unknown))
     return questions, rows
+
+
+def flag_of(entry: dict) -> str:
+    """Why the grader flagged a submission (``grading.json``), or "" when it graded it cleanly:
+    not graded to the end (timed out, crashed, invalid ...), or graded against numbers the
+    notebook did not hold (another student's id and key: a possible copy). These are what
+    ``grade`` lists as NOT FULLY GRADED and nbgrader's ``flagged`` column marks."""
+    status = entry.get("status", "graded")
+    problem = (entry.get("variant") or {}).get("problem")
+    if status == "graded" and not problem:
+        return ""
+    problems = [str(p) for p in entry.get("problems") or []]
+    return problems[0] if problems else f"numbers: {problem}" if problem else str(status)
+
+
+def held_back(rows: list[Row]) -> list[Row]:
+    """Flagged submissions the instructor has not decided on: blank in the LMS files."""
+    return [r for r in rows if r.held]
 
 
 def without_time(rows: list[Row]) -> list[Row]:

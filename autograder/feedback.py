@@ -151,6 +151,7 @@ class StudentFeedback:
     numbers: list[str] = field(default_factory=list)  # the student's own numbers, a line per problem
     extension: timedelta | None = None  # granted to this student: their due date moves by it
     expected: dict[str, str] = field(default_factory=dict)  # answer name -> its value for their numbers
+    untimed_extension: bool = False  # marked LATE without a time, with an extension: not charged
 
 
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -350,7 +351,8 @@ def student_feedback(course: Course, assignment: str, *,
         out[row.student] = StudentFeedback(row.student, assignment, row.status, problems, cell_errors, items,
                                            row.days_late, row.penalty, row.submitted, policy, missed,
                                            numbers_lines(assignment, entry), row.extension,
-                                           expected_values(course, assignment, numbers, wanted))
+                                           expected_values(course, assignment, numbers, wanted),
+                                           row.untimed_extension)
     return out
 
 
@@ -376,6 +378,9 @@ def render_html(fb: StudentFeedback) -> str:
     granted = ""
     if fb.extension:
         granted = f" &middot; extension granted: {e(_duration(fb.extension))}"
+    if fb.untimed_extension:
+        granted += (" &middot; marked late by the LMS, which knows nothing of your extension: it may be on "
+                    "time, so no late penalty is charged until the instructor has its submission time")
     if fb.days_late > 0:
         final = total - fb.penalty
         when = ("marked late by the LMS (no submission time; charged the least, one day)"
@@ -431,8 +436,9 @@ def render_html(fb: StudentFeedback) -> str:
 
 
 def _duration(delta: timedelta) -> str:
-    hours = delta.total_seconds() / 3600
-    return f"{hours / 24:g} day(s)" if hours % 24 == 0 else f"{hours:g} hour(s)"
+    from .deadlines import duration_text
+
+    return duration_text(delta)
 
 
 def _when(when: datetime | None) -> str:

@@ -92,15 +92,16 @@ def test_shown_is_what_the_check_below_calls_hidden():
 # a file descriptor is the sandbox's pipes to its own processes: no person reads those bytes.)
 
 PERSON = {  # (module, function) -> what it writes; every one is run end to end below
-    ("cli.py", "cmd_keys"): "keys.csv, or the keys on standard output: variants.keys_csv",
-    ("cli.py", "cmd_export"): "the export on standard output: export.export_csv's text",
+    ("keys.py", "cmd_keys"): "keys.csv, or the keys on standard output: variants.keys_csv",
+    ("export.py", "cmd_export"): "the export on standard output: export.export_csv's text",
     ("export.py", "export_csv"): "grades-, canvas-, moodle-<A>.csv: export.to_csv, lms.formats.to_canvas, to_moodle",
     ("feedback.py", "write_feedback"): "feedback/<student>/<A>/feedback.html, with released solutions",
     ("report.py", "write_report"): "report-<A>.html and report-<A>.csv",
     ("variants.py", "write_roster_notebooks"): "<course>/keys.csv (and each student's notebook, JSON)",
 }
 NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person reads it as CSV/HTML/text
-    ("collect.py", "_mark_late"): "the LMS's LATE mark: fixed text and the LMS's name",
+    ("marks.py", "mark_late"): "the LMS's LATE mark: fixed text and the LMS's name",
+    ("marks.py", "keep_order"): "the LMS's order of a collected file (JSON)",
     ("collect.py", "_write"): "a collected notebook, the bytes the student handed in",
     ("course.py", "prepare"): "nbgrader's copies of the instructor's notebooks (JSON)",
     ("course.py", "set_variants_enabled"): "the course's settings (JSON)",
@@ -110,6 +111,7 @@ NOT_FOR_PEOPLE = {  # (module, function) -> what it writes and why no person rea
     ("roster.py", "save_participants"): "each assignment's Moodle participant ids (lms/<A>.json)",
     ("course.py", "generate_exercises"): "exercises/ notebooks from the instructor's solutions/",
     ("deadlines.py", "save_policy"): "the late policy (JSON)",
+    ("deadlines.py", "set_submission_time"): "nbgrader's timestamp.txt: a time the instructor gave",
     ("demo.py", "build_submissions"): "sample submissions (notebooks) from the reference solutions",
     ("nbgrader_config.py", "write_course_config"): "nbgrader's configuration (Python)",
     ("record.py", "atomic_write"): "grading records (JSON) and autograded notebooks",
@@ -250,14 +252,14 @@ def hostile_course(root: Path) -> tuple[Course, str]:
 # name -> (the command's arguments, given the course root, the roster and an output folder; the
 # writers of PERSON it runs)
 RUNS = {
-    "keys to stdout": (lambda roster, out: ["keys", "--roster", roster], {("cli.py", "cmd_keys")}),
-    "keys": (lambda roster, out: ["keys", "--roster", roster, "--output", out / "keys.csv"], {("cli.py", "cmd_keys")}),
+    "keys to stdout": (lambda roster, out: ["keys", "--roster", roster], {("keys.py", "cmd_keys")}),
+    "keys": (lambda roster, out: ["keys", "--roster", roster, "--output", out / "keys.csv"], {("keys.py", "cmd_keys")}),
     "generate --roster": (lambda roster, out: ["generate", A, "--roster", roster, "--output-dir", out],
                           {("variants.py", "write_roster_notebooks")}),
     **{f"export --format {fmt}": (lambda roster, out, fmt=fmt: ["export", "-a", A, "--format", fmt, "--output",
                                                                 out / f"{fmt}.csv"], {("export.py", "export_csv")})
        for fmt in FORMATS},
-    "export to stdout": (lambda roster, out: ["export", "-a", A, "--output", "-"], {("cli.py", "cmd_export")}),
+    "export to stdout": (lambda roster, out: ["export", "-a", A, "--output", "-"], {("export.py", "cmd_export")}),
     "report": (lambda roster, out: ["report", "-a", A, "--output-dir", out], {("report.py", "write_report")}),
     "feedback --release-solutions": (lambda roster, out: ["feedback", "-a", A, "--release-solutions", "--force"],
                                      {("feedback.py", "write_feedback")}),

@@ -62,13 +62,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, Sequence, TypeVar
 
 from ..course import CourseError
 from ..safe_text import csv_text
-
-if TYPE_CHECKING:
-    from ..export import Row
 
 CANVAS, MOODLE, PLAIN = "canvas", "moodle", "plain"
 PARTICIPANT = re.compile(r"\s*Participant\s+(?P<n>[0-9]+)\s*", re.IGNORECASE)
@@ -375,6 +372,22 @@ def _refuted(reading: LmsName, claims: Claims) -> bool:
 
 # --------------------------------------------------------------------------- gradebook imports
 
+class Row(Protocol):
+    """What a gradebook import needs of one student's grade (``export.Row`` has it): written
+    here as a protocol so that the LMS's files need nothing of ``export``."""
+
+    student: str
+    name: str
+    status: str
+    total: float
+    max: float
+    lms_user_id: str | None
+    participant: str | None
+    held: bool
+
+
+R = TypeVar("R", bound=Row)
+
 CANVAS_HEAD = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_HEAD = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"]
 FORMATS = ("csv", "canvas", "moodle")
@@ -391,13 +404,16 @@ def canvas_column(assignment: str, lms_assignment_id: str | None) -> str:
 
 def _score(row: Row, missing: str = "blank") -> float | None:
     """An LMS cell: the final total; without a submission empty (left as it is in the LMS) or,
-    with ``missing="zero"``, 0."""
+    with ``missing="zero"``, 0; a flagged submission the instructor has not decided on
+    (``held``) empty, whatever ``missing`` says: never a silent partial score."""
+    if row.held:
+        return None
     if row.status == "no submission":
         return 0 if missing == "zero" else None
     return row.total
 
 
-def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = None,
+def to_canvas(assignment: str, rows: Sequence[Row], lms_assignment_id: str | None = None,
               missing: str = "blank") -> str:
     possible = rows[0].max if rows else 0.0
     return csv_text([[*CANVAS_HEAD, canvas_column(assignment, lms_assignment_id)],
@@ -406,7 +422,7 @@ def to_canvas(assignment: str, rows: list[Row], lms_assignment_id: str | None = 
                        for row in rows if row.lms_user_id)])
 
 
-def to_moodle(rows: list[Row], now: datetime | None = None, missing: str = "blank") -> str:
+def to_moodle(rows: Sequence[Row], now: datetime | None = None, missing: str = "blank") -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S +0000")
     return csv_text([MOODLE_HEAD, *(
         [f"Participant {row.participant}", " ".join(reversed(row.name.split(", "))) if row.name else row.student,
@@ -436,7 +452,7 @@ def reading_details(reading: LmsName) -> dict[str, str]:
     return details
 
 
-def missing_lms_ids(rows: list[Row], fmt: str = "canvas") -> list[Row]:
+def missing_lms_ids(rows: Sequence[R], fmt: str = "canvas") -> list[R]:
     """Rows an LMS file cannot carry: students without a Canvas user id (canvas) or without a
     participant id of this assignment (moodle)."""
     return [r for r in rows if not (r.participant if fmt == "moodle" else r.lms_user_id)]

@@ -5,6 +5,14 @@
 ``lms_user_id``) and to ``<course>/roster.json``; a student already in the gradebook under the
 same Canvas user id or email keeps their id.
 
+**Who joined, who left.** ``keys --roster NEWER`` is the LMS's whole class as it is now
+(``complete``): a student of ``roster.json`` missing from it has *left* (dropped the course):
+``roster.json`` records the day (``"left": "2026-03-02"``), they stay in the gradebook with
+what they handed in -- every assignment they submitted keeps their row and grade -- and are
+left out of every assignment they did not (no "no notebook" line from ``collect``, no row,
+blank or 0, in ``export``). A student who is on a later roster again is back
+(``"left"`` removed). :func:`register_roster` returns who joined, left and came back.
+
 **Moodle participant ids.** ``collect DOWNLOAD -a A --worksheet WORKSHEET.csv`` reads that
 assignment's grading worksheet: :func:`match_worksheet` matches each ``Participant <n>`` to a
 student by email, ID number or, failing those, a full name that only one roster student has.
@@ -16,8 +24,10 @@ assignment from it.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from ..course import Course, CourseError, read_json
 from .formats import MOODLE, PLAIN, Roster, RosterStudent, Worksheet, WorksheetRow, moodle_roster, name_key
@@ -34,17 +44,45 @@ def load_roster(course: Course) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def register_roster(course: Course, roster: Roster) -> list[RosterStudent]:
+@dataclass
+class Registered:
+    """The roster's students with their ids in the course (iterating gives them), and,
+    against the roster kept before, who joined, who left and who came back (ids)."""
+
+    students: list[RosterStudent] = field(default_factory=list)
+    joined: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    back: list[str] = field(default_factory=list)
+    first: bool = True  # no roster was kept before
+
+    def __iter__(self) -> Iterator[RosterStudent]:
+        return iter(self.students)
+
+    def __len__(self) -> int:
+        return len(self.students)
+
+
+def has_left(entry: dict | None) -> bool:
+    """Whether a ``roster.json`` student has left the course."""
+    return bool((entry or {}).get("left"))
+
+
+def register_roster(course: Course, roster: Roster, *, complete: bool = False,
+                    today: str | None = None) -> Registered:
     """Add the roster's students to the course (gradebook and ``roster.json``); return them
     with the ids they have there (an existing student of the same Canvas user id or email
-    keeps theirs). A roster of another LMS than the course's is refused."""
+    keeps theirs). A roster of another LMS than the course's is refused. ``complete``: the
+    roster is the whole class now (``keys --roster``), so a kept student missing from it has
+    left, on ``today`` (default: today's UTC date)."""
     from nbgrader.api import MissingEntry, Student
 
-    kept = load_roster(course) or {"lms": roster.lms, "students": {}}
+    previous = load_roster(course)
+    kept = previous or {"lms": roster.lms, "students": {}}
+    before = {sid: dict(e) for sid, e in kept["students"].items()}
     if roster.lms != PLAIN and kept.get("lms") not in (roster.lms, PLAIN):
         raise CourseError(f"this course's roster came from {kept['lms'].title()}; "
                           f"{roster.lms.title()}'s cannot be added to it")
-    out = []
+    out = Registered(first=previous is None)
     with course.gradebook() as gb:
         for s in roster.students:
             existing = None
@@ -77,7 +115,20 @@ def register_roster(course: Course, roster: Roster) -> list[RosterStudent]:
             gb.update_or_create_student(sid, **fields)
             s = RosterStudent(sid, s.first_name, s.last_name, s.lms_user_id, s.email, s.id_number)
             kept["students"][sid] = {k: v for k, v in asdict(s).items() if k != "id"}
-            out.append(s)
+            out.students.append(s)
+    if complete:
+        now = set(s.id for s in out)
+        day = today or datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        for sid, entry in before.items():
+            if sid not in now and not has_left(entry):
+                kept["students"][sid] = {**entry, "left": day}
+                out.left.append(sid)
+        out.joined = sorted(sid for sid in now if sid not in before)
+        out.back = sorted(sid for sid in now if sid in before and has_left(before[sid]))
+    else:  # a part of the class: whoever is not on it is as they were
+        for sid, entry in before.items():
+            if has_left(entry) and sid in kept["students"] and not has_left(kept["students"][sid]):
+                kept["students"][sid]["left"] = entry["left"]
     if roster.lms != PLAIN:
         kept["lms"] = roster.lms
     (Path(course.root) / ROSTER_FILE).write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n", "utf-8")
@@ -90,8 +141,14 @@ def roster_lms(course: Course) -> str | None:
 
 
 def roster_students(course: Course) -> dict[str, dict]:
+    """id -> entry of every student the course's roster has had (``"left"`` marks who left)."""
     data = load_roster(course)
     return dict(data.get("students", {})) if data else {}
+
+
+def left_students(course: Course) -> dict[str, str]:
+    """id -> the day they left, of the roster's students who left the course."""
+    return {sid: str(e["left"]) for sid, e in roster_students(course).items() if has_left(e)}
 
 
 def match_worksheet(course: Course, sheet: Worksheet) -> tuple[dict[str, RosterStudent], list[WorksheetRow]]:

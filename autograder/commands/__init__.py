@@ -1,0 +1,1 @@
+"""The verbs of ``python -m autograder``, one module each: its arguments (``add_<verb>``) right above its code (``cmd_<verb>``); ``common`` holds what they share. ``autograder/cli.py`` builds the parser from them and runs one."""
