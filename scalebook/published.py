@@ -68,7 +68,8 @@ from .moe import deepseek_v3, moe_all_to_all, moe_decode_step, moe_prefill_throu
 from .live.comparison import table_markdown
 from .roofline import matmul_cost, matmul_time, time_bounds
 from .transformer import TransformerConfig, llama3_8b, llama3_70b
-from .units import format_bandwidth, format_flops, format_integer, format_seconds
+from .units import (format_bandwidth, format_flops, format_integer, format_scientific,
+                    format_seconds)
 
 __all__ = [
     "DATA_DIR", "DATA_PATH", "CHAPTERS", "QUANTITIES", "ALGORITHMS", "BUS_FACTOR_KINDS",
@@ -440,7 +441,8 @@ def _number(m: Measurement, key: str) -> float:
 def _training_what(m: Measurement) -> str:
     s = m.setting
     if m.quantity == "run_chip_hours":
-        return f"{s.get('model', 'run')}: chip-hours for {_number(m, 'tokens'):.3g} tokens"
+        return (f"{s.get('model', 'run')}: chip-hours for "
+                f"{format_scientific(_number(m, 'tokens'), 3)} tokens")
     layout = ", ".join(f"{k.upper()} {s[k]}" for k in ("tp", "pp", "dp", "fsdp")
                        if k in s and _number(m, k) > 1)
     kind = "MFU" if m.quantity == "training_mfu" else "HFU"

@@ -75,7 +75,8 @@ def test_serving_case_study_shards_mla_as_served(text):
     tp = moe.moe_max_batch(ds, "H100", attention="tp", **kw)
     dp = moe.moe_max_batch(ds, "H100", attention="dp", **kw)
     assert (tp, dp) == (4, 32)
-    assert f"**{tp}** sequences" in text and f"**{dp}** with DP attention" in text
+    words = " ".join(text.split())
+    assert f"{tp} sequences with TP attention and {dp} with DP attention" in words
     assert f"{ds.mla.decode_intensity(128):.0f} FLOPs per byte" in text
     assert "Its cache cannot be split by head" in text
 
