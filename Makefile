@@ -20,7 +20,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 help:
 	@echo "make book        build the HTML book, every page executed (cached), warnings as errors"
 	@echo "make pdf         the whole book as one PDF (_build/pdf/scalebook.pdf), printed by Chromium"
-	@echo "make test        build the book, then run the whole test suite"
+	@echo "make test        build the book and its PDF, then run the whole test suite"
 	@echo "make test-fast   unit tests only (no book build, notebooks, JAX compiles, browser or type check)"
 	@echo "make typecheck   mypy over scalebook/ and autograder/ (make test runs it too)"
 	@echo "make serve       serve the built book on http://127.0.0.1:8000"
@@ -51,7 +51,7 @@ book: $(STAMP) $(NODE_STAMP)
 pdf: book
 	$(PY) web/make_pdf.py
 
-test: check-system book
+test: check-system pdf
 	$(PY) -m pytest
 
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
