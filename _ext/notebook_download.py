@@ -22,6 +22,7 @@ the theme's launch buttons, if ever configured, copy the *executed* notebook to 
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import re
 from pathlib import Path
@@ -31,6 +32,8 @@ import jupytext
 import nbformat
 from myst_nb.core.read import is_myst_markdown_notebook
 from sphinx.application import Sphinx
+
+from scalebook.picture import png_description
 
 _PAGES_KEY = "notebook_download_pages"
 
@@ -56,6 +59,27 @@ _GLUE_ROLE = re.compile(r"\{glue(?::(text|md))?\}`([^`:]+)(?::([^`]*))?`")
 _GLUE_BLOCK = re.compile(r"^(`{3,}|:{3,})\{glue(?::md)?\}\s+(\S+)[^\n]*\n(?:[^\n]*\n)*?\1[ \t]*$",
                          re.M)
 
+#: A ``{glue:figure}`` directive: its name, its options, and its caption, fenced by 3+ ` or :.
+_GLUE_FIGURE = re.compile(r"^(`{3,}|:{3,})\{glue:figure\}\s+(\S+)[^\n]*\n((?:[^\n]*\n)*?)\1[ \t]*$",
+                          re.M)
+
+
+def _figure_markdown(name: str, body: str, output: Mapping[str, Any],
+                     attachments: dict[str, Any]) -> str:
+    """A glued figure as the notebook's Markdown: the build's PNG as a cell attachment, its
+    alt text from the PNG's own description, and the caption (the directive's body less its
+    ``:option:`` lines) in italics under it."""
+    caption = " ".join(line.strip() for line in body.splitlines()
+                       if line.strip() and not line.lstrip().startswith(":"))
+    png = output["data"].get("image/png")
+    if png is None:
+        return f"*{caption}*" if caption else ""
+    alt = png_description(base64.b64decode(png)) or caption or name
+    attachments[f"{name}.png"] = {"image/png": png}
+    alt = alt.replace("[", "(").replace("]", ")")
+    picture = f"![{alt}](attachment:{name}.png)"
+    return f"{picture}\n\n*{caption}*" if caption else picture
+
 
 def _plain(output: Mapping[str, Any]) -> str:
     """A glued value's text: its text/plain, a string's quotes removed."""
@@ -67,10 +91,14 @@ def _plain(output: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else text
 
 
-def fill_glue(markdown: str, glued: Mapping[str, Mapping[str, Any]]) -> str:
+def fill_glue(markdown: str, glued: Mapping[str, Mapping[str, Any]],
+              attachments: dict[str, Any] | None = None) -> str:
     """``markdown`` with every glue role and block replaced by its value from ``glued`` (a
     ``<page>.glue.json``: name -> the output the build recorded). A ``:format`` applies to a
-    number as MyST-NB applies it. Raises ``KeyError`` for a name nothing glued."""
+    number as MyST-NB applies it; a ``{glue:figure}`` becomes the build's picture (added to
+    ``attachments``, the cell's attachments) with its caption. Raises ``KeyError`` for a name
+    nothing glued."""
+    found: dict[str, Any] = {} if attachments is None else attachments
     def role(match: re.Match) -> str:
         kind, name, spec = match.groups()
         output = glued[name]
@@ -83,7 +111,10 @@ def fill_glue(markdown: str, glued: Mapping[str, Mapping[str, Any]]) -> str:
         output = glued[match.group(2)]
         return output["data"].get("text/markdown", _plain(output)).strip()
 
-    return _GLUE_ROLE.sub(role, _GLUE_BLOCK.sub(block, markdown))
+    def figure(match: re.Match) -> str:
+        return _figure_markdown(match.group(2), match.group(3), glued[match.group(2)], found)
+
+    return _GLUE_ROLE.sub(role, _GLUE_BLOCK.sub(block, _GLUE_FIGURE.sub(figure, markdown)))
 
 
 def blank_notebook(source: str, glued: Mapping[str, Mapping[str, Any]] | None = None
@@ -98,7 +129,10 @@ def blank_notebook(source: str, glued: Mapping[str, Mapping[str, Any]] | None = 
             cell.outputs = []
             cell.execution_count = None
         elif cell.cell_type == "markdown" and glued is not None:
-            cell.source = fill_glue(cell.source, glued)
+            attachments: dict[str, Any] = {}
+            cell.source = fill_glue(cell.source, glued, attachments)
+            if attachments:
+                cell.attachments = attachments
     nb.cells[:0] = [nbformat.v4.new_markdown_cell(INSTALL_NOTE),
                     nbformat.v4.new_code_cell(INSTALL_CHECK)]
     nb.metadata.pop("jupytext", None)

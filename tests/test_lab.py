@@ -97,6 +97,34 @@ def test_blank_notebook_writes_the_glued_values_into_the_prose():
     assert nb.cells[-1].source == "A node of 8 GPUs."
 
 
+def test_a_glued_figure_becomes_its_picture_with_its_description_and_caption():
+    """A ``{glue:figure}`` in the downloaded notebook is the build's PNG as a cell attachment,
+    described by the alt text the PNG carries, with the caption under it: no directive left."""
+    import base64
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from scalebook.picture import png_bytes
+
+    sys.path.insert(0, str(REPO / "_ext"))
+    try:
+        from notebook_download import blank_notebook
+    finally:
+        sys.path.remove(str(REPO / "_ext"))
+    figure = Figure()
+    figure.add_subplot().plot([1, 2])
+    png = base64.b64encode(png_bytes(figure, "Line: 1 to 2")).decode()
+    glued = {"fig-x": {"output_type": "display_data", "metadata": {},
+                       "data": {"text/plain": "Picture", "image/png": png}}}
+    text = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+            "---\n\nBefore.\n\n```{glue:figure} fig-x\n:name: fig-x\n\nWhat to see.\n```\n")
+    cell = blank_notebook(text, glued).cells[-1]
+    assert cell.source == "Before.\n\n![Line: 1 to 2](attachment:fig-x.png)\n\n*What to see.*"
+    assert cell.attachments == {"fig-x.png": {"image/png": png}}
+
+
 # --------------------------------------------------------------------------- the built site
 
 @pytest.mark.slow

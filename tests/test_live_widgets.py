@@ -371,6 +371,12 @@ SCENARIOS = {
         ("chip", "label", "TPU v5e"),
         ("cache_dtype", "label", "int8"),
     ]),
+    "scalebook.live.service": ("serving-systems", "policy", [
+        ("policy", "label", "static"),  # the static batch: TTFT jumps, goodput falls
+        ("kv", "label", "contiguous"),  # reserved caches: fewer sequences fit
+        ("seed", "value", 3),  # a typed seed: another trace
+        ("policy", "label", "continuous"),
+    ]),
     "scalebook.live.layout_planner": ("parallelism", "remat", [
         ("tp", "value", 1),  # a typed degree: the layout no longer fills the chips
         ("fsdp", "value", 2048),

@@ -160,7 +160,7 @@ def test_a_homework_module_is_imported_when_its_homework_is_looked_up():
     assert out.stdout.strip() == "['scalebook.homework.hw3_sharding']", out.stdout + out.stderr
     from scalebook.homework import MODULES, PARTS
 
-    assert list(SPECS) == list(MODULES) and len(SPECS) == 7
+    assert list(SPECS) == list(MODULES) and len(SPECS) == 8
     assert all(SPECS[a].assignment == a for a in MODULES)
     assert "hw9-nothing" not in SPECS and SPECS.get("hw9-nothing") is None
     assert set(PARTS) <= set(MODULES) and PARTS["hw1-rooflines"] is PARTS["hw1-rooflines"]

@@ -47,7 +47,7 @@ def cmd_keys(args) -> int:
         if args.output or roster.skipped or changes:  # with the CSV on stdout, only what needs saying
             from ..safe_text import visible  # the roster's names are the LMS's (and students') text
 
-            for line in [said, *changes]:
+            for line in [said, *(changes or ["no one joined or left since the last roster"])]:
                 print(visible(line), file=sys.stdout if args.output else sys.stderr)
     else:
         with course.gradebook() as gb:
@@ -83,8 +83,6 @@ def roster_changes(course, registered) -> list[str]:
     if registered.left:
         lines.append(f"LEFT since the last roster ({len(registered.left)}): {names(registered.left)}; kept for "
                      f"the assignments they handed in, left out of the others (roster.json records when)")
-    if not lines:
-        lines.append("no one joined or left since the last roster")
     return lines
 
 
