@@ -171,6 +171,10 @@ def _regime(bandwidth_time: Bytes, latency_time: float) -> Union[str, np.ndarray
 # --------------------------------------------------------------------------- validation
 
 def _check_nbytes(nbytes: Bytes) -> Bytes:
+    if type(nbytes) is float or type(nbytes) is int:    # the common case, without numpy
+        if not 0 <= nbytes < math.inf:                     # NaN fails both comparisons
+            raise ValueError(f"nbytes must be finite and >= 0, got {nbytes!r}")
+        return float(nbytes)
     if isinstance(nbytes, (bool, np.bool_)):
         raise ValueError(f"nbytes must be a number of bytes, got {nbytes!r}")
     try:
@@ -183,12 +187,16 @@ def _check_nbytes(nbytes: Bytes) -> Bytes:
 
 
 def _check_count(value: int, what: str) -> int:
+    if type(value) is int and value >= 1:                # the common case, without the ABCs
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
 def _check_latency(hop_latency: float) -> float:
+    if (type(hop_latency) is float or type(hop_latency) is int) and 0 <= hop_latency < math.inf:
+        return float(hop_latency)
     if not isinstance(hop_latency, numbers.Real) or not hop_latency >= 0 or math.isinf(hop_latency):
         raise ValueError(
             f"hop_latency must be a finite number of seconds >= 0, got {hop_latency!r}"
@@ -197,6 +205,8 @@ def _check_latency(hop_latency: float) -> float:
 
 
 def _check_bandwidth(bandwidth: float, what: str = "bandwidth") -> float:
+    if (type(bandwidth) is float or type(bandwidth) is int) and 0 < bandwidth < math.inf:
+        return float(bandwidth)
     if (isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real)
             or not bandwidth > 0 or math.isinf(bandwidth)):
         raise ValueError(f"{what} must be a positive number of bytes/s, got {bandwidth!r}")

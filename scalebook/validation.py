@@ -53,6 +53,8 @@ def positive(value: object, what: str, *, allow_zero: bool = False) -> ArrayLike
 
 def positive_int(value: object, what: str) -> int:
     """``value`` as an int >= 1. Integer-valued floats (``4.0``) are accepted; booleans are not."""
+    if type(value) is int and value >= 1:                # the common case, without the ABCs
+        return value
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:

@@ -296,6 +296,18 @@ def test_gpu_all_to_all_across_nodes_is_nic_bound():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: c.all_gather(-1, 4, "v5e"), "nbytes"),
+    # plain ints and floats take a fast path (no numpy): the same refusals hold there
+    (lambda: c.all_gather(float("nan"), 4, "v5e"), "nbytes"),
+    (lambda: c.all_gather(float("inf"), 4, "v5e"), "nbytes"),
+    (lambda: c.all_gather(-1e-9, 4, "v5e"), "nbytes"),
+    (lambda: c.all_gather(True, 4, "v5e"), "nbytes"),
+    (lambda: c.collective_cost("AllReduce", float("nan"), 8, "H100"), "nbytes"),
+    (lambda: c.collective_cost("AllReduce", 1e6, 0, "H100"), "axis size must be an integer"),
+    (lambda: c.collective_cost("AllReduce", 1e6, 8.5, "H100"), "sequence of integers"),
+    (lambda: c.gpu_all_reduce(1e6, 8, "H100", nic_bandwidth=float("inf")), "nic_bandwidth"),
+    (lambda: c.gpu_all_reduce(1e6, 8, "H100", nic_bandwidth=float("nan")), "nic_bandwidth"),
+    (lambda: c.all_gather(1e6, 4, "v5e", hop_latency=float("nan")), "hop_latency"),
+    (lambda: c.all_gather(1e6, 4, "v5e", hop_latency=float("inf")), "hop_latency"),
     (lambda: c.all_gather(np.array([1.0, -2.0]), 4, "v5e"), "nbytes"),
     (lambda: c.all_gather("big", 4, "v5e"), "nbytes"),
     (lambda: c.all_gather(1e6, 0, "v5e"), "n_devices"),
