@@ -75,6 +75,11 @@ def test_server_checks():
         step_model(Server(reserve=1.0))
     with pytest.raises(ValueError, match="Server"):
         step_model("H100")  # type: ignore[arg-type]
+    # step models are kept per server (a pure function of a frozen Server); a field that cannot
+    # be a key still gets the checks' message, not a TypeError from the cache
+    with pytest.raises(ValueError, match="n_chips"):
+        step_model(Server(n_chips=[8]))  # type: ignore[arg-type]
+    assert step_model(Server(n_chips=4)) == step_model(Server(n_chips=4)) != step_model(Server(n_chips=8))
     assert Server().with_(n_chips=4).n_chips == 4
     assert Server(model=PRESETS["LLaMA-3 8B"]).config.name == PRESETS["LLaMA-3 8B"].name
 

@@ -28,6 +28,7 @@ that takes thousands of steps.
 from __future__ import annotations
 
 import bisect
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
 
 from .. import inference
@@ -161,6 +162,15 @@ def step_model(server: Server) -> StepModel:
     """
     if not isinstance(server, Server):
         raise ValueError(f"server must be a Server, got {type(server).__name__}")
+    try:
+        hash(server)
+    except TypeError:                     # a field the dataclass did not expect: say which below
+        return _step_model(server)
+    return _cached_step_model(server)
+
+
+def _step_model(server: Server) -> StepModel:
+    """:func:`step_model`'s arithmetic, for a ``Server``."""
     cfg = server.config
     chip: Chip = get_chip(server.chip)
     n = positive_int(server.n_chips, "n_chips")
@@ -182,6 +192,12 @@ def step_model(server: Server) -> StepModel:
                      t_weights_read=one.t_weights_memory, t_pair_compute=one.t_attention_compute,
                      t_cache_read=one.t_attention_memory, kv_bytes_per_token=per_token,
                      kv_capacity_tokens=capacity, comm_grid=comm)
+
+
+#: A pure function of a frozen ``Server``, kept for the servers seen last: a simulation, a
+#: widget redraw and a practice check ask for the same few nodes again and again, and each
+#: costs 22 priced AllReduces (:data:`COMM_GRID`).
+_cached_step_model = lru_cache(maxsize=128)(_step_model)
 
 
 def fits(model: StepModel) -> bool:
