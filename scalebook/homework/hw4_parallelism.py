@@ -582,75 +582,84 @@ def check_q9a_specs(v: Mapping[str, Any], allreduce_bytes, w_in_spec, w_out_spec
     """The hidden check of grade cell ``hw4-q9a-specs-test``: raises ``AssertionError`` (with its hint)
     unless ``allreduce_bytes``, ``w_in_spec``, ``w_out_spec`` are right for the student with numbers ``v``."""
     from scalebook.homework.parts import check_number  # looked up here: tests record it
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    from jax.sharding import AxisType, NamedSharding, PartitionSpec
     from scalebook.checks import check_partition_spec
-    from scalebook.hlo import compiled_text, hlo_collectives
 
     _in = check_partition_spec(w_in_spec, "w_in_spec", rank=2, axis_names=("model",))
     _out = check_partition_spec(w_out_spec, "w_out_spec", rank=2, axis_names=("model",))
     assert "model" in _in and "model" in _out, (
         "Tensor parallelism splits both weights over the 'model' axis: a spec of (None, None) keeps "
         "a full copy of that weight on every device.")
+    same_losses, found = _tp_step_compiled(v["q9_B"], v["q9_D"], v["q9_F"], _in, _out)
+    assert same_losses, "With these shardings the loss differs from the unsharded step's."
+    kinds = [kind for kind, _axes, _nbytes in found]
+    hint = ""
+    if "AllGather" in kinds or "AllToAll" in kinds:
+        hint = (" Hint: a weight split along the wrong dimension has to be gathered (or reshuffled) "
+                "before its matmul. Split the F dimension of both weights: then each device "
+                "computes tanh(In · W_in) for its own slice of F, and only the output needs summing.")
+    elif kinds.count("AllReduce") > 1:
+        hint = (" Hint: splitting W_in by its rows (D) makes In · W_in a partial sum, so the "
+                "[B, F] hidden activations need their own AllReduce before tanh: count the "
+                "collectives per layer. Split the F dimension of both weights.")
+    assert [(kind, axes) for kind, axes, _nbytes in found] == [("AllReduce", ("model",))], (
+        f"The compiled step runs {', '.join(kinds) or 'no collective'}. This layer's "
+        f"tensor-parallel step needs exactly one AllReduce.{hint}")
+    if found[0][2] != NOTEBOOK_PARTS[0].expected(v):    # the AllReduce sums Out: f32[B, D]
+        raise RuntimeError("grader: the compiled AllReduce is not the f32[B, D] output")
+    check_number(NOTEBOOK_PARTS[0], v, allreduce_bytes)
+
+
+@lru_cache(maxsize=32)
+def _tp_step_compiled(B: int, D: int, F: int, in_spec: tuple, out_spec: tuple,
+                      ) -> tuple[bool, tuple[tuple[str, tuple[str, ...], int], ...]]:
+    """Problem 9's layer ``tanh(In · W_in) · W_out`` trained two steps on 8 CPU devices with
+    the weights sharded by ``in_spec`` / ``out_spec`` over the mesh axis ``model``: whether its
+    losses equal the unsharded step's (rtol 1e-5), and the collectives the compiled step runs,
+    as ``(kind, axes, bytes)``, read by the grader from its own compile.
+
+    Kept per (numbers, specs): the compile takes a fraction of a second, and a grader judging
+    several answers of one student (or one class's few dozen shapes) compiles each once.
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+    from scalebook.hlo import compiled_text, hlo_collectives
+
     try:
         jax.config.update("jax_num_cpu_devices", 8)      # possible only before JAX's first use here
     except RuntimeError:
         pass
-    _cpus = jax.devices("cpu")
-    if len(_cpus) < 8:
+    cpus = jax.devices("cpu")
+    if len(cpus) < 8:
         raise RuntimeError("this check needs 8 CPU devices in the grader: start it with "
                            "XLA_FLAGS=--xla_force_host_platform_device_count=8")
 
-    _B, _D, _F = v["q9_B"], v["q9_D"], v["q9_F"]
+    def loss(p, x, y):
+        return jnp.mean((jnp.tanh(x @ p["w_in"]) @ p["w_out"] - y) ** 2)
 
+    def step(p, x, y):
+        value, grads = jax.value_and_grad(loss)(p, x, y)
+        return value, jax.tree.map(lambda w, g: w - 0.1 * g, p, grads)
 
-    def _loss(_p, _x, _y):
-        return jnp.mean((jnp.tanh(_x @ _p["w_in"]) @ _p["w_out"] - _y) ** 2)
-
-
-    def _step(_p, _x, _y):
-        _value, _grads = jax.value_and_grad(_loss)(_p, _x, _y)
-        return _value, jax.tree.map(lambda _w, _g: _w - 0.1 * _g, _p, _grads)
-
-
-    _keys = jax.random.split(jax.random.key(0), 4)
-    _params = jax.device_put({"w_in": jax.random.normal(_keys[0], (_D, _F)) / _D ** 0.5,
-                              "w_out": jax.random.normal(_keys[1], (_F, _D)) / _F ** 0.5}, _cpus[0])
-    _x = jax.device_put(jax.random.normal(_keys[2], (_B, _D)), _cpus[0])
-    _y = jax.device_put(jax.random.normal(_keys[3], (_B, _D)), _cpus[0])
-    _mesh = jax.make_mesh((8,), ("model",), axis_types=(AxisType.Auto,), devices=_cpus[:8])
-    _shard = {"w_in": NamedSharding(_mesh, PartitionSpec(*_in)),
-              "w_out": NamedSharding(_mesh, PartitionSpec(*_out))}
-    _rep = NamedSharding(_mesh, PartitionSpec())
-    _sharded = jax.jit(_step, in_shardings=(_shard, _rep, _rep), out_shardings=(_rep, _shard))
-    _p_sh, _xs, _ys = jax.device_put(_params, _shard), jax.device_put(_x, _rep), jax.device_put(_y, _rep)
-    _hlo = compiled_text(_sharded.lower(_p_sh, _xs, _ys).compile())
-    _found = hlo_collectives(_hlo, _mesh)                # read by the grader from its own compile
-    _plain = jax.jit(_step)
-    _p_ref = _params
-    _losses_ref, _losses_sh = [], []
+    keys = jax.random.split(jax.random.key(0), 4)
+    params = jax.device_put({"w_in": jax.random.normal(keys[0], (D, F)) / D ** 0.5,
+                             "w_out": jax.random.normal(keys[1], (F, D)) / F ** 0.5}, cpus[0])
+    x = jax.device_put(jax.random.normal(keys[2], (B, D)), cpus[0])
+    y = jax.device_put(jax.random.normal(keys[3], (B, D)), cpus[0])
+    mesh = jax.make_mesh((8,), ("model",), axis_types=(AxisType.Auto,), devices=cpus[:8])
+    shard = {"w_in": NamedSharding(mesh, PartitionSpec(*in_spec)),
+             "w_out": NamedSharding(mesh, PartitionSpec(*out_spec))}
+    rep = NamedSharding(mesh, PartitionSpec())
+    sharded = jax.jit(step, in_shardings=(shard, rep, rep), out_shardings=(rep, shard))
+    p_sh, xs, ys = jax.device_put(params, shard), jax.device_put(x, rep), jax.device_put(y, rep)
+    found = hlo_collectives(compiled_text(sharded.lower(p_sh, xs, ys).compile()), mesh)
+    plain, p_ref = jax.jit(step), params
+    losses_ref, losses_sh = [], []
     for _ in range(2):
-        _l_ref, _p_ref = _plain(_p_ref, _x, _y)
-        _l_sh, _p_sh = _sharded(_p_sh, _xs, _ys)
-        _losses_ref.append(float(_l_ref))
-        _losses_sh.append(float(_l_sh))
-    assert np.allclose(_losses_sh, _losses_ref, rtol=1e-5, atol=0), (
-        "With these shardings the loss differs from the unsharded step's.")
-    _kinds = [_c.kind for _c in _found]
-    _hint = ""
-    if "AllGather" in _kinds or "AllToAll" in _kinds:
-        _hint = (" Hint: a weight split along the wrong dimension has to be gathered (or reshuffled) "
-                 "before its matmul. Split the F dimension of both weights: then each device "
-                 "computes tanh(In · W_in) for its own slice of F, and only the output needs summing.")
-    elif _kinds.count("AllReduce") > 1:
-        _hint = (" Hint: splitting W_in by its rows (D) makes In · W_in a partial sum, so the "
-                 "[B, F] hidden activations need their own AllReduce before tanh: count the "
-                 "collectives per layer. Split the F dimension of both weights.")
-    assert [(_c.kind, _c.axes) for _c in _found] == [("AllReduce", ("model",))], (
-        f"The compiled step runs {', '.join(_kinds) or 'no collective'}. This layer's "
-        f"tensor-parallel step needs exactly one AllReduce.{_hint}")
-    if _found[0].nbytes != NOTEBOOK_PARTS[0].expected(v):   # the AllReduce sums Out: f32[B, D]
-        raise RuntimeError("grader: the compiled AllReduce is not the f32[B, D] output")
-    check_number(NOTEBOOK_PARTS[0], v, allreduce_bytes)
+        l_ref, p_ref = plain(p_ref, x, y)
+        l_sh, p_sh = sharded(p_sh, xs, ys)
+        losses_ref.append(float(l_ref))
+        losses_sh.append(float(l_sh))
+    same = bool(np.allclose(losses_sh, losses_ref, rtol=1e-5, atol=0))
+    return same, tuple((c.kind, tuple(c.axes), int(c.nbytes)) for c in found)
