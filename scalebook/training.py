@@ -840,6 +840,9 @@ class _Fabric:
         self.chip = chip
         self.degrees = degrees
         self.placed: tuple[AxisPlacement, ...] | None = None
+        #: Prices already asked for: a layout search asks this fabric for the same group and
+        #: bytes once per microbatch count and remat mode.
+        self._seconds: dict[tuple[str, float, int, int], float] = {}
         total = math.prod(degrees) if degrees else 1
         if chip.has_ici_torus and 1 < total <= math.prod(chip.max_slice):
             self.placed = _best_placement(chip, total, degrees)
@@ -879,6 +882,12 @@ class _Fabric:
     def _time(self, kind: str, nbytes: float, n: int, stride: int) -> float:
         if n == 1 or nbytes == 0:
             return 0.0
+        key = (kind, nbytes, n, stride)
+        if key not in self._seconds:
+            self._seconds[key] = self._price(kind, nbytes, n, stride)
+        return self._seconds[key]
+
+    def _price(self, kind: str, nbytes: float, n: int, stride: int) -> float:
         if kind == "ppermute" and self.chip.has_ici_torus:
             # a send to the next stage: one hop over one link, wherever the stages sit
             return float(coll.collective_time(kind, nbytes, [2], self.chip))
@@ -933,6 +942,20 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     divisible by dp·fsdp·microbatches"; "pipeline bubble X%" (at least
     :data:`BUBBLE_FLAG_FRACTION`).
     """
+    return _plan_training(cfg, layout, chip, global_batch=global_batch, seq_len=seq_len,
+                          n_chips=n_chips, overlap=overlap, param_dtype=param_dtype,
+                          master_fp32=master_fp32, optimizer=optimizer,
+                          compute_efficiency=compute_efficiency, precision=precision)
+
+
+def _plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | str, *,
+                  global_batch: int, seq_len: int, n_chips: int | None = None,
+                  overlap: bool = True, param_dtype: str = "bf16", master_fp32: bool = True,
+                  optimizer: str = "adam", compute_efficiency: float = 1.0,
+                  precision: PrecisionPolicy | None = None,
+                  fabric: _Fabric | None = None) -> TrainingPlan:
+    """:func:`plan_training`, pricing collectives on ``fabric`` when given (one laid out for
+    this layout's degrees on this chip: a search shares it between the plans of one layout)."""
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
     if not isinstance(layout, TrainingLayout):
@@ -1005,7 +1028,9 @@ def plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | s
     compute_bwd = compute - compute_fwd
 
     # ---- communication (seconds and bytes sent per chip per step)
-    fabric = _Fabric(chip, (lay.tp, lay.fsdp, lay.dp, lay.pp))
+    degrees = (lay.tp, lay.fsdp, lay.dp, lay.pp)            # innermost first
+    if fabric is None or fabric.chip is not chip or fabric.degrees != degrees:
+        fabric = _Fabric(chip, degrees)
     M = lay.microbatches
     weights_full = stage_params * b_param  # bytes of one (tp, pp) shard's weights
     grads_full = stage_params * b_reduce  # and of its gradients, as reduced
@@ -1189,12 +1214,13 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
             start = pp if pp > 1 else 1
             m_values = [m for m in (start * 2 ** k for k in range(8)) if b_loc % m == 0]
             for dp, fsdp, zero in data_layouts:
+                fabric = _Fabric(chip, (tp, fsdp, dp, pp))   # shared by the plans below
                 for m in m_values:
                     for remat in REMAT_MODES:
                         layout = TrainingLayout(dp=dp, fsdp=fsdp, tp=tp, pp=pp, zero_stage=zero,
                                                 microbatches=m, remat=remat)
-                        plan = plan_training(cfg, layout, chip, global_batch=global_batch,
-                                             seq_len=seq_len, **kwargs)
+                        plan = _plan_training(cfg, layout, chip, global_batch=global_batch,
+                                              seq_len=seq_len, fabric=fabric, **kwargs)
                         if plan.fits:
                             consider(plan)
                             break
