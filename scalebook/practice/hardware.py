@@ -32,7 +32,7 @@ from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
 from .common import GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 KIB = 2.0**10
 
@@ -59,33 +59,27 @@ def _pad_solution(v):
     )
 
 
-PADDING = Problem(
-    id="hardware.padding",
-    title="The padding tax of a systolic array",
-    worked="7",
-    spec=spec("hardware.padding",
-               well_posed=lambda v: _pad_pct(v) < 97,
-               chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
-               D=Choice((200, 300, 1000, 600, 1500), "D"),
-               F=Choice((200, 700, 2500, 900, 4096), "F")),
-    text=("A layer multiplies activations by a weight W[D, F] with D = {D:,} and F = {F:,} on a "
-          "{chip}. The MXU pads the contracting and output dimensions up to a multiple of its "
-          "systolic array's width (the batch streams through unpadded). What share of the MXU's "
-          "work is useful, in %?"),
-    parts=(
-        Part("useful_pct", _pad_pct, rel=0.02, slips=(
-            Slip("one dimension padded", distinct_from(
-                _pad_pct, lambda v: 100.0 * mxu_useful_fraction(v["chip"], v["D"]), 0.02),
-                 "the weight block fills the array in both directions: pad D and F, and "
-                 "multiply the two useful shares."),
-            Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
-                 "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
-            percent_slip(_pad_pct),
-        ), unit="fraction"),
-    ),
-    labels={"useful_pct": "useful share of the MXU's work, in %"},
-    solution=_pad_solution,
-)
+PADDING = one_answer(
+    "hardware.padding", "The padding tax of a systolic array",
+    spec("hardware.padding",
+          well_posed=lambda v: _pad_pct(v) < 97,
+          chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
+          D=Choice((200, 300, 1000, 600, 1500), "D"),
+          F=Choice((200, 700, 2500, 900, 4096), "F")),
+    ("A layer multiplies activations by a weight W[D, F] with D = {D:,} and F = {F:,} on a "
+     "{chip}. The MXU pads the contracting and output dimensions up to a multiple of its "
+     "systolic array's width (the batch streams through unpadded). What share of the MXU's "
+     "work is useful, in %?"),
+    Part("useful_pct", _pad_pct, rel=0.02, slips=(
+        Slip("one dimension padded", distinct_from(
+            _pad_pct, lambda v: 100.0 * mxu_useful_fraction(v["chip"], v["D"]), 0.02),
+             "the weight block fills the array in both directions: pad D and F, and "
+             "multiply the two useful shares."),
+        Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
+             "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
+        percent_slip(_pad_pct),
+    ), unit="fraction"),
+    label="useful share of the MXU's work, in %", solution=_pad_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 2. sweeping HBM
@@ -110,27 +104,22 @@ def _sweep_solution(v):
     )
 
 
-HBM_SWEEP = Problem(
-    id="hardware.hbm_sweep",
-    title="A step that reads most of HBM",
-    spec=spec("hardware.hbm_sweep", derive=_sweep_derive,
-               chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
-                           "chip"),
-               fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
-    text=("A decode step on one {chip} ({hbm_gb:g} GB of HBM at {bw_text}) reads its weights "
-          "and KV cache, which fill {fill_pct}% of the HBM, once each. What is the lower bound "
-          "on the step's time, in ms?"),
-    parts=(
-        Part("step_ms", _sweep_ms, slips=(
-            Slip("the whole HBM", lambda v: _sweep_ms(v) * 100 / v["fill_pct"],
-                 "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
-            Slip("seconds", lambda v: _sweep_ms(v) * MS,
-                 "the answer is asked in ms (1 s = 1,000 ms)."),
-        ), unit="s"),
-    ),
-    labels={"step_ms": "lower bound on the step time, in ms"},
-    solution=_sweep_solution,
-)
+HBM_SWEEP = one_answer(
+    "hardware.hbm_sweep", "A step that reads most of HBM",
+    spec("hardware.hbm_sweep", derive=_sweep_derive,
+          chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
+                      "chip"),
+          fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
+    ("A decode step on one {chip} ({hbm_gb:g} GB of HBM at {bw_text}) reads its weights "
+     "and KV cache, which fill {fill_pct}% of the HBM, once each. What is the lower bound "
+     "on the step's time, in ms?"),
+    Part("step_ms", _sweep_ms, slips=(
+        Slip("the whole HBM", lambda v: _sweep_ms(v) * 100 / v["fill_pct"],
+             "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
+        Slip("seconds", lambda v: _sweep_ms(v) * MS,
+             "the answer is asked in ms (1 s = 1,000 ms)."),
+    ), unit="s"),
+    label="lower bound on the step time, in ms", solution=_sweep_solution)
 
 
 # --------------------------------------------------------------------------- 3. a latency budget
@@ -159,30 +148,25 @@ def _budget_solution(v):
     )
 
 
-TOKEN_BUDGET = Problem(
-    id="hardware.token_budget",
-    title="How big a model can answer this fast?",
-    spec=spec("hardware.token_budget", derive=_budget_derive,
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               rate=Choice((50, 20, 100, 30), "tokens per second"),
-               dtype=Choice(("bf16", "int8", "int4"), "weight type")),
-    text=("You want one conversation to get {rate} tokens per second from a model whose {dtype} "
-          "weights ({b_text} per parameter) are split evenly over one node of 8 {gpu}s "
-          "({bw_text} of HBM bandwidth each). Counting only the weight reads, how many "
-          "parameters, in billions, can the model have at most?"),
-    parts=(
-        Part("max_params_b", _budget_params_b, slips=(
-            Slip("one GPU", lambda v: _budget_params_b(v, n_chips=1),
-                 "the weights are split over all 8 GPUs, and each reads its own share at the "
-                 "same time: the node reads 8 times faster than one GPU."),
-            Slip("two bytes per parameter", distinct_from(
-                _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
-                 "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
-        ), unit="params"),
-    ),
-    labels={"max_params_b": "largest model, in billions of parameters"},
-    solution=_budget_solution,
-)
+TOKEN_BUDGET = one_answer(
+    "hardware.token_budget", "How big a model can answer this fast?",
+    spec("hardware.token_budget", derive=_budget_derive,
+          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+          rate=Choice((50, 20, 100, 30), "tokens per second"),
+          dtype=Choice(("bf16", "int8", "int4"), "weight type")),
+    ("You want one conversation to get {rate} tokens per second from a model whose {dtype} "
+     "weights ({b_text} per parameter) are split evenly over one node of 8 {gpu}s "
+     "({bw_text} of HBM bandwidth each). Counting only the weight reads, how many "
+     "parameters, in billions, can the model have at most?"),
+    Part("max_params_b", _budget_params_b, slips=(
+        Slip("one GPU", lambda v: _budget_params_b(v, n_chips=1),
+             "the weights are split over all 8 GPUs, and each reads its own share at the "
+             "same time: the node reads 8 times faster than one GPU."),
+        Slip("two bytes per parameter", distinct_from(
+            _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
+             "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
+    ), unit="params"),
+    label="largest model, in billions of parameters", solution=_budget_solution)
 
 
 # --------------------------------------------------------------------------- 4. datasheet sparsity
@@ -325,33 +309,27 @@ def _wrap_slip(actual: bool, hint: str) -> Slip:
     return Slip("as a line" if actual else "as a ring", value, hint)
 
 
-WRAPAROUND = Problem(
-    id="hardware.wraparound",
-    title="Does this axis have wraparound?",
-    worked="8",
-    spec=spec("hardware.wraparound", derive=_wrap_derive,
-               case=Choice(tuple(WRAP_CASES), "chip and slice"),
-               V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
-    text=("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
-          "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
-          "per hop. Whether the axis has wraparound follows the generation's rule in the "
-          "chapter. How long does it take, in ms, by the chapter's model?"),
-    parts=(
-        Part("allgather_ms", _wrap_ms, conventions=(
-            Convention("first cut", _wrap_first_cut_ms),
-        ), slips=(
-            _wrap_slip(True, "this axis of a {chip} {topology} slice has wraparound: it is a "
-                             "ring, and the shards travel both ways round it."),
-            _wrap_slip(False, "this axis of a {chip} {topology} slice has no wraparound: it is "
-                              "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
-                              "shorter than 16), so the data streams one way past the end "
-                              "chips, V·(N−1)/N / W."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allgather_ms": "AllGather time, in ms"},
-    solution=_wrap_solution,
-)
+WRAPAROUND = one_answer(
+    "hardware.wraparound", "Does this axis have wraparound?",
+    spec("hardware.wraparound", derive=_wrap_derive,
+          case=Choice(tuple(WRAP_CASES), "chip and slice"),
+          V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
+    ("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
+     "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
+     "per hop. Whether the axis has wraparound follows the generation's rule in the "
+     "chapter. How long does it take, in ms, by the chapter's model?"),
+    Part("allgather_ms", _wrap_ms, conventions=(
+        Convention("first cut", _wrap_first_cut_ms),
+    ), slips=(
+        _wrap_slip(True, "this axis of a {chip} {topology} slice has wraparound: it is a "
+                         "ring, and the shards travel both ways round it."),
+        _wrap_slip(False, "this axis of a {chip} {topology} slice has no wraparound: it is "
+                          "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
+                          "shorter than 16), so the data streams one way past the end "
+                          "chips, V·(N−1)/N / W."),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="AllGather time, in ms", solution=_wrap_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 6. GPU AllGather

@@ -28,7 +28,7 @@ from ..transformer import kv_cache_bytes, llama3_8b, llama3_70b
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
 from .common import GB, MB, MS, bytes_text, decimal_bytes, in_gib, percent_slip, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 
 MOES = {"Mixtral 8×7B": mixtral_8x7b, "DeepSeek-V3": deepseek_v3}
@@ -287,30 +287,24 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="moe_long_context.w4",
-    title="Experts a decode step reads",
-    worked="4",
-    spec=spec("moe_long_context.w4",
-               well_posed=lambda v: v["k"] < v["E"],
-               E=Choice((256, 64, 128, 32), "E", "experts"),
-               k=Choice((8, 2, 4, 6), "k", "experts per token"),
-               B=Choice((32, 8, 16, 64), "B", "sequences")),
-    text=("A server decodes {B} sequences per step, one new token each, through an MoE layer of "
-          "E = {E} routed experts with top-{k} routing. With a uniform router, how many of the "
-          "{E} experts does the step read, on average?"),
-    parts=(
-        Part("experts_read", _w4_touched, rel=0.02, slips=(
-            Slip("no overlap", lambda v: float(min(v["B"] * v["k"], v["E"])),
-                 "tokens often pick the same expert: an expert is read if at least one of the "
-                 "{B} tokens picks it, E·(1 − (1 − k/E)^B)."),
-            Slip("the experts left out", lambda v: v["E"] - _w4_touched(v),
-                 "that is the number no token picks; the question asks for the experts read."),
-        ), unit="count"),
-    ),
-    labels={"experts_read": "experts read per layer (expected count)"},
-    solution=_w4_solution,
-)
+W4 = one_answer(
+    "moe_long_context.w4", "Experts a decode step reads",
+    spec("moe_long_context.w4",
+          well_posed=lambda v: v["k"] < v["E"],
+          E=Choice((256, 64, 128, 32), "E", "experts"),
+          k=Choice((8, 2, 4, 6), "k", "experts per token"),
+          B=Choice((32, 8, 16, 64), "B", "sequences")),
+    ("A server decodes {B} sequences per step, one new token each, through an MoE layer of "
+     "E = {E} routed experts with top-{k} routing. With a uniform router, how many of the "
+     "{E} experts does the step read, on average?"),
+    Part("experts_read", _w4_touched, rel=0.02, slips=(
+        Slip("no overlap", lambda v: float(min(v["B"] * v["k"], v["E"])),
+             "tokens often pick the same expert: an expert is read if at least one of the "
+             "{B} tokens picks it, E·(1 − (1 − k/E)^B)."),
+        Slip("the experts left out", lambda v: v["E"] - _w4_touched(v),
+             "that is the number no token picks; the question asks for the experts read."),
+    ), unit="count"),
+    label="experts read per layer (expected count)", solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. capacity

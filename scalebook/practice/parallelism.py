@@ -22,7 +22,7 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..units import format_count, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
 from .common import DAY, GB, MS, US, decimal_bytes, in_gib, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 COUNT = 0.001  # the tolerance of a count: one off is wrong
 
@@ -117,38 +117,32 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="parallelism.w1",
-    title="How long a training run takes",
-    worked="1",
-    spec=_spec("parallelism.w1", figures=("Pm_b", "P_b", "C_t"),
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-               tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
-               chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
-               chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
-               mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
-    text=("How many days does a {model}-sized model ({Pm_b:.1f} billion parameters in its "
-          "matmuls, {P_b:.1f} billion in all) take to train on {tokens_t:g} trillion tokens with "
-          "{chips:,} {chip}s ({C_t:,.0f} TFLOP/s dense bf16 each) at {mfu:.0%} MFU? (6 FLOPs "
-          "per parameter per token; count the parameters in matmuls, or all of them.)"),
-    parts=(
-        Part("days", _w1_days, conventions=(
-            Convention("all parameters", lambda v: training.run_time(
-                training.training_flops_from_params(transformer.param_count(_model(v)).total,
-                                                    v["tokens_t"] * 1e12),
-                v["chips"], v["chip"], mfu=v["mfu"]) / DAY),
-        ), slips=(
-            Slip("at peak", lambda v: _w1_days(v) * v["mfu"],
-                 "the chips run at {mfu:.0%} MFU, not at their peak: divide the FLOPs by "
-                 "chips × peak × MFU."),
-            Slip("forward pass only", lambda v: _w1_days(v) / 3,
-                 SIX_FLOPS),
-        ), unit="s", not_applicable=(
-        *NO_LINK,)),
-    ),
-    labels={"days": "training time, in days"},
-    solution=_w1_solution,
-)
+W1 = one_answer(
+    "parallelism.w1", "How long a training run takes",
+    _spec("parallelism.w1", figures=("Pm_b", "P_b", "C_t"),
+          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+          tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
+          chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
+          chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
+          mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
+    ("How many days does a {model}-sized model ({Pm_b:.1f} billion parameters in its "
+     "matmuls, {P_b:.1f} billion in all) take to train on {tokens_t:g} trillion tokens with "
+     "{chips:,} {chip}s ({C_t:,.0f} TFLOP/s dense bf16 each) at {mfu:.0%} MFU? (6 FLOPs "
+     "per parameter per token; count the parameters in matmuls, or all of them.)"),
+    Part("days", _w1_days, conventions=(
+        Convention("all parameters", lambda v: training.run_time(
+            training.training_flops_from_params(transformer.param_count(_model(v)).total,
+                                                v["tokens_t"] * 1e12),
+            v["chips"], v["chip"], mfu=v["mfu"]) / DAY),
+    ), slips=(
+        Slip("at peak", lambda v: _w1_days(v) * v["mfu"],
+             "the chips run at {mfu:.0%} MFU, not at their peak: divide the FLOPs by "
+             "chips × peak × MFU."),
+        Slip("forward pass only", lambda v: _w1_days(v) / 3,
+             SIX_FLOPS),
+    ), unit="s", not_applicable=(
+    *NO_LINK,)),
+    label="training time, in days", solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2. fewest chips
@@ -168,39 +162,33 @@ def _w2_solution(v):
     )
 
 
-W2 = Problem(
-    id="parallelism.w2",
-    title="The fewest chips that hold the training state",
-    worked="2",
-    spec=_spec("parallelism.w2", figures=("P_b", "hbm_gb"),
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-               chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
-    text=("A {model}-sized model ({P_b:.1f} billion parameters) trains with Adam in mixed "
-          "precision, as the chapter counts it. How many {chip} chips ({hbm_gb:.0f} GB of HBM "
-          "each) does its training state (weights, gradients, optimizer state; no activations) "
-          "need, at the least?"),
-    parts=(
-        Part("chips", _w2_chips, rel=COUNT, conventions=(
-            Convention("12 bytes per parameter", distinct_from(
-                _w2_chips, lambda v: _w2_chips(v, 12.0 * transformer.param_count(_model(v)).total),
-                rel=COUNT),
-                verdict=PINNED, phrase="mixed precision, as the chapter counts it",
-                hint="the chapter's mixed precision with Adam keeps 16 bytes per parameter: bf16 "
-                     "weights (2) and gradients (2), an fp32 master copy (4) and two fp32 "
-                     "moments (8)."),
-        ), slips=(
-            Slip("weights only", distinct_from(
-                _w2_chips, lambda v: _w2_chips(v, training.training_memory(_model(v)).weights),
-                rel=COUNT),
-                 "the training state is not just the bf16 weights: add the gradients, the fp32 "
-                 "master copy and Adam's two moments, 16 bytes per parameter in all."),
-            Slip("rounded down", lambda v: _w2_chips(v) - 1 if _w2_chips(v) > 1 else math.nan,
-                 "a fraction of a chip's HBM still needs a whole chip: round up."),
-        ), unit="count"),
-    ),
-    labels={"chips": "fewest chips, in chips"},
-    solution=_w2_solution,
-)
+W2 = one_answer(
+    "parallelism.w2", "The fewest chips that hold the training state",
+    _spec("parallelism.w2", figures=("P_b", "hbm_gb"),
+          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+          chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
+    ("A {model}-sized model ({P_b:.1f} billion parameters) trains with Adam in mixed "
+     "precision, as the chapter counts it. How many {chip} chips ({hbm_gb:.0f} GB of HBM "
+     "each) does its training state (weights, gradients, optimizer state; no activations) "
+     "need, at the least?"),
+    Part("chips", _w2_chips, rel=COUNT, conventions=(
+        Convention("12 bytes per parameter", distinct_from(
+            _w2_chips, lambda v: _w2_chips(v, 12.0 * transformer.param_count(_model(v)).total),
+            rel=COUNT),
+            verdict=PINNED, phrase="mixed precision, as the chapter counts it",
+            hint="the chapter's mixed precision with Adam keeps 16 bytes per parameter: bf16 "
+                 "weights (2) and gradients (2), an fp32 master copy (4) and two fp32 "
+                 "moments (8)."),
+    ), slips=(
+        Slip("weights only", distinct_from(
+            _w2_chips, lambda v: _w2_chips(v, training.training_memory(_model(v)).weights),
+            rel=COUNT),
+             "the training state is not just the bf16 weights: add the gradients, the fp32 "
+             "master copy and Adam's two moments, 16 bytes per parameter in all."),
+        Slip("rounded down", lambda v: _w2_chips(v) - 1 if _w2_chips(v) > 1 else math.nan,
+             "a fraction of a chip's HBM still needs a whole chip: round up."),
+    ), unit="count"),
+    label="fewest chips, in chips", solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- 3. DP global batch

@@ -37,7 +37,8 @@ from ..units import format_scientific
 from ..variants import Variant, VariantSpec, default_variant
 from ..variants import draw as draw_variant
 
-__all__ = ["Problem", "Result", "draw", "check", "parse_number", "question", "MAX_TRIES"]
+__all__ = ["Problem", "Result", "one_answer", "draw", "check", "parse_number", "question",
+           "MAX_TRIES"]
 
 #: Draws tried for one seed before a problem is declared broken (the tests draw hundreds).
 MAX_TRIES = 200
@@ -79,6 +80,17 @@ class Problem:
     @property
     def chapter(self) -> str:
         return self.id.split(".")[0]
+
+
+def one_answer(id: str, title: str, spec: VariantSpec, text: str, part: Part, *, label: str,
+               solution: Callable[[Mapping[str, Any]], tuple[str, ...]],
+               worked: str = "") -> Problem:
+    """The common problem with one answer field: ``part``, asked for as ``label``. The same
+    :class:`Problem` as ``Problem(id=id, title=title, spec=spec, text=text, parts=(part,),
+    labels={part.answer: label}, solution=solution, worked=worked)``, the answer's name said
+    once."""
+    return Problem(id=id, title=title, spec=spec, text=text, parts=(part,),
+                   labels={part.answer: label}, solution=solution, worked=worked)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
 from .common import US, bytes_text, decimal_bytes, in_mib, percent_slip, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 
 #: The hints several problems share: the chapter's classic slips, said once.
@@ -47,10 +47,9 @@ def _matmul_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
-MATMUL_TIME = Problem(
-    id="rooflines.matmul_time",
-    title="How long does one bf16 matmul take?",
-    spec=VariantSpec(
+MATMUL_TIME = one_answer(
+    "rooflines.matmul_time", "How long does one bf16 matmul take?",
+    VariantSpec(
         assignment="practice:rooflines.matmul_time",
         parameters={
             "chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
@@ -59,36 +58,32 @@ MATMUL_TIME = Problem(
             "F": Choice((16384, 8192, 32768), "F"),
         },
     ),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip}, reading X and W from HBM and writing the output there. Assume compute and "
-          "memory traffic overlap perfectly. What is the lower bound on its runtime, in µs?"),
-    parts=(
-        Part(
-            answer="t_lower_us",
-            expected=_lower_us,
-            conventions=(
-                Convention("no overlap (sum)",
-                           distinct_from(_lower_us, lambda v: _bf16_matmul(v).upper * 1e6),
-                           verdict=PINNED, phrase="overlap perfectly",
-                           hint="the problem assumes compute and memory traffic overlap "
-                                "perfectly: the bound is the larger of T_math and T_comms, "
-                                "not their sum."),
-            ),
-            slips=(
-                Slip("one FLOP per multiply-add", distinct_from(_lower_us, lambda v: max(
-                    _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6),
-                     _FMA_HINT),
-                Slip("one byte per element", distinct_from(_lower_us, lambda v: max(
-                    _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6),
-                     _BF16_HINT),
-                Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
-                     _US_HINT),
-            ), unit="s",
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip}, reading X and W from HBM and writing the output there. Assume compute and "
+     "memory traffic overlap perfectly. What is the lower bound on its runtime, in µs?"),
+    Part(
+        answer="t_lower_us",
+        expected=_lower_us,
+        conventions=(
+            Convention("no overlap (sum)",
+                       distinct_from(_lower_us, lambda v: _bf16_matmul(v).upper * 1e6),
+                       verdict=PINNED, phrase="overlap perfectly",
+                       hint="the problem assumes compute and memory traffic overlap "
+                            "perfectly: the bound is the larger of T_math and T_comms, "
+                            "not their sum."),
         ),
+        slips=(
+            Slip("one FLOP per multiply-add", distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6),
+                 _FMA_HINT),
+            Slip("one byte per element", distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6),
+                 _BF16_HINT),
+            Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
+                 _US_HINT),
+        ), unit="s",
     ),
-    labels={"t_lower_us": "lower bound on the runtime, in µs"},
-    solution=_matmul_solution,
-)
+    label="lower bound on the runtime, in µs", solution=_matmul_solution)
 
 
 # --------------------------------------------------------------------------- worked problems
@@ -211,30 +206,24 @@ def _w2_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Compute-bound when N/3 > C/W: N > {_w2_n(v):,.0f}.")
 
 
-W2 = Problem(
-    id="rooflines.w2",
-    title="The smallest square matmul that keeps the chip busy",
-    worked="2",
-    spec=spec("rooflines.w2", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
-                           "H200"), "chip")),
-    text=("On one {chip} ({bf16_text} dense bf16, {bw_text} of HBM), a square matmul "
-          "bf16[N, N] · bf16[N, N] reads both inputs from HBM and writes its bf16[N, N] output "
-          "there. Above what N is it compute-bound?"),
-    parts=(
-        Part(answer="n_star", expected=_w2_n,
-             slips=(
-                 Slip("output not written", _w2_reads_only,
-                      "the output is written too: 3 · 2N² bytes, not 2 · 2N², so I = N/3."),
-                 Slip("one FLOP per multiply-add", lambda v: 2 * _w2_n(v),
-                      "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
-                 Slip("one byte per element", lambda v: critical_intensity(v["chip"]) / float(
-                     matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity), _BF16_HINT),
-             ), unit="count"),
-    ),
-    labels={"n_star": "smallest compute-bound N"},
-    solution=_w2_solution,
-)
+W2 = one_answer(
+    "rooflines.w2", "The smallest square matmul that keeps the chip busy",
+    spec("rooflines.w2", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+         chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
+                      "H200"), "chip")),
+    ("On one {chip} ({bf16_text} dense bf16, {bw_text} of HBM), a square matmul "
+     "bf16[N, N] · bf16[N, N] reads both inputs from HBM and writes its bf16[N, N] output "
+     "there. Above what N is it compute-bound?"),
+    Part(answer="n_star", expected=_w2_n,
+         slips=(
+             Slip("output not written", _w2_reads_only,
+                  "the output is written too: 3 · 2N² bytes, not 2 · 2N², so I = N/3."),
+             Slip("one FLOP per multiply-add", lambda v: 2 * _w2_n(v),
+                  "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
+             Slip("one byte per element", lambda v: critical_intensity(v["chip"]) / float(
+                 matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity), _BF16_HINT),
+         ), unit="count"),
+    label="smallest compute-bound N", solution=_w2_solution, worked="2")
 
 
 # --- 3. a residual add: memory-bound whatever its size
@@ -728,36 +717,30 @@ def _w10_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"= {_w10_d(v):,.0f}, whatever B and F.")
 
 
-W10 = Problem(
-    id="rooflines.w10",
-    title="Two chips, one link",
-    worked="10",
-    spec=spec("rooflines.w10", derive=_w10_derive,
-              derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
-                              "one_way_text": ("link bandwidth, one way", ""),
-                              "both_text": ("link bandwidth, both directions", "")},
-              chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
-    text=("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
-          "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
-          "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
-          "both directions together, {one_way_text} each way). Above what D is the matmul "
-          "compute-bound?"),
-    parts=(
-        Part(answer="d_star", expected=_w10_d,
-             slips=(Slip("both directions, or 1 byte", lambda v: _w10_d(v) / 2,
-                         "half the answer: each chip sends one way over the link, "
-                         "{one_way_text}, and a bf16 partial sum is 2 bytes per element."),
-                    Slip("all links", lambda v: _w10_d(v) / v["links"],
-                         "the partial sums go to one neighbour over one link, not over all "
-                         "{links} of them."),
-                    Slip("HBM bandwidth", distinct_from(_w10_d, lambda v: critical_contracting_dim(
-                        v["chip"], bandwidth=get_chip(v["chip"]).hbm_bandwidth)),
-                         "the partial sums cross the link between the chips: use the link's "
-                         "one-way bandwidth, not HBM's.")), unit="count"),
-    ),
-    labels={"d_star": "smallest compute-bound D"},
-    solution=_w10_solution,
-)
+W10 = one_answer(
+    "rooflines.w10", "Two chips, one link",
+    spec("rooflines.w10", derive=_w10_derive,
+         derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
+                         "one_way_text": ("link bandwidth, one way", ""),
+                         "both_text": ("link bandwidth, both directions", "")},
+         chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
+    ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
+     "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
+     "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
+     "both directions together, {one_way_text} each way). Above what D is the matmul "
+     "compute-bound?"),
+    Part(answer="d_star", expected=_w10_d,
+         slips=(Slip("both directions, or 1 byte", lambda v: _w10_d(v) / 2,
+                     "half the answer: each chip sends one way over the link, "
+                     "{one_way_text}, and a bf16 partial sum is 2 bytes per element."),
+                Slip("all links", lambda v: _w10_d(v) / v["links"],
+                     "the partial sums go to one neighbour over one link, not over all "
+                     "{links} of them."),
+                Slip("HBM bandwidth", distinct_from(_w10_d, lambda v: critical_contracting_dim(
+                    v["chip"], bandwidth=get_chip(v["chip"]).hbm_bandwidth)),
+                     "the partial sums cross the link between the chips: use the link's "
+                     "one-way bandwidth, not HBM's.")), unit="count"),
+    label="smallest compute-bound D", solution=_w10_solution, worked="10")
 
 WORKED: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10)
 
@@ -797,29 +780,24 @@ def _upper_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.upper)}.")
 
 
-MATMUL_UPPER = Problem(
-    id="rooflines.matmul_upper",
-    title="A matmul without overlap",
-    spec=_matmul_spec("matmul_upper"),
-    text=("Take " + _MATMUL_TEXT + ". Assume no overlap: the chip first loads, then computes, "
-          "then writes. What is the upper bound on its runtime, in µs?"),
-    parts=(
-        Part(answer="t_upper_us", expected=_upper_us,
-             conventions=(
-                 Convention("perfect overlap (max)",
-                            distinct_from(_upper_us, _lower_us), verdict=PINNED,
-                            phrase="Assume no overlap",
-                            hint="the problem assumes no overlap: add T_math and T_comms; the "
-                                 "larger of the two is the bound with perfect overlap."),
-             ),
-             slips=(
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
-                      _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_upper_us": "upper bound on the runtime, in µs"},
-    solution=_upper_solution,
-)
+MATMUL_UPPER = one_answer(
+    "rooflines.matmul_upper", "A matmul without overlap",
+    _matmul_spec("matmul_upper"),
+    ("Take " + _MATMUL_TEXT + ". Assume no overlap: the chip first loads, then computes, "
+     "then writes. What is the upper bound on its runtime, in µs?"),
+    Part(answer="t_upper_us", expected=_upper_us,
+         conventions=(
+             Convention("perfect overlap (max)",
+                        distinct_from(_upper_us, _lower_us), verdict=PINNED,
+                        phrase="Assume no overlap",
+                        hint="the problem assumes no overlap: add T_math and T_comms; the "
+                             "larger of the two is the bound with perfect overlap."),
+         ),
+         slips=(
+             Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
+                  _US_HINT),
+         ), unit="s"),
+    label="upper bound on the runtime, in µs", solution=_upper_solution)
 
 
 def _t_math_us(v: Mapping[str, Any]) -> float:
@@ -834,24 +812,19 @@ def _t_math_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_bf16_matmul(v).t_math)}.")
 
 
-T_MATH = Problem(
-    id="rooflines.t_math",
-    title="The compute time of a matmul",
-    spec=_matmul_spec("t_math"),
-    text=("Take " + _MATMUL_TEXT + ". How long do its FLOPs take at the chip's dense bf16 "
-          "peak (T_math), in µs?"),
-    parts=(
-        Part(answer="t_math_us", expected=_t_math_us,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _t_math_us(v) / 2,
-                      _FMA_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
-                      _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_math_us": "T_math, in µs"},
-    solution=_t_math_solution,
-)
+T_MATH = one_answer(
+    "rooflines.t_math", "The compute time of a matmul",
+    _matmul_spec("t_math"),
+    ("Take " + _MATMUL_TEXT + ". How long do its FLOPs take at the chip's dense bf16 "
+     "peak (T_math), in µs?"),
+    Part(answer="t_math_us", expected=_t_math_us,
+         slips=(
+             Slip("one FLOP per multiply-add", lambda v: _t_math_us(v) / 2,
+                  _FMA_HINT),
+             Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
+                  _US_HINT),
+         ), unit="s"),
+    label="T_math, in µs", solution=_t_math_solution)
 
 
 def _t_comms_us(v: Mapping[str, Any]) -> float:
@@ -871,24 +844,19 @@ def _t_comms_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_bf16_matmul(v).t_comms)}.")
 
 
-T_COMMS = Problem(
-    id="rooflines.t_comms",
-    title="The memory time of a matmul",
-    spec=_matmul_spec("t_comms"),
-    text=("Take " + _MATMUL_TEXT + ". How long does its HBM traffic take at the chip's full "
-          "HBM bandwidth (T_comms), in µs?"),
-    parts=(
-        Part(answer="t_comms_us", expected=_t_comms_us,
-             slips=(
-                 Slip("one byte per element", lambda v: _t_comms_us(v) / 2,
-                      _BF16_HINT),
-                 Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
-                      _OUTPUT_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_comms_us": "T_comms, in µs"},
-    solution=_t_comms_solution,
-)
+T_COMMS = one_answer(
+    "rooflines.t_comms", "The memory time of a matmul",
+    _matmul_spec("t_comms"),
+    ("Take " + _MATMUL_TEXT + ". How long does its HBM traffic take at the chip's full "
+     "HBM bandwidth (T_comms), in µs?"),
+    Part(answer="t_comms_us", expected=_t_comms_us,
+         slips=(
+             Slip("one byte per element", lambda v: _t_comms_us(v) / 2,
+                  _BF16_HINT),
+             Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
+                  _OUTPUT_HINT),
+         ), unit="s"),
+    label="T_comms, in µs", solution=_t_comms_solution)
 
 
 def _intensity(v: Mapping[str, Any]) -> float:
@@ -902,29 +870,24 @@ def _intensity_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Intensity = FLOPs / bytes = {cost.intensity:.4g} FLOPs/byte.")
 
 
-INTENSITY = Problem(
-    id="rooflines.intensity",
-    title="The arithmetic intensity of a matmul",
-    spec=VariantSpec(assignment="practice:rooflines.intensity",
-                     parameters={"B": _B, "D": _D, "F": _F}),
-    text=("A bf16 matmul X[B, D] · W[D, F] has B = {B:,}, D = {D:,} and F = {F:,}. Counting "
-          "exact bytes (X and W read, the output written, 2 bytes per element), what is its "
-          "arithmetic intensity, in FLOPs per byte?"),
-    parts=(
-        Part(answer="intensity", expected=_intensity,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _intensity(v) / 2,
-                      _FMA_HINT),
-                 Slip("one byte per element", lambda v: _intensity(v) * 2,
-                      _BF16_HINT),
-                 Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
-                      "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
-                      "2·(B·D + D·F + B·F)."),
-             ), unit="FLOPs/byte"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte"},
-    solution=_intensity_solution,
-)
+INTENSITY = one_answer(
+    "rooflines.intensity", "The arithmetic intensity of a matmul",
+    VariantSpec(assignment="practice:rooflines.intensity",
+                parameters={"B": _B, "D": _D, "F": _F}),
+    ("A bf16 matmul X[B, D] · W[D, F] has B = {B:,}, D = {D:,} and F = {F:,}. Counting "
+     "exact bytes (X and W read, the output written, 2 bytes per element), what is its "
+     "arithmetic intensity, in FLOPs per byte?"),
+    Part(answer="intensity", expected=_intensity,
+         slips=(
+             Slip("one FLOP per multiply-add", lambda v: _intensity(v) / 2,
+                  _FMA_HINT),
+             Slip("one byte per element", lambda v: _intensity(v) * 2,
+                  _BF16_HINT),
+             Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
+                  "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
+                  "2·(B·D + D·F + B·F)."),
+         ), unit="FLOPs/byte"),
+    label="arithmetic intensity, in FLOPs/byte", solution=_intensity_solution)
 
 
 def _critical_batch(v: Mapping[str, Any]) -> float:
@@ -940,28 +903,23 @@ def _critical_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{_critical_batch(v):.0f} tokens.")
 
 
-CRITICAL_BATCH = Problem(
-    id="rooflines.critical_batch",
-    title="The critical batch size of a chip",
-    spec=VariantSpec(assignment="practice:rooflines.critical_batch",
-                     parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200",
-                                                 "H200", "A100"), "chip")}),
-    text=("On one {chip}, a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F reads mostly weights. "
-          "Above how many tokens B does it become compute-bound (the critical batch size B*), "
-          "using the chip's dense bf16 peak and its HBM bandwidth?"),
-    parts=(
-        Part(answer="critical_batch", expected=_critical_batch, rel=0.03,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _critical_batch(v) * 2,
-                      "a multiply-add is 2 FLOPs: the intensity is 2·B·D·F / (2·D·F) = B, not "
-                      "B / 2."),
-                 Slip("one byte per element", lambda v: _critical_batch(v) / 2,
-                      "bf16 weights take 2 bytes per element."),
-             ), unit="count"),
-    ),
-    labels={"critical_batch": "critical batch size B*, in tokens"},
-    solution=_critical_solution,
-)
+CRITICAL_BATCH = one_answer(
+    "rooflines.critical_batch", "The critical batch size of a chip",
+    VariantSpec(assignment="practice:rooflines.critical_batch",
+                parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200",
+                                            "H200", "A100"), "chip")}),
+    ("On one {chip}, a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F reads mostly weights. "
+     "Above how many tokens B does it become compute-bound (the critical batch size B*), "
+     "using the chip's dense bf16 peak and its HBM bandwidth?"),
+    Part(answer="critical_batch", expected=_critical_batch, rel=0.03,
+         slips=(
+             Slip("one FLOP per multiply-add", lambda v: _critical_batch(v) * 2,
+                  "a multiply-add is 2 FLOPs: the intensity is 2·B·D·F / (2·D·F) = B, not "
+                  "B / 2."),
+             Slip("one byte per element", lambda v: _critical_batch(v) / 2,
+                  "bf16 weights take 2 bytes per element."),
+         ), unit="count"),
+    label="critical batch size B*, in tokens", solution=_critical_solution)
 
 
 def _attainable_tflops(v: Mapping[str, Any]) -> float:
@@ -980,30 +938,25 @@ def _attainable_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Attainable: {format_flops(rate)}.")
 
 
-ATTAINABLE = Problem(
-    id="rooflines.attainable",
-    title="Reading the roofline",
-    spec=VariantSpec(assignment="practice:rooflines.attainable",
-                     parameters={"chip": _CHIPS,
-                                 "I": Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")}),
-    text=("A bf16 kernel on one {chip} has an arithmetic intensity of {I} FLOPs per byte of HBM "
-          "traffic. What FLOP rate can it attain at best, by the roofline, in TFLOP/s?"),
-    parts=(
-        Part(answer="attainable_tflops", expected=_attainable_tflops,
-             slips=(
-                 Slip("peak regardless of intensity", distinct_from(
-                     _attainable_tflops, lambda v: get_chip(v["chip"]).flops("bf16") / 1e12),
-                      "below the ridge C / W the kernel waits on memory: it attains I·W, not "
-                      "the peak."),
-                 Slip("I·W past the ridge", distinct_from(
-                     _attainable_tflops, lambda v: v["I"] * get_chip(v["chip"]).hbm_bandwidth / 1e12),
-                      "the roofline is flat past the ridge: no kernel runs faster than the "
-                      "chip's peak C."),
-             ), unit="FLOPs/s"),
-    ),
-    labels={"attainable_tflops": "attainable rate, in TFLOP/s"},
-    solution=_attainable_solution,
-)
+ATTAINABLE = one_answer(
+    "rooflines.attainable", "Reading the roofline",
+    VariantSpec(assignment="practice:rooflines.attainable",
+                parameters={"chip": _CHIPS,
+                            "I": Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")}),
+    ("A bf16 kernel on one {chip} has an arithmetic intensity of {I} FLOPs per byte of HBM "
+     "traffic. What FLOP rate can it attain at best, by the roofline, in TFLOP/s?"),
+    Part(answer="attainable_tflops", expected=_attainable_tflops,
+         slips=(
+             Slip("peak regardless of intensity", distinct_from(
+                 _attainable_tflops, lambda v: get_chip(v["chip"]).flops("bf16") / 1e12),
+                  "below the ridge C / W the kernel waits on memory: it attains I·W, not "
+                  "the peak."),
+             Slip("I·W past the ridge", distinct_from(
+                 _attainable_tflops, lambda v: v["I"] * get_chip(v["chip"]).hbm_bandwidth / 1e12),
+                  "the roofline is flat past the ridge: no kernel runs faster than the "
+                  "chip's peak C."),
+         ), unit="FLOPs/s"),
+    label="attainable rate, in TFLOP/s", solution=_attainable_solution)
 
 
 def _peak_percent(v: Mapping[str, Any]) -> float:
@@ -1018,28 +971,23 @@ def _peak_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"The share of the peak it uses is T_math / that = {_peak_percent(v):.3g}%.")
 
 
-PEAK_FRACTION = Problem(
-    id="rooflines.peak_fraction",
-    title="How much of the peak does a matmul use?",
-    spec=_matmul_spec("peak_fraction", B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
-    text=("Take " + _MATMUL_TEXT + ". Assume compute and memory traffic overlap perfectly. "
-          "What percentage of the chip's dense bf16 peak does it attain, in %?"),
-    parts=(
-        Part(answer="peak_percent", expected=_peak_percent,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(
-                     _peak_percent, lambda v: 100 * _bf16_matmul(v).t_math / _bf16_matmul(v).upper),
-                            verdict=PINNED, phrase="overlap perfectly",
-                            hint="the problem assumes perfect overlap: the matmul takes "
-                                 "max(T_math, T_comms), not their sum."),
-             ),
-             slips=(
-                 percent_slip(_peak_percent),
-             ), unit="fraction"),
-    ),
-    labels={"peak_percent": "share of the peak, in %"},
-    solution=_peak_solution,
-)
+PEAK_FRACTION = one_answer(
+    "rooflines.peak_fraction", "How much of the peak does a matmul use?",
+    _matmul_spec("peak_fraction", B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
+    ("Take " + _MATMUL_TEXT + ". Assume compute and memory traffic overlap perfectly. "
+     "What percentage of the chip's dense bf16 peak does it attain, in %?"),
+    Part(answer="peak_percent", expected=_peak_percent,
+         conventions=(
+             Convention("no overlap (sum)", distinct_from(
+                 _peak_percent, lambda v: 100 * _bf16_matmul(v).t_math / _bf16_matmul(v).upper),
+                        verdict=PINNED, phrase="overlap perfectly",
+                        hint="the problem assumes perfect overlap: the matmul takes "
+                             "max(T_math, T_comms), not their sum."),
+         ),
+         slips=(
+             percent_slip(_peak_percent),
+         ), unit="fraction"),
+    label="share of the peak, in %", solution=_peak_solution)
 
 
 def _two_chip(v: Mapping[str, Any]):
@@ -1060,31 +1008,26 @@ def _link_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_two_chip(v).t_comms)}.")
 
 
-LINK_TIME = Problem(
-    id="rooflines.link_time",
-    title="Two chips add their partial sums",
-    spec=VariantSpec(assignment="practice:rooflines.link_time",
-                     parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
-                                 "B": _B, "D": Choice((16384, 8192, 32768), "D"),
-                                 "F": Choice((8192, 4096, 16384), "F")}),
-    text=("A bf16 matmul X[B, D_X] ·_D W[D_X, F] with B = {B:,}, D = {D:,} and F = {F:,} is "
-          "split over two {chip} chips along D. Each chip sends its partial sum of the output "
-          "to the other over one link, at the link's one-way bandwidth. How long does that "
-          "take, in µs?"),
-    parts=(
-        Part(answer="link_us", expected=_link_us,
-             slips=(
-                 Slip("one byte per element", lambda v: _link_us(v) / 2,
-                      _BF16_HINT),
-                 Slip("sent the weight shard", distinct_from(
-                     _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
-                      "the weights stay where they are: what crosses the link is the partial "
-                      "output C[B, F], B·F elements."),
-             ), unit="s"),
-    ),
-    labels={"link_us": "time to send the partial sums, in µs"},
-    solution=_link_solution,
-)
+LINK_TIME = one_answer(
+    "rooflines.link_time", "Two chips add their partial sums",
+    VariantSpec(assignment="practice:rooflines.link_time",
+                parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
+                            "B": _B, "D": Choice((16384, 8192, 32768), "D"),
+                            "F": Choice((8192, 4096, 16384), "F")}),
+    ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] with B = {B:,}, D = {D:,} and F = {F:,} is "
+     "split over two {chip} chips along D. Each chip sends its partial sum of the output "
+     "to the other over one link, at the link's one-way bandwidth. How long does that "
+     "take, in µs?"),
+    Part(answer="link_us", expected=_link_us,
+         slips=(
+             Slip("one byte per element", lambda v: _link_us(v) / 2,
+                  _BF16_HINT),
+             Slip("sent the weight shard", distinct_from(
+                 _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
+                  "the weights stay where they are: what crosses the link is the partial "
+                  "output C[B, F], B·F elements."),
+         ), unit="s"),
+    label="time to send the partial sums, in µs", solution=_link_solution)
 
 
 def _hbm_mb(v: Mapping[str, Any]) -> float:
@@ -1100,29 +1043,24 @@ def _hbm_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"({cost.total_bytes / 1e6:.4g} MB).")
 
 
-HBM_BYTES = Problem(
-    id="rooflines.hbm_bytes",
-    title="The bytes a matmul moves",
-    spec=VariantSpec(assignment="practice:rooflines.hbm_bytes",
-                     parameters={"B": _B, "D": _D, "F": _F}),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
-          "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
-          "MB (10⁶ bytes)?"),
-    parts=(
-        Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
-             conventions=(in_mib(_hbm_mb),),
-             slips=(
-                 Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
-                      _BF16_HINT),
-                 Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
-                                                  rel=0.02),
-                      "the weights are not all: X[B, D] is read and C[B, F] written too, "
-                      "2·(B·D + B·F) more bytes."),
-             ), unit="bytes"),
-    ),
-    labels={"hbm_mb": "bytes moved, in MB"},
-    solution=_hbm_solution,
-)
+HBM_BYTES = one_answer(
+    "rooflines.hbm_bytes", "The bytes a matmul moves",
+    VariantSpec(assignment="practice:rooflines.hbm_bytes",
+                parameters={"B": _B, "D": _D, "F": _F}),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
+     "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
+     "MB (10⁶ bytes)?"),
+    Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
+         conventions=(in_mib(_hbm_mb),),
+         slips=(
+             Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
+                  _BF16_HINT),
+             Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
+                                              rel=0.02),
+                  "the weights are not all: X[B, D] is read and C[B, F] written too, "
+                  "2·(B·D + B·F) more bytes."),
+         ), unit="bytes"),
+    label="bytes moved, in MB", solution=_hbm_solution)
 
 PROBLEMS: tuple[Problem, ...] = WORKED + (MATMUL_TIME, MATMUL_UPPER, T_MATH, T_COMMS, INTENSITY,
                                  CRITICAL_BATCH, ATTAINABLE, PEAK_FRACTION, LINK_TIME, HBM_BYTES)

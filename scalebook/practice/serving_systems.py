@@ -17,7 +17,7 @@ from .. import service as sv
 from ..homework.parts import Part, Slip, distinct_from
 from ..variants import Choice
 from .common import GB, MS, in_gib, percent_slip, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 BLOCK = 16
 MODEL, DRAFT = "LLaMA-3 70B", "LLaMA-3 8B"
@@ -164,22 +164,20 @@ def _cmp5(v: Mapping[str, Any]) -> sv.BatchingComparison:
 
 _gain5 = lambda v: _cmp5(v).gain
 
-W5 = Problem(
-    id="serving_systems.w5", title="Continuous against static batching", worked="5",
-    spec=spec("serving_systems.w5", chip=Choice(("H100", "H200", "B200"), "GPU"),
-              n=Choice((8,), "GPUs"), T=Choice((1024, 512, 2048), "prompt tokens"),
-              R=Choice((256, 128, 512), "mean reply"), cap=Choice((256, 128, 512), "batch cap")),
-    text=("LLaMA-3 70B on 8 {chip}s, {T:,}-token prompts, replies uniform on 1 to 2R − 1 with "
-          "R = {R}, batch cap {cap}. How many times the throughput does continuous batching with a "
-          "paged cache give over static batching with a reserved cache (the solver's "
-          "compare_batching: each server at the batch its cache and cap allow)?"),
-    parts=(Part("gain", _gain5, unit="ratio"),),
-    labels={"gain": "throughput gain (×)"},
-    solution=lambda v: (f"Static: batch {_cmp5(v).static_batch}, "
+W5 = one_answer(
+    "serving_systems.w5", "Continuous against static batching",
+    spec("serving_systems.w5", chip=Choice(("H100", "H200", "B200"), "GPU"),
+         n=Choice((8,), "GPUs"), T=Choice((1024, 512, 2048), "prompt tokens"),
+         R=Choice((256, 128, 512), "mean reply"), cap=Choice((256, 128, 512), "batch cap")),
+    ("LLaMA-3 70B on 8 {chip}s, {T:,}-token prompts, replies uniform on 1 to 2R − 1 with "
+     "R = {R}, batch cap {cap}. How many times the throughput does continuous batching with a "
+     "paged cache give over static batching with a reserved cache (the solver's "
+     "compare_batching: each server at the batch its cache and cap allow)?"),
+    Part("gain", _gain5, unit="ratio"),
+    label="throughput gain (×)", solution=lambda v: (f"Static: batch {_cmp5(v).static_batch}, "
                         f"{_cmp5(v).static_tokens_per_s:,.0f} tokens/s; continuous: batch "
                         f"{_cmp5(v).continuous_batch}, {_cmp5(v).continuous_tokens_per_s:,.0f} "
-                        f"tokens/s: {_gain5(v):.2f}×.",),
-)
+                        f"tokens/s: {_gain5(v):.2f}×.",), worked="5")
 
 
 # --------------------------------------------------------------------------- 6. the batch that fits
@@ -280,21 +278,20 @@ W8 = Problem(
 _chunk9 = lambda v: sv.largest_chunk(_m(v), decode_batch=v["B"], context_len=v["S"],
                                      tpot_slo=v["slo"] * MS, prompt_len=v["T"])
 
-W9 = Problem(
-    id="serving_systems.w9", title="The chunk that keeps TPOT", worked="9",
-    spec=spec("serving_systems.w9", B=Choice((64, 32, 128), "sequences"),
-              S=Choice((1024, 2048, 512), "tokens"), T=Choice((4096, 8192, 16384), "tokens"),
-              slo=Choice((50, 40, 80), "ms"), chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs"),
-              well_posed=lambda v: 64 <= _chunk9(v) < v["T"]),
-    text=("On LLaMA-3 70B on 8 H100s, {B} sequences decode at {S:,} tokens of context while a "
-          "{T:,}-token prompt is prefilled in chunks mixed into their steps. What is the largest "
-          "chunk (tokens) whose step stays within a {slo} ms TPOT at its worst offset (the last "
-          "chunk, after T − c tokens)?"),
-    parts=(Part("chunk", _chunk9, rel=0.02, unit="count"),),
-    labels={"chunk": "largest chunk, in tokens"},
+W9 = one_answer(
+    "serving_systems.w9", "The chunk that keeps TPOT",
+    spec("serving_systems.w9", B=Choice((64, 32, 128), "sequences"),
+         S=Choice((1024, 2048, 512), "tokens"), T=Choice((4096, 8192, 16384), "tokens"),
+         slo=Choice((50, 40, 80), "ms"), chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs"),
+         well_posed=lambda v: 64 <= _chunk9(v) < v["T"]),
+    ("On LLaMA-3 70B on 8 H100s, {B} sequences decode at {S:,} tokens of context while a "
+     "{T:,}-token prompt is prefilled in chunks mixed into their steps. What is the largest "
+     "chunk (tokens) whose step stays within a {slo} ms TPOT at its worst offset (the last "
+     "chunk, after T − c tokens)?"),
+    Part("chunk", _chunk9, rel=0.02, unit="count"),
+    label="largest chunk, in tokens",
     solution=lambda v: (f"The mixed step time(B + c, B·S + c·T, B·S + T) grows with c; the "
-                        f"largest c within {v['slo']} ms is {_chunk9(v):,} tokens.",),
-)
+                        f"largest c within {v['slo']} ms is {_chunk9(v):,} tokens.",), worked="9")
 
 
 # --------------------------------------------------------------------------- 10 and 11. speculation

@@ -22,7 +22,7 @@ from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
 from .common import MB, US, in_mib, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 
 
@@ -133,33 +133,27 @@ def _first_cut_us(cost_of):
     return lambda v: cost_of(v).time / US
 
 
-W2 = Problem(
-    id="sharded_matmuls.w2",
-    title="Gathering a weight on a v5p",
-    worked="2",
-    spec=spec("sharded_matmuls.w2",
-               **ARRAY,
-               N=Choice((16, 4, 8, 12), "N", "chips")),
-    text=("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
-          "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
-          "per hop.)"),
-    parts=(
-        Part("allgather_us", _ag_us, conventions=(
-            Convention("first cut", _first_cut_us(
-                lambda v: all_gather_first_cut(_bf16_bytes(v), v["N"], "TPU v5p"))),
-        ), slips=(
-            Slip("one way round", distinct_from(_ag_us, lambda v: _ag(v, wraparound=False).time / US),
-                 "the axis has wraparound: the shards go both ways round the ring, so each chip "
-                 "receives on two links, and the latency is N/2 hops, not N − 1."),
-            Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
-                                                              "TPU v5p").time / US,
-                 "bf16 takes 2 bytes per element."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allgather_us": "AllGather time, in µs"},
-    solution=_w2_solution,
-)
+W2 = one_answer(
+    "sharded_matmuls.w2", "Gathering a weight on a v5p",
+    spec("sharded_matmuls.w2",
+          **ARRAY,
+          N=Choice((16, 4, 8, 12), "N", "chips")),
+    ("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
+     "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
+     "per hop.)"),
+    Part("allgather_us", _ag_us, conventions=(
+        Convention("first cut", _first_cut_us(
+            lambda v: all_gather_first_cut(_bf16_bytes(v), v["N"], "TPU v5p"))),
+    ), slips=(
+        Slip("one way round", distinct_from(_ag_us, lambda v: _ag(v, wraparound=False).time / US),
+             "the axis has wraparound: the shards go both ways round the ring, so each chip "
+             "receives on two links, and the latency is N/2 hops, not N − 1."),
+        Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
+                                                          "TPU v5p").time / US,
+             "bf16 takes 2 bytes per element."),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="AllGather time, in µs", solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- 3. latency crossover
@@ -184,33 +178,27 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="sharded_matmuls.w3",
-    title="When does latency take over?",
-    worked="3",
-    spec=spec("sharded_matmuls.w3",
-               chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
-               N=Choice((16, 8, 12, 4), "N", "chips")),
-    text=("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
-          "Below what array size, in MB, is it latency-bound (its latency term larger than its "
-          "bandwidth term)?"),
-    parts=(
-        Part("vstar_mb", _w3_mb, conventions=(
-            in_mib(_w3_mb),
-            Convention("first cut", lambda v: v["N"] // 2 * DEFAULT_HOP_LATENCY
-                       * 2 * get_chip(v["chip"]).link_bandwidth_one_way / MB),
-        ), slips=(
-            Slip("one-way bandwidth", lambda v: _w3_mb(v) / 2,
-                 "with wraparound each chip receives on two links at once: the bandwidth term "
-                 "divides by 2W, which doubles the crossover."),
-            Slip("N − 1 hops", lambda v: _w3_mb(v) * (v["N"] - 1) / (v["N"] // 2),
-                 "a bidirectional ring needs N/2 hops, not N − 1: the farthest shard is half-way "
-                 "round."),
-        ), unit="bytes"),
-    ),
-    labels={"vstar_mb": "crossover array size V*, in MB"},
-    solution=_w3_solution,
-)
+W3 = one_answer(
+    "sharded_matmuls.w3", "When does latency take over?",
+    spec("sharded_matmuls.w3",
+          chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
+          N=Choice((16, 8, 12, 4), "N", "chips")),
+    ("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
+     "Below what array size, in MB, is it latency-bound (its latency term larger than its "
+     "bandwidth term)?"),
+    Part("vstar_mb", _w3_mb, conventions=(
+        in_mib(_w3_mb),
+        Convention("first cut", lambda v: v["N"] // 2 * DEFAULT_HOP_LATENCY
+                   * 2 * get_chip(v["chip"]).link_bandwidth_one_way / MB),
+    ), slips=(
+        Slip("one-way bandwidth", lambda v: _w3_mb(v) / 2,
+             "with wraparound each chip receives on two links at once: the bandwidth term "
+             "divides by 2W, which doubles the crossover."),
+        Slip("N − 1 hops", lambda v: _w3_mb(v) * (v["N"] - 1) / (v["N"] // 2),
+             "a bidirectional ring needs N/2 hops, not N − 1: the farthest shard is half-way "
+             "round."),
+    ), unit="bytes"),
+    label="crossover array size V*, in MB", solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- 4. ring against line
@@ -430,34 +418,28 @@ def _w7_solution(v):
     )
 
 
-W7 = Problem(
-    id="sharded_matmuls.w7",
-    title="Which operand to gather",
-    worked="7",
-    spec=spec("sharded_matmuls.w7",
-               N=Choice((8, 4), "N", "chips"),
-               B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
-               D=Choice((8192, 4096, 16384), "D"),
-               F=Choice((32768, 8192, 16384), "F")),
-    text=("A[B_X, D] ·_D W[D, F_X] runs on {N} TPU v5e chips in a line (no wraparound, 1 µs per "
-          "hop), B = {B:,}, D = {D:,}, F = {F:,}, bf16. Gathering the cheaper operand, how long "
-          "does the gather take, in µs?"),
-    parts=(
-        Part("gather_us", _w7_best_us, slips=(
-            Slip("the other operand", distinct_from(_w7_best_us, _w7_worst_us),
-                 "gathering the other operand moves more bytes: compare B·D (A) with D·F (W)."),
-            Slip("as a ring", lambda v: min(
-                _comms(plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
-                                   shapes={"B": v["B"], "D": v["D"], "F": v["F"]},
-                                   chip="TPU v5e", gather=side, wraparound=True))
-                for side in ("lhs", "rhs")) / US,
-                 "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"gather_us": "time of the cheaper gather, in µs"},
-    solution=_w7_solution,
-)
+W7 = one_answer(
+    "sharded_matmuls.w7", "Which operand to gather",
+    spec("sharded_matmuls.w7",
+          N=Choice((8, 4), "N", "chips"),
+          B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((32768, 8192, 16384), "F")),
+    ("A[B_X, D] ·_D W[D, F_X] runs on {N} TPU v5e chips in a line (no wraparound, 1 µs per "
+     "hop), B = {B:,}, D = {D:,}, F = {F:,}, bf16. Gathering the cheaper operand, how long "
+     "does the gather take, in µs?"),
+    Part("gather_us", _w7_best_us, slips=(
+        Slip("the other operand", distinct_from(_w7_best_us, _w7_worst_us),
+             "gathering the other operand moves more bytes: compare B·D (A) with D·F (W)."),
+        Slip("as a ring", lambda v: min(
+            _comms(plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
+                               shapes={"B": v["B"], "D": v["D"], "F": v["F"]},
+                               chip="TPU v5e", gather=side, wraparound=True))
+            for side in ("lhs", "rhs")) / US,
+             "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="time of the cheaper gather, in µs", solution=_w7_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 8. D threshold
@@ -485,28 +467,22 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="sharded_matmuls.w8",
-    title="A D-sharded matmul on a TPU",
-    worked="8",
-    spec=spec("sharded_matmuls.w8",
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               B=Choice((4096, 2048, 8192), "B"),
-               F=Choice((32768, 16384, 65536), "F")),
-    text=("A[B, D_X] ·_D W[D_X, F] runs over 16 {chip} chips with wraparound, B = {B:,}, F = {F:,}, "
-          "bf16, and the partial sums are ReduceScattered. How large must the whole D be for the "
-          "matmul to be compute-bound (T_math ≥ T_comms)?"),
-    parts=(
-        Part("d_star", _w8_d_star, slips=(
-            Slip("AllReduce", lambda v: _w8_d_star(v, "all_reduce"),
-                 "the partial sums are ReduceScattered, not AllReduced: half the traffic."),
-            Slip("per chip", lambda v: _w8_d_star(v) / 16,
-                 "that is D per chip; the question asks for the whole D, 16 times larger."),
-        ), unit="count"),
-    ),
-    labels={"d_star": "smallest compute-bound D"},
-    solution=_w8_solution,
-)
+W8 = one_answer(
+    "sharded_matmuls.w8", "A D-sharded matmul on a TPU",
+    spec("sharded_matmuls.w8",
+          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+          B=Choice((4096, 2048, 8192), "B"),
+          F=Choice((32768, 16384, 65536), "F")),
+    ("A[B, D_X] ·_D W[D_X, F] runs over 16 {chip} chips with wraparound, B = {B:,}, F = {F:,}, "
+     "bf16, and the partial sums are ReduceScattered. How large must the whole D be for the "
+     "matmul to be compute-bound (T_math ≥ T_comms)?"),
+    Part("d_star", _w8_d_star, slips=(
+        Slip("AllReduce", lambda v: _w8_d_star(v, "all_reduce"),
+             "the partial sums are ReduceScattered, not AllReduced: half the traffic."),
+        Slip("per chip", lambda v: _w8_d_star(v) / 16,
+             "that is D per chip; the question asks for the whole D, 16 times larger."),
+    ), unit="count"),
+    label="smallest compute-bound D", solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9. tokens per chip
@@ -542,27 +518,21 @@ def _w9_solution(v):
     )
 
 
-W9 = Problem(
-    id="sharded_matmuls.w9",
-    title="Tokens per chip for a weight gather",
-    worked="9",
-    spec=spec("sharded_matmuls.w9",
-               machine=Choice(tuple(W9_MACHINES), "machine"),
-               D=Choice((8192, 4096, 16384), "D"),
-               F=Choice((32768, 16384, 65536), "F")),
-    text=("A weight W bf16[{D:,}, {F:,}] is sharded FSDP-style and gathered before each matmul, "
-          "A[B_X, D] ·_D W[D_X, F], on {machine}. How many tokens per chip make the gather no slower "
-          "than the arithmetic?"),
-    parts=(
-        Part("tokens", _w9_tokens, slips=(
-            Slip("the whole batch", lambda v: _w9_tokens(v) * W9_MACHINES[v["machine"]][1],
-                 "that is the batch of all the chips together; the question asks for tokens per "
-                 "chip."),
-        ), unit="count"),
-    ),
-    labels={"tokens": "tokens per chip"},
-    solution=_w9_solution,
-)
+W9 = one_answer(
+    "sharded_matmuls.w9", "Tokens per chip for a weight gather",
+    spec("sharded_matmuls.w9",
+          machine=Choice(tuple(W9_MACHINES), "machine"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((32768, 16384, 65536), "F")),
+    ("A weight W bf16[{D:,}, {F:,}] is sharded FSDP-style and gathered before each matmul, "
+     "A[B_X, D] ·_D W[D_X, F], on {machine}. How many tokens per chip make the gather no slower "
+     "than the arithmetic?"),
+    Part("tokens", _w9_tokens, slips=(
+        Slip("the whole batch", lambda v: _w9_tokens(v) * W9_MACHINES[v["machine"]][1],
+             "that is the batch of all the chips together; the question asks for tokens per "
+             "chip."),
+    ), unit="count"),
+    label="tokens per chip", solution=_w9_solution, worked="9")
 
 
 # --------------------------------------------------------------------------- 10. across nodes
@@ -681,31 +651,25 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="sharded_matmuls.w12",
-    title="A decode-sized AllReduce",
-    worked="12",
-    spec=spec("sharded_matmuls.w12",
-               seqs=Choice((8, 4, 16, 32), "sequences"),
-               d=Choice((8192, 4096, 16384), "d_model"),
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               N=Choice((16,), "N", "chips")),
-    text=("During decoding with {seqs} sequences, a tensor-parallel layer AllReduces a bf16[{seqs}, "
-          "{d:,}] activation over {N} {chip} chips with wraparound (1 µs per hop). How long does it "
-          "take, in µs?"),
-    parts=(
-        Part("allreduce_us", _w12_us, slips=(
-            Slip("no latency", lambda v: _w12_cost(v).bandwidth_time / US,
-                 "at this size the latency dominates: an AllReduce is 2 × N/2 hops of about 1 µs "
-                 "each, more than the bandwidth term."),
-            Slip("one pass", lambda v: _w12_us(v) / 2,
-                 "an AllReduce is a ReduceScatter then an AllGather: two passes round the ring, "
-                 "each with N/2 hops."),
-        ), unit="s"),
-    ),
-    labels={"allreduce_us": "AllReduce time, in µs"},
-    solution=_w12_solution,
-)
+W12 = one_answer(
+    "sharded_matmuls.w12", "A decode-sized AllReduce",
+    spec("sharded_matmuls.w12",
+          seqs=Choice((8, 4, 16, 32), "sequences"),
+          d=Choice((8192, 4096, 16384), "d_model"),
+          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+          N=Choice((16,), "N", "chips")),
+    ("During decoding with {seqs} sequences, a tensor-parallel layer AllReduces a bf16[{seqs}, "
+     "{d:,}] activation over {N} {chip} chips with wraparound (1 µs per hop). How long does it "
+     "take, in µs?"),
+    Part("allreduce_us", _w12_us, slips=(
+        Slip("no latency", lambda v: _w12_cost(v).bandwidth_time / US,
+             "at this size the latency dominates: an AllReduce is 2 × N/2 hops of about 1 µs "
+             "each, more than the bandwidth term."),
+        Slip("one pass", lambda v: _w12_us(v) / 2,
+             "an AllReduce is a ReduceScatter then an AllGather: two passes round the ring, "
+             "each with N/2 hops."),
+    ), unit="s"),
+    label="AllReduce time, in µs", solution=_w12_solution, worked="12")
 
 
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12)

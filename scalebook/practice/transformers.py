@@ -31,7 +31,7 @@ from ..transformer import (TransformerConfig, attention_crossover_context,
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
 from .common import DAY, GB, in_gib, percent_slip, spec
-from .problem import Problem
+from .problem import Problem, one_answer
 
 #: The head width of the LLaMA 3 models, which the problems with a drawn D keep: H = D / 128.
 D_HEAD = 128
@@ -571,27 +571,21 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="transformers.w8",
-    title="The MFU a run's GPU-hours imply",
-    worked="8",
-    spec=spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
-               derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-               tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
-               hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
-    text=("{model} trained on {tokens_t:g} trillion tokens in {hours_m:g} million H100-hours. What MFU, in "
-          "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
-    parts=(
-        Part("mfu_pct", _w8_mfu, slips=(
-            Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
-            Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
-            percent_slip(_w8_mfu),
-        ), unit="fraction"),
-    ),
-    labels={"mfu_pct": "implied MFU, in %"},
-    solution=_w8_solution,
-)
+W8 = one_answer(
+    "transformers.w8", "The MFU a run's GPU-hours imply",
+    spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
+          derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
+          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+          tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
+          hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
+    ("{model} trained on {tokens_t:g} trillion tokens in {hours_m:g} million H100-hours. What MFU, in "
+     "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
+    Part("mfu_pct", _w8_mfu, slips=(
+        Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
+        Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
+        percent_slip(_w8_mfu),
+    ), unit="fraction"),
+    label="implied MFU, in %", solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9. compute-optimal
@@ -661,35 +655,29 @@ def _w10_solution(v):
     )
 
 
-W10 = Problem(
-    id="transformers.w10",
-    title="Heads wider than D / H",
-    worked="10",
-    spec=spec("transformers.w10",
-               D=Choice((3072, 2048, 2560), "D"),
-               L=Choice((28, 18, 32), "L"),
-               H=Choice((16, 8, 32), "H"),
-               dh=Choice((256, 128), "d_h"),
-               T=Choice((8192, 4096, 32768), "T", "tokens")),
-    text=("A Gemma-like model has D = {D:,}, L = {L} layers and H = {H} heads of d_h = {dh} "
-          "(multi-head attention). How many forward FLOPs does one token spend in its attention "
-          "core (scores and mixing, over all layers) at T = {T:,} tokens of context, with "
-          + NO_CAUSAL + "?"),
-    parts=(
-        Part("core_flops", _w10_core, conventions=(
-            Convention("causal discount", lambda v: _w10_core(v) / 2, PINNED, phrase=NO_CAUSAL,
-                       hint=_CAUSAL_HINT),
-        ), slips=(
-            Slip("D for H·d_h", distinct_from(_w10_core, lambda v: float(
-                attention_flops_per_token(_w10_cfg(v, v["D"] // v["H"]), v["T"]))),
-                 "the core's width is that of the query heads, H·d_h = {H} × {dh}, not D = {D:,}."),
-            Slip("training", lambda v: 3 * _w10_core(v),
-                 "the question asks for the forward pass: training is 3 times it."),
-        ), unit="FLOPs"),
-    ),
-    labels={"core_flops": "attention-core FLOPs per token, in FLOPs"},
-    solution=_w10_solution,
-)
+W10 = one_answer(
+    "transformers.w10", "Heads wider than D / H",
+    spec("transformers.w10",
+          D=Choice((3072, 2048, 2560), "D"),
+          L=Choice((28, 18, 32), "L"),
+          H=Choice((16, 8, 32), "H"),
+          dh=Choice((256, 128), "d_h"),
+          T=Choice((8192, 4096, 32768), "T", "tokens")),
+    ("A Gemma-like model has D = {D:,}, L = {L} layers and H = {H} heads of d_h = {dh} "
+     "(multi-head attention). How many forward FLOPs does one token spend in its attention "
+     "core (scores and mixing, over all layers) at T = {T:,} tokens of context, with "
+     + NO_CAUSAL + "?"),
+    Part("core_flops", _w10_core, conventions=(
+        Convention("causal discount", lambda v: _w10_core(v) / 2, PINNED, phrase=NO_CAUSAL,
+                   hint=_CAUSAL_HINT),
+    ), slips=(
+        Slip("D for H·d_h", distinct_from(_w10_core, lambda v: float(
+            attention_flops_per_token(_w10_cfg(v, v["D"] // v["H"]), v["T"]))),
+             "the core's width is that of the query heads, H·d_h = {H} × {dh}, not D = {D:,}."),
+        Slip("training", lambda v: 3 * _w10_core(v),
+             "the question asks for the forward pass: training is 3 times it."),
+    ), unit="FLOPs"),
+    label="attention-core FLOPs per token, in FLOPs", solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. crossover
