@@ -37,7 +37,7 @@ from ..units import format_scientific
 from ..variants import Variant, VariantSpec, default_variant
 from ..variants import draw as draw_variant
 
-__all__ = ["Problem", "Result", "one_answer", "draw", "check", "parse_number", "question",
+__all__ = ["Problem", "Result", "problem", "one_answer", "draw", "check", "parse_number", "question",
            "MAX_TRIES"]
 
 #: Draws tried for one seed before a problem is declared broken (the tests draw hundreds).
@@ -91,6 +91,19 @@ def one_answer(id: str, title: str, spec: VariantSpec, text: str, part: Part, *,
     once."""
     return Problem(id=id, title=title, spec=spec, text=text, parts=(part,),
                    labels={part.answer: label}, solution=solution, worked=worked)
+
+
+def problem(id: str, title: str, spec: VariantSpec, text: str, *answers: tuple[Part, str],
+            solution: Callable[[Mapping[str, Any]], tuple[str, ...]],
+            worked: str = "") -> Problem:
+    """A problem with several answer fields, each given as ``(part, label)``: the part that
+    judges it and what the field asks for. The same :class:`Problem` as ``Problem(id=id,
+    title=title, spec=spec, text=text, parts=(part, ...), labels={part.answer: label, ...},
+    solution=solution, worked=worked)``, each answer's name said once, its label beside it."""
+    return Problem(id=id, title=title, spec=spec, text=text,
+                   parts=tuple(part for part, _ in answers),
+                   labels={part.answer: label for part, label in answers},
+                   solution=solution, worked=worked)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
 from .common import US, bytes_text, decimal_bytes, in_mib, percent_slip, spec
-from .problem import Problem, one_answer
+from .problem import Problem, one_answer, problem
 
 
 #: The hints several problems share: the chapter's classic slips, said once.
@@ -144,42 +144,37 @@ def _w1_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             "furthest apart when T_math ≈ T_comms.")
 
 
-W1 = Problem(
-    id="rooflines.w1",
-    title="Overlap or not, near the corner",
-    worked="1",
-    spec=spec("rooflines.w1", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-              B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
-              D=Choice((8192, 4096, 16384), "D"),
-              F=Choice((8192, 16384, 32768), "F")),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip} ({bf16_text} dense bf16, {bw_text} of HBM), reading X and W from HBM and "
-          "writing its output there. How long does it take if the chip overlaps compute and "
-          "memory traffic perfectly, and how long if it does not overlap them at all? Both in "
-          "µs."),
-    parts=(
-        Part(answer="t_overlap_us", expected=_w1_overlap_us,
-             slips=(
-                 Slip("the sum", distinct_from(_w1_overlap_us, _w1_serial_us),
-                      "with perfect overlap the time is the larger of T_math and T_comms; their "
-                      "sum is the time without overlap."),
-                 Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
-                     _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             ), unit="s"),
-        Part(answer="t_serial_us", expected=_w1_serial_us,
-             slips=(
-                 Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
-                      "without overlap the chip loads, then computes: the times add up, "
-                      "T_math + T_comms."),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_overlap_us": "time with perfect overlap, in µs",
-            "t_serial_us": "time without overlap, in µs"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "rooflines.w1", "Overlap or not, near the corner",
+    spec("rooflines.w1", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+         chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+         B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
+         D=Choice((8192, 4096, 16384), "D"),
+         F=Choice((8192, 16384, 32768), "F")),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip} ({bf16_text} dense bf16, {bw_text} of HBM), reading X and W from HBM and "
+     "writing its output there. How long does it take if the chip overlaps compute and "
+     "memory traffic perfectly, and how long if it does not overlap them at all? Both in "
+     "µs."),
+    (Part(answer="t_overlap_us", expected=_w1_overlap_us,
+          slips=(
+              Slip("the sum", distinct_from(_w1_overlap_us, _w1_serial_us),
+                   "with perfect overlap the time is the larger of T_math and T_comms; their "
+                   "sum is the time without overlap."),
+              Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
+                  _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
+              Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
+          ), unit="s"),
+     "time with perfect overlap, in µs"),
+    (Part(answer="t_serial_us", expected=_w1_serial_us,
+          slips=(
+              Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
+                   "without overlap the chip loads, then computes: the times add up, "
+                   "T_math + T_comms."),
+              Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
+          ), unit="s"),
+     "time without overlap, in µs"),
+    solution=_w1_solution, worked="1")
 
 
 # --- 2. the smallest compute-bound square matmul
@@ -259,43 +254,39 @@ def _w3_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.lower)}.")
 
 
-W3 = Problem(
-    id="rooflines.w3",
-    title="A residual add",
-    worked="3",
-    spec=spec("rooflines.w3", derive=_w3_derive,
-              derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
-              B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
-              D=Choice((8192, 4096, 16384), "D"),
-              dtype=Choice(("bf16", "fp32"), "dtype")),
-    text=("A residual add out = x + y over {dtype}[{B:,}, {D:,}] arrays runs on one {chip} "
-          "({bw_text} of HBM): x and y are read from HBM and out is written there, one FLOP "
-          "per element. What is its arithmetic intensity, in FLOPs per byte, and the lower "
-          "bound on its time, in µs?"),
-    parts=(
-        Part(answer="intensity", expected=_w3_intensity,
-             slips=(
-                 Slip("output not written", lambda v: _w3_intensity(v) * 3 / 2,
-                      "out is written back to HBM too: three arrays move, not two."),
-                 Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
-                      "a {dtype} element takes {w_text}."),
-             ), unit="FLOPs/byte", not_applicable=(
-                 NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
-                               "element: no multiply-add is counted"),)),
-        Part(answer="t_us", expected=_w3_us,
-             slips=(
-                 Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
-                      "out is written back to HBM too: three arrays move, not two."),
-                 Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
-                      "a {dtype} element takes {w_text}."),
-                 Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
-                      "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
-             ), unit="s"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte", "t_us": "time, in µs"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "rooflines.w3", "A residual add",
+    spec("rooflines.w3", derive=_w3_derive,
+         derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
+         chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
+         B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
+         D=Choice((8192, 4096, 16384), "D"),
+         dtype=Choice(("bf16", "fp32"), "dtype")),
+    ("A residual add out = x + y over {dtype}[{B:,}, {D:,}] arrays runs on one {chip} "
+     "({bw_text} of HBM): x and y are read from HBM and out is written there, one FLOP "
+     "per element. What is its arithmetic intensity, in FLOPs per byte, and the lower "
+     "bound on its time, in µs?"),
+    (Part(answer="intensity", expected=_w3_intensity,
+          slips=(
+              Slip("output not written", lambda v: _w3_intensity(v) * 3 / 2,
+                   "out is written back to HBM too: three arrays move, not two."),
+              Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
+                   "a {dtype} element takes {w_text}."),
+          ), unit="FLOPs/byte", not_applicable=(
+              NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
+                            "element: no multiply-add is counted"),)),
+     "arithmetic intensity, in FLOPs/byte"),
+    (Part(answer="t_us", expected=_w3_us,
+          slips=(
+              Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
+                   "out is written back to HBM too: three arrays move, not two."),
+              Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
+                   "a {dtype} element takes {w_text}."),
+              Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
+                   "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
+          ), unit="s"),
+     "time, in µs"),
+    solution=_w3_solution, worked="3")
 
 
 # --- 4. attention scores: the output is the biggest array
@@ -331,44 +322,39 @@ def _w4_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.lower)}.")
 
 
-W4 = Problem(
-    id="rooflines.w4",
-    title="Attention scores: an output bigger than the inputs",
-    worked="4",
-    spec=spec("rooflines.w4", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-              T=Choice((4096, 2048, 8192), "T", "queries"),
-              S=Choice((4096, 8192, 16384), "S", "keys"),
-              d=Choice((128, 64, 256), "d")),
-    text=("The attention scores of one head, Q[T, d] ·_d K[d, S] with T = {T:,} queries, "
-          "S = {S:,} keys and head dimension d = {d}, all bf16, run on one {chip} "
-          "({bf16_text} dense bf16, {bw_text} of HBM): Q and K are read from HBM and the bf16 "
-          "scores [T, S] are written there. What is the arithmetic intensity, in FLOPs per "
-          "byte, and the lower bound on the time with perfect overlap, in µs?"),
-    parts=(
-        Part(answer="intensity", expected=_w4_intensity,
-             slips=(
-                 Slip("output not written", distinct_from(
-                     _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
-                      _SCORES_HINT),
-                 Slip("one byte per element", lambda v: 2 * _w4_intensity(v), _BF16_HINT),
-             ), unit="FLOPs/byte"),
-        Part(answer="t_us", expected=_w4_us,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(_w4_us, lambda v: _w4_time(v).upper / US),
-                            verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
-             ),
-             slips=(
-                 Slip("output not written", distinct_from(_w4_us, lambda v: max(
-                     _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
-                     / US), _SCORES_HINT),
-                 Slip("seconds, not µs", lambda v: _w4_time(v).lower, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte",
-            "t_us": "lower bound on the time, in µs"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "rooflines.w4", "Attention scores: an output bigger than the inputs",
+    spec("rooflines.w4", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+         chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+         T=Choice((4096, 2048, 8192), "T", "queries"),
+         S=Choice((4096, 8192, 16384), "S", "keys"),
+         d=Choice((128, 64, 256), "d")),
+    ("The attention scores of one head, Q[T, d] ·_d K[d, S] with T = {T:,} queries, "
+     "S = {S:,} keys and head dimension d = {d}, all bf16, run on one {chip} "
+     "({bf16_text} dense bf16, {bw_text} of HBM): Q and K are read from HBM and the bf16 "
+     "scores [T, S] are written there. What is the arithmetic intensity, in FLOPs per "
+     "byte, and the lower bound on the time with perfect overlap, in µs?"),
+    (Part(answer="intensity", expected=_w4_intensity,
+          slips=(
+              Slip("output not written", distinct_from(
+                  _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
+                   _SCORES_HINT),
+              Slip("one byte per element", lambda v: 2 * _w4_intensity(v), _BF16_HINT),
+          ), unit="FLOPs/byte"),
+     "arithmetic intensity, in FLOPs/byte"),
+    (Part(answer="t_us", expected=_w4_us,
+          conventions=(
+              Convention("no overlap (sum)", distinct_from(_w4_us, lambda v: _w4_time(v).upper / US),
+                         verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
+          ),
+          slips=(
+              Slip("output not written", distinct_from(_w4_us, lambda v: max(
+                  _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
+                  / US), _SCORES_HINT),
+              Slip("seconds, not µs", lambda v: _w4_time(v).lower, _US_HINT),
+          ), unit="s"),
+     "lower bound on the time, in µs"),
+    solution=_w4_solution, worked="4")
 
 
 # --- 5. the critical batch, a TPU against a GPU
@@ -401,25 +387,23 @@ def _w5_part(key: str) -> Part:
 
 _BF16_CHIPS = tuple(c.name for c in CATALOG if "bf16" in c.flops_per_s)
 
-W5 = Problem(
-    id="rooflines.w5",
-    title="The critical batch of a TPU and of a GPU",
-    worked="5",
-    spec=spec("rooflines.w5", derive=_w5_derive,
-              derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
-                              "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
-              tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
-                                      key=lambda n: n != "TPU v6e")), "TPU"),
-              gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
-                                      key=lambda n: n != "B200")), "GPU")),
-    text=("A {tpu} does {tpu_c} of dense bf16 with {tpu_w} of HBM; a {gpu} does {gpu_c} with "
-          "{gpu_w}. Above how many tokens B is a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F "
-          "compute-bound on each (its critical batch B*)?"),
-    parts=(_w5_part("tpu"), _w5_part("gpu")),
-    labels={"b_tpu": "critical batch on the TPU, in tokens",
-            "b_gpu": "critical batch on the GPU, in tokens"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "rooflines.w5", "The critical batch of a TPU and of a GPU",
+    spec("rooflines.w5", derive=_w5_derive,
+         derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
+                         "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
+         tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
+                                 key=lambda n: n != "TPU v6e")), "TPU"),
+         gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
+                                 key=lambda n: n != "B200")), "GPU")),
+    ("A {tpu} does {tpu_c} of dense bf16 with {tpu_w} of HBM; a {gpu} does {gpu_c} with "
+     "{gpu_w}. Above how many tokens B is a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F "
+     "compute-bound on each (its critical batch B*)?"),
+    (_w5_part("tpu"),
+     "critical batch on the TPU, in tokens"),
+    (_w5_part("gpu"),
+     "critical batch on the GPU, in tokens"),
+    solution=_w5_solution, worked="5")
 
 
 # --- 6. the "with sparsity" figure
@@ -457,41 +441,37 @@ def _w6_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{'compute' if t.bound_by == 'compute' else 'memory'}-bound.")
 
 
-W6 = Problem(
-    id="rooflines.w6",
-    title="The datasheet's asterisk",
-    worked="6",
-    spec=spec("rooflines.w6", derive=_w6_derive,
-              derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
-                              "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
-              chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
-              k=Choice((1.5, 1.25, 1.75), "B / B*"),
-              D=Choice((8192, 4096, 16384), "D"),
-              F=Choice((8192, 16384, 32768), "F")),
-    text=("The {chip} datasheet prints {sparse_text} of bf16 tensor-core throughput, with a "
-          "footnote: with sparsity. Its HBM moves {bw_text}. (a) Above how many tokens B is a "
-          "dense bf16 matmul X[B, D] · W[D, F] with B ≪ D, F compute-bound? (b) With "
-          "B = {B:,}, D = {D:,} and F = {F:,}, X and W read from HBM and the output written "
-          "there, what is the lower bound on its time with perfect overlap, in µs?"),
-    parts=(
-        Part(answer="b_star", expected=lambda v: critical_batch_size(v["chip"]), rel=0.03,
-             slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
-                         _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
-                    Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
-                         _BF16_HINT)), unit="count"),
-        Part(answer="t_us", expected=_w6_us,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
-                            verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
-             ),
-             slips=(
-                 Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"b_star": "critical batch B*, in tokens", "t_us": "lower bound on the time, in µs"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "rooflines.w6", "The datasheet's asterisk",
+    spec("rooflines.w6", derive=_w6_derive,
+         derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
+                         "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
+         chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
+         k=Choice((1.5, 1.25, 1.75), "B / B*"),
+         D=Choice((8192, 4096, 16384), "D"),
+         F=Choice((8192, 16384, 32768), "F")),
+    ("The {chip} datasheet prints {sparse_text} of bf16 tensor-core throughput, with a "
+     "footnote: with sparsity. Its HBM moves {bw_text}. (a) Above how many tokens B is a "
+     "dense bf16 matmul X[B, D] · W[D, F] with B ≪ D, F compute-bound? (b) With "
+     "B = {B:,}, D = {D:,} and F = {F:,}, X and W read from HBM and the output written "
+     "there, what is the lower bound on its time with perfect overlap, in µs?"),
+    (Part(answer="b_star", expected=lambda v: critical_batch_size(v["chip"]), rel=0.03,
+          slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
+                      _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
+                 Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
+                      _BF16_HINT)), unit="count"),
+     "critical batch B*, in tokens"),
+    (Part(answer="t_us", expected=_w6_us,
+          conventions=(
+              Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
+                         verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
+          ),
+          slips=(
+              Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
+              Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
+          ), unit="s"),
+     "lower bound on the time, in µs"),
+    solution=_w6_solution, worked="6")
 
 
 # --- 7. int8 weights and activations
@@ -530,34 +510,29 @@ def _w7_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
                if ratio == 2 else f"{ratio / 2:g}x the bf16 figure."))
 
 
-W7 = Problem(
-    id="rooflines.w7",
-    title="int8 everything",
-    worked="7",
-    spec=spec("rooflines.w7", derive=_chip_figures("bf16", "int8"),
-              derived_labels=_figure_labels("bf16", "int8"),
-              chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
-    text=("On one {chip} (dense peaks: {bf16_text} in bf16, {int8_text} in int8; HBM "
-          "{bw_text}), a matmul X[B, D] · W[D, F] keeps X and W in int8 and runs on the int8 "
-          "units. What is the chip's critical intensity for it, in integer OPs per byte (a "
-          "multiply-add is 2 OPs), and above how many tokens B is the matmul compute-bound "
-          "(B ≪ D, F)?"),
-    parts=(
-        Part(answer="critical_ops_per_byte", expected=_w7_intensity, rel=0.03,
-             slips=(Slip("bf16 peak", distinct_from(_w7_intensity,
-                                                    lambda v: critical_intensity(v["chip"])),
-                         _INT8_PEAK_HINT),), unit="FLOPs/byte"),
-        Part(answer="b_star", expected=_w7_batch, rel=0.03,
-             slips=(Slip("bf16 peak", distinct_from(_w7_batch, _w7_bf16_peak_batch),
-                         _INT8_PEAK_HINT),
-                    Slip("2 bytes or 1 OP", lambda v: 2 * _w7_batch(v),
-                         "twice the answer: an int8 weight is 1 byte and a multiply-add is 2 "
-                         "OPs, so I ≈ 2B and B* = (C/W)/2.")), unit="count"),
-    ),
-    labels={"critical_ops_per_byte": "critical intensity, in OPs/byte",
-            "b_star": "critical batch B*, in tokens"},
-    solution=_w7_solution,
-)
+W7 = problem(
+    "rooflines.w7", "int8 everything",
+    spec("rooflines.w7", derive=_chip_figures("bf16", "int8"),
+         derived_labels=_figure_labels("bf16", "int8"),
+         chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
+    ("On one {chip} (dense peaks: {bf16_text} in bf16, {int8_text} in int8; HBM "
+     "{bw_text}), a matmul X[B, D] · W[D, F] keeps X and W in int8 and runs on the int8 "
+     "units. What is the chip's critical intensity for it, in integer OPs per byte (a "
+     "multiply-add is 2 OPs), and above how many tokens B is the matmul compute-bound "
+     "(B ≪ D, F)?"),
+    (Part(answer="critical_ops_per_byte", expected=_w7_intensity, rel=0.03,
+          slips=(Slip("bf16 peak", distinct_from(_w7_intensity,
+                                                 lambda v: critical_intensity(v["chip"])),
+                      _INT8_PEAK_HINT),), unit="FLOPs/byte"),
+     "critical intensity, in OPs/byte"),
+    (Part(answer="b_star", expected=_w7_batch, rel=0.03,
+          slips=(Slip("bf16 peak", distinct_from(_w7_batch, _w7_bf16_peak_batch),
+                      _INT8_PEAK_HINT),
+                 Slip("2 bytes or 1 OP", lambda v: 2 * _w7_batch(v),
+                      "twice the answer: an int8 weight is 1 byte and a multiply-add is 2 "
+                      "OPs, so I ≈ 2B and B* = (C/W)/2.")), unit="count"),
+     "critical batch B*, in tokens"),
+    solution=_w7_solution, worked="7")
 
 
 # --- 8. fp8: which operands?
@@ -581,37 +556,32 @@ def _w8_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{v['bf16_text']} / {v['bw_text']} / 2 = {_w8_weights(v):,.0f} tokens.")
 
 
-W8 = Problem(
-    id="rooflines.w8",
-    title="fp8: which operands?",
-    worked="8",
-    spec=spec("rooflines.w8", derive=_chip_figures("bf16", "fp8"),
-              derived_labels=_figure_labels("bf16", "fp8"),
-              chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
-    text=("On one {chip} (dense peaks: {bf16_text} in bf16, {fp8_text} in fp8; HBM {bw_text}), "
-          "take X[B, D] · W[D, F] with B ≪ D, F. (a) X and W are both fp8 and the tensor cores "
-          "multiply in fp8: above how many tokens is the matmul compute-bound? (b) Only W is "
-          "fp8; X stays bf16, and W is converted to bf16 on chip before a bf16 multiply: above "
-          "how many tokens now?"),
-    parts=(
-        Part(answer="b_fp8", expected=_w8_fp8, rel=0.03,
-             slips=(Slip("bf16 peak", _w8_weights,
-                         "X and W are both fp8, so the tensor cores run at the fp8 peak "
-                         "({fp8_text}), twice bf16's: that cancels the halved bytes."),
-                    Slip("2 bytes, 1 FLOP or sparsity", lambda v: 2 * _w8_fp8(v),
-                         "twice the answer: an fp8 weight is 1 byte and a multiply-add is 2 "
-                         "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2.")),
-             unit="count"),
-        Part(answer="b_weights_fp8", expected=_w8_weights, rel=0.03,
-             slips=(Slip("fp8 peak", lambda v: 2 * _w8_weights(v),
-                         "twice the answer: with bf16 activations the multiply runs at the bf16 "
-                         "peak ({bf16_text}), and the fp8 weights are 1 byte each."),),
-             unit="count"),
-    ),
-    labels={"b_fp8": "B* with X and W in fp8, in tokens",
-            "b_weights_fp8": "B* with fp8 weights only, in tokens"},
-    solution=_w8_solution,
-)
+W8 = problem(
+    "rooflines.w8", "fp8: which operands?",
+    spec("rooflines.w8", derive=_chip_figures("bf16", "fp8"),
+         derived_labels=_figure_labels("bf16", "fp8"),
+         chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
+    ("On one {chip} (dense peaks: {bf16_text} in bf16, {fp8_text} in fp8; HBM {bw_text}), "
+     "take X[B, D] · W[D, F] with B ≪ D, F. (a) X and W are both fp8 and the tensor cores "
+     "multiply in fp8: above how many tokens is the matmul compute-bound? (b) Only W is "
+     "fp8; X stays bf16, and W is converted to bf16 on chip before a bf16 multiply: above "
+     "how many tokens now?"),
+    (Part(answer="b_fp8", expected=_w8_fp8, rel=0.03,
+          slips=(Slip("bf16 peak", _w8_weights,
+                      "X and W are both fp8, so the tensor cores run at the fp8 peak "
+                      "({fp8_text}), twice bf16's: that cancels the halved bytes."),
+                 Slip("2 bytes, 1 FLOP or sparsity", lambda v: 2 * _w8_fp8(v),
+                      "twice the answer: an fp8 weight is 1 byte and a multiply-add is 2 "
+                      "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2.")),
+          unit="count"),
+     "B* with X and W in fp8, in tokens"),
+    (Part(answer="b_weights_fp8", expected=_w8_weights, rel=0.03,
+          slips=(Slip("fp8 peak", lambda v: 2 * _w8_weights(v),
+                      "twice the answer: with bf16 activations the multiply runs at the bf16 "
+                      "peak ({bf16_text}), and the fp8 weights are 1 byte each."),),
+          unit="count"),
+     "B* with fp8 weights only, in tokens"),
+    solution=_w8_solution, worked="8")
 
 
 # --- 9. weights that stay on chip
@@ -657,44 +627,39 @@ def _w9_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{critical_intensity(v['chip']):.4g}.")
 
 
-W9 = Problem(
-    id="rooflines.w9",
-    title="Weights that stay on chip",
-    worked="9",
-    spec=spec("rooflines.w9", derive=_w9_derive, well_posed=_w9_fits,
-              derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
-                              "w_text": ("size of W", "")},
-              chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
-              B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
-              D=Choice((4096, 2048, 8192), "D"),
-              F=Choice((4096, 2048, 8192), "F")),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip}; W takes {w_text} and the chip has {on_chip_text} of {level}. (a) X and W "
-          "are read from HBM and the output written there: what is the arithmetic intensity "
-          "against HBM, in FLOPs per byte? (b) An earlier kernel left W in {level}, where it "
-          "stays: X is read from HBM and the output written there. What is the intensity "
-          "against HBM now?"),
-    parts=(
-        Part(answer="intensity_hbm", expected=_w9_hbm,
-             slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
-                         "I ≈ B holds only for B ≪ D, F: count every byte, "
-                         "2·(B·D + D·F + B·F)."),
-                    Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT)),
-             unit="FLOPs/byte"),
-        Part(answer="intensity_on_chip", expected=_w9_on_chip,
-             slips=(Slip("W still counted", distinct_from(_w9_on_chip, _w9_hbm),
-                         "W stays in {level}: its 2·D·F bytes no longer cross HBM."),
-                    Slip("output not written", distinct_from(
-                        _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
-                         _OUTPUT_HINT),
-                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
-                         ("multiply-add as 1 FLOP",))),
-             unit="FLOPs/byte"),
-    ),
-    labels={"intensity_hbm": "intensity with W from HBM, in FLOPs/byte",
-            "intensity_on_chip": "intensity with W on chip, in FLOPs/byte"},
-    solution=_w9_solution,
-)
+W9 = problem(
+    "rooflines.w9", "Weights that stay on chip",
+    spec("rooflines.w9", derive=_w9_derive, well_posed=_w9_fits,
+         derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
+                         "w_text": ("size of W", "")},
+         chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
+         B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
+         D=Choice((4096, 2048, 8192), "D"),
+         F=Choice((4096, 2048, 8192), "F")),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip}; W takes {w_text} and the chip has {on_chip_text} of {level}. (a) X and W "
+     "are read from HBM and the output written there: what is the arithmetic intensity "
+     "against HBM, in FLOPs per byte? (b) An earlier kernel left W in {level}, where it "
+     "stays: X is read from HBM and the output written there. What is the intensity "
+     "against HBM now?"),
+    (Part(answer="intensity_hbm", expected=_w9_hbm,
+          slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
+                      "I ≈ B holds only for B ≪ D, F: count every byte, "
+                      "2·(B·D + D·F + B·F)."),
+                 Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT)),
+          unit="FLOPs/byte"),
+     "intensity with W from HBM, in FLOPs/byte"),
+    (Part(answer="intensity_on_chip", expected=_w9_on_chip,
+          slips=(Slip("W still counted", distinct_from(_w9_on_chip, _w9_hbm),
+                      "W stays in {level}: its 2·D·F bytes no longer cross HBM."),
+                 Slip("output not written", distinct_from(
+                     _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
+                      _OUTPUT_HINT),
+                 Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
+                      ("multiply-add as 1 FLOP",))),
+          unit="FLOPs/byte"),
+     "intensity with W on chip, in FLOPs/byte"),
+    solution=_w9_solution, worked="9")
 
 
 # --- 10. two chips, one link: the D a sharded matmul needs

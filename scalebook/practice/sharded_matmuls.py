@@ -22,7 +22,7 @@ from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
 from .common import MB, US, in_mib, spec
-from .problem import Problem, one_answer
+from .problem import Problem, one_answer, problem
 
 
 
@@ -68,41 +68,37 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="sharded_matmuls.w1",
-    title="Where the bytes go",
-    worked="1",
-    spec=spec("sharded_matmuls.w1",
-               rows=Choice((16384, 8192, 32768), "D"),
-               cols=Choice((65536, 16384, 32768), "F"),
-               X=Choice((4, 2, 8), "X"),
-               Y=Choice((8, 4, 16), "Y"),
-               Z=Choice((2, 4, 8), "Z")),
-    text=("A weight " + _shape_text() + " is stored as W[D_X, F_Y] on Mesh({{'X': {X}, 'Y': {Y}, "
-          "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
-          "does the whole mesh hold?"),
-    parts=(
-        Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
-            *merged(Slip("one byte per element", lambda v: _w1_per_chip_mb(v) / 2,
-                         "bf16 takes 2 bytes per element."),
-                    Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
-                         "W[D_X, F_Y] splits nothing over Z: the {Z} chips along Z hold the same "
-                         "shard."),
-                    "bf16 takes 2 bytes per element, and W[D_X, F_Y] splits nothing over Z."),
-            Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
-                 "F is split over Y as well: each chip keeps F / {Y} of the columns."),
-        ), unit="bytes"),
-        Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
-            Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
-                 "nothing splits over Z, so the mesh stores {Z} copies of the array."),
-            Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
-                 "bf16 takes 2 bytes per element."),
-            "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
-            "copies of the array."), unit="bytes"),
-    ),
-    labels={"per_chip_mb": "bytes per chip, in MB", "mesh_mb": "bytes on the whole mesh, in MB"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "sharded_matmuls.w1", "Where the bytes go",
+    spec("sharded_matmuls.w1",
+          rows=Choice((16384, 8192, 32768), "D"),
+          cols=Choice((65536, 16384, 32768), "F"),
+          X=Choice((4, 2, 8), "X"),
+          Y=Choice((8, 4, 16), "Y"),
+          Z=Choice((2, 4, 8), "Z")),
+    ("A weight " + _shape_text() + " is stored as W[D_X, F_Y] on Mesh({{'X': {X}, 'Y': {Y}, "
+     "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
+     "does the whole mesh hold?"),
+    (Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
+         *merged(Slip("one byte per element", lambda v: _w1_per_chip_mb(v) / 2,
+                      "bf16 takes 2 bytes per element."),
+                 Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
+                      "W[D_X, F_Y] splits nothing over Z: the {Z} chips along Z hold the same "
+                      "shard."),
+                 "bf16 takes 2 bytes per element, and W[D_X, F_Y] splits nothing over Z."),
+         Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
+              "F is split over Y as well: each chip keeps F / {Y} of the columns."),
+     ), unit="bytes"),
+     "bytes per chip, in MB"),
+    (Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
+         Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
+              "nothing splits over Z, so the mesh stores {Z} copies of the array."),
+         Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
+              "bf16 takes 2 bytes per element."),
+         "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
+         "copies of the array."), unit="bytes"),
+     "bytes on the whole mesh, in MB"),
+    solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2. AllGather on v5p
@@ -222,34 +218,29 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="sharded_matmuls.w4",
-    title="A ring against a line",
-    worked="4",
-    spec=spec("sharded_matmuls.w4",
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               **ARRAY,
-               n_line=Choice((8, 4, 12), "chips on the short axis")),
-    text=("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
-          "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
-          "axes have wraparound is the chip's, as the chapter gives it.)"),
-    parts=(
-        Part("ring_us", _w4_ring_us, slips=(
-            Slip("ring as a line", lambda v: all_gather(_bf16_bytes(v), 16, v["chip"],
-                                                        wraparound=False).time / US,
-                 "the full 16-chip axis of a {chip} has wraparound: data flows both ways round."),
-        ), unit="s"),
-        Part("line_us", _w4_line_us, slips=(
-            Slip("line as a ring", lambda v: all_gather(_bf16_bytes(v), v["n_line"], v["chip"],
-                                                        wraparound=True).time / US,
-                 "an axis of {n_line} {chip} chips has no wraparound link: it is a line, so data "
-                 "streams one way past the end chips and the bandwidth term is V·(N−1)/N / W."),
-        ), unit="s"),
-    ),
-    labels={"ring_us": "AllGather over 16 chips, in µs",
-            "line_us": "AllGather over the short axis, in µs"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "sharded_matmuls.w4", "A ring against a line",
+    spec("sharded_matmuls.w4",
+          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+          **ARRAY,
+          n_line=Choice((8, 4, 12), "chips on the short axis")),
+    ("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
+     "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
+     "axes have wraparound is the chip's, as the chapter gives it.)"),
+    (Part("ring_us", _w4_ring_us, slips=(
+         Slip("ring as a line", lambda v: all_gather(_bf16_bytes(v), 16, v["chip"],
+                                                     wraparound=False).time / US,
+              "the full 16-chip axis of a {chip} has wraparound: data flows both ways round."),
+     ), unit="s"),
+     "AllGather over 16 chips, in µs"),
+    (Part("line_us", _w4_line_us, slips=(
+         Slip("line as a ring", lambda v: all_gather(_bf16_bytes(v), v["n_line"], v["chip"],
+                                                     wraparound=True).time / US,
+              "an axis of {n_line} {chip} chips has no wraparound link: it is a line, so data "
+              "streams one way past the end chips and the bandwidth term is V·(N−1)/N / W."),
+     ), unit="s"),
+     "AllGather over the short axis, in µs"),
+    solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. AllReduce, AllToAll
@@ -272,36 +263,32 @@ def _w5_solution(v):
     )
 
 
-W5 = Problem(
-    id="sharded_matmuls.w5",
-    title="AllReduce and AllToAll",
-    worked="5",
-    spec=spec("sharded_matmuls.w5",
-               **ARRAY,
-               N=Choice((16, 8, 12), "N", "chips")),
-    text=("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
-          "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
-    parts=(
-        Part("allreduce_us", _w5_ar_us, conventions=(
-            Convention("first cut", lambda v: all_reduce_first_cut(
-                _bf16_bytes(v), v["N"], "TPU v5p").time / US),
-        ), slips=(
-            Slip("AllGather only", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
-                 "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
-        ), unit="s"),
-        Part("alltoall_us", _w5_a2a_us, conventions=(
-            Convention("first cut", lambda v: all_to_all_first_cut(
-                _bf16_bytes(v), v["N"], "TPU v5p").time / US),
-        ), slips=(
-            Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
-                 "in an AllToAll each block goes to one chip only, on average a quarter of the way "
-                 "round: about a quarter of an AllGather's bandwidth time."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allreduce_us": "AllReduce time, in µs", "alltoall_us": "AllToAll time, in µs"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "sharded_matmuls.w5", "AllReduce and AllToAll",
+    spec("sharded_matmuls.w5",
+          **ARRAY,
+          N=Choice((16, 8, 12), "N", "chips")),
+    ("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
+     "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
+    (Part("allreduce_us", _w5_ar_us, conventions=(
+         Convention("first cut", lambda v: all_reduce_first_cut(
+             _bf16_bytes(v), v["N"], "TPU v5p").time / US),
+     ), slips=(
+         Slip("AllGather only", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
+              "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
+     ), unit="s"),
+     "AllReduce time, in µs"),
+    (Part("alltoall_us", _w5_a2a_us, conventions=(
+         Convention("first cut", lambda v: all_to_all_first_cut(
+             _bf16_bytes(v), v["N"], "TPU v5p").time / US),
+     ), slips=(
+         Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
+              "in an AllToAll each block goes to one chip only, on average a quarter of the way "
+              "round: about a quarter of an AllGather's bandwidth time."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "AllToAll time, in µs"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- 6. two axes
@@ -336,48 +323,44 @@ def _w6_solution(v):
     )
 
 
-W6 = Problem(
-    id="sharded_matmuls.w6",
-    title="Reduce over two axes",
-    worked="6",
-    spec=spec("sharded_matmuls.w6",
-               X=Choice((4, 8), "X"),
-               Y=Choice((4, 8), "Y"),
-               B=Choice((8192, 4096, 16384), "B"),
-               D=Choice((16384, 8192, 32768), "D"),
-               F=Choice((8192, 4096, 16384), "F")),
-    text=("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
-          "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
-          "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
-          "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
-          "AllReduce and with a ReduceScatter, in µs?"),
-    parts=(
-        Part("partial_mb", _w6_partial_mb, conventions=(in_mib(_w6_partial_mb),), slips=(
-            Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
-                 "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
-                 "leaves every output element, only unreduced."),
-        ), unit="bytes"),
-        Part("allreduce_us", _w6_ar_us, slips=(
-            Slip("one line of XY chips", lambda v: all_reduce(
-                _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
-                 "the reduction runs over both mesh axes, each with its own links: the two axes' "
-                 "bandwidth adds up, unlike a single line of X·Y chips."),
-            Slip("with wraparound", lambda v: collective_cost(
-                "AllReduce", _w6_partial_mb(v) * MB, [v["X"], v["Y"]], "TPU v5p",
-                wraparound=True).time / US,
-                 "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
-                 "W per axis, not a ring's 2·W."),
-        ), unit="s"),
-        Part("reducescatter_us", _w6_rs_us, slips=(
-            Slip("AllReduce time", _w6_ar_us,
-                 "a ReduceScatter is half an AllReduce: it stops once each chip holds its reduced "
-                 "slice."),
-        ), unit="s"),
-    ),
-    labels={"partial_mb": "partial sum per chip, in MB", "allreduce_us": "AllReduce, in µs",
-            "reducescatter_us": "ReduceScatter, in µs"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "sharded_matmuls.w6", "Reduce over two axes",
+    spec("sharded_matmuls.w6",
+          X=Choice((4, 8), "X"),
+          Y=Choice((4, 8), "Y"),
+          B=Choice((8192, 4096, 16384), "B"),
+          D=Choice((16384, 8192, 32768), "D"),
+          F=Choice((8192, 4096, 16384), "F")),
+    ("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
+     "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
+     "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
+     "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
+     "AllReduce and with a ReduceScatter, in µs?"),
+    (Part("partial_mb", _w6_partial_mb, conventions=(in_mib(_w6_partial_mb),), slips=(
+         Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
+              "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
+              "leaves every output element, only unreduced."),
+     ), unit="bytes"),
+     "partial sum per chip, in MB"),
+    (Part("allreduce_us", _w6_ar_us, slips=(
+         Slip("one line of XY chips", lambda v: all_reduce(
+             _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
+              "the reduction runs over both mesh axes, each with its own links: the two axes' "
+              "bandwidth adds up, unlike a single line of X·Y chips."),
+         Slip("with wraparound", lambda v: collective_cost(
+             "AllReduce", _w6_partial_mb(v) * MB, [v["X"], v["Y"]], "TPU v5p",
+             wraparound=True).time / US,
+              "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
+              "W per axis, not a ring's 2·W."),
+     ), unit="s"),
+     "AllReduce, in µs"),
+    (Part("reducescatter_us", _w6_rs_us, slips=(
+         Slip("AllReduce time", _w6_ar_us,
+              "a ReduceScatter is half an AllReduce: it stops once each chip holds its reduced "
+              "slice."),
+     ), unit="s"),
+     "ReduceScatter, in µs"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- 7. which operand
@@ -563,25 +546,21 @@ def _w10_part(name, scheme, others):
         for other in others), unit="s")
 
 
-W10 = Problem(
-    id="sharded_matmuls.w10",
-    title="An AllReduce across nodes, three ways",
-    worked="10",
-    spec=spec("sharded_matmuls.w10",
-               V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
-               nodes=Choice((4, 2, 8, 16), "nodes")),
-    text=("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
-          "take, in ms, as one flat ring, as the staged hierarchical scheme, and as NCCL's "
-          "rail-aligned rings (the chapter's models)?"),
-    parts=(
-        _w10_part("flat_ms", "flat", ("hierarchical", "rail")),
-        _w10_part("hierarchical_ms", "hierarchical", ("flat", "rail")),
-        _w10_part("rail_ms", "rail", ("flat", "hierarchical")),
-    ),
-    labels={"flat_ms": "flat ring, in ms", "hierarchical_ms": "hierarchical, in ms",
-            "rail_ms": "rail-aligned rings, in ms"},
-    solution=_w10_solution,
-)
+W10 = problem(
+    "sharded_matmuls.w10", "An AllReduce across nodes, three ways",
+    spec("sharded_matmuls.w10",
+          V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
+          nodes=Choice((4, 2, 8, 16), "nodes")),
+    ("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
+     "take, in ms, as one flat ring, as the staged hierarchical scheme, and as NCCL's "
+     "rail-aligned rings (the chapter's models)?"),
+    (_w10_part("flat_ms", "flat", ("hierarchical", "rail")),
+     "flat ring, in ms"),
+    (_w10_part("hierarchical_ms", "hierarchical", ("flat", "rail")),
+     "hierarchical, in ms"),
+    (_w10_part("rail_ms", "rail", ("flat", "hierarchical")),
+     "rail-aligned rings, in ms"),
+    solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. collective matmul
@@ -599,36 +578,32 @@ def _w11_solution(v):
     )
 
 
-W11 = Problem(
-    id="sharded_matmuls.w11",
-    title="One step of a collective matmul",
-    worked="11",
-    spec=spec("sharded_matmuls.w11",
-               **ARRAY,
-               N=Choice((16, 8, 12), "N", "chips")),
-    text=("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
-          "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
-          "take, in µs (one link, one way, 1 µs per hop), and how long do the {N} − 1 steps take "
-          "one after another?"),
-    parts=(
-        Part("step_us", _w11_step_us, slips=(
-            Slip("both directions", lambda v: ppermute(_bf16_bytes(v) / v["N"] / 2, "TPU v5p",
-                                                       n_devices=v["N"]).time / US,
-                 "a ppermute step sends the shard to one neighbour, over one link in one direction."),
-            Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
-                                                       n_devices=v["N"]).time / US,
-                 "each step moves one shard, V/N, not the whole array."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-        Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
-            Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
-                 "a chip already holds its own shard: N − 1 steps bring the others."),
-        ), rel=0.05, unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"step_us": "one step, in µs", "steps_us": "all steps in sequence, in µs"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "sharded_matmuls.w11", "One step of a collective matmul",
+    spec("sharded_matmuls.w11",
+          **ARRAY,
+          N=Choice((16, 8, 12), "N", "chips")),
+    ("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
+     "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
+     "take, in µs (one link, one way, 1 µs per hop), and how long do the {N} − 1 steps take "
+     "one after another?"),
+    (Part("step_us", _w11_step_us, slips=(
+         Slip("both directions", lambda v: ppermute(_bf16_bytes(v) / v["N"] / 2, "TPU v5p",
+                                                    n_devices=v["N"]).time / US,
+              "a ppermute step sends the shard to one neighbour, over one link in one direction."),
+         Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
+                                                    n_devices=v["N"]).time / US,
+              "each step moves one shard, V/N, not the whole array."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "one step, in µs"),
+    (Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
+         Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
+              "a chip already holds its own shard: N − 1 steps bring the others."),
+     ), rel=0.05, unit="s", not_applicable=(
+     ONE_PASS,)),
+     "all steps in sequence, in µs"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- 12. decode AllReduce
