@@ -16,6 +16,10 @@ set) written once, as data:
 - ``solution(v)``: the worked solution for *these* numbers, a few lines of plain text, every
   value computed by the solver.
 
+A chapter writes its problems with :func:`one_answer` (one answer field: its part and, beside
+it, its label) or :func:`problem` (each answer field as ``(part, label)``), so that a problem
+reads as its data and an answer's name is written once.
+
 :func:`draw` gives the numbers for a seed: a well-posed draw by the same generic rule as the
 homework (:func:`~scalebook.homework.parts.well_posed`: no slip within a check's tolerance of
 the answer, no two hints on one value). :func:`check` judges the reader's typed answers with
