@@ -31,7 +31,8 @@ from ..torus import CUBE_EDGE
 from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
+from .common import (GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, fma_slip, percent_slip,
+                     spec)
 from .problem import Problem, one_answer, problem
 
 KIB = 2.0**10
@@ -627,8 +628,7 @@ COST_ANALYSIS = problem(
      ), unit="bytes"),
      "bytes accessed, in MB"),
     (Part("intensity", _ca_intensity, slips=(
-         Slip("one FLOP per multiply-add", lambda v: _ca_intensity(v) / 2,
-              "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
+         fma_slip(lambda v: _ca_intensity(v) / 2),
          Slip("no output", lambda v: _ca_cost(v).flops / _ca_cost(v).bytes_read,
               "the output Out[B, F] is written to memory too: count its bytes."),
      ), unit="FLOPs/byte"),

@@ -12,14 +12,12 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
                         matmul_time, two_chip_sharded_matmul)
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
 from ..variants import Choice, VariantSpec
-from .common import US, bytes_text, decimal_bytes, in_mib, percent_slip, spec
+from .common import (BF16_HINT, FMA_HINT, US, bytes_text, decimal_bytes, fma_slip, in_mib,
+                     one_byte_slip, percent_slip, seconds_slip, spec)
 from .problem import Problem, one_answer, problem
 
 
-#: The hints several problems share: the chapter's classic slips, said once.
-_FMA_HINT = "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."
-_BF16_HINT = "bf16 takes 2 bytes per element."
-_US_HINT = "the answer is asked in µs (1 s = 1e6 µs)."
+#: A hint several problems share (the classic slips' are said in common.py).
 _OUTPUT_HINT = "the output C[B, F] is written back to HBM too: 2·B·F more bytes."
 
 
@@ -73,14 +71,11 @@ MATMUL_TIME = one_answer(
                             "not their sum."),
         ),
         slips=(
-            Slip("one FLOP per multiply-add", distinct_from(_lower_us, lambda v: max(
-                _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6),
-                 _FMA_HINT),
-            Slip("one byte per element", distinct_from(_lower_us, lambda v: max(
-                _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6),
-                 _BF16_HINT),
-            Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
-                 _US_HINT),
+            fma_slip(distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6)),
+            one_byte_slip(distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6)),
+            seconds_slip(lambda v: _bf16_matmul(v).lower),
         ), unit="s",
     ),
     label="lower bound on the runtime, in µs", solution=_matmul_solution)
@@ -161,9 +156,9 @@ W1 = problem(
               Slip("the sum", distinct_from(_w1_overlap_us, _w1_serial_us),
                    "with perfect overlap the time is the larger of T_math and T_comms; their "
                    "sum is the time without overlap."),
-              Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
-                  _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
-              Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
+              fma_slip(distinct_from(_w1_overlap_us, lambda v: max(
+                  _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US)),
+              seconds_slip(lambda v: _bf16_matmul(v).lower),
           ), unit="s"),
      "time with perfect overlap, in µs"),
     (Part(answer="t_serial_us", expected=_w1_serial_us,
@@ -171,7 +166,7 @@ W1 = problem(
               Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
                    "without overlap the chip loads, then computes: the times add up, "
                    "T_math + T_comms."),
-              Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
+              seconds_slip(lambda v: _bf16_matmul(v).upper),
           ), unit="s"),
      "time without overlap, in µs"),
     solution=_w1_solution, worked="1")
@@ -213,10 +208,10 @@ W2 = one_answer(
          slips=(
              Slip("output not written", _w2_reads_only,
                   "the output is written too: 3 · 2N² bytes, not 2 · 2N², so I = N/3."),
-             Slip("one FLOP per multiply-add", lambda v: 2 * _w2_n(v),
-                  "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
-             Slip("one byte per element", lambda v: critical_intensity(v["chip"]) / float(
-                 matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity), _BF16_HINT),
+             fma_slip(lambda v: 2 * _w2_n(v),
+                      "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
+             one_byte_slip(lambda v: critical_intensity(v["chip"]) / float(
+                 matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity)),
          ), unit="count"),
     label="smallest compute-bound N", solution=_w2_solution, worked="2")
 
@@ -270,8 +265,8 @@ W3 = problem(
           slips=(
               Slip("output not written", lambda v: _w3_intensity(v) * 3 / 2,
                    "out is written back to HBM too: three arrays move, not two."),
-              Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
-                   "a {dtype} element takes {w_text}."),
+              one_byte_slip(lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
+                            "a {dtype} element takes {w_text}."),
           ), unit="FLOPs/byte", not_applicable=(
               NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
                             "element: no multiply-add is counted"),)),
@@ -280,8 +275,8 @@ W3 = problem(
           slips=(
               Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
                    "out is written back to HBM too: three arrays move, not two."),
-              Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
-                   "a {dtype} element takes {w_text}."),
+              one_byte_slip(lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
+                            "a {dtype} element takes {w_text}."),
               Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
                    "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
           ), unit="s"),
@@ -339,7 +334,7 @@ W4 = problem(
               Slip("output not written", distinct_from(
                   _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
                    _SCORES_HINT),
-              Slip("one byte per element", lambda v: 2 * _w4_intensity(v), _BF16_HINT),
+              one_byte_slip(lambda v: 2 * _w4_intensity(v)),
           ), unit="FLOPs/byte"),
      "arithmetic intensity, in FLOPs/byte"),
     (Part(answer="t_us", expected=_w4_us,
@@ -351,7 +346,7 @@ W4 = problem(
               Slip("output not written", distinct_from(_w4_us, lambda v: max(
                   _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
                   / US), _SCORES_HINT),
-              Slip("seconds, not µs", lambda v: _w4_time(v).lower, _US_HINT),
+              seconds_slip(lambda v: _w4_time(v).lower),
           ), unit="s"),
      "lower bound on the time, in µs"),
     solution=_w4_solution, worked="4")
@@ -380,7 +375,7 @@ def _w5_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 def _w5_part(key: str) -> Part:
     expected = _w5_batch(key)
     return Part(answer=f"b_{key}", expected=expected, rel=0.03,
-                slips=(Slip("one FLOP per multiply-add", lambda v: 2 * expected(v), _TWICE_BATCH_HINT),
+                slips=(fma_slip(lambda v: 2 * expected(v), _TWICE_BATCH_HINT),
                        Slip("one byte per weight", lambda v: expected(v) / 2, _HALF_BATCH_HINT)),
                 unit="count")
 
@@ -459,7 +454,7 @@ W6 = problem(
           slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
                       _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
                  Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
-                      _BF16_HINT)), unit="count"),
+                      BF16_HINT)), unit="count"),
      "critical batch B*, in tokens"),
     (Part(answer="t_us", expected=_w6_us,
           conventions=(
@@ -468,7 +463,7 @@ W6 = problem(
           ),
           slips=(
               Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
-              Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
+              seconds_slip(lambda v: _bf16_matmul(v).lower),
           ), unit="s"),
      "lower bound on the time, in µs"),
     solution=_w6_solution, worked="6")
@@ -646,7 +641,7 @@ W9 = problem(
           slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
                       "I ≈ B holds only for B ≪ D, F: count every byte, "
                       "2·(B·D + D·F + B·F)."),
-                 Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT)),
+                 one_byte_slip(lambda v: 2 * _w9_hbm(v))),
           unit="FLOPs/byte"),
      "intensity with W from HBM, in FLOPs/byte"),
     (Part(answer="intensity_on_chip", expected=_w9_on_chip,
@@ -655,8 +650,7 @@ W9 = problem(
                  Slip("output not written", distinct_from(
                      _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
                       _OUTPUT_HINT),
-                 Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
-                      ("multiply-add as 1 FLOP",))),
+                 fma_slip(lambda v: _w9_on_chip(v) / 2, FMA_HINT, ("multiply-add as 1 FLOP",))),
           unit="FLOPs/byte"),
      "intensity with W on chip, in FLOPs/byte"),
     solution=_w9_solution, worked="9")
@@ -759,8 +753,7 @@ MATMUL_UPPER = one_answer(
                              "larger of the two is the bound with perfect overlap."),
          ),
          slips=(
-             Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
-                  _US_HINT),
+             seconds_slip(lambda v: _bf16_matmul(v).upper),
          ), unit="s"),
     label="upper bound on the runtime, in µs", solution=_upper_solution)
 
@@ -784,10 +777,8 @@ T_MATH = one_answer(
      "peak (T_math), in µs?"),
     Part(answer="t_math_us", expected=_t_math_us,
          slips=(
-             Slip("one FLOP per multiply-add", lambda v: _t_math_us(v) / 2,
-                  _FMA_HINT),
-             Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
-                  _US_HINT),
+             fma_slip(lambda v: _t_math_us(v) / 2),
+             seconds_slip(lambda v: _bf16_matmul(v).t_math),
          ), unit="s"),
     label="T_math, in µs", solution=_t_math_solution)
 
@@ -816,8 +807,7 @@ T_COMMS = one_answer(
      "HBM bandwidth (T_comms), in µs?"),
     Part(answer="t_comms_us", expected=_t_comms_us,
          slips=(
-             Slip("one byte per element", lambda v: _t_comms_us(v) / 2,
-                  _BF16_HINT),
+             one_byte_slip(lambda v: _t_comms_us(v) / 2),
              Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
                   _OUTPUT_HINT),
          ), unit="s"),
@@ -844,10 +834,8 @@ INTENSITY = one_answer(
      "arithmetic intensity, in FLOPs per byte?"),
     Part(answer="intensity", expected=_intensity,
          slips=(
-             Slip("one FLOP per multiply-add", lambda v: _intensity(v) / 2,
-                  _FMA_HINT),
-             Slip("one byte per element", lambda v: _intensity(v) * 2,
-                  _BF16_HINT),
+             fma_slip(lambda v: _intensity(v) / 2),
+             one_byte_slip(lambda v: _intensity(v) * 2),
              Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
                   "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
                   "2·(B·D + D·F + B·F)."),
@@ -878,11 +866,11 @@ CRITICAL_BATCH = one_answer(
      "using the chip's dense bf16 peak and its HBM bandwidth?"),
     Part(answer="critical_batch", expected=_critical_batch, rel=0.03,
          slips=(
-             Slip("one FLOP per multiply-add", lambda v: _critical_batch(v) * 2,
-                  "a multiply-add is 2 FLOPs: the intensity is 2·B·D·F / (2·D·F) = B, not "
-                  "B / 2."),
-             Slip("one byte per element", lambda v: _critical_batch(v) / 2,
-                  "bf16 weights take 2 bytes per element."),
+             fma_slip(lambda v: _critical_batch(v) * 2,
+                      "a multiply-add is 2 FLOPs: the intensity is 2·B·D·F / (2·D·F) = B, not "
+                      "B / 2."),
+             one_byte_slip(lambda v: _critical_batch(v) / 2,
+                           "bf16 weights take 2 bytes per element."),
          ), unit="count"),
     label="critical batch size B*, in tokens", solution=_critical_solution)
 
@@ -985,8 +973,7 @@ LINK_TIME = one_answer(
      "take, in µs?"),
     Part(answer="link_us", expected=_link_us,
          slips=(
-             Slip("one byte per element", lambda v: _link_us(v) / 2,
-                  _BF16_HINT),
+             one_byte_slip(lambda v: _link_us(v) / 2),
              Slip("sent the weight shard", distinct_from(
                  _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
                   "the weights stay where they are: what crosses the link is the partial "
@@ -1018,8 +1005,7 @@ HBM_BYTES = one_answer(
     Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
          conventions=(in_mib(_hbm_mb),),
          slips=(
-             Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
-                  _BF16_HINT),
+             one_byte_slip(lambda v: _hbm_mb(v) / 2),
              Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
                                               rel=0.02),
                   "the weights are not all: X[B, D] is read and C[B, F] written too, "

@@ -21,7 +21,7 @@ from ..homework.parts import Convention, Part, Slip, distinct_from, merged
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
-from .common import MB, US, in_mib, spec
+from .common import MB, US, in_mib, one_byte_slip, spec
 from .problem import Problem, one_answer, problem
 
 
@@ -80,8 +80,7 @@ W1 = problem(
      "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
      "does the whole mesh hold?"),
     (Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
-         *merged(Slip("one byte per element", lambda v: _w1_per_chip_mb(v) / 2,
-                      "bf16 takes 2 bytes per element."),
+         *merged(one_byte_slip(lambda v: _w1_per_chip_mb(v) / 2),
                  Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
                       "W[D_X, F_Y] splits nothing over Z: the {Z} chips along Z hold the same "
                       "shard."),
@@ -93,8 +92,7 @@ W1 = problem(
     (Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
          Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
               "nothing splits over Z, so the mesh stores {Z} copies of the array."),
-         Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
-              "bf16 takes 2 bytes per element."),
+         one_byte_slip(lambda v: _w1_total_mb(v) / 2),
          "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
          "copies of the array."), unit="bytes"),
      "bytes on the whole mesh, in MB"),
@@ -144,9 +142,7 @@ W2 = one_answer(
         Slip("one way round", distinct_from(_ag_us, lambda v: _ag(v, wraparound=False).time / US),
              "the axis has wraparound: the shards go both ways round the ring, so each chip "
              "receives on two links, and the latency is N/2 hops, not N − 1."),
-        Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
-                                                          "TPU v5p").time / US,
-             "bf16 takes 2 bytes per element."),
+        one_byte_slip(lambda v: all_gather(_bf16_bytes(v) / 2, v["N"], "TPU v5p").time / US),
     ), unit="s", not_applicable=(
     ONE_PASS,)),
     label="AllGather time, in µs", solution=_w2_solution, worked="2")
