@@ -47,8 +47,8 @@ from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternati
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources", "applicable", "targets", "Targets", "check_number", "whole_number", "judge_design",
-           "near_best"]
+           "sources", "applicable", "targets", "Targets", "check_number", "whole_number",
+           "judge_design", "near_best"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"

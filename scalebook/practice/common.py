@@ -1,4 +1,4 @@
-"""What the chapters' practice problems share: unit factors, the variant spec of a problem, the
+"""What the chapters' practice problems share: unit factors, what a problem draws, the
 unit conventions every size accepts, the classic slips (a percentage as a fraction, seconds for
 µs, a multiply-add as one FLOP, bf16 as one byte) and bytes as the text prints them.
 
@@ -9,15 +9,16 @@ error of substance, so :func:`in_gib` and :func:`in_mib` declare those answers a
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..homework.parts import ACCEPTED, Convention, Hint, Slip, Value, as_float
 from ..units import format_bytes
 from ..variants import Choice, VariantSpec
 
-__all__ = ["GB", "MB", "GIB", "MIB", "MS", "US", "DAY", "PERCENT_HINT", "spec", "in_gib", "in_mib",
-           "percent_slip", "decimal_bytes", "bytes_text", "FMA_HINT", "BF16_HINT", "US_HINT",
-           "seconds_slip", "fma_slip", "one_byte_slip"]
+__all__ = ["GB", "MB", "GIB", "MIB", "MS", "US", "DAY", "PERCENT_HINT", "Draws", "draws", "in_gib",
+           "in_mib", "percent_slip", "decimal_bytes", "bytes_text", "FMA_HINT", "BF16_HINT",
+           "US_HINT", "seconds_slip", "fma_slip", "one_byte_slip"]
 
 GB = 1e9
 MB = 1e6
@@ -34,15 +35,33 @@ BF16_HINT = "bf16 takes 2 bytes per element."
 US_HINT = "the answer is asked in µs (1 s = 1e6 µs)."
 
 
-def spec(problem_id: str, *, derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
-         well_posed: Callable[[Mapping[str, Any]], bool] | None = None,
-         derived_labels: Mapping[str, tuple[str, str]] | None = None,
-         **parameters: Choice) -> VariantSpec:
-    """The variant spec of the practice problem ``problem_id``: its drawn ``parameters`` (the
-    book's value first in each), the figures ``derive`` adds for the text, and an optional
-    ``well_posed`` rule on the draw (a setting that fits in HBM, say)."""
-    return VariantSpec(assignment=f"practice:{problem_id}", parameters=parameters, derive=derive,
-                       well_posed=well_posed, derived_labels=dict(derived_labels or {}))
+@dataclass(frozen=True)
+class Draws:
+    """What a practice problem draws: its ``parameters`` (the book's value first in each), the
+    figures ``derive`` adds for the text, an optional ``well_posed`` rule on the draw (a setting
+    that fits in HBM, say) and the labels of the derived figures. :meth:`spec` names it after
+    its problem, so a problem's id is written once."""
+
+    parameters: Mapping[str, Choice]
+    derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    well_posed: Callable[[Mapping[str, Any]], bool] | None = None
+    derived_labels: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def spec(self, problem_id: str) -> VariantSpec:
+        """The variant spec of the practice problem ``problem_id``."""
+        return VariantSpec(assignment=f"practice:{problem_id}", parameters=self.parameters,
+                           derive=self.derive, well_posed=self.well_posed,
+                           derived_labels=dict(self.derived_labels))
+
+
+def draws(*, derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+          well_posed: Callable[[Mapping[str, Any]], bool] | None = None,
+          derived_labels: Mapping[str, tuple[str, str]] | None = None,
+          **parameters: Choice) -> Draws:
+    """The :class:`Draws` of a practice problem: its drawn ``parameters``, in the order given,
+    ``derive``, ``well_posed`` and ``derived_labels`` as :class:`Draws` says."""
+    return Draws(parameters=parameters, derive=derive, well_posed=well_posed,
+                 derived_labels=dict(derived_labels or {}))
 
 
 def in_gib(value_gb: Value) -> Convention:

@@ -31,8 +31,8 @@ from ..torus import CUBE_EDGE
 from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import (GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, fma_slip, percent_slip,
-                     spec)
+from .common import (GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, draws, fma_slip,
+                     percent_slip)
 from .problem import Problem, one_answer, problem
 
 KIB = 2.0**10
@@ -62,11 +62,10 @@ def _pad_solution(v):
 
 PADDING = one_answer(
     "hardware.padding", "The padding tax of a systolic array",
-    spec("hardware.padding",
-          well_posed=lambda v: _pad_pct(v) < 97,
-          chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
-          D=Choice((200, 300, 1000, 600, 1500), "D"),
-          F=Choice((200, 700, 2500, 900, 4096), "F")),
+    draws(well_posed=lambda v: _pad_pct(v) < 97,
+           chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
+           D=Choice((200, 300, 1000, 600, 1500), "D"),
+           F=Choice((200, 700, 2500, 900, 4096), "F")),
     ("A layer multiplies activations by a weight W[D, F] with D = {D:,} and F = {F:,} on a "
      "{chip}. The MXU pads the contracting and output dimensions up to a multiple of its "
      "systolic array's width (the batch streams through unpadded). What share of the MXU's "
@@ -107,10 +106,10 @@ def _sweep_solution(v):
 
 HBM_SWEEP = one_answer(
     "hardware.hbm_sweep", "A step that reads most of HBM",
-    spec("hardware.hbm_sweep", derive=_sweep_derive,
-          chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
-                      "chip"),
-          fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
+    draws(derive=_sweep_derive,
+           chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
+                       "chip"),
+           fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
     ("A decode step on one {chip} ({hbm_gb:g} GB of HBM at {bw_text}) reads its weights "
      "and KV cache, which fill {fill_pct}% of the HBM, once each. What is the lower bound "
      "on the step's time, in ms?"),
@@ -151,10 +150,10 @@ def _budget_solution(v):
 
 TOKEN_BUDGET = one_answer(
     "hardware.token_budget", "How big a model can answer this fast?",
-    spec("hardware.token_budget", derive=_budget_derive,
-          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-          rate=Choice((50, 20, 100, 30), "tokens per second"),
-          dtype=Choice(("bf16", "int8", "int4"), "weight type")),
+    draws(derive=_budget_derive,
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           rate=Choice((50, 20, 100, 30), "tokens per second"),
+           dtype=Choice(("bf16", "int8", "int4"), "weight type")),
     ("You want one conversation to get {rate} tokens per second from a model whose {dtype} "
      "weights ({b_text} per parameter) are split evenly over one node of 8 {gpu}s "
      "({bw_text} of HBM bandwidth each). Counting only the weight reads, how many "
@@ -218,8 +217,8 @@ def _sparse_solution(v):
 
 SPARSITY = problem(
     "hardware.sparsity", "Reading a datasheet: dense, not sparse",
-    spec("hardware.sparsity", derive=_sparse_derive,
-          case=Choice(tuple(SPARSE_CASES), "chip and number type")),
+    draws(derive=_sparse_derive,
+           case=Choice(tuple(SPARSE_CASES), "chip and number type")),
     ("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
      "sparsity\" and {bw_text} of HBM bandwidth. For dense matmuls in {dtype}, what is its "
      "critical arithmetic intensity, in FLOPs (or integer OPs) per byte, and above how many tokens per "
@@ -307,9 +306,9 @@ def _wrap_slip(actual: bool, hint: str) -> Slip:
 
 WRAPAROUND = one_answer(
     "hardware.wraparound", "Does this axis have wraparound?",
-    spec("hardware.wraparound", derive=_wrap_derive,
-          case=Choice(tuple(WRAP_CASES), "chip and slice"),
-          V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
+    draws(derive=_wrap_derive,
+           case=Choice(tuple(WRAP_CASES), "chip and slice"),
+           V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
     ("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
      "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
      "per hop. Whether the axis has wraparound follows the generation's rule in the "
@@ -363,10 +362,10 @@ def _gag_solution(v):
 
 GPU_ALLGATHER = problem(
     "hardware.gpu_allgather", "An AllGather inside a node and across nodes",
-    spec("hardware.gpu_allgather", derive=_gag_derive,
-          gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
-          V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
-          nodes=Choice((8, 2, 4, 16), "nodes")),
+    draws(derive=_gag_derive,
+           gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
+           V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
+           nodes=Choice((8, 2, 4, 16), "nodes")),
     ("An AllGather collects a {V_gb:g} GB array over {gpu} GPUs (NVLink: {nvlink_text} per "
      "GPU one way through the node's switches; network: {nic_text} per GPU one way through "
      "its own NIC; 1 µs per step). How long does it take, in ms, over the 8 GPUs of one "
@@ -431,10 +430,10 @@ def _ew_solution(v):
 
 ELEMENTWISE = problem(
     "hardware.elementwise", "Elementwise work on the vector units",
-    spec("hardware.elementwise", derive=_ew_derive,
-          gpu=Choice(("A100", "H100", "V100", "H200"), "GPU"),
-          B=Choice((8192, 4096, 16384), "B"),
-          D=Choice((8192, 4096, 12288), "D")),
+    draws(derive=_ew_derive,
+           gpu=Choice(("A100", "H100", "V100", "H200"), "GPU"),
+           B=Choice((8192, 4096, 16384), "B"),
+           D=Choice((8192, 4096, 12288), "D")),
     ("A residual add out = x + y runs on bf16[{B:,}, {D:,}] arrays on one {gpu} (HBM: "
      "{bw_text}; CUDA cores: {vec_text} counting one FLOP per add or multiply); x and y are "
      "read from HBM and out is written there. What is the lower bound on its time, in µs? "
@@ -500,11 +499,11 @@ def _pcie_solution(v):
 
 PCIE = problem(
     "hardware.pcie", "Loading weights from the host",
-    spec("hardware.pcie", derive=_pcie_derive,
-          well_posed=lambda v: _pcie_bytes(v) <= 0.9 * v["N"] * get_chip(v["chip"]).hbm_bytes,
-          chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "H100", "A100"), "chip"),
-          params_b=Choice((70, 8, 13, 34), "parameters", "billion"),
-          N=Choice((16, 8, 4, 32), "chips")),
+    draws(derive=_pcie_derive,
+           well_posed=lambda v: _pcie_bytes(v) <= 0.9 * v["N"] * get_chip(v["chip"]).hbm_bytes,
+           chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "H100", "A100"), "chip"),
+           params_b=Choice((70, 8, 13, 34), "parameters", "billion"),
+           N=Choice((16, 8, 4, 32), "chips")),
     ("The bf16 weights of a {params_b}-billion-parameter model are copied from host memory "
      "into the HBM of {N} {chip} chips, split evenly, each chip over its own PCIe link "
      "({pcie_text} host to chip) at the same time. How long does the copy take at least, "
@@ -559,9 +558,9 @@ def _dcn_solution(v):
 
 DCN = problem(
     "hardware.dcn", "Leaving the slice",
-    spec("hardware.dcn", derive=_dcn_derive,
-          chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
-          V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
+    draws(derive=_dcn_derive,
+           chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
+           V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
     ("Every chip of a {chip} slice sends {V_mb:g} MB (10⁶ bytes) to its counterpart in "
      "another slice, all at once, over the data-centre network: each host moves "
      "{host_text} each way, shared by its {per_host} chips. How long does that take, in ms? "
@@ -610,11 +609,10 @@ def _ca_solution(v):
 
 COST_ANALYSIS = problem(
     "hardware.cost_analysis", "What a compiler's cost analysis counts",
-    spec("hardware.cost_analysis",
-          dtype=Choice(("bf16", "fp32"), "number type"),
-          B=Choice((256, 512, 1024, 4096), "B"),
-          D=Choice((1024, 4096, 8192), "D"),
-          F=Choice((2048, 8192, 16384), "F")),
+    draws(dtype=Choice(("bf16", "fp32"), "number type"),
+           B=Choice((256, 512, 1024, 4096), "B"),
+           D=Choice((1024, 4096, 8192), "D"),
+           F=Choice((2048, 8192, 16384), "F")),
     ("XLA's cost_analysis of X[B, D] · W[D, F] → Out[B, F] with B = {B:,}, D = {D:,}, "
      "F = {F:,}, all in {dtype}, on a chip where {dtype} is native, counts every input byte "
      "read once and the output written once. How many MB (10⁶ bytes) does it count, and "
@@ -673,9 +671,9 @@ def _w2_solution(v):
 
 W2 = problem(
     "hardware.w2", "Bidirectional bandwidth and bits per second",
-    spec("hardware.w2", derive=_w2_derive,
-          gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
-          V_gb=Choice((1.0, 4.0, 0.5, 2.0), "V", "GB")),
+    draws(derive=_w2_derive,
+           gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
+           V_gb=Choice((1.0, 4.0, 0.5, 2.0), "V", "GB")),
     ("The {gpu} datasheet lists {bidi_text} of NVLink bandwidth per GPU, \"bidirectional\", "
      "and each GPU of the node has its own {nic_gbit} Gb/s network card. One GPU sends a "
      "{V_gb:g} GB shard to another GPU of its node, through the NVLink switches, with nothing "
@@ -731,10 +729,10 @@ def _w4_solution(v):
 
 W4 = problem(
     "hardware.w4", "The clock behind the peak",
-    spec("hardware.w4", derive=_w4_derive,
-          well_posed=lambda v: v["f_ghz"] * 1e9 < get_chip(v["gpu"]).boost_clock_hz,
-          gpu=Choice(("H100", "A100", "B200", "H200"), "GPU"),
-          f_ghz=Choice((1.75, 1.6, 1.3, 1.2, 1.1), "sustained clock", "GHz")),
+    draws(derive=_w4_derive,
+           well_posed=lambda v: v["f_ghz"] * 1e9 < get_chip(v["gpu"]).boost_clock_hz,
+           gpu=Choice(("H100", "A100", "B200", "H200"), "GPU"),
+           f_ghz=Choice((1.75, 1.6, 1.3, 1.2, 1.1), "sustained clock", "GHz")),
     ("An {gpu} has {sms} SMs of {fp32_per_sm} fp32 CUDA cores each; its datasheet peaks "
      "assume the {boost_ghz} GHz boost clock, and count a fused multiply-add as 2 FLOPs. "
      "Under a long training run it holds {f_ghz} GHz. What fp32 rate do its CUDA cores "
@@ -795,8 +793,8 @@ def _w5_solution(v):
 
 W5 = problem(
     "hardware.w5", "How much memory is on the chip?",
-    spec("hardware.w5", derive=_w5_derive,
-          gpu=Choice(("H100", "A100", "B200", "V100"), "GPU")),
+    draws(derive=_w5_derive,
+           gpu=Choice(("H100", "A100", "B200", "V100"), "GPU")),
     ("An {gpu} has {sms} SMs, each with {reg_kib} KiB of registers and {smem_kib} KiB of "
      "shared memory/L1, and one L2 cache of {l2_mib} MiB shared by all of them. How much "
      "on-chip memory is that in all, in MiB (2²⁰ bytes)? And how many times more does its "
@@ -864,8 +862,8 @@ def _w6_solution(v):
 
 W6 = problem(
     "hardware.w6", "The VPU beside the MXU",
-    spec("hardware.w6", derive=_w6_derive,
-          chip=Choice(("TPU v5p", "TPU v5e"), "chip")),
+    draws(derive=_w6_derive,
+           chip=Choice(("TPU v5p", "TPU v5e"), "chip")),
     ("A {chip} chip has {cores} {core_word}. Each has a VPU of {sublanes} × {lanes} "
      "positions with {alus} ALUs each, at {clock_ghz} GHz, one FLOP per ALU per cycle; the "
      "chip's MXUs do {mxu_text} in bf16 and its HBM moves {bw_text}. What is the chip's "
@@ -938,10 +936,10 @@ def _w3_solution(v):
 
 W3 = problem(
     "hardware.w3", "A datasheet in GiB",
-    spec("hardware.w3", derive=_w3_derive,
-          chip=Choice(("TPU7x",), "chip"),
-          reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
-          dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
+    draws(derive=_w3_derive,
+           chip=Choice(("TPU7x",), "chip"),
+           reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
+           dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
     ("Google's page for the {chip} (Ironwood) gives each chip {hbm_gib} GiB of HBM. How many "
      "GB (10⁹ bytes) is that? And if {reserve_pct}% of it is kept free for activations and "
      "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
@@ -1004,10 +1002,10 @@ def _w11_solution(v):
 
 W11 = problem(
     "hardware.w11", "An Ironwood pod",
-    spec("hardware.w11", derive=_w11_derive,
-          chip=Choice(("TPU7x",), "chip"),
-          shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
-                       "slice")),
+    draws(derive=_w11_derive,
+           chip=Choice(("TPU7x",), "chip"),
+           shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
+                        "slice")),
     ("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × "
      "{cube} × {cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
      "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
@@ -1082,9 +1080,9 @@ def _w10_solution(v):
 
 W10 = problem(
     "hardware.w10", "One NVLink domain of 72 against nodes of 8",
-    spec("hardware.w10", derive=_w10_derive,
-          kind=Choice(("all_gather", "reduce_scatter"), "collective"),
-          V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
+    draws(derive=_w10_derive,
+           kind=Choice(("all_gather", "reduce_scatter"), "collective"),
+           V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
     ("{a_kind} over {gpus} Blackwell GPUs works on a {V_gb:g} GB array (the whole "
      "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
      "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
@@ -1149,10 +1147,10 @@ def _w12_solution(v):
 
 W12 = problem(
     "hardware.w12", "How fast can a rack speak?",
-    spec("hardware.w12", derive=_w12_derive,
-          gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
-          params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
-          dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
+    draws(derive=_w12_derive,
+           gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
+           params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
+           dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
     ("A model of {params_b:,} billion parameters, stored in {dtype} ({b_text} per "
      "parameter), is split evenly over the {gpus} GPUs of a {gpu} rack, "
      "{bw_text} of HBM bandwidth and {hbm_text} of HBM each. Counting only the weight "

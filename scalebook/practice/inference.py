@@ -20,7 +20,7 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..transformer import TransformerConfig, llama3_70b, llama3_8b, param_count
 from ..units import format_bytes, format_seconds
 from ..variants import Choice
-from .common import GB, MS, in_gib, percent_slip, spec
+from .common import GB, MS, draws, in_gib, percent_slip
 from .problem import Problem, problem
 # Part 6 serves Part 5's models: their catalog and the problems' helpers are declared there once.
 from .transformers import NO_CAUSAL, SPARSE_HINT, _cfg, _dims
@@ -110,9 +110,9 @@ def _w1_solution(v):
 
 W1 = problem(
     "inference.w1", "The KV cache of one conversation",
-    spec("inference.w1", derive=_dims,
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-          S=Choice((32768, 8192, 131072, 16384), "tokens")),
+    draws(derive=_dims,
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           S=Choice((32768, 8192, 131072, 16384), "tokens")),
     ("How many bytes of bf16 KV cache does one token of " + SHAPE + " hold, and how many "
      "GB (10⁹ bytes) does one {S:,}-token conversation hold?"),
     (Part("bytes_per_token", _w1_tok, rel=0.001, slips=(
@@ -167,10 +167,9 @@ def _w2_solution(v):
 
 W2 = problem(
     "inference.w2", "How many conversations fit",
-    spec("inference.w2",
-          derive=_with(lambda p: _dims({"model": "LLaMA-3 8B"}), _chip_figures()),
-          chip=Choice(("H100", "H200", "B200", "A100"), "chip"),
-          S=Choice((8192, 4096, 32768, 16384), "tokens")),
+    draws(derive=_with(lambda p: _dims({"model": "LLaMA-3 8B"}), _chip_figures()),
+           chip=Choice(("H100", "H200", "B200", "A100"), "chip"),
+           S=Choice((8192, 4096, 32768, 16384), "tokens")),
     ("How many {S:,}-token conversations of LLaMA-3 8B (L = {L}, K = {K} key/value heads of "
      "d_h = {dh}; {N_b:.2f} billion parameters) fit on one {chip} ({chip_hbm:g} GB of HBM) "
      "beside its bf16 weights, with a bf16 cache? With an int8 cache?"),
@@ -213,11 +212,11 @@ def _w3_solution(v):
 
 W3 = problem(
     "inference.w3", "Prefilling a long prompt",
-    spec("inference.w3", derive=_with(_dims, _chip_figures()),
-          well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
-          chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
-          T=Choice((8192, 2048, 32768, 4096), "T", "tokens")),
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
+           T=Choice((8192, 2048, 32768, 4096), "T", "tokens")),
     ("How many FLOPs does " + SHAPE + " spend to prefill one {T:,}-token prompt on one "
      + _chip_text() + ", counting attention with " + NO_CAUSAL + ", and how long does it "
      "take, in ms?"),
@@ -281,10 +280,10 @@ def _w4_solution(v):
 
 W4 = problem(
     "inference.w4", "Decoding one sequence",
-    spec("inference.w4", derive=_with(_dims, _chip_figures()),
-          model=Choice(("LLaMA-3 8B",), "model"),
-          chip=Choice(("H100", "H200", "B200", "TPU v5p", "TPU v6e"), "chip"),
-          S=Choice((8192, 4096, 32768, 16384), "S", "cached tokens")),
+    draws(derive=_with(_dims, _chip_figures()),
+           model=Choice(("LLaMA-3 8B",), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p", "TPU v6e"), "chip"),
+           S=Choice((8192, 4096, 32768, 16384), "S", "cached tokens")),
     ("" + SHAPE + " decodes one sequence on one " + _chip_text() + ", with {S:,} tokens "
      "cached in bf16 and bf16 weights. How long does a step take, in ms, and what share of "
      "the bytes it reads, in percent, is the cache?"),
@@ -332,8 +331,8 @@ _TWICE_HINT = ("each weight costs 2 FLOPs per sequence (a multiply-add), and the
 
 W5 = problem(
     "inference.w5", "When decode turns compute-bound",
-    spec("inference.w5", derive=_chip_figures(),
-          chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), "chip")),
+    draws(derive=_chip_figures(),
+           chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), "chip")),
     ("At what batch, in sequences, do a decode step's weight matmuls turn compute-bound on "
      "a " + _chip_text() + ", for short sequences (no cache to speak of), with bf16 weights? "
      "With int8 weights (the matmuls still run at the bf16 peak)?"),
@@ -378,12 +377,12 @@ def _w6_solution(v):
 
 W6 = problem(
     "inference.w6", "The critical batch with a cache",
-    spec("inference.w6", derive=_with(_dims, _chip_figures()),
-          well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
-                                and v["S"] < 0.8 * _w6_sinf(v)),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
-          chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
-          S=Choice((256, 128, 512), "S", "cached tokens")),
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
+                                 and v["S"] < 0.8 * _w6_sinf(v)),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
+           S=Choice((256, 128, 512), "S", "cached tokens")),
     ("" + SHAPE + " decodes on one " + _chip_text() + " with {S:,} tokens cached per sequence "
      "(bf16 weights and cache). At what batch do its weight matmuls turn compute-bound? "
      "Where does the overlapped bound (all the step's FLOPs against all its bytes, as one "
@@ -440,7 +439,7 @@ def _w7_solution(v):
 
 W7 = problem(
     "inference.w7", "Why int8 does not halve the time",
-    spec("inference.w7", derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
+    draws(derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
     ("" + SHAPE + " decodes one sequence on a node of 8 " + _chip_text() + " GPUs, tensor "
      "parallel (two AllReduces of the activations per layer, 1 µs per hop), with {S:,} tokens "
      "cached in bf16. How long is a step, in ms, with bf16 weights, and with int8 weights?"),
@@ -496,10 +495,10 @@ def _w8_solution(v):
 
 W8 = problem(
     "inference.w8", "The AllReduces of a decode step",
-    spec("inference.w8", derive=_with(_dims, _chip_figures()),
-          well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
-                           n_chips=NODE),
-          B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
+                            n_chips=NODE),
+           B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
     ("" + SHAPE + " decodes B = {B} sequences with {S:,} cached tokens each on a node of 8 "
      + _chip_text() + " GPUs, tensor parallel (Megatron-style, bf16 activations). Each "
      "AllReduce runs as NVLS, the NVSwitch adding: V / W_nvlink plus 2 steps of 1 µs, with "
@@ -581,7 +580,7 @@ _W9_SETTING = ("LLaMA-3 70B (L = 80, K = 8 key/value heads of d_h = 128, D = 8,1
 
 W9 = problem(
     "inference.w9", "The largest batch under a latency target",
-    spec("inference.w9", derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
+    draws(derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
     (_W9_SETTING + " What is the largest batch whose time per token stays under "
      "{target_ms:g} ms, and how many tokens per second per GPU does it give?"),
     (Part("batch", _w9_b, slips=(
@@ -624,8 +623,8 @@ _ONE_GPU_HINT = "the node's 8 GPUs are all paid for: 8 × the price per GPU-hour
 
 W10 = problem(
     "inference.w10", "The price of a million tokens",
-    spec("inference.w10", derive=_chip_figures(), well_posed=_w9_well_posed,
-          price=Choice((3.00, 2.00, 4.50), "price per GPU-hour"), **_W9_SPEC),
+    draws(derive=_chip_figures(), well_posed=_w9_well_posed,
+           price=Choice((3.00, 2.00, 4.50), "price per GPU-hour"), **_W9_SPEC),
     (_W9_SETTING + " At the largest batch whose time per token stays under {target_ms:g} "
      "ms, what does a million output tokens cost at {price:.2f} per GPU-hour (an assumed "
      "price)? And at batch 1?"),
@@ -671,11 +670,11 @@ def _w11_part(answer, key, n):
 
 W11 = problem(
     "inference.w11", "The floor on time per token",
-    spec("inference.w11", derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
-          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-          n_gpu=Choice((8, 4, 2), "GPUs"),
-          tpu=Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
-          n_tpu=Choice((16, 8, 32), "TPU chips")),
+    draws(derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           n_gpu=Choice((8, 4, 2), "GPUs"),
+           tpu=Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
+           n_tpu=Choice((16, 8, 32), "TPU chips")),
     ("A server's batch fills its HBM, so each decode step reads all of it. What is the "
      "least time per token, in ms, on {n_gpu} " + _chip_text("gpu") + " GPUs, and on a "
      "{n_tpu}-chip slice of " + _chip_text("tpu") + "? (Leave the AllReduces out.)"),
@@ -717,12 +716,11 @@ def _w12_solution(v):
 
 W12 = problem(
     "inference.w12", "Splitting GPUs between prefill and decode",
-    spec("inference.w12",
-          well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
-                                             n_chips=NODE) >= v["B"],
-          T=Choice((8192, 4096, 16384), "prompt", "tokens"),
-          R=Choice((256, 512, 128), "reply", "tokens"),
-          B=Choice((64, 32, 128), "decode batch", "sequences")),
+    draws(well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
+                                              n_chips=NODE) >= v["B"],
+           T=Choice((8192, 4096, 16384), "prompt", "tokens"),
+           R=Choice((256, 512, 128), "reply", "tokens"),
+           B=Choice((64, 32, 128), "decode batch", "sequences")),
     ("A disaggregated LLaMA-3 70B service (bf16, 8-H100 tensor-parallel groups, the "
      "chapter's step model) serves requests with {T:,}-token prompts and {R:,}-token replies, "
      "decoding B = {B} sequences at a time with the whole conversation cached (use the "

@@ -27,7 +27,7 @@ from ..training import llama3_405b
 from ..transformer import kv_cache_bytes, llama3_8b, llama3_70b
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, MB, MS, bytes_text, decimal_bytes, in_gib, percent_slip, spec
+from .common import GB, MB, MS, bytes_text, decimal_bytes, draws, in_gib, percent_slip
 from .problem import Problem, one_answer, problem
 
 
@@ -95,12 +95,12 @@ def _w1_solution(v):
 
 W1 = problem(
     "moe_long_context.w1", "Active parameters and training FLOPs of an MoE",
-    spec("moe_long_context.w1", derive=_w1_derive,
-          well_posed=lambda v: v["k"] < v["E"],
-          E=Choice((8, 16, 64, 128), "E", "experts"),
-          k=Choice((2, 1, 4, 8), "k", "experts per token"),
-          Fe=Choice((14336, 4096, 8192, 2048), "F_e"),
-          tokens_t=Choice((1.0, 3.0, 15.0, 0.5), "training tokens", "trillion")),
+    draws(derive=_w1_derive,
+           well_posed=lambda v: v["k"] < v["E"],
+           E=Choice((8, 16, 64, 128), "E", "experts"),
+           k=Choice((2, 1, 4, 8), "k", "experts per token"),
+           Fe=Choice((14336, 4096, 8192, 2048), "F_e"),
+           tokens_t=Choice((1.0, 3.0, 15.0, 0.5), "training tokens", "trillion")),
     ("An MoE has Mixtral 8×7B's attention, embeddings and 32 layers (D = 4,096), and in "
      "every layer E = {E} routed experts of width F_e = {Fe:,}, top-{k}: P_total = "
      "{P_total:,} parameters, of which P_routed = {P_routed:,} are routed experts. What "
@@ -169,10 +169,10 @@ def _w2_solution(v):
 
 W2 = problem(
     "moe_long_context.w2", "Does the MoE fit?",
-    spec("moe_long_context.w2", derive=_w2_derive,
-          model=Choice(tuple(MOES), "model"),
-          dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
-          chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
+    draws(derive=_w2_derive,
+           model=Choice(tuple(MOES), "model"),
+           dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
     ("{model} has {P_total_b:.1f} billion parameters, {P_active_b:.1f} billion of them active "
      "per token. Stored in {dtype} ({b_text} per parameter), how many GB (10⁹ bytes) do its "
      "weights take, and at least how many {chip} chips ({hbm_gb:g} GB of HBM each) does it "
@@ -229,11 +229,11 @@ def _w3_solution(v):
 
 W3 = problem(
     "moe_long_context.w3", "The MoE critical batch",
-    spec("moe_long_context.w3", derive=_w3_derive,
-          well_posed=lambda v: v["k"] < v["E"],
-          chip=Choice(("TPU v5p", "H100", "TPU v5e", "H200", "B200", "TPU v6e"), "chip"),
-          E=Choice((256, 64, 128, 32), "E", "experts"),
-          k=Choice((8, 2, 4, 6), "k", "experts per token")),
+    draws(derive=_w3_derive,
+           well_posed=lambda v: v["k"] < v["E"],
+           chip=Choice(("TPU v5p", "H100", "TPU v5e", "H200", "B200", "TPU v6e"), "chip"),
+           E=Choice((256, 64, 128, 32), "E", "experts"),
+           k=Choice((8, 2, 4, 6), "k", "experts per token")),
     ("An MoE layer has E = {E} routed experts, top-{k}, with bf16 weights, on one {chip} "
      "({flops_text} dense bf16, {hbm_text} of HBM bandwidth). With an even router, at how "
      "many tokens per step do its routed experts turn compute-bound, and how many tokens "
@@ -275,11 +275,10 @@ def _w4_solution(v):
 
 W4 = one_answer(
     "moe_long_context.w4", "Experts a decode step reads",
-    spec("moe_long_context.w4",
-          well_posed=lambda v: v["k"] < v["E"],
-          E=Choice((256, 64, 128, 32), "E", "experts"),
-          k=Choice((8, 2, 4, 6), "k", "experts per token"),
-          B=Choice((32, 8, 16, 64), "B", "sequences")),
+    draws(well_posed=lambda v: v["k"] < v["E"],
+           E=Choice((256, 64, 128, 32), "E", "experts"),
+           k=Choice((8, 2, 4, 6), "k", "experts per token"),
+           B=Choice((32, 8, 16, 64), "B", "sequences")),
     ("A server decodes {B} sequences per step, one new token each, through an MoE layer of "
      "E = {E} routed experts with top-{k} routing. With a uniform router, how many of the "
      "{E} experts does the step read, on average?"),
@@ -324,11 +323,11 @@ def _w5_solution(v):
 
 W5 = problem(
     "moe_long_context.w5", "Capacity and dropped tokens",
-    spec("moe_long_context.w5", well_posed=_w5_well_posed,
-          B=Choice((1024, 2048, 4096, 512), "B", "tokens per chip"),
-          E=Choice((32, 64, 16), "E", "experts"),
-          k=Choice((4, 2, 1, 8), "k", "experts per token"),
-          c=Choice((1.5, 1.25, 2.0), "c", "capacity factor")),
+    draws(well_posed=_w5_well_posed,
+           B=Choice((1024, 2048, 4096, 512), "B", "tokens per chip"),
+           E=Choice((32, 64, 16), "E", "experts"),
+           k=Choice((4, 2, 1, 8), "k", "experts per token"),
+           c=Choice((1.5, 1.25, 2.0), "c", "capacity factor")),
     ("A chip routes B = {B:,} tokens to E = {E} experts, top-{k}, into fixed-size expert "
      "buffers. How many token slots does each expert get at capacity factor c = {c:g}, and "
      "what share of the token-expert assignments does a uniform (fair) router drop at "
@@ -397,11 +396,10 @@ def _w6_solution(v):
 
 W6 = problem(
     "moe_long_context.w6", "The slowest expert sets the step",
-    spec("moe_long_context.w6",
-          well_posed=lambda v: imbalance(_w6_loads(v)) > 1.1 * v["c"],
-          loads=Choice(W6_LOADS, "loads", "tokens"),
-          t_ms=Choice((2.0, 5.0, 1.0, 3.0), "balanced time", "ms"),
-          c=Choice((1.25, 1.1, 1.5), "c", "capacity factor")),
+    draws(well_posed=lambda v: imbalance(_w6_loads(v)) > 1.1 * v["c"],
+           loads=Choice(W6_LOADS, "loads", "tokens"),
+           t_ms=Choice((2.0, 5.0, 1.0, 3.0), "balanced time", "ms"),
+           c=Choice((1.25, 1.1, 1.5), "c", "capacity factor")),
     ("Eight experts, one per chip, receive ({loads}) tokens; with a perfectly balanced "
      "router the layer's experts take {t_ms:g} ms. How long do they take with these loads, "
      "in ms? With a capacity factor c = {c:g} (each expert keeps at most c times the mean "
@@ -468,10 +466,10 @@ def _w7_solution(v):
 
 W7 = problem(
     "moe_long_context.w7", "Expert parallelism inside one node",
-    spec("moe_long_context.w7", derive=_w7_derive,
-          model=Choice(tuple(MOES), "model"),
-          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-          t=Choice((8192, 4096, 16384, 2048), "tokens per GPU")),
+    draws(derive=_w7_derive,
+           model=Choice(tuple(MOES), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           t=Choice((8192, 4096, 16384, 2048), "tokens per GPU")),
     ("{model} (D = {D:,}, top-{k}) runs expert-parallel on one node of 8 {gpu}s "
      "(NVLink: {nvlink_text} per GPU, one way), its experts split evenly over the 8 GPUs, "
      "{t:,} tokens per GPU, bf16 activations, ragged buffers (no padding), uniform routing. "
@@ -543,14 +541,14 @@ def _w8_solution(v):
 
 W8 = problem(
     "moe_long_context.w8", "Expert parallelism on a TPU axis",
-    spec("moe_long_context.w8", derive=_w8_derive,
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-          N=Choice((8, 4, 16), "N", "chips"),
-          model=Choice(tuple(MOES), "model"),
-          t=Choice((8192, 4096, 2048), "tokens per chip"),
-          c=Choice((1.25, 1.5, 2.0), "c", "capacity factor"),
-          # every chip must hold whole experts: Mixtral's 8 cannot spread over 16 chips
-          well_posed=lambda v: MOES[v["model"]]().n_experts % v["N"] == 0),
+    draws(derive=_w8_derive,
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           N=Choice((8, 4, 16), "N", "chips"),
+           model=Choice(tuple(MOES), "model"),
+           t=Choice((8192, 4096, 2048), "tokens per chip"),
+           c=Choice((1.25, 1.5, 2.0), "c", "capacity factor"),
+           # every chip must hold whole experts: Mixtral's 8 cannot spread over 16 chips
+           well_posed=lambda v: MOES[v["model"]]().n_experts % v["N"] == 0),
     ("{model} (D = {D:,}, top-{k}) runs expert-parallel over one axis of {N} {chip} chips, "
      "{axis_text}, {link_text} per ICI link one way, 1 µs per hop; {t:,} tokens per chip, "
      "bf16, uniform routing, fixed-shape expert buffers at capacity factor c = {c:g}. How "
@@ -608,10 +606,10 @@ def _w9_solution(v):
 
 W9 = problem(
     "moe_long_context.w9", "The KV cache of a very long context",
-    spec("moe_long_context.w9", derive=_w9_derive,
-          model=Choice(tuple(LLAMAS), "model"),
-          T=Choice((1048576, 131072, 262144, 524288), "T", "tokens"),
-          chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
+    draws(derive=_w9_derive,
+           model=Choice(tuple(LLAMAS), "model"),
+           T=Choice((1048576, 131072, 262144, 524288), "T", "tokens"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
     ("{model} has L = {L} layers, H = {H} query heads and K = {K} key/value heads of "
      "d_h = {dh}. How much bf16 KV cache does one sequence of {T:,} tokens hold, in GB "
      "(10⁹ bytes), and the HBM of at least how many {chip} chips ({hbm_gb:g} GB each) does "
@@ -673,11 +671,11 @@ def _w10_solution(v):
 
 W10 = problem(
     "moe_long_context.w10", "Is ring attention's send hidden?",
-    spec("moe_long_context.w10", derive=_w10_derive,
-          model=Choice(tuple(LLAMAS), "model"),
-          T=Choice((1048576, 524288, 262144, 131072), "T", "tokens"),
-          C=Choice((64, 32, 16), "C", "chips"),
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "chip")),
+    draws(derive=_w10_derive,
+           model=Choice(tuple(LLAMAS), "model"),
+           T=Choice((1048576, 524288, 262144, 131072), "T", "tokens"),
+           C=Choice((64, 32, 16), "C", "chips"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "chip")),
     ("Ring attention runs {model} (H = {H} query heads, K = {K} key/value heads of "
      "d_h = {dh}) on one sequence of {T:,} tokens over a ring of C = {C} {chip} chips "
      "({flops_text} dense bf16, {link_text} per ICI link one way, 1 µs per hop), bf16. "
@@ -751,10 +749,10 @@ def _w11_solution(v):
 
 W11 = problem(
     "moe_long_context.w11", "Ulysses against ring attention",
-    spec("moe_long_context.w11", derive=_llama_figures,
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-          T=Choice((131072, 262144, 65536, 1048576), "T", "tokens"),
-          C=Choice((8, 4), "C", "GPUs")),
+    draws(derive=_llama_figures,
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+           T=Choice((131072, 262144, 65536, 1048576), "T", "tokens"),
+           C=Choice((8, 4), "C", "GPUs")),
     ("One sequence of {T:,} tokens of {model} (H = {H} query heads, K = {K} key/value heads "
      "of d_h = {dh}) is split over C = {C} H100s in one node, bf16. Per layer's forward "
      "attention, how many MB (10⁶ bytes) does each GPU send to the other GPUs with "
@@ -826,10 +824,10 @@ def _w12_solution(v):
 
 W12 = problem(
     "moe_long_context.w12", "Expert parallelism against FSDP",
-    spec("moe_long_context.w12", derive=_w12_derive,
-          model=Choice(tuple(MOES), "model"),
-          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-          t=Choice((8192, 4096, 16384, 32768), "tokens per GPU")),
+    draws(derive=_w12_derive,
+           model=Choice(tuple(MOES), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           t=Choice((8192, 4096, 16384, 32768), "tokens per GPU")),
     ("The routed experts of one {model} layer (E = {E} experts of F_e = {Fe:,}, top-{k}, "
      "D = {D:,}, bf16) live on one node of 8 {gpu}s ({nvlink_text} NVLink per GPU, one way). "
      "Below how many tokens per GPU does expert parallelism (dispatch and combine) move "

@@ -20,8 +20,8 @@ from .. import bucketing, collectives, offload, parallelism as par, training, tr
 from ..hardware import get_chip
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..units import format_count, format_flops, format_seconds
-from ..variants import Choice, VariantSpec
-from .common import DAY, GB, MS, US, decimal_bytes, in_gib, spec
+from ..variants import Choice
+from .common import DAY, GB, MS, US, Draws, decimal_bytes, draws, in_gib
 from .problem import Problem, one_answer, problem
 
 COUNT = 0.001  # the tolerance of a count: one off is wrong
@@ -64,15 +64,14 @@ FIGURES = {
 }
 
 
-def _spec(problem_id: str, *, figures: tuple[str, ...] = (), well_posed=None,
-          **parameters: Choice) -> VariantSpec:
-    """The problem's variant spec: its drawn ``parameters``, the catalog ``figures`` its text
-    states (derived from the draw), and a ``well_posed`` rule on the draw, if any."""
+def _draws(*, figures: tuple[str, ...] = (), well_posed=None, **parameters: Choice) -> Draws:
+    """What the problem draws: its ``parameters``, the catalog ``figures`` its text states
+    (derived from the draw), and a ``well_posed`` rule on the draw, if any."""
     def derive(v):
         return {name: FIGURES[name][0](v) for name in figures}
 
-    return spec(problem_id, derive=derive if figures else None, well_posed=well_posed,
-                derived_labels={name: FIGURES[name][1:] for name in figures}, **parameters)
+    return draws(derive=derive if figures else None, well_posed=well_posed,
+                 derived_labels={name: FIGURES[name][1:] for name in figures}, **parameters)
 
 
 def _model(v: Mapping[str, Any]):
@@ -119,12 +118,12 @@ def _w1_solution(v):
 
 W1 = one_answer(
     "parallelism.w1", "How long a training run takes",
-    _spec("parallelism.w1", figures=("Pm_b", "P_b", "C_t"),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-          tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
-          chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
-          chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
-          mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
+    _draws(figures=("Pm_b", "P_b", "C_t"),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+           tokens_t=Choice((15, 2, 8, 30), "tokens", "trillion"),
+           chips=Choice((1024, 2048, 4096, 8192, 16384), "chips"),
+           chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
+           mfu=Choice((0.4, 0.3, 0.35, 0.5), "MFU")),
     ("How many days does a {model}-sized model ({Pm_b:.1f} billion parameters in its "
      "matmuls, {P_b:.1f} billion in all) take to train on {tokens_t:g} trillion tokens with "
      "{chips:,} {chip}s ({C_t:,.0f} TFLOP/s dense bf16 each) at {mfu:.0%} MFU? (6 FLOPs "
@@ -164,9 +163,9 @@ def _w2_solution(v):
 
 W2 = one_answer(
     "parallelism.w2", "The fewest chips that hold the training state",
-    _spec("parallelism.w2", figures=("P_b", "hbm_gb"),
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-          chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
+    _draws(figures=("P_b", "hbm_gb"),
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           chip=Choice(("TPU v5p", "H100", "H200", "TPU v4p", "B200"), "chip")),
     ("A {model}-sized model ({P_b:.1f} billion parameters) trains with Adam in mixed "
      "precision, as the chapter counts it. How many {chip} chips ({hbm_gb:.0f} GB of HBM "
      "each) does its training state (weights, gradients, optimizer state; no activations) "
@@ -218,9 +217,9 @@ def _w3_solution(v):
 
 W3 = problem(
     "parallelism.w3", "The global batch that keeps data parallelism compute-bound",
-    _spec("parallelism.w3", figures=("C_t", "W_gb"),
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-          N=Choice((256, 64, 128, 512, 1024), "chips")),
+    _draws(figures=("C_t", "W_gb"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           N=Choice((256, 64, 128, 512, 1024), "chips")),
     ("You train with pure data parallelism over {N:,} {chip} chips ({C_t:,.0f} TFLOP/s "
      "dense bf16; {W_gb:.0f} GB/s per ICI link each way), counting one ICI axis's bandwidth "
      "(a ring with wraparound) for the gradient AllReduce. How many tokens per chip, and "
@@ -278,11 +277,11 @@ def _w4_solution(v):
 
 W4 = problem(
     "parallelism.w4", "The gradient AllReduce against the step",
-    _spec("parallelism.w4", figures=("P_b", "Pm_b", "C_t", "W_gb"),
-          model=Choice(("LLaMA-3 8B",), "model"),
-          chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
-          N=Choice((16, 8, 12), "chips"),
-          tokens=Choice((4096, 2048, 8192, 16384), "tokens per chip")),
+    _draws(figures=("P_b", "Pm_b", "C_t", "W_gb"),
+           model=Choice(("LLaMA-3 8B",), "model"),
+           chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
+           N=Choice((16, 8, 12), "chips"),
+           tokens=Choice((4096, 2048, 8192, 16384), "tokens per chip")),
     ("How long does the bf16 gradient AllReduce of a {model}-sized model ({P_b:.2f} "
      "billion parameters, {Pm_b:.2f} billion in matmuls) take over a ring of {N} {chip} "
      "chips with wraparound ({W_gb:.0f} GB/s per link each way, 1 µs per hop), in ms? And "
@@ -339,9 +338,9 @@ def _w5_neighbour(stage, other, hint):
 
 W5 = problem(
     "parallelism.w5", "The ZeRO stages, per GPU",
-    _spec("parallelism.w5", figures=("P_b",),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-          N=Choice((64, 32, 128, 256, 512), "GPUs")),
+    _draws(figures=("P_b",),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+           N=Choice((64, 32, 128, 256, 512), "GPUs")),
     ("{model} ({P_b:.2f} billion parameters) trains with Adam in mixed precision (16 "
      "bytes per parameter) on {N} H100s, "
      "data parallel with ZeRO. How much training state (weights, gradients, optimizer; no "
@@ -394,9 +393,9 @@ def _w6_solution(v):
 
 W6 = problem(
     "parallelism.w6", "The largest useful tensor-parallel degree",
-    _spec("parallelism.w6", figures=("C_t", "nvl_gb", "nic_gb"),
-          F=Choice((53248, 28672, 14336, 24576), "F"),
-          chip=Choice(("H100", "A100", "H200", "B200"), "chip")),
+    _draws(figures=("C_t", "nvl_gb", "nic_gb"),
+           F=Choice((53248, 28672, 14336, 24576), "F"),
+           chip=Choice(("H100", "A100", "H200", "B200"), "chip")),
     ("What is the largest useful tensor-parallel degree Y (compute-bound, Y < F·W_axis/C, "
      "traffic overlapped; give the bound even where it passes a node's 8 GPUs) for an MLP "
      "with F = {F:,} on {chip}s ({C_t:,.0f} TFLOP/s dense bf16), inside a node over NVLink "
@@ -452,10 +451,10 @@ def _w7_solution(v):
 
 W7 = problem(
     "parallelism.w7", "FSDP and tensor parallelism together",
-    _spec("parallelism.w7", figures=("C_t", "W_gb"),
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-          F=Choice((53248, 28672, 14336), "F"),
-          B_m=Choice((16, 4, 8, 32), "batch", "M tokens")),
+    _draws(figures=("C_t", "W_gb"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           F=Choice((53248, 28672, 14336), "F"),
+           B_m=Choice((16, 4, 8, 32), "batch", "M tokens")),
     ("With FSDP over one ICI axis and tensor parallelism over another (both with "
      "wraparound) on {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; {W_gb:.0f} GB/s per ICI "
      "link each way), an MLP with F = {F:,}: what is the smallest batch per chip, in tokens, "
@@ -509,11 +508,10 @@ def _pct_slip(value):
 
 W8 = problem(
     "parallelism.w8", "Microbatches and interleaving against the bubble",
-    _spec("parallelism.w8",
-          K=Choice((8, 4, 16, 12), "stages"),
-          f_pct=Choice((5, 10, 2), "bubble", "%"),
-          M=Choice((16, 8, 32), "microbatches"),
-          v=Choice((2, 4, 3), "chunks")),
+    _draws(K=Choice((8, 4, 16, 12), "stages"),
+           f_pct=Choice((5, 10, 2), "bubble", "%"),
+           M=Choice((16, 8, 32), "microbatches"),
+           v=Choice((2, 4, 3), "chunks")),
     ("A pipeline of {K} stages (GPipe or 1F1B). How many microbatches keep the bubble at most "
      "{f_pct}%? What is the bubble with M = {M}, in %, and with interleaving over v = {v} "
      "chunks per chip at M = {M}, in %?"),
@@ -586,11 +584,11 @@ def _w9_no_redo(value):
 
 W9 = problem(
     "parallelism.w9", "Activations in flight: GPipe against 1F1B",
-    _spec("parallelism.w9", figures=("D", "L"),
-          model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-          K=Choice((8, 4, 16), "stages"),
-          M=Choice((32, 16, 64), "microbatches"),
-          T=Choice((8192, 4096), "sequence length")),
+    _draws(figures=("D", "L"),
+           model=Choice(("LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           K=Choice((8, 4, 16), "stages"),
+           M=Choice((32, 16, 64), "microbatches"),
+           T=Choice((8192, 4096), "sequence length")),
     ("{model} (D = {D:,}, {L} layers) is pipelined over {K} stages of equal layers, with "
      "full rematerialisation and {M} microbatches of one {T:,}-token sequence each. How "
      "much activation memory does the first stage hold at its peak under GPipe and under "
@@ -646,12 +644,12 @@ def _w10_solution(v):
 
 W10 = problem(
     "parallelism.w10", "A pipeline send over the data-centre network",
-    _spec("parallelism.w10", figures=("Pm_b", "C_t", "nic_gb", "host_gb", "per_host"),
-          chip=Choice(("TPU v5p",), "chip"),
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-          stages=Choice((16, 8, 4), "stages"),
-          slice=Choice((256, 128, 512, 64), "chips per stage"),
-          T=Choice((8192, 4096), "sequence length")),
+    _draws(figures=("Pm_b", "C_t", "nic_gb", "host_gb", "per_host"),
+           chip=Choice(("TPU v5p",), "chip"),
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+           stages=Choice((16, 8, 4), "stages"),
+           slice=Choice((256, 128, 512, 64), "chips per stage"),
+           T=Choice((8192, 4096), "sequence length")),
     ("{model} ({Pm_b:.0f} billion parameters in matmuls) is pipelined over {stages} "
      "stages, each a slice of {slice} {chip} chips ({C_t:,.0f} TFLOP/s dense bf16; "
      "{nic_gb:g} GB/s of DCN per chip, its share of the {host_gb:g} GB/s of a host of "
@@ -717,9 +715,9 @@ def _with_logits(value):
 
 W11 = problem(
     "parallelism.w11", "What full rematerialisation saves",
-    _spec("parallelism.w11", figures=("D", "L"),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-          T=Choice((8192, 4096, 2048), "sequence length")),
+    _draws(figures=("D", "L"),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+           T=Choice((8192, 4096, 2048), "sequence length")),
     ("{model} (D = {D:,}, {L} layers), one sequence of {T:,} tokens, bf16 activations, a "
      "flash-style attention kernel: how much activation memory do all its layers keep for "
      "the backward pass with no recomputation, and with full rematerialisation, in GB? "
@@ -766,11 +764,11 @@ def _w12_solution(v):
 
 W12 = problem(
     "parallelism.w12", "Top-1 against top-2 routing",
-    _spec("parallelism.w12", figures=("W_gb",),
-          chip=Choice(("TPU v5p",), "chip"),
-          E=Choice((16, 8, 12, 4), "experts"),
-          tok=Choice((8192, 4096, 16384), "tokens per chip"),
-          D=Choice((4096, 2048, 8192), "D")),
+    _draws(figures=("W_gb",),
+           chip=Choice(("TPU v5p",), "chip"),
+           E=Choice((16, 8, 12, 4), "experts"),
+           tok=Choice((8192, 4096, 16384), "tokens per chip"),
+           D=Choice((4096, 2048, 8192), "D")),
     ("A mixture of experts puts one of its {E} experts on each of {E} {chip} chips, one "
      "ICI axis with wraparound (the chapter's model: {W_gb:.0f} GB/s per link each way, "
      "1 µs per "
@@ -815,9 +813,9 @@ def _w13_solution(v):
 
 W13 = problem(
     "parallelism.w13", "Data parallelism across pods",
-    _spec("parallelism.w13", figures=("C_t", "host_gb", "per_host"),
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-          pods=Choice((8, 4, 16, 2), "pods")),
+    _draws(figures=("C_t", "host_gb", "per_host"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           pods=Choice((8, 4, 16, 2), "pods")),
     ("A model trains with one copy per {chip} pod (sharded inside it) and data parallelism "
      "over DCN across {pods} pods. A {chip} does {C_t:,.0f} TFLOP/s dense bf16, and each "
      "host of {per_host} chips has {host_gb:.0f} GB/s of DCN, shared by its chips. How many "
@@ -888,9 +886,9 @@ def _w14_solution(v):
 
 W14 = problem(
     "parallelism.w14", "Data parallelism when a replica spans nodes",
-    _spec("parallelism.w14", figures=("C_t", "nic_gb"),
-          chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
-          k=Choice((4, 2, 8, 16), "nodes per replica")),
+    _draws(figures=("C_t", "nic_gb"),
+           chip=Choice(("H100", "A100", "H200", "B200"), "chip"),
+           k=Choice((4, 2, 8, 16), "nodes per replica")),
     ("One model copy spans {k} nodes of 8 {chip}s (TP 8 inside each node, PP {k} across, "
      "a 1F1B schedule). Data parallelism runs across such copies; each GPU has its own NIC "
      "({nic_gb:.0f} GB/s each way) and does {C_t:,.0f} TFLOP/s dense bf16. How many "
@@ -960,9 +958,9 @@ def _w15_solution(v):
 
 W15 = problem(
     "parallelism.w15", "Gradient accumulation under FSDP and DP",
-    _spec("parallelism.w15", figures=("C_t", "W_gb"),
-          chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-          M=Choice((8, 4, 16, 32), "microbatches")),
+    _draws(figures=("C_t", "W_gb"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           M=Choice((8, 4, 16, 32), "microbatches")),
     ("Training on one {chip} ICI axis with wraparound ({C_t:,.0f} TFLOP/s dense bf16; "
      "{W_gb:.0f} GB/s per link each way) accumulates gradients over {M} "
      "microbatches per step, bf16 traffic, each collective overlapping only the pass of "
@@ -1030,9 +1028,8 @@ def _w16_busy_slip(schedule):
 
 W16 = problem(
     "parallelism.w16", "Zero bubble against 1F1B",
-    _spec("parallelism.w16",
-          K=Choice((16, 8, 4, 12), "stages"),
-          M=Choice((64, 32, 128, 48), "microbatches")),
+    _draws(K=Choice((16, 8, 4, 12), "stages"),
+           M=Choice((64, 32, 128, 48), "microbatches")),
     ("A pipeline of {K} stages runs {M} microbatches with t_F = t_B = t_W (forward, "
      "input-gradient and weight-gradient passes equally long). What bubble does 1F1B idle, "
      "in %, what does ZB-H1, in %, and how many microbatches would 1F1B need to match "
@@ -1094,11 +1091,11 @@ def _w17_solution(v):
 
 W17 = problem(
     "parallelism.w17", "Hybrid sharding: what each GPU holds, what crosses",
-    _spec("parallelism.w17", figures=("P_b",),
-          well_posed=lambda v: _state(v) / v["F"] <= get_chip("H100").hbm_bytes,
-          model=Choice(("LLaMA-3 70B", "LLaMA-3 8B", "LLaMA-3 405B"), "model"),
-          F=Choice((64, 32, 128, 256), "GPUs per FSDP group"),
-          N=Choice((1024, 2048, 4096), "GPUs")),
+    _draws(figures=("P_b",),
+           well_posed=lambda v: _state(v) / v["F"] <= get_chip("H100").hbm_bytes,
+           model=Choice(("LLaMA-3 70B", "LLaMA-3 8B", "LLaMA-3 405B"), "model"),
+           F=Choice((64, 32, 128, 256), "GPUs per FSDP group"),
+           N=Choice((1024, 2048, 4096), "GPUs")),
     ("{model} ({P_b:.1f} billion parameters) trains on {N:,} H100s with hybrid sharding: "
      "FSDP over groups of {F} GPUs, data parallelism across the groups, Adam in mixed "
      "precision (16 bytes per parameter). How much training state does each GPU hold, "
@@ -1186,13 +1183,13 @@ def _w18_solution(v):
 
 W18 = problem(
     "parallelism.w18", "Gradient buckets behind the last microbatch",
-    _spec("parallelism.w18", figures=("P_b",),
-          well_posed=lambda v: (_w18_buckets(v) * _w18_bucket_time(v)
-                                > 1.2 * _w18_backward(v)),
-          model=Choice(("LLaMA-3 8B",), "model"),
-          N=Choice((64, 32, 128, 256), "GPUs"),
-          tokens=Choice((1024, 2048, 512), "tokens per GPU per microbatch"),
-          M=Choice((4, 2, 8), "microbatches")),
+    _draws(figures=("P_b",),
+           well_posed=lambda v: (_w18_buckets(v) * _w18_bucket_time(v)
+                                 > 1.2 * _w18_backward(v)),
+           model=Choice(("LLaMA-3 8B",), "model"),
+           N=Choice((64, 32, 128, 256), "GPUs"),
+           tokens=Choice((1024, 2048, 512), "tokens per GPU per microbatch"),
+           M=Choice((4, 2, 8), "microbatches")),
     ("{model} ({P_b:.2f} billion parameters) trains with PyTorch DDP on {N} H100s (nodes of "
      "8, rail-aligned rings), bf16 gradients in 25 MiB buckets, {tokens:,} tokens per GPU "
      "per microbatch and M = {M} microbatches accumulated under no_sync. How many buckets "
@@ -1253,10 +1250,10 @@ def _w19_solution(v):
 
 W19 = problem(
     "parallelism.w19", "ZeRO-Offload: PCIe or the host's memory?",
-    _spec("parallelism.w19", figures=("P_b",),
-          model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
-          N=Choice((8, 16, 64), "GPUs"),
-          host_gb=Choice((300, 200, 500), "host DRAM bandwidth", "GB/s")),
+    _draws(figures=("P_b",),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+           N=Choice((8, 16, 64), "GPUs"),
+           host_gb=Choice((300, 200, 500), "host DRAM bandwidth", "GB/s")),
     ("{model} ({P_b:.2f} billion parameters) trains with ZeRO-Offload on {N} H100s (8 per "
      "host, PCIe 64 GB/s each way per GPU): the fp32 master weights and Adam moments, "
      "sharded over the {N} GPUs, live in host memory and the CPU updates them. How long "

@@ -11,9 +11,9 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
                         critical_intensity, elementwise_cost, elementwise_time, matmul_cost,
                         matmul_time, two_chip_sharded_matmul)
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
-from ..variants import Choice, VariantSpec
-from .common import (BF16_HINT, FMA_HINT, US, bytes_text, decimal_bytes, fma_slip, in_mib,
-                     one_byte_slip, percent_slip, seconds_slip, spec)
+from ..variants import Choice
+from .common import (BF16_HINT, FMA_HINT, US, Draws, bytes_text, decimal_bytes, draws, fma_slip,
+                     in_mib, one_byte_slip, percent_slip, seconds_slip)
 from .problem import Problem, one_answer, problem
 
 
@@ -47,15 +47,10 @@ def _matmul_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 MATMUL_TIME = one_answer(
     "rooflines.matmul_time", "How long does one bf16 matmul take?",
-    VariantSpec(
-        assignment="practice:rooflines.matmul_time",
-        parameters={
-            "chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
-            "B": Choice((512, 128, 256, 1024, 2048, 4096), "B", "tokens"),
-            "D": Choice((8192, 4096, 16384), "D"),
-            "F": Choice((16384, 8192, 32768), "F"),
-        },
-    ),
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
+          B=Choice((512, 128, 256, 1024, 2048, 4096), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((16384, 8192, 32768), "F")),
     ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
      "{chip}, reading X and W from HBM and writing the output there. Assume compute and "
      "memory traffic overlap perfectly. What is the lower bound on its runtime, in µs?"),
@@ -141,11 +136,11 @@ def _w1_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W1 = problem(
     "rooflines.w1", "Overlap or not, near the corner",
-    spec("rooflines.w1", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-         chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-         B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
-         D=Choice((8192, 4096, 16384), "D"),
-         F=Choice((8192, 16384, 32768), "F")),
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+          B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((8192, 16384, 32768), "F")),
     ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
      "{chip} ({bf16_text} dense bf16, {bw_text} of HBM), reading X and W from HBM and "
      "writing its output there. How long does it take if the chip overlaps compute and "
@@ -198,9 +193,9 @@ def _w2_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W2 = one_answer(
     "rooflines.w2", "The smallest square matmul that keeps the chip busy",
-    spec("rooflines.w2", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-         chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
-                      "H200"), "chip")),
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
+                       "H200"), "chip")),
     ("On one {chip} ({bf16_text} dense bf16, {bw_text} of HBM), a square matmul "
      "bf16[N, N] · bf16[N, N] reads both inputs from HBM and writes its bf16[N, N] output "
      "there. Above what N is it compute-bound?"),
@@ -251,12 +246,12 @@ def _w3_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W3 = problem(
     "rooflines.w3", "A residual add",
-    spec("rooflines.w3", derive=_w3_derive,
-         derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
-         chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
-         B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
-         D=Choice((8192, 4096, 16384), "D"),
-         dtype=Choice(("bf16", "fp32"), "dtype")),
+    draws(derive=_w3_derive,
+          derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
+          B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          dtype=Choice(("bf16", "fp32"), "dtype")),
     ("A residual add out = x + y over {dtype}[{B:,}, {D:,}] arrays runs on one {chip} "
      "({bw_text} of HBM): x and y are read from HBM and out is written there, one FLOP "
      "per element. What is its arithmetic intensity, in FLOPs per byte, and the lower "
@@ -319,11 +314,11 @@ def _w4_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W4 = problem(
     "rooflines.w4", "Attention scores: an output bigger than the inputs",
-    spec("rooflines.w4", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-         chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-         T=Choice((4096, 2048, 8192), "T", "queries"),
-         S=Choice((4096, 8192, 16384), "S", "keys"),
-         d=Choice((128, 64, 256), "d")),
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+          T=Choice((4096, 2048, 8192), "T", "queries"),
+          S=Choice((4096, 8192, 16384), "S", "keys"),
+          d=Choice((128, 64, 256), "d")),
     ("The attention scores of one head, Q[T, d] ·_d K[d, S] with T = {T:,} queries, "
      "S = {S:,} keys and head dimension d = {d}, all bf16, run on one {chip} "
      "({bf16_text} dense bf16, {bw_text} of HBM): Q and K are read from HBM and the bf16 "
@@ -384,13 +379,13 @@ _BF16_CHIPS = tuple(c.name for c in CATALOG if "bf16" in c.flops_per_s)
 
 W5 = problem(
     "rooflines.w5", "The critical batch of a TPU and of a GPU",
-    spec("rooflines.w5", derive=_w5_derive,
-         derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
-                         "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
-         tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
-                                 key=lambda n: n != "TPU v6e")), "TPU"),
-         gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
-                                 key=lambda n: n != "B200")), "GPU")),
+    draws(derive=_w5_derive,
+          derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
+                          "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
+          tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
+                                  key=lambda n: n != "TPU v6e")), "TPU"),
+          gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
+                                  key=lambda n: n != "B200")), "GPU")),
     ("A {tpu} does {tpu_c} of dense bf16 with {tpu_w} of HBM; a {gpu} does {gpu_c} with "
      "{gpu_w}. Above how many tokens B is a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F "
      "compute-bound on each (its critical batch B*)?"),
@@ -438,13 +433,13 @@ def _w6_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W6 = problem(
     "rooflines.w6", "The datasheet's asterisk",
-    spec("rooflines.w6", derive=_w6_derive,
-         derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
-                         "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
-         chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
-         k=Choice((1.5, 1.25, 1.75), "B / B*"),
-         D=Choice((8192, 4096, 16384), "D"),
-         F=Choice((8192, 16384, 32768), "F")),
+    draws(derive=_w6_derive,
+          derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
+                          "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
+          chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
+          k=Choice((1.5, 1.25, 1.75), "B / B*"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((8192, 16384, 32768), "F")),
     ("The {chip} datasheet prints {sparse_text} of bf16 tensor-core throughput, with a "
      "footnote: with sparsity. Its HBM moves {bw_text}. (a) Above how many tokens B is a "
      "dense bf16 matmul X[B, D] · W[D, F] with B ≪ D, F compute-bound? (b) With "
@@ -507,9 +502,9 @@ def _w7_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W7 = problem(
     "rooflines.w7", "int8 everything",
-    spec("rooflines.w7", derive=_chip_figures("bf16", "int8"),
-         derived_labels=_figure_labels("bf16", "int8"),
-         chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
+    draws(derive=_chip_figures("bf16", "int8"),
+          derived_labels=_figure_labels("bf16", "int8"),
+          chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
     ("On one {chip} (dense peaks: {bf16_text} in bf16, {int8_text} in int8; HBM "
      "{bw_text}), a matmul X[B, D] · W[D, F] keeps X and W in int8 and runs on the int8 "
      "units. What is the chip's critical intensity for it, in integer OPs per byte (a "
@@ -553,9 +548,9 @@ def _w8_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W8 = problem(
     "rooflines.w8", "fp8: which operands?",
-    spec("rooflines.w8", derive=_chip_figures("bf16", "fp8"),
-         derived_labels=_figure_labels("bf16", "fp8"),
-         chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
+    draws(derive=_chip_figures("bf16", "fp8"),
+          derived_labels=_figure_labels("bf16", "fp8"),
+          chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
     ("On one {chip} (dense peaks: {bf16_text} in bf16, {fp8_text} in fp8; HBM {bw_text}), "
      "take X[B, D] · W[D, F] with B ≪ D, F. (a) X and W are both fp8 and the tensor cores "
      "multiply in fp8: above how many tokens is the matmul compute-bound? (b) Only W is "
@@ -624,13 +619,13 @@ def _w9_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W9 = problem(
     "rooflines.w9", "Weights that stay on chip",
-    spec("rooflines.w9", derive=_w9_derive, well_posed=_w9_fits,
-         derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
-                         "w_text": ("size of W", "")},
-         chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
-         B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
-         D=Choice((4096, 2048, 8192), "D"),
-         F=Choice((4096, 2048, 8192), "F")),
+    draws(derive=_w9_derive, well_posed=_w9_fits,
+          derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
+                          "w_text": ("size of W", "")},
+          chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
+          B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
+          D=Choice((4096, 2048, 8192), "D"),
+          F=Choice((4096, 2048, 8192), "F")),
     ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
      "{chip}; W takes {w_text} and the chip has {on_chip_text} of {level}. (a) X and W "
      "are read from HBM and the output written there: what is the arithmetic intensity "
@@ -678,11 +673,11 @@ def _w10_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 W10 = one_answer(
     "rooflines.w10", "Two chips, one link",
-    spec("rooflines.w10", derive=_w10_derive,
-         derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
-                         "one_way_text": ("link bandwidth, one way", ""),
-                         "both_text": ("link bandwidth, both directions", "")},
-         chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
+    draws(derive=_w10_derive,
+          derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
+                          "one_way_text": ("link bandwidth, one way", ""),
+                          "both_text": ("link bandwidth, both directions", "")},
+          chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
     ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
      "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
      "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
@@ -718,9 +713,9 @@ _MATMUL_TEXT = ("a bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and 
                 "{chip}, reading X and W from HBM and writing the output there")
 
 
-def _matmul_spec(name: str, **extra: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:rooflines.{name}",
-                       parameters={"chip": _CHIPS, "B": _B, "D": _D, "F": _F, **extra})
+def _matmul_draws(**extra: Choice) -> Draws:
+    """The practice set's matmul: chip, B, D and F drawn (``extra`` replaces or adds)."""
+    return Draws(parameters={"chip": _CHIPS, "B": _B, "D": _D, "F": _F, **extra})
 
 
 def _cost(v: Mapping[str, Any]):
@@ -741,7 +736,7 @@ def _upper_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 MATMUL_UPPER = one_answer(
     "rooflines.matmul_upper", "A matmul without overlap",
-    _matmul_spec("matmul_upper"),
+    _matmul_draws(),
     ("Take " + _MATMUL_TEXT + ". Assume no overlap: the chip first loads, then computes, "
      "then writes. What is the upper bound on its runtime, in µs?"),
     Part(answer="t_upper_us", expected=_upper_us,
@@ -772,7 +767,7 @@ def _t_math_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 T_MATH = one_answer(
     "rooflines.t_math", "The compute time of a matmul",
-    _matmul_spec("t_math"),
+    _matmul_draws(),
     ("Take " + _MATMUL_TEXT + ". How long do its FLOPs take at the chip's dense bf16 "
      "peak (T_math), in µs?"),
     Part(answer="t_math_us", expected=_t_math_us,
@@ -802,7 +797,7 @@ def _t_comms_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 T_COMMS = one_answer(
     "rooflines.t_comms", "The memory time of a matmul",
-    _matmul_spec("t_comms"),
+    _matmul_draws(),
     ("Take " + _MATMUL_TEXT + ". How long does its HBM traffic take at the chip's full "
      "HBM bandwidth (T_comms), in µs?"),
     Part(answer="t_comms_us", expected=_t_comms_us,
@@ -827,8 +822,7 @@ def _intensity_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 INTENSITY = one_answer(
     "rooflines.intensity", "The arithmetic intensity of a matmul",
-    VariantSpec(assignment="practice:rooflines.intensity",
-                parameters={"B": _B, "D": _D, "F": _F}),
+    draws(B=_B, D=_D, F=_F),
     ("A bf16 matmul X[B, D] · W[D, F] has B = {B:,}, D = {D:,} and F = {F:,}. Counting "
      "exact bytes (X and W read, the output written, 2 bytes per element), what is its "
      "arithmetic intensity, in FLOPs per byte?"),
@@ -858,9 +852,8 @@ def _critical_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 CRITICAL_BATCH = one_answer(
     "rooflines.critical_batch", "The critical batch size of a chip",
-    VariantSpec(assignment="practice:rooflines.critical_batch",
-                parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200",
-                                            "H200", "A100"), "chip")}),
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200", "H200", "A100"),
+                      "chip")),
     ("On one {chip}, a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F reads mostly weights. "
      "Above how many tokens B does it become compute-bound (the critical batch size B*), "
      "using the chip's dense bf16 peak and its HBM bandwidth?"),
@@ -893,9 +886,7 @@ def _attainable_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 ATTAINABLE = one_answer(
     "rooflines.attainable", "Reading the roofline",
-    VariantSpec(assignment="practice:rooflines.attainable",
-                parameters={"chip": _CHIPS,
-                            "I": Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")}),
+    draws(chip=_CHIPS, I=Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")),
     ("A bf16 kernel on one {chip} has an arithmetic intensity of {I} FLOPs per byte of HBM "
      "traffic. What FLOP rate can it attain at best, by the roofline, in TFLOP/s?"),
     Part(answer="attainable_tflops", expected=_attainable_tflops,
@@ -926,7 +917,7 @@ def _peak_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 PEAK_FRACTION = one_answer(
     "rooflines.peak_fraction", "How much of the peak does a matmul use?",
-    _matmul_spec("peak_fraction", B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
+    _matmul_draws(B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
     ("Take " + _MATMUL_TEXT + ". Assume compute and memory traffic overlap perfectly. "
      "What percentage of the chip's dense bf16 peak does it attain, in %?"),
     Part(answer="peak_percent", expected=_peak_percent,
@@ -963,10 +954,8 @@ def _link_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 LINK_TIME = one_answer(
     "rooflines.link_time", "Two chips add their partial sums",
-    VariantSpec(assignment="practice:rooflines.link_time",
-                parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
-                            "B": _B, "D": Choice((16384, 8192, 32768), "D"),
-                            "F": Choice((8192, 4096, 16384), "F")}),
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
+          B=_B, D=Choice((16384, 8192, 32768), "D"), F=Choice((8192, 4096, 16384), "F")),
     ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] with B = {B:,}, D = {D:,} and F = {F:,} is "
      "split over two {chip} chips along D. Each chip sends its partial sum of the output "
      "to the other over one link, at the link's one-way bandwidth. How long does that "
@@ -997,8 +986,7 @@ def _hbm_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 
 HBM_BYTES = one_answer(
     "rooflines.hbm_bytes", "The bytes a matmul moves",
-    VariantSpec(assignment="practice:rooflines.hbm_bytes",
-                parameters={"B": _B, "D": _D, "F": _F}),
+    draws(B=_B, D=_D, F=_F),
     ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
      "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
      "MB (10⁶ bytes)?"),

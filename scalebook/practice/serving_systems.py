@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from .. import service as sv
 from ..homework.parts import Part, Slip, distinct_from
 from ..variants import Choice
-from .common import GB, MS, in_gib, percent_slip, spec
+from .common import GB, MS, draws, in_gib, percent_slip
 from .problem import Problem, one_answer, problem
 
 BLOCK = 16
@@ -40,9 +40,9 @@ _lat1 = lambda v: _ttft1(v) + (v["R"] - 1) * _tpot1(v)
 
 W1 = problem(
     "serving_systems.w1", "A lone request",
-    spec("serving_systems.w1", chip=Choice(("H100", "H200", "B200"), "GPU"),
-         n=Choice((8, 4), "GPUs"), T=Choice((1024, 2048, 512, 4096), "prompt tokens"),
-         R=Choice((256, 128, 512), "reply tokens")),
+    draws(chip=Choice(("H100", "H200", "B200"), "GPU"),
+          n=Choice((8, 4), "GPUs"), T=Choice((1024, 2048, 512, 4096), "prompt tokens"),
+          R=Choice((256, 128, 512), "reply tokens")),
     ("A lone request of {T:,} prompt tokens and {R} reply tokens reaches LLaMA-3 70B on {n} "
      "{chip}s (bf16, tensor parallel). TTFT is one prefill; TPOT the decode step at batch 1 "
      "with the mean context T + R/2 cached. TTFT, TPOT and the latency, in ms?"),
@@ -71,10 +71,10 @@ _kv2 = lambda v: _L2(v) * sv.mean_context_continuous(v["T"], v["R"]) * _m(v).kv_
 
 W2 = problem(
     "serving_systems.w2", "Little's law",
-    spec("serving_systems.w2", rate=Choice((8.0, 4.0, 12.0, 20.0), "requests/s"),
-         W=Choice((6.0, 3.0, 10.0), "s"), T=Choice((1024, 2048, 512), "prompt tokens"),
-         R=Choice((256, 512, 128), "reply tokens"),
-         chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs")),
+    draws(rate=Choice((8.0, 4.0, 12.0, 20.0), "requests/s"),
+          W=Choice((6.0, 3.0, 10.0), "s"), T=Choice((1024, 2048, 512), "prompt tokens"),
+          R=Choice((256, 512, 128), "reply tokens"),
+          chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs")),
     ("LLaMA-3 70B on 8 H100s takes {rate:g} requests/s, each spending {W:g} s in the service, "
      "with {T:,}-token prompts and {R}-token replies. How many requests are in flight, and how "
      "many GB of KV cache do they hold (each T + (R − 1)/2 tokens on average; the node's cache "
@@ -102,9 +102,9 @@ _ttft3 = lambda v: _wait3(v) + _s3(v) / MS
 
 W3 = problem(
     "serving_systems.w3", "The queue in front of prefill",
-    spec("serving_systems.w3", rho=Choice((0.9, 0.8, 0.5, 0.95), "load"),
-         T=Choice((1024, 2048, 4096), "prompt tokens"),
-         chip=Choice(("H100", "H200", "B200"), "GPU"), n=Choice((8,), "GPUs")),
+    draws(rho=Choice((0.9, 0.8, 0.5, 0.95), "load"),
+          T=Choice((1024, 2048, 4096), "prompt tokens"),
+          chip=Choice(("H100", "H200", "B200"), "GPU"), n=Choice((8,), "GPUs")),
     ("Prompts of {T:,} tokens queue for prefill on LLaMA-3 70B on 8 {chip}s at a load "
      "ρ = {rho:g}; the prefill time s is fixed (M/D/1: W_q = ρ·s/(2(1 − ρ))). The mean wait "
      "and the mean TTFT, in ms?"),
@@ -128,8 +128,8 @@ _use4 = lambda v: 100 * sv.static_slot_use(v["B"], 1, v["Rmax"])
 
 W4 = problem(
     "serving_systems.w4", "A static batch's wasted slots",
-    spec("serving_systems.w4", B=Choice((32, 64, 16, 8), "sequences"),
-         Rmax=Choice((511, 1023, 255, 2047), "tokens")),
+    draws(B=Choice((32, 64, 16, 8), "sequences"),
+          Rmax=Choice((511, 1023, 255, 2047), "tokens")),
     ("A static batch of {B} replies, each uniform on 1 to {Rmax:,} tokens, runs until its "
      "longest ends. How many steps does it run on average (E[max R]), and what percentage of "
      "slot-steps produce a token?"),
@@ -159,9 +159,9 @@ _gain5 = lambda v: _cmp5(v).gain
 
 W5 = one_answer(
     "serving_systems.w5", "Continuous against static batching",
-    spec("serving_systems.w5", chip=Choice(("H100", "H200", "B200"), "GPU"),
-         n=Choice((8,), "GPUs"), T=Choice((1024, 512, 2048), "prompt tokens"),
-         R=Choice((256, 128, 512), "mean reply"), cap=Choice((256, 128, 512), "batch cap")),
+    draws(chip=Choice(("H100", "H200", "B200"), "GPU"),
+          n=Choice((8,), "GPUs"), T=Choice((1024, 512, 2048), "prompt tokens"),
+          R=Choice((256, 128, 512), "mean reply"), cap=Choice((256, 128, 512), "batch cap")),
     ("LLaMA-3 70B on 8 {chip}s, {T:,}-token prompts, replies uniform on 1 to 2R − 1 with "
      "R = {R}, batch cap {cap}. How many times the throughput does continuous batching with a "
      "paged cache give over static batching with a reserved cache (the solver's "
@@ -182,9 +182,9 @@ def _fit6(v: Mapping[str, Any]) -> sv.BatchFit:
 
 W6 = problem(
     "serving_systems.w6", "The batch that fits, paged or reserved",
-    spec("serving_systems.w6", chip=Choice(("H100", "H200", "B200"), "GPU"),
-         n=Choice((8,), "GPUs"), mean=Choice((1151.5, 3072, 640), "tokens"),
-         max=Choice((2558, 4096, 1534), "tokens")),
+    draws(chip=Choice(("H100", "H200", "B200"), "GPU"),
+          n=Choice((8,), "GPUs"), mean=Choice((1151.5, 3072, 640), "tokens"),
+          max=Choice((2558, 4096, 1534), "tokens")),
     ("LLaMA-3 70B on 8 {chip}s keeps 10% of HBM back; the rest beside the bf16 weights holds "
      "the cache. Sequences hold {mean:,g} tokens on average and may grow to {max:,}. How many "
      "fit paged (16-token blocks, half a block wasted per sequence on average) and reserved "
@@ -210,9 +210,9 @@ def _ss7(v: Mapping[str, Any]) -> sv.SharedSampling:
 
 W7 = problem(
     "serving_systems.w7", "Parallel samples with copy-on-write",
-    spec("serving_systems.w7", n=Choice((4, 8, 2), "samples"),
-         T=Choice((1000, 1500, 700), "prompt tokens"), R=Choice((200, 300, 100), "reply tokens"),
-         well_posed=lambda v: v["T"] % BLOCK != 0),
+    draws(n=Choice((4, 8, 2), "samples"),
+          T=Choice((1000, 1500, 700), "prompt tokens"), R=Choice((200, 300, 100), "reply tokens"),
+          well_posed=lambda v: v["T"] % BLOCK != 0),
     ("{n} samples of one {T:,}-token prompt, {R}-token replies, 16-token blocks. How many "
      "blocks without sharing, and with the prompt's full blocks shared (each sample copies "
      "the partly filled last prompt block on its first write)?"),
@@ -241,9 +241,9 @@ _mean8 = lambda v: _pc8(v).ttft_mean / MS
 
 W8 = problem(
     "serving_systems.w8", "Prefix caching",
-    spec("serving_systems.w8", h=Choice((2000, 4000, 1000), "tokens"),
-         q=Choice((500, 250, 1000), "tokens"), hit=Choice((0.9, 0.75, 0.6), "hit rate"),
-         chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
+    draws(h=Choice((2000, 4000, 1000), "tokens"),
+          q=Choice((500, 250, 1000), "tokens"), hit=Choice((0.9, 0.75, 0.6), "hit rate"),
+          chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
     ("On LLaMA-3 70B on 8 {chip}s a {h:,}-token system prompt precedes {q}-token questions "
      "and is found cached {hit:.0%} of the time (a hit prefills the question only, each of "
      "its tokens against the whole prompt). What percentage of prefill FLOPs is saved, and "
@@ -267,10 +267,10 @@ _chunk9 = lambda v: sv.largest_chunk(_m(v), decode_batch=v["B"], context_len=v["
 
 W9 = one_answer(
     "serving_systems.w9", "The chunk that keeps TPOT",
-    spec("serving_systems.w9", B=Choice((64, 32, 128), "sequences"),
-         S=Choice((1024, 2048, 512), "tokens"), T=Choice((4096, 8192, 16384), "tokens"),
-         slo=Choice((50, 40, 80), "ms"), chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs"),
-         well_posed=lambda v: 64 <= _chunk9(v) < v["T"]),
+    draws(B=Choice((64, 32, 128), "sequences"),
+          S=Choice((1024, 2048, 512), "tokens"), T=Choice((4096, 8192, 16384), "tokens"),
+          slo=Choice((50, 40, 80), "ms"), chip=Choice(("H100",), "GPU"), n=Choice((8,), "GPUs"),
+          well_posed=lambda v: 64 <= _chunk9(v) < v["T"]),
     ("On LLaMA-3 70B on 8 H100s, {B} sequences decode at {S:,} tokens of context while a "
      "{T:,}-token prompt is prefilled in chunks mixed into their steps. What is the largest "
      "chunk (tokens) whose step stays within a {slo} ms TPOT at its worst offset (the last "
@@ -293,9 +293,9 @@ _up10 = lambda v: _spec(v, 1).speedup
 
 W10 = problem(
     "serving_systems.w10", "Speculative decoding at batch 1",
-    spec("serving_systems.w10", alpha=Choice((0.8, 0.7, 0.9, 0.6), "acceptance"),
-         k=Choice((4, 3, 5, 2), "draft tokens"), S=Choice((1024, 2048), "tokens"),
-         chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
+    draws(alpha=Choice((0.8, 0.7, 0.9, 0.6), "acceptance"),
+          k=Choice((4, 3, 5, 2), "draft tokens"), S=Choice((1024, 2048), "tokens"),
+          chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
     ("LLaMA-3 8B drafts k = {k} tokens for LLaMA-3 70B on 8 {chip}s at batch 1 and {S:,} "
      "tokens of context; each is accepted with α = {alpha:g}. Expected tokens per "
      "verification, and the speed-up with both models' steps priced by the solver?"),
@@ -319,9 +319,9 @@ _best11 = lambda v: sv.best_draft_length(_m(v), draft=_m(v, DRAFT), batch=v["B"]
 
 W11 = problem(
     "serving_systems.w11", "Speculative decoding at a large batch",
-    spec("serving_systems.w11", B=Choice((512, 256, 128), "sequences"),
-         alpha=Choice((0.8, 0.7, 0.9), "acceptance"), k=Choice((4, 3, 5), "draft tokens"),
-         S=Choice((1024,), "tokens"), chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
+    draws(B=Choice((512, 256, 128), "sequences"),
+          alpha=Choice((0.8, 0.7, 0.9), "acceptance"), k=Choice((4, 3, 5), "draft tokens"),
+          S=Choice((1024,), "tokens"), chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs")),
     ("The same drafting (α = {alpha:g}, k = {k}) on LLaMA-3 70B on 8 {chip}s at batch {B} "
      "and {S:,} tokens of context: the speed-up, and the best speed-up over draft lengths 0 "
      "to 16 (k = 0: no speculation, 1×)?"),
@@ -347,9 +347,9 @@ _cost12 = lambda v: _q12(v).cost_per_million
 
 W12 = problem(
     "serving_systems.w12", "Int4 weights for decode",
-    spec("serving_systems.w12", B=Choice((64, 32, 128), "sequences"),
-         S=Choice((1280, 2048, 512), "tokens"), chip=Choice(("H100", "H200", "B200"), "GPU"),
-         n=Choice((8, 4), "GPUs")),
+    draws(B=Choice((64, 32, 128), "sequences"),
+          S=Choice((1280, 2048, 512), "tokens"), chip=Choice(("H100", "H200", "B200"), "GPU"),
+          n=Choice((8, 4), "GPUs")),
     ("LLaMA-3 70B on {n} {chip}s with int4 weights (bf16 matmuls and cache), batch {B} at "
      "{S:,} tokens of context: the decode step in ms, and the cost of a million output "
      "tokens at 2 dollars per GPU-hour?"),
@@ -372,9 +372,9 @@ _rep13 = lambda v: math.ceil(v["target"] / v["rate"])
 
 W13 = problem(
     "serving_systems.w13", "Replicas for a target rate",
-    spec("serving_systems.w13", rate=Choice((14.5, 3.7, 5.2, 8.4), "requests/s"),
-         target=Choice((50.0, 120.0, 30.0), "requests/s"), n=Choice((4, 8), "GPUs"),
-         well_posed=lambda v: v["target"] % v["rate"] != 0),
+    draws(rate=Choice((14.5, 3.7, 5.2, 8.4), "requests/s"),
+          target=Choice((50.0, 120.0, 30.0), "requests/s"), n=Choice((4, 8), "GPUs"),
+          well_posed=lambda v: v["target"] % v["rate"] != 0),
     ("A replica of {n} GPUs sustains {rate:g} requests/s within its TTFT and TPOT SLOs (its "
      "goodput, from the simulator's max_rate). A load balancer splits {target:g} requests/s "
      "evenly. How many replicas, and how many GPUs in all?"),
@@ -406,13 +406,13 @@ _dis14 = lambda v: min(v["p"] * v["r_pre"], v["d"] * v["r_dec"])
 
 W14 = problem(
     "serving_systems.w14", "Prefill and decode on their own nodes",
-    spec("serving_systems.w14", chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs"),
-         T=Choice((1024, 2048, 4096), "tokens"),
-         r_col=Choice((30.5, 22.0, 41.0), "requests/s"),
-         r_pre=Choice((40.0, 30.0, 55.0), "requests/s"),
-         r_dec=Choice((90.0, 60.0, 120.0), "requests/s"),
-         p=Choice((1, 2), "prefill nodes"), d=Choice((1,), "decode nodes"),
-         well_posed=lambda v: v["r_pre"] > v["r_col"]),
+    draws(chip=Choice(("H100", "H200"), "GPU"), n=Choice((8,), "GPUs"),
+          T=Choice((1024, 2048, 4096), "tokens"),
+          r_col=Choice((30.5, 22.0, 41.0), "requests/s"),
+          r_pre=Choice((40.0, 30.0, 55.0), "requests/s"),
+          r_dec=Choice((90.0, 60.0, 120.0), "requests/s"),
+          p=Choice((1, 2), "prefill nodes"), d=Choice((1,), "decode nodes"),
+          well_posed=lambda v: v["r_pre"] > v["r_col"]),
     ("LLaMA-3 70B, nodes of {n} {chip}s, {T}-token prompts. A colocated node sustains "
      "{r_col:g} requests/s within the SLOs; a node that only prefills sustains {r_pre:g}, one "
      "that only decodes {r_dec:g}. (a) How long does one prompt's KV cache take to move from "

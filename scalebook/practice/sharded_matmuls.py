@@ -21,7 +21,7 @@ from ..homework.parts import Convention, Part, Slip, distinct_from, merged
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
-from .common import MB, US, in_mib, one_byte_slip, spec
+from .common import MB, US, draws, in_mib, one_byte_slip
 from .problem import Problem, one_answer, problem
 
 
@@ -70,12 +70,11 @@ def _w1_solution(v):
 
 W1 = problem(
     "sharded_matmuls.w1", "Where the bytes go",
-    spec("sharded_matmuls.w1",
-          rows=Choice((16384, 8192, 32768), "D"),
-          cols=Choice((65536, 16384, 32768), "F"),
-          X=Choice((4, 2, 8), "X"),
-          Y=Choice((8, 4, 16), "Y"),
-          Z=Choice((2, 4, 8), "Z")),
+    draws(rows=Choice((16384, 8192, 32768), "D"),
+           cols=Choice((65536, 16384, 32768), "F"),
+           X=Choice((4, 2, 8), "X"),
+           Y=Choice((8, 4, 16), "Y"),
+           Z=Choice((2, 4, 8), "Z")),
     ("A weight " + _shape_text() + " is stored as W[D_X, F_Y] on Mesh({{'X': {X}, 'Y': {Y}, "
      "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
      "does the whole mesh hold?"),
@@ -129,9 +128,8 @@ def _first_cut_us(cost_of):
 
 W2 = one_answer(
     "sharded_matmuls.w2", "Gathering a weight on a v5p",
-    spec("sharded_matmuls.w2",
-          **ARRAY,
-          N=Choice((16, 4, 8, 12), "N", "chips")),
+    draws(**ARRAY,
+           N=Choice((16, 4, 8, 12), "N", "chips")),
     ("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
      "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
      "per hop.)"),
@@ -172,9 +170,8 @@ def _w3_solution(v):
 
 W3 = one_answer(
     "sharded_matmuls.w3", "When does latency take over?",
-    spec("sharded_matmuls.w3",
-          chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
-          N=Choice((16, 8, 12, 4), "N", "chips")),
+    draws(chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
+           N=Choice((16, 8, 12, 4), "N", "chips")),
     ("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
      "Below what array size, in MB, is it latency-bound (its latency term larger than its "
      "bandwidth term)?"),
@@ -216,10 +213,9 @@ def _w4_solution(v):
 
 W4 = problem(
     "sharded_matmuls.w4", "A ring against a line",
-    spec("sharded_matmuls.w4",
-          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-          **ARRAY,
-          n_line=Choice((8, 4, 12), "chips on the short axis")),
+    draws(chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           **ARRAY,
+           n_line=Choice((8, 4, 12), "chips on the short axis")),
     ("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
      "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
      "axes have wraparound is the chip's, as the chapter gives it.)"),
@@ -261,9 +257,8 @@ def _w5_solution(v):
 
 W5 = problem(
     "sharded_matmuls.w5", "AllReduce and AllToAll",
-    spec("sharded_matmuls.w5",
-          **ARRAY,
-          N=Choice((16, 8, 12), "N", "chips")),
+    draws(**ARRAY,
+           N=Choice((16, 8, 12), "N", "chips")),
     ("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
      "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
     (Part("allreduce_us", _w5_ar_us, conventions=(
@@ -321,12 +316,11 @@ def _w6_solution(v):
 
 W6 = problem(
     "sharded_matmuls.w6", "Reduce over two axes",
-    spec("sharded_matmuls.w6",
-          X=Choice((4, 8), "X"),
-          Y=Choice((4, 8), "Y"),
-          B=Choice((8192, 4096, 16384), "B"),
-          D=Choice((16384, 8192, 32768), "D"),
-          F=Choice((8192, 4096, 16384), "F")),
+    draws(X=Choice((4, 8), "X"),
+           Y=Choice((4, 8), "Y"),
+           B=Choice((8192, 4096, 16384), "B"),
+           D=Choice((16384, 8192, 32768), "D"),
+           F=Choice((8192, 4096, 16384), "F")),
     ("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
      "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
      "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
@@ -399,11 +393,10 @@ def _w7_solution(v):
 
 W7 = one_answer(
     "sharded_matmuls.w7", "Which operand to gather",
-    spec("sharded_matmuls.w7",
-          N=Choice((8, 4), "N", "chips"),
-          B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
-          D=Choice((8192, 4096, 16384), "D"),
-          F=Choice((32768, 8192, 16384), "F")),
+    draws(N=Choice((8, 4), "N", "chips"),
+           B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
+           D=Choice((8192, 4096, 16384), "D"),
+           F=Choice((32768, 8192, 16384), "F")),
     ("A[B_X, D] ·_D W[D, F_X] runs on {N} TPU v5e chips in a line (no wraparound, 1 µs per "
      "hop), B = {B:,}, D = {D:,}, F = {F:,}, bf16. Gathering the cheaper operand, how long "
      "does the gather take, in µs?"),
@@ -448,10 +441,9 @@ def _w8_solution(v):
 
 W8 = one_answer(
     "sharded_matmuls.w8", "A D-sharded matmul on a TPU",
-    spec("sharded_matmuls.w8",
-          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-          B=Choice((4096, 2048, 8192), "B"),
-          F=Choice((32768, 16384, 65536), "F")),
+    draws(chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           B=Choice((4096, 2048, 8192), "B"),
+           F=Choice((32768, 16384, 65536), "F")),
     ("A[B, D_X] ·_D W[D_X, F] runs over 16 {chip} chips with wraparound, B = {B:,}, F = {F:,}, "
      "bf16, and the partial sums are ReduceScattered. How large must the whole D be for the "
      "matmul to be compute-bound (T_math ≥ T_comms)?"),
@@ -499,10 +491,9 @@ def _w9_solution(v):
 
 W9 = one_answer(
     "sharded_matmuls.w9", "Tokens per chip for a weight gather",
-    spec("sharded_matmuls.w9",
-          machine=Choice(tuple(W9_MACHINES), "machine"),
-          D=Choice((8192, 4096, 16384), "D"),
-          F=Choice((32768, 16384, 65536), "F")),
+    draws(machine=Choice(tuple(W9_MACHINES), "machine"),
+           D=Choice((8192, 4096, 16384), "D"),
+           F=Choice((32768, 16384, 65536), "F")),
     ("A weight W bf16[{D:,}, {F:,}] is sharded FSDP-style and gathered before each matmul, "
      "A[B_X, D] ·_D W[D_X, F], on {machine}. How many tokens per chip make the gather no slower "
      "than the arithmetic?"),
@@ -544,9 +535,8 @@ def _w10_part(name, scheme, others):
 
 W10 = problem(
     "sharded_matmuls.w10", "An AllReduce across nodes, three ways",
-    spec("sharded_matmuls.w10",
-          V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
-          nodes=Choice((4, 2, 8, 16), "nodes")),
+    draws(V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
+           nodes=Choice((4, 2, 8, 16), "nodes")),
     ("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
      "take, in ms, as one flat ring, as the staged hierarchical scheme, and as NCCL's "
      "rail-aligned rings (the chapter's models)?"),
@@ -576,9 +566,8 @@ def _w11_solution(v):
 
 W11 = problem(
     "sharded_matmuls.w11", "One step of a collective matmul",
-    spec("sharded_matmuls.w11",
-          **ARRAY,
-          N=Choice((16, 8, 12), "N", "chips")),
+    draws(**ARRAY,
+           N=Choice((16, 8, 12), "N", "chips")),
     ("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
      "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
      "take, in µs (one link, one way, 1 µs per hop), and how long do the {N} − 1 steps take "
@@ -624,11 +613,10 @@ def _w12_solution(v):
 
 W12 = one_answer(
     "sharded_matmuls.w12", "A decode-sized AllReduce",
-    spec("sharded_matmuls.w12",
-          seqs=Choice((8, 4, 16, 32), "sequences"),
-          d=Choice((8192, 4096, 16384), "d_model"),
-          chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-          N=Choice((16,), "N", "chips")),
+    draws(seqs=Choice((8, 4, 16, 32), "sequences"),
+           d=Choice((8192, 4096, 16384), "d_model"),
+           chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           N=Choice((16,), "N", "chips")),
     ("During decoding with {seqs} sequences, a tensor-parallel layer AllReduces a bf16[{seqs}, "
      "{d:,}] activation over {N} {chip} chips with wraparound (1 µs per hop). How long does it "
      "take, in µs?"),

@@ -30,7 +30,7 @@ from ..transformer import (TransformerConfig, attention_crossover_context,
                            param_count, training_flops)
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
-from .common import DAY, GB, in_gib, percent_slip, spec
+from .common import DAY, GB, draws, in_gib, percent_slip
 from .problem import Problem, one_answer, problem
 
 #: The head width of the LLaMA 3 models, which the problems with a drawn D keep: H = D / 128.
@@ -104,10 +104,9 @@ def _w1_solution(v):
 
 W1 = problem(
     "transformers.w1", "The weights of grouped-query attention",
-    spec("transformers.w1",
-          derive=lambda p: {"H": p["D"] // D_HEAD},
-          D=Choice((8192, 4096, 6144, 12288), "D"),
-          K=Choice((8, 4, 16), "K", "key/value heads")),
+    draws(derive=lambda p: {"H": p["D"] // D_HEAD},
+           D=Choice((8192, 4096, 6144, 12288), "D"),
+           K=Choice((8, 4, 16), "K", "key/value heads")),
     ("A LLaMA-style layer has D = {D:,} and H = {H} query heads of d_h = 128, sharing K = {K} "
      "key/value heads (grouped-query attention; no biases). How many weights do its "
      "attention projections W_q, W_k, W_v and W_o hold, and how many would they hold with a "
@@ -194,9 +193,9 @@ _ALL_PARAMS = "6N with every parameter"
 
 W2 = problem(
     "transformers.w2", "What a training token costs",
-    spec("transformers.w2", derive=_dims,
-          model=MODEL,
-          T=Choice((8192, 4096, 16384, 32768), "T", "tokens")),
+    draws(derive=_dims,
+           model=MODEL,
+           T=Choice((8192, 4096, 16384, 32768), "T", "tokens")),
     ("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
      "context, and what share of them, in percent, is the attention core? Count 2 FLOPs per "
      "weight per token forward, the backward as twice the forward, and the core with "
@@ -235,9 +234,9 @@ def _w3_solution(v):
 
 W3 = problem(
     "transformers.w3", "A long-context token",
-    spec("transformers.w3", derive=_dims,
-          model=MODEL,
-          T=Choice((131072, 65536, 262144, 32768), "T", "tokens")),
+    draws(derive=_dims,
+           model=MODEL,
+           T=Choice((131072, 65536, 262144, 32768), "T", "tokens")),
     ("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
      "context, and how many times the cost of a token at 8,192? Count the attention core "
      "with " + NO_CAUSAL + "."),
@@ -303,10 +302,9 @@ def _w4_solution(v):
 
 W4 = problem(
     "transformers.w4", "The fewest chips that hold the training state",
-    spec("transformers.w4",
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-          gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-          tpu=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p"), "TPU")),
+    draws(model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           tpu=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p"), "TPU")),
     ("{model} trains in mixed precision: bf16 weights and gradients, an fp32 master copy of "
      "the weights and fp32 Adam moments. What is the least number of {gpu} GPUs, and of "
      "{tpu} chips, whose HBM can hold its training state (before activations, sharded "
@@ -349,10 +347,10 @@ _ONE_LAYER = "count all {L} layers: each keeps its own."
 
 W5 = problem(
     "transformers.w5", "The activations of a long sequence",
-    spec("transformers.w5", derive=_dims,
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-          T=Choice((8192, 4096, 16384), "T", "tokens"),
-          seqs=Choice((1, 2, 4), "sequences")),
+    draws(derive=_dims,
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           T=Choice((8192, 4096, 16384), "T", "tokens"),
+           seqs=Choice((1, 2, 4), "sequences")),
     ("How much activation memory, in GB (10⁹ bytes), does a batch of {seqs} × {T:,} tokens of "
      + SHAPE + " keep for the backward pass with no recomputation, and with full remat (each "
      "layer keeps only its bf16 input)? Count the LLaMA block's own saved tensors (section "
@@ -429,13 +427,13 @@ _FORWARD_HINT = "count the backward pass: 6 FLOPs per weight per token, not 2."
 
 W6 = problem(
     "transformers.w6", "MFU and HFU of a measured step",
-    spec("transformers.w6", well_posed=_w6_well_posed,
-          derive=lambda p: {"P_b": param_count(llama3_8b()).matmul / 1e9,
-                            "N_b": param_count(llama3_8b()).total / 1e9,
-                            "peak": get_chip("H100").flops("bf16")},
-          gpus=Choice((256, 128, 512), "GPUs"),
-          seqs=Choice((1024, 512, 2048), "sequences per step"),
-          step_s=Choice((3.4, 2.6, 4.5, 6.0), "step time", "s")),
+    draws(well_posed=_w6_well_posed,
+           derive=lambda p: {"P_b": param_count(llama3_8b()).matmul / 1e9,
+                             "N_b": param_count(llama3_8b()).total / 1e9,
+                             "peak": get_chip("H100").flops("bf16")},
+           gpus=Choice((256, 128, 512), "GPUs"),
+           seqs=Choice((1024, 512, 2048), "sequences per step"),
+           step_s=Choice((3.4, 2.6, 4.5, 6.0), "step time", "s")),
     ("LLaMA-3 8B ({P_b:.2f} billion weights in matmuls, {N_b:.2f} billion parameters in all) trains on "
      "{gpus} H100s with {seqs:,} sequences of 8,192 tokens per step, and a step takes "
      "{step_s} s. Counting " + _NO_ATTENTION + ", what is its MFU, and its HFU with full "
@@ -505,12 +503,12 @@ def _w7_slips(days, sparse: bool) -> tuple:
 
 W7 = problem(
     "transformers.w7", "Days of training",
-    spec("transformers.w7", derive=_w7_tokens_text,
-          model=Choice(tuple(W7_N), "model"),
-          tokens=Choice((15e12, 10e12, 20e12), "tokens"),
-          mfu=Choice((0.4, 0.5, 0.45), "MFU"),
-          gpus=Choice((16384, 8192, 24576), "GPUs"),
-          tpus=Choice((8960, 4096, 6144), "v5p chips")),
+    draws(derive=_w7_tokens_text,
+           model=Choice(tuple(W7_N), "model"),
+           tokens=Choice((15e12, 10e12, 20e12), "tokens"),
+           mfu=Choice((0.4, 0.5, 0.45), "MFU"),
+           gpus=Choice((16384, 8192, 24576), "GPUs"),
+           tpus=Choice((8960, 4096, 6144), "v5p chips")),
     ("How many days does {model} ({tokens_t:g} trillion tokens, by the 6·N·D rule with N all "
      "parameters) take at {mfu:.0%} MFU on {gpus:,} H100s, and on {tpus:,} TPU v5p chips?"),
     (Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s", not_applicable=(
@@ -544,11 +542,11 @@ def _w8_solution(v):
 
 W8 = one_answer(
     "transformers.w8", "The MFU a run's GPU-hours imply",
-    spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
-          derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
-          model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-          tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
-          hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
+    draws(well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
+           derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+           tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
+           hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
     ("{model} trained on {tokens_t:g} trillion tokens in {hours_m:g} million H100-hours. What MFU, in "
      "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
     Part("mfu_pct", _w8_mfu, slips=(
@@ -580,8 +578,8 @@ def _w9_solution(v):
 
 W9 = problem(
     "transformers.w9", "The compute-optimal model",
-    spec("transformers.w9", derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
-          C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
+    draws(derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
+           C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
     ("What is the compute-optimal dense model for {C:.2g} training FLOPs, at {r:g} tokens per "
      "parameter and 6·N·D FLOPs: how many parameters, in billions, on how many tokens, in "
      "trillions?"),
@@ -624,12 +622,11 @@ def _w10_solution(v):
 
 W10 = one_answer(
     "transformers.w10", "Heads wider than D / H",
-    spec("transformers.w10",
-          D=Choice((3072, 2048, 2560), "D"),
-          L=Choice((28, 18, 32), "L"),
-          H=Choice((16, 8, 32), "H"),
-          dh=Choice((256, 128), "d_h"),
-          T=Choice((8192, 4096, 32768), "T", "tokens")),
+    draws(D=Choice((3072, 2048, 2560), "D"),
+           L=Choice((28, 18, 32), "L"),
+           H=Choice((16, 8, 32), "H"),
+           dh=Choice((256, 128), "d_h"),
+           T=Choice((8192, 4096, 32768), "T", "tokens")),
     ("A Gemma-like model has D = {D:,}, L = {L} layers and H = {H} heads of d_h = {dh} "
      "(multi-head attention). How many forward FLOPs does one token spend in its attention "
      "core (scores and mixing, over all layers) at T = {T:,} tokens of context, with "
@@ -673,10 +670,10 @@ def _w11_solution(v):
 
 W11 = problem(
     "transformers.w11", "Where attention takes over",
-    spec("transformers.w11", derive=lambda p: {"H": p["D"] // D_HEAD},
-          D=Choice((16384, 8192, 4096, 12288), "D"),
-          F=Choice((53248, 28672, 14336), "F"),
-          K=Choice((8, 16, 4), "K", "key/value heads")),
+    draws(derive=lambda p: {"H": p["D"] // D_HEAD},
+           D=Choice((16384, 8192, 4096, 12288), "D"),
+           F=Choice((53248, 28672, 14336), "F"),
+           K=Choice((8, 16, 4), "K", "key/value heads")),
     ("A LLaMA-style model has D = {D:,}, H = {H} query heads and K = {K} key/value heads of "
      "d_h = 128, and a gated MLP with F = {F:,}. At what context length, in tokens, does its "
      "attention core do as many FLOPs per token as its MLP? As all of a layer's weights "
@@ -725,10 +722,9 @@ def _w12_solution(v):
 
 W12 = problem(
     "transformers.w12", "The bubble of a deep pipeline",
-    spec("transformers.w12",
-          K=Choice((16, 8, 4, 32), "stages"),
-          M=Choice((16, 32, 64, 8), "microbatches"),
-          v=Choice((4, 2, 8), "virtual stages")),
+    draws(K=Choice((16, 8, 4, 32), "stages"),
+           M=Choice((16, 32, 64, 8), "microbatches"),
+           v=Choice((4, 2, 8), "virtual stages")),
     ("A pipeline has K = {K} stages and M = {M} microbatches per step. What fraction of the "
      "step, in percent, is its 1F1B bubble, and what is it with v = {v} virtual stages per "
      "device (interleaved)?"),
@@ -793,11 +789,10 @@ def _w13_solution(v):
 
 W13 = problem(
     "transformers.w13", "How often to checkpoint, and what is left",
-    spec("transformers.w13",
-         model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-         mtbf_h=Choice((3, 1, 6, 12), "hours between interruptions"),
-         store_tb=Choice((2, 1, 5), "storage write bandwidth", "TB/s"),
-         restart_min=Choice((10, 5, 20), "restart", "minutes")),
+    draws(model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+          mtbf_h=Choice((3, 1, 6, 12), "hours between interruptions"),
+          store_tb=Choice((2, 1, 5), "storage write bandwidth", "TB/s"),
+          restart_min=Choice((10, 5, 20), "restart", "minutes")),
     ("A {model} run (Adam in mixed precision) is interrupted every {mtbf_h} hours on "
      "average; its storage writes {store_tb} TB/s and each restart costs {restart_min} "
      "minutes. How big is a checkpoint (weights and optimizer state, no gradients), in "
