@@ -591,58 +591,51 @@ def _case2(v: Mapping[str, Any], a: str, b: str, **kw):
     return X, Y, I, J, K, plan
 
 
-def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
-    """The hidden check of grade cell ``hw3-q2a-case1-test``: raises ``AssertionError`` (with its hint)
-    unless ``collective_a``, ``c_bytes_a`` are right for the student with numbers ``v``."""
+def _check_collective(v: Mapping[str, Any], name: str, given: str, value: Any, part: int,
+                      a: str, b: str, hint: str, **plan: Any) -> None:
+    """The hidden check of one case of problem 2: raises ``AssertionError`` (with ``hint``)
+    unless ``given``, the collective the student named ``name``, is the one the solver's plan of
+    ``A ·_J B`` with the shardings ``a`` and ``b`` runs ("none" when it runs none), and unless
+    ``value`` passes ``NOTEBOOK_PARTS[part]``."""
     from scalebook.homework.parts import check_number  # looked up here: tests record it
-    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_Y]")
-    _kind = _plan.collectives[0].kind if _plan.collectives else "none"
-    assert collective_a.replace(" ", "").lower() == _kind.lower(), (
-        "collective_a is not what this matmul needs. Hint: look at the contracting dim J first: "
-        "neither A nor B splits it.")
-    check_number(NOTEBOOK_PARTS[1], v, c_bytes_a)
+    steps = _case2(v, a, b, **plan)[5].collectives
+    kind = steps[0].kind if steps else "none"
+    assert given.replace(" ", "").lower() == kind.lower(), (
+        f"{name} is not what this matmul needs. Hint: {hint}")
+    check_number(NOTEBOOK_PARTS[part], v, value)
+
+
+def check_q2a_case1(v: Mapping[str, Any], collective_a, c_bytes_a) -> None:
+    """The hidden check of grade cell ``hw3-q2a-case1-test`` (see :func:`_check_collective`)."""
+    _check_collective(v, "collective_a", collective_a, c_bytes_a, 1, "A[I_X, J]", "B[J, K_Y]",
+                      "look at the contracting dim J first: neither A nor B splits it.")
 
 
 def check_q2b_case2(v: Mapping[str, Any], collective_b, v_b) -> None:
-    """The hidden check of grade cell ``hw3-q2b-case2-test``: raises ``AssertionError`` (with its hint)
-    unless ``collective_b``, ``v_b`` are right for the student with numbers ``v``."""
-    from scalebook.homework.parts import check_number  # looked up here: tests record it
-    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J_Y]", "B[J, K]")
-    _step = _plan.collectives[0]
-    assert collective_b.replace(" ", "").lower() == _step.kind.lower(), (
-        "collective_b is not what this matmul needs. Hint: only A splits the contracting dim J, "
-        "over Y; the chips of a Y group hold different slices of J that each of them needs.")
-    check_number(NOTEBOOK_PARTS[2], v, v_b)
+    """The hidden check of grade cell ``hw3-q2b-case2-test`` (see :func:`_check_collective`)."""
+    _check_collective(v, "collective_b", collective_b, v_b, 2, "A[I_X, J_Y]", "B[J, K]",
+                      "only A splits the contracting dim J, over Y; the chips of a Y group hold "
+                      "different slices of J that each of them needs.")
 
 
 def check_q2c_case3(v: Mapping[str, Any], collective_c, v_c) -> None:
-    """The hidden check of grade cell ``hw3-q2c-case3-test``: raises ``AssertionError`` (with its hint)
-    unless ``collective_c``, ``v_c`` are right for the student with numbers ``v``."""
-    from scalebook.homework.parts import check_number  # looked up here: tests record it
-    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I, J_X]", "B[J_X, K]", reduce="reduce_scatter",
-                                       scatter_dim="K")
-    _step = _plan.collectives[0]
-    _answer = collective_c.replace(" ", "").lower()
-    assert _answer != "allreduce", (
+    """The hidden check of grade cell ``hw3-q2c-case3-test`` (see :func:`_check_collective`):
+    an AllReduce, which does the job at twice the cost, earns its own hint."""
+    assert collective_c.replace(" ", "").lower() != "allreduce", (
         "collective_c: an AllReduce leaves all of C on every chip and costs twice as much. Hint: "
-        f"C[I, K_X] keeps 1/{_X} of K per chip, which is exactly what a ReduceScatter leaves.")
-    assert _answer == _step.kind.lower(), (
-        "collective_c is not what this matmul needs. Hint: both operands split the contracting dim "
-        "J, so each chip's local matmul gives only partial sums of C, which must be added up.")
-    check_number(NOTEBOOK_PARTS[3], v, v_c)
+        f"C[I, K_X] keeps 1/{v['q2_X']} of K per chip, which is exactly what a ReduceScatter "
+        "leaves.")
+    _check_collective(v, "collective_c", collective_c, v_c, 3, "A[I, J_X]", "B[J_X, K]",
+                      "both operands split the contracting dim J, so each chip's local matmul "
+                      "gives only partial sums of C, which must be added up.",
+                      reduce="reduce_scatter", scatter_dim="K")
 
 
 def check_q2d_case4(v: Mapping[str, Any], collective_d, v_d) -> None:
-    """The hidden check of grade cell ``hw3-q2d-case4-test``: raises ``AssertionError`` (with its hint)
-    unless ``collective_d``, ``v_d`` are right for the student with numbers ``v``."""
-    from scalebook.homework.parts import check_number  # looked up here: tests record it
-    _X, _Y, _I, _J, _K, _plan = _case2(v, "A[I_X, J]", "B[J, K_X]")
-    _step = _plan.collectives[0]
-    assert collective_d.replace(" ", "").lower() == _step.kind.lower(), (
-        "collective_d is not what this matmul needs. Hint: J is not split, but both operands split "
-        "a free dim over X, and no chip can hold C[I_X, K_X]: one operand must be made whole "
-        "along X first.")
-    check_number(NOTEBOOK_PARTS[4], v, v_d)
+    """The hidden check of grade cell ``hw3-q2d-case4-test`` (see :func:`_check_collective`)."""
+    _check_collective(v, "collective_d", collective_d, v_d, 4, "A[I_X, J]", "B[J, K_X]",
+                      "J is not split, but both operands split a free dim over X, and no chip can "
+                      "hold C[I_X, K_X]: one operand must be made whole along X first.")
 
 
 def check_q8a_specs(v: Mapping[str, Any], w_shard_bytes, a_spec, w_spec) -> None:

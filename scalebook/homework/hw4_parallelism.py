@@ -48,7 +48,7 @@ from ..training import (MIXED_PRECISION_ADAM, TrainingLayout, best_training_layo
                         llama3_405b, plan_training, run_time, training_memory)
 from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
 from ..variants import Choice, VariantSpec
-from .parts import (ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict,
+from .parts import (ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict, near_best,
                     whole_number)
 from .parts import well_posed as parts_well_posed
 
@@ -468,12 +468,8 @@ def judge_layout10(v: Mapping[str, Any], value: Any) -> Verdict:
     if reasons:
         return Verdict(False, tuple(reasons))
     best = _best10(v["q10_model"], v["q10_gpu"], n, v["q10_B"]).step_time.total
-    if step.total > (1 + MARGIN10) * best:
-        return Verdict(False, (f"It fits and meets the communication limit, but its step takes "
-                               f"{step.total:.3g} s, {step.total / best - 1:.0%} longer than the "
-                               f"best layout the course's solver finds: full points need one "
-                               f"within {MARGIN10:.0%} of it.",))
-    return Verdict(True)
+    return near_best(step.total, best, MARGIN10, "It fits and meets the communication limit, but "
+                     f"its step takes {step.total:.3g} s", "longer than the best layout")
 
 
 DESIGNS = (Design(

@@ -38,7 +38,7 @@ from ..training import llama3_405b
 from ..transformer import TransformerConfig, llama3_8b, llama3_70b, param_count
 from ..variants import Choice, VariantSpec
 from .parts import (PINNED, Convention, Design, Example, Part, Slip, Verdict, distinct_from,
-                    whole_number)
+                    near_best, whole_number)
 from .parts import well_posed as parts_well_posed
 
 #: The homework's stated convention for problems 5 to 7 (its "Conventions" cell): an AllReduce
@@ -473,12 +473,8 @@ def judge_serving8(v: Mapping[str, Any], value: Any) -> Verdict:
                                f"{v['q8_target'] * 1e3:.0f} ms target.",))
     cost = cost_per_million_tokens(step.tokens_per_s, n_chips=n, price_per_chip_hour=v["q6_price"])
     best = _cheapest8(v["q8_model"], gpu, s, v["q8_target"], v["q6_price"])[0]
-    if cost > (1 + MARGIN8) * best:
-        return Verdict(False, (f"It meets the target, but a million tokens cost "
-                               f"${cost:.3g}, {cost / best - 1:.0%} more than the cheapest "
-                               f"configuration the course's solver finds: full points need one "
-                               f"within {MARGIN8:.0%} of it.",))
-    return Verdict(True)
+    return near_best(cost, best, MARGIN8, "It meets the target, but a million tokens cost "
+                     f"${cost:.3g}", "more than the cheapest configuration")
 
 
 DESIGNS = (Design(

@@ -47,7 +47,8 @@ from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternati
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
            "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
-           "sources", "applicable", "targets", "Targets", "check_number", "whole_number", "judge_design"]
+           "sources", "applicable", "targets", "Targets", "check_number", "whole_number",
+           "judge_design", "near_best"]
 
 ACCEPTED = "accepted"
 PINNED = "pinned"
@@ -233,6 +234,18 @@ def judge_design(part: Design, v: Mapping[str, Any], value: Any) -> Verdict:
         return part.judge(v, list(value) if isinstance(value, tuple) else value)
     except ValueError as exc:
         return Verdict(False, (f"The course's solver cannot build this design: {exc}",))
+
+
+def near_best(value: float, best: float, margin: float, said: str, compared: str) -> Verdict:
+    """The last test of a :class:`Design`'s judge: passed when the student's feasible design
+    scores ``value`` (a time, a cost: lower is better) at most ``margin`` above the solver's
+    ``best``; else failed with ``said`` ("It meets the target, but ... costs $3.1"), how much
+    worse it is, ``compared`` to what ("more than the cheapest configuration"), and the margin
+    that full points need."""
+    if value > (1 + margin) * best:
+        return Verdict(False, (f"{said}, {value / best - 1:.0%} {compared} the course's solver "
+                               f"finds: full points need one within {margin:.0%} of it.",))
+    return Verdict(True)
 
 
 def as_float(x: Number) -> float:

@@ -31,8 +31,9 @@ from ..torus import CUBE_EDGE
 from ..training import fewest_chips
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, percent_slip, spec
-from .problem import Problem
+from .common import (GB, GIB, MB, MIB, MS, US, bytes_text, decimal_bytes, draws, fma_slip,
+                     percent_slip)
+from .problem import Problem, one_answer, problem
 
 KIB = 2.0**10
 
@@ -59,33 +60,26 @@ def _pad_solution(v):
     )
 
 
-PADDING = Problem(
-    id="hardware.padding",
-    title="The padding tax of a systolic array",
-    worked="7",
-    spec=spec("hardware.padding",
-               well_posed=lambda v: _pad_pct(v) < 97,
-               chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
-               D=Choice((200, 300, 1000, 600, 1500), "D"),
-               F=Choice((200, 700, 2500, 900, 4096), "F")),
-    text=("A layer multiplies activations by a weight W[D, F] with D = {D:,} and F = {F:,} on a "
-          "{chip}. The MXU pads the contracting and output dimensions up to a multiple of its "
-          "systolic array's width (the batch streams through unpadded). What share of the MXU's "
-          "work is useful, in %?"),
-    parts=(
-        Part("useful_pct", _pad_pct, rel=0.02, slips=(
-            Slip("one dimension padded", distinct_from(
-                _pad_pct, lambda v: 100.0 * mxu_useful_fraction(v["chip"], v["D"]), 0.02),
-                 "the weight block fills the array in both directions: pad D and F, and "
-                 "multiply the two useful shares."),
-            Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
-                 "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
-            percent_slip(_pad_pct),
-        ), unit="fraction"),
-    ),
-    labels={"useful_pct": "useful share of the MXU's work, in %"},
-    solution=_pad_solution,
-)
+PADDING = one_answer(
+    "hardware.padding", "The padding tax of a systolic array",
+    draws(well_posed=lambda v: _pad_pct(v) < 97,
+           chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p"), "chip"),
+           D=Choice((200, 300, 1000, 600, 1500), "D"),
+           F=Choice((200, 700, 2500, 900, 4096), "F")),
+    ("A layer multiplies activations by a weight W[D, F] with D = {D:,} and F = {F:,} on a "
+     "{chip}. The MXU pads the contracting and output dimensions up to a multiple of its "
+     "systolic array's width (the batch streams through unpadded). What share of the MXU's "
+     "work is useful, in %?"),
+    Part("useful_pct", _pad_pct, rel=0.02, slips=(
+        Slip("one dimension padded", distinct_from(
+            _pad_pct, lambda v: 100.0 * mxu_useful_fraction(v["chip"], v["D"]), 0.02),
+             "the weight block fills the array in both directions: pad D and F, and "
+             "multiply the two useful shares."),
+        Slip("the other MXU width", distinct_from(_pad_pct, _pad_other_tile_pct, 0.02),
+             "check the {chip}'s array width: 128 × 128 on most TPUs, 256 × 256 on a v6e."),
+        percent_slip(_pad_pct),
+    ), unit="fraction"),
+    label="useful share of the MXU's work, in %", solution=_pad_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 2. sweeping HBM
@@ -110,27 +104,22 @@ def _sweep_solution(v):
     )
 
 
-HBM_SWEEP = Problem(
-    id="hardware.hbm_sweep",
-    title="A step that reads most of HBM",
-    spec=spec("hardware.hbm_sweep", derive=_sweep_derive,
-               chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
-                           "chip"),
-               fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
-    text=("A decode step on one {chip} ({hbm_gb:g} GB of HBM at {bw_text}) reads its weights "
-          "and KV cache, which fill {fill_pct}% of the HBM, once each. What is the lower bound "
-          "on the step's time, in ms?"),
-    parts=(
-        Part("step_ms", _sweep_ms, slips=(
-            Slip("the whole HBM", lambda v: _sweep_ms(v) * 100 / v["fill_pct"],
-                 "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
-            Slip("seconds", lambda v: _sweep_ms(v) * MS,
-                 "the answer is asked in ms (1 s = 1,000 ms)."),
-        ), unit="s"),
-    ),
-    labels={"step_ms": "lower bound on the step time, in ms"},
-    solution=_sweep_solution,
-)
+HBM_SWEEP = one_answer(
+    "hardware.hbm_sweep", "A step that reads most of HBM",
+    draws(derive=_sweep_derive,
+           chip=Choice(("H100", "TPU v5e", "H200", "B200", "TPU v5p", "A100", "TPU v6e"),
+                       "chip"),
+           fill_pct=Choice((90, 75, 60, 50), "share of HBM", "%")),
+    ("A decode step on one {chip} ({hbm_gb:g} GB of HBM at {bw_text}) reads its weights "
+     "and KV cache, which fill {fill_pct}% of the HBM, once each. What is the lower bound "
+     "on the step's time, in ms?"),
+    Part("step_ms", _sweep_ms, slips=(
+        Slip("the whole HBM", lambda v: _sweep_ms(v) * 100 / v["fill_pct"],
+             "the step reads only what is stored, {fill_pct}% of the HBM, not all of it."),
+        Slip("seconds", lambda v: _sweep_ms(v) * MS,
+             "the answer is asked in ms (1 s = 1,000 ms)."),
+    ), unit="s"),
+    label="lower bound on the step time, in ms", solution=_sweep_solution)
 
 
 # --------------------------------------------------------------------------- 3. a latency budget
@@ -159,30 +148,25 @@ def _budget_solution(v):
     )
 
 
-TOKEN_BUDGET = Problem(
-    id="hardware.token_budget",
-    title="How big a model can answer this fast?",
-    spec=spec("hardware.token_budget", derive=_budget_derive,
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               rate=Choice((50, 20, 100, 30), "tokens per second"),
-               dtype=Choice(("bf16", "int8", "int4"), "weight type")),
-    text=("You want one conversation to get {rate} tokens per second from a model whose {dtype} "
-          "weights ({b_text} per parameter) are split evenly over one node of 8 {gpu}s "
-          "({bw_text} of HBM bandwidth each). Counting only the weight reads, how many "
-          "parameters, in billions, can the model have at most?"),
-    parts=(
-        Part("max_params_b", _budget_params_b, slips=(
-            Slip("one GPU", lambda v: _budget_params_b(v, n_chips=1),
-                 "the weights are split over all 8 GPUs, and each reads its own share at the "
-                 "same time: the node reads 8 times faster than one GPU."),
-            Slip("two bytes per parameter", distinct_from(
-                _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
-                 "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
-        ), unit="params"),
-    ),
-    labels={"max_params_b": "largest model, in billions of parameters"},
-    solution=_budget_solution,
-)
+TOKEN_BUDGET = one_answer(
+    "hardware.token_budget", "How big a model can answer this fast?",
+    draws(derive=_budget_derive,
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           rate=Choice((50, 20, 100, 30), "tokens per second"),
+           dtype=Choice(("bf16", "int8", "int4"), "weight type")),
+    ("You want one conversation to get {rate} tokens per second from a model whose {dtype} "
+     "weights ({b_text} per parameter) are split evenly over one node of 8 {gpu}s "
+     "({bw_text} of HBM bandwidth each). Counting only the weight reads, how many "
+     "parameters, in billions, can the model have at most?"),
+    Part("max_params_b", _budget_params_b, slips=(
+        Slip("one GPU", lambda v: _budget_params_b(v, n_chips=1),
+             "the weights are split over all 8 GPUs, and each reads its own share at the "
+             "same time: the node reads 8 times faster than one GPU."),
+        Slip("two bytes per parameter", distinct_from(
+            _budget_params_b, lambda v: _budget_params_b(v, b=2.0)),
+             "the weights are {dtype}: {b_text} per parameter, not bf16's 2."),
+    ), unit="params"),
+    label="largest model, in billions of parameters", solution=_budget_solution)
 
 
 # --------------------------------------------------------------------------- 4. datasheet sparsity
@@ -231,38 +215,33 @@ def _sparse_solution(v):
     )
 
 
-SPARSITY = Problem(
-    id="hardware.sparsity",
-    title="Reading a datasheet: dense, not sparse",
-    worked="1",
-    spec=spec("hardware.sparsity", derive=_sparse_derive,
-               case=Choice(tuple(SPARSE_CASES), "chip and number type")),
-    text=("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
-          "sparsity\" and {bw_text} of HBM bandwidth. For dense matmuls in {dtype}, what is its "
-          "critical arithmetic intensity, in FLOPs (or integer OPs) per byte, and above how many tokens per "
-          "matmul is X[B, D] · W[D, F] compute-bound when the weights are {dtype} too "
-          "(B much smaller than D and F)?"),
-    parts=(
-        Part("critical_intensity", _sparse_intensity, slips=(
-            Slip("with sparsity", lambda v: 2 * _sparse_intensity(v),
-                 "a figure 'with sparsity' is twice the dense rate: halve it first."),
-        ), unit="FLOPs/byte"),
-        Part("critical_batch", _sparse_batch, slips=(
-            *merged(Slip("with sparsity", lambda v: 2 * _sparse_batch(v),
-                         "a figure 'with sparsity' is twice the dense rate: halve it first."),
-                    Slip("the intensity (or bf16 weights)",
-                         distinct_from(_sparse_batch, _sparse_intensity),
-                         "that is the critical intensity in FLOPs per byte, the critical batch "
-                         "only for 2-byte weights. A matmul with few tokens does 2B FLOPs per "
-                         "weight, read as {b_text}: B* = (C/W)·b/2."),
-                    "halve the 'with sparsity' figure; and that value is the critical intensity "
-                    "(FLOPs per byte), not the batch: with weights of {b_text}, B* = (C/W)·b/2."),
-        ), unit="count"),
-    ),
-    labels={"critical_intensity": "critical intensity, in FLOPs/byte",
-            "critical_batch": "critical batch, in tokens"},
-    solution=_sparse_solution,
-)
+SPARSITY = problem(
+    "hardware.sparsity", "Reading a datasheet: dense, not sparse",
+    draws(derive=_sparse_derive,
+           case=Choice(tuple(SPARSE_CASES), "chip and number type")),
+    ("The {chip} datasheet lists {sparse_text} of {dtype} tensor-core throughput \"with "
+     "sparsity\" and {bw_text} of HBM bandwidth. For dense matmuls in {dtype}, what is its "
+     "critical arithmetic intensity, in FLOPs (or integer OPs) per byte, and above how many tokens per "
+     "matmul is X[B, D] · W[D, F] compute-bound when the weights are {dtype} too "
+     "(B much smaller than D and F)?"),
+    (Part("critical_intensity", _sparse_intensity, slips=(
+         Slip("with sparsity", lambda v: 2 * _sparse_intensity(v),
+              "a figure 'with sparsity' is twice the dense rate: halve it first."),
+     ), unit="FLOPs/byte"),
+     "critical intensity, in FLOPs/byte"),
+    (Part("critical_batch", _sparse_batch, slips=(
+         *merged(Slip("with sparsity", lambda v: 2 * _sparse_batch(v),
+                      "a figure 'with sparsity' is twice the dense rate: halve it first."),
+                 Slip("the intensity (or bf16 weights)",
+                      distinct_from(_sparse_batch, _sparse_intensity),
+                      "that is the critical intensity in FLOPs per byte, the critical batch "
+                      "only for 2-byte weights. A matmul with few tokens does 2B FLOPs per "
+                      "weight, read as {b_text}: B* = (C/W)·b/2."),
+                 "halve the 'with sparsity' figure; and that value is the critical intensity "
+                 "(FLOPs per byte), not the batch: with weights of {b_text}, B* = (C/W)·b/2."),
+     ), unit="count"),
+     "critical batch, in tokens"),
+    solution=_sparse_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 5. wraparound
@@ -325,33 +304,27 @@ def _wrap_slip(actual: bool, hint: str) -> Slip:
     return Slip("as a line" if actual else "as a ring", value, hint)
 
 
-WRAPAROUND = Problem(
-    id="hardware.wraparound",
-    title="Does this axis have wraparound?",
-    worked="8",
-    spec=spec("hardware.wraparound", derive=_wrap_derive,
-               case=Choice(tuple(WRAP_CASES), "chip and slice"),
-               V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
-    text=("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
-          "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
-          "per hop. Whether the axis has wraparound follows the generation's rule in the "
-          "chapter. How long does it take, in ms, by the chapter's model?"),
-    parts=(
-        Part("allgather_ms", _wrap_ms, conventions=(
-            Convention("first cut", _wrap_first_cut_ms),
-        ), slips=(
-            _wrap_slip(True, "this axis of a {chip} {topology} slice has wraparound: it is a "
-                             "ring, and the shards travel both ways round it."),
-            _wrap_slip(False, "this axis of a {chip} {topology} slice has no wraparound: it is "
-                              "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
-                              "shorter than 16), so the data streams one way past the end "
-                              "chips, V·(N−1)/N / W."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allgather_ms": "AllGather time, in ms"},
-    solution=_wrap_solution,
-)
+WRAPAROUND = one_answer(
+    "hardware.wraparound", "Does this axis have wraparound?",
+    draws(derive=_wrap_derive,
+           case=Choice(tuple(WRAP_CASES), "chip and slice"),
+           V_gb=Choice((1.0, 0.5, 2.0, 0.25), "V", "GB")),
+    ("An AllGather over the {N}-chip axis of a {chip} slice of shape {topology} collects a "
+     "{V_gb:g} GB array (the whole gathered array), {link_text} per ICI link one way, 1 µs "
+     "per hop. Whether the axis has wraparound follows the generation's rule in the "
+     "chapter. How long does it take, in ms, by the chapter's model?"),
+    Part("allgather_ms", _wrap_ms, conventions=(
+        Convention("first cut", _wrap_first_cut_ms),
+    ), slips=(
+        _wrap_slip(True, "this axis of a {chip} {topology} slice has wraparound: it is a "
+                         "ring, and the shards travel both ways round it."),
+        _wrap_slip(False, "this axis of a {chip} {topology} slice has no wraparound: it is "
+                          "a line (a slice smaller than a 4 × 4 × 4 cube, or a v5e/v6e axis "
+                          "shorter than 16), so the data streams one way past the end "
+                          "chips, V·(N−1)/N / W."),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="AllGather time, in ms", solution=_wrap_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 6. GPU AllGather
@@ -387,38 +360,35 @@ def _gag_solution(v):
     )
 
 
-GPU_ALLGATHER = Problem(
-    id="hardware.gpu_allgather",
-    title="An AllGather inside a node and across nodes",
-    spec=spec("hardware.gpu_allgather", derive=_gag_derive,
-               gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
-               V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
-               nodes=Choice((8, 2, 4, 16), "nodes")),
-    text=("An AllGather collects a {V_gb:g} GB array over {gpu} GPUs (NVLink: {nvlink_text} per "
-          "GPU one way through the node's switches; network: {nic_text} per GPU one way through "
-          "its own NIC; 1 µs per step). How long does it take, in ms, over the 8 GPUs of one "
-          "node, and over {n_gpus} GPUs in {nodes} nodes, priced as NCCL runs it (one ring per "
-          "NIC rail, the chapter's model)?"),
-    parts=(
-        Part("node_ms", _gag_node_ms, slips=(
-            Slip("one NVLink port", lambda v: _gag_ms(
-                v, 8, nvlink_bandwidth=get_chip(v["gpu"]).link_bandwidth_one_way),
-                 "every NVLink port of a GPU goes to a switch and they all carry data at once: "
-                 "use the GPU's total NVLink bandwidth, not one port's."),
-        ), unit="s"),
-        Part("cluster_ms", _gag_cluster_ms, slips=(
-            Slip("NVLink everywhere", lambda v: _gag_ms(v, 8 * v["nodes"],
-                                                        gpus_per_node=8 * v["nodes"]),
-                 "NVLink stops at the node: between nodes the data crosses each GPU's NIC, "
-                 "about 9 times slower."),
-            Slip("one flat ring", lambda v: _gag_ms(v, 8 * v["nodes"], scheme="flat"),
-                 "NCCL does not run one ring paced by the slowest link for every byte: it runs "
-                 "one ring per NIC rail, each carrying its share, while NVLink moves the rest."),
-        ), unit="s"),
-    ),
-    labels={"node_ms": "one node of 8, in ms", "cluster_ms": "across the nodes, in ms"},
-    solution=_gag_solution,
-)
+GPU_ALLGATHER = problem(
+    "hardware.gpu_allgather", "An AllGather inside a node and across nodes",
+    draws(derive=_gag_derive,
+           gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
+           V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
+           nodes=Choice((8, 2, 4, 16), "nodes")),
+    ("An AllGather collects a {V_gb:g} GB array over {gpu} GPUs (NVLink: {nvlink_text} per "
+     "GPU one way through the node's switches; network: {nic_text} per GPU one way through "
+     "its own NIC; 1 µs per step). How long does it take, in ms, over the 8 GPUs of one "
+     "node, and over {n_gpus} GPUs in {nodes} nodes, priced as NCCL runs it (one ring per "
+     "NIC rail, the chapter's model)?"),
+    (Part("node_ms", _gag_node_ms, slips=(
+         Slip("one NVLink port", lambda v: _gag_ms(
+             v, 8, nvlink_bandwidth=get_chip(v["gpu"]).link_bandwidth_one_way),
+              "every NVLink port of a GPU goes to a switch and they all carry data at once: "
+              "use the GPU's total NVLink bandwidth, not one port's."),
+     ), unit="s"),
+     "one node of 8, in ms"),
+    (Part("cluster_ms", _gag_cluster_ms, slips=(
+         Slip("NVLink everywhere", lambda v: _gag_ms(v, 8 * v["nodes"],
+                                                     gpus_per_node=8 * v["nodes"]),
+              "NVLink stops at the node: between nodes the data crosses each GPU's NIC, "
+              "about 9 times slower."),
+         Slip("one flat ring", lambda v: _gag_ms(v, 8 * v["nodes"], scheme="flat"),
+              "NCCL does not run one ring paced by the slowest link for every byte: it runs "
+              "one ring per NIC rail, each carrying its share, while NVLink moves the rest."),
+     ), unit="s"),
+     "across the nodes, in ms"),
+    solution=_gag_solution)
 
 
 # --------------------------------------------------------------------------- 7. vector units
@@ -458,44 +428,40 @@ def _ew_solution(v):
     )
 
 
-ELEMENTWISE = Problem(
-    id="hardware.elementwise",
-    title="Elementwise work on the vector units",
-    spec=spec("hardware.elementwise", derive=_ew_derive,
-               gpu=Choice(("A100", "H100", "V100", "H200"), "GPU"),
-               B=Choice((8192, 4096, 16384), "B"),
-               D=Choice((8192, 4096, 12288), "D")),
-    text=("A residual add out = x + y runs on bf16[{B:,}, {D:,}] arrays on one {gpu} (HBM: "
-          "{bw_text}; CUDA cores: {vec_text} counting one FLOP per add or multiply); x and y are "
-          "read from HBM and out is written there. What is the lower bound on its time, in µs? "
-          "And how many FLOPs per element could an elementwise op on the same three arrays do "
-          "before the CUDA cores, not HBM, set its time (one FLOP per add or multiply)?"),
-    parts=(
-        Part("add_us", _ew_us, slips=(
-            Slip("reads only", lambda v: _ew_us(v) * 2 / 3,
-                 "the output is written back to HBM too: three arrays move, not two."),
-            Slip("fp32", lambda v: _ew_us(v, dtype="fp32"),
-                 "the arrays are bf16, 2 bytes per element; the CUDA cores compute in fp32 but "
-                 "HBM moves bf16."),
-        ), unit="s"),
-        Part("flops_per_element", _ew_flops, conventions=(
-            Convention("an FMA as two FLOPs", lambda v: _ew_flops(v, fma_flops=2),
-                       verdict=PINNED, phrase="one FLOP per add or multiply",
-                       hint="the problem counts one FLOP per add or multiply, the CUDA cores' rate "
-                            "for plain instructions; NVIDIA's datasheet counts a fused "
-                            "multiply-add as two."),
-        ), slips=(
-            Slip("per byte", lambda v: vector_critical_intensity(v["gpu"]),
-                 "that is FLOPs per byte; each element moves 6 bytes (two bf16 reads, one "
-                 "write)."),
-        ), unit="FLOPs", not_applicable=(
-            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
-                          "step, no backward pass"),)),
-    ),
-    labels={"add_us": "residual add, in µs",
-            "flops_per_element": "FLOPs per element at the crossover"},
-    solution=_ew_solution,
-)
+ELEMENTWISE = problem(
+    "hardware.elementwise", "Elementwise work on the vector units",
+    draws(derive=_ew_derive,
+           gpu=Choice(("A100", "H100", "V100", "H200"), "GPU"),
+           B=Choice((8192, 4096, 16384), "B"),
+           D=Choice((8192, 4096, 12288), "D")),
+    ("A residual add out = x + y runs on bf16[{B:,}, {D:,}] arrays on one {gpu} (HBM: "
+     "{bw_text}; CUDA cores: {vec_text} counting one FLOP per add or multiply); x and y are "
+     "read from HBM and out is written there. What is the lower bound on its time, in µs? "
+     "And how many FLOPs per element could an elementwise op on the same three arrays do "
+     "before the CUDA cores, not HBM, set its time (one FLOP per add or multiply)?"),
+    (Part("add_us", _ew_us, slips=(
+         Slip("reads only", lambda v: _ew_us(v) * 2 / 3,
+              "the output is written back to HBM too: three arrays move, not two."),
+         Slip("fp32", lambda v: _ew_us(v, dtype="fp32"),
+              "the arrays are bf16, 2 bytes per element; the CUDA cores compute in fp32 but "
+              "HBM moves bf16."),
+     ), unit="s"),
+     "residual add, in µs"),
+    (Part("flops_per_element", _ew_flops, conventions=(
+         Convention("an FMA as two FLOPs", lambda v: _ew_flops(v, fma_flops=2),
+                    verdict=PINNED, phrase="one FLOP per add or multiply",
+                    hint="the problem counts one FLOP per add or multiply, the CUDA cores' rate "
+                         "for plain instructions; NVIDIA's datasheet counts a fused "
+                         "multiply-add as two."),
+     ), slips=(
+         Slip("per byte", lambda v: vector_critical_intensity(v["gpu"]),
+              "that is FLOPs per byte; each element moves 6 bytes (two bf16 reads, one "
+              "write)."),
+     ), unit="FLOPs", not_applicable=(
+         NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                       "step, no backward pass"),)),
+     "FLOPs per element at the crossover"),
+    solution=_ew_solution)
 
 
 # --------------------------------------------------------------------------- 8. PCIe
@@ -531,38 +497,35 @@ def _pcie_solution(v):
     )
 
 
-PCIE = Problem(
-    id="hardware.pcie",
-    title="Loading weights from the host",
-    spec=spec("hardware.pcie", derive=_pcie_derive,
-               well_posed=lambda v: _pcie_bytes(v) <= 0.9 * v["N"] * get_chip(v["chip"]).hbm_bytes,
-               chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "H100", "A100"), "chip"),
-               params_b=Choice((70, 8, 13, 34), "parameters", "billion"),
-               N=Choice((16, 8, 4, 32), "chips")),
-    text=("The bf16 weights of a {params_b}-billion-parameter model are copied from host memory "
-          "into the HBM of {N} {chip} chips, split evenly, each chip over its own PCIe link "
-          "({pcie_text} host to chip) at the same time. How long does the copy take at least, "
-          "in s, and how many times longer is that than reading the same weights once out of "
-          "HBM ({bw_text} per chip)?"),
-    parts=(
-        Part("copy_s", _pcie_s, slips=(
-            Slip("one link", lambda v: _pcie_s(v, n_chips=1),
-                 "each of the {N} chips receives its own share over its own PCIe link, all at "
-                 "once."),
-            Slip("HBM bandwidth", lambda v: weight_load_time(_pcie_bytes(v), v["chip"],
-                                                            n_chips=v["N"]),
-                 "the bytes come from the host over PCIe, not out of HBM: use the PCIe "
-                 "bandwidth."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-        Part("pcie_over_hbm", _pcie_ratio, slips=(
-            Slip("upside down", lambda v: 1 / _pcie_ratio(v),
-                 "the copy over PCIe is the slower one: the ratio is above 1."),
-        ), unit="ratio"),
-    ),
-    labels={"copy_s": "copy over PCIe, in s", "pcie_over_hbm": "PCIe time / HBM time"},
-    solution=_pcie_solution,
-)
+PCIE = problem(
+    "hardware.pcie", "Loading weights from the host",
+    draws(derive=_pcie_derive,
+           well_posed=lambda v: _pcie_bytes(v) <= 0.9 * v["N"] * get_chip(v["chip"]).hbm_bytes,
+           chip=Choice(("TPU v5e", "TPU v6e", "TPU v5p", "H100", "A100"), "chip"),
+           params_b=Choice((70, 8, 13, 34), "parameters", "billion"),
+           N=Choice((16, 8, 4, 32), "chips")),
+    ("The bf16 weights of a {params_b}-billion-parameter model are copied from host memory "
+     "into the HBM of {N} {chip} chips, split evenly, each chip over its own PCIe link "
+     "({pcie_text} host to chip) at the same time. How long does the copy take at least, "
+     "in s, and how many times longer is that than reading the same weights once out of "
+     "HBM ({bw_text} per chip)?"),
+    (Part("copy_s", _pcie_s, slips=(
+         Slip("one link", lambda v: _pcie_s(v, n_chips=1),
+              "each of the {N} chips receives its own share over its own PCIe link, all at "
+              "once."),
+         Slip("HBM bandwidth", lambda v: weight_load_time(_pcie_bytes(v), v["chip"],
+                                                         n_chips=v["N"]),
+              "the bytes come from the host over PCIe, not out of HBM: use the PCIe "
+              "bandwidth."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "copy over PCIe, in s"),
+    (Part("pcie_over_hbm", _pcie_ratio, slips=(
+         Slip("upside down", lambda v: 1 / _pcie_ratio(v),
+              "the copy over PCIe is the slower one: the ratio is above 1."),
+     ), unit="ratio"),
+     "PCIe time / HBM time"),
+    solution=_pcie_solution)
 
 
 # --------------------------------------------------------------------------- 9. leaving the slice
@@ -593,34 +556,30 @@ def _dcn_solution(v):
     )
 
 
-DCN = Problem(
-    id="hardware.dcn",
-    title="Leaving the slice",
-    worked="9",
-    spec=spec("hardware.dcn", derive=_dcn_derive,
-               chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
-               V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
-    text=("Every chip of a {chip} slice sends {V_mb:g} MB (10⁶ bytes) to its counterpart in "
-          "another slice, all at once, over the data-centre network: each host moves "
-          "{host_text} each way, shared by its {per_host} chips. How long does that take, in ms? "
-          "And how long does sending the same {V_mb:g} MB to an ICI neighbour take, over one "
-          "link ({link_text} one way), in ms? (1 µs of latency each.)"),
-    parts=(
-        Part("dcn_ms", _dcn_ms, slips=(
-            Slip("the whole host's bandwidth", lambda v: _dcn_ms(
-                v, bandwidth=get_chip(v["chip"]).host_network_bandwidth),
-                 "all {per_host} chips of a host send at once and share its network: each gets "
-                 "1/{per_host} of it."),
-        ), unit="s"),
-        Part("ici_ms", _ici_ms, slips=(
-            Slip("both directions", lambda v: _ici_ms(
-                v, bandwidth=2 * get_chip(v["chip"]).link_bandwidth_one_way),
-                 "a send to one neighbour uses one link in one direction: the one-way figure."),
-        ), unit="s"),
-    ),
-    labels={"dcn_ms": "over the DCN, in ms", "ici_ms": "to an ICI neighbour, in ms"},
-    solution=_dcn_solution,
-)
+DCN = problem(
+    "hardware.dcn", "Leaving the slice",
+    draws(derive=_dcn_derive,
+           chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "TPU v4p"), "chip"),
+           V_mb=Choice((100.0, 500.0, 1000.0, 50.0, 250.0), "V", "MB")),
+    ("Every chip of a {chip} slice sends {V_mb:g} MB (10⁶ bytes) to its counterpart in "
+     "another slice, all at once, over the data-centre network: each host moves "
+     "{host_text} each way, shared by its {per_host} chips. How long does that take, in ms? "
+     "And how long does sending the same {V_mb:g} MB to an ICI neighbour take, over one "
+     "link ({link_text} one way), in ms? (1 µs of latency each.)"),
+    (Part("dcn_ms", _dcn_ms, slips=(
+         Slip("the whole host's bandwidth", lambda v: _dcn_ms(
+             v, bandwidth=get_chip(v["chip"]).host_network_bandwidth),
+              "all {per_host} chips of a host send at once and share its network: each gets "
+              "1/{per_host} of it."),
+     ), unit="s"),
+     "over the DCN, in ms"),
+    (Part("ici_ms", _ici_ms, slips=(
+         Slip("both directions", lambda v: _ici_ms(
+             v, bandwidth=2 * get_chip(v["chip"]).link_bandwidth_one_way),
+              "a send to one neighbour uses one link in one direction: the one-way figure."),
+     ), unit="s"),
+     "to an ICI neighbour, in ms"),
+    solution=_dcn_solution, worked="9")
 
 
 # --------------------------------------------------------------------------- 10. cost analysis
@@ -648,36 +607,31 @@ def _ca_solution(v):
     )
 
 
-COST_ANALYSIS = Problem(
-    id="hardware.cost_analysis",
-    title="What a compiler's cost analysis counts",
-    spec=spec("hardware.cost_analysis",
-               dtype=Choice(("bf16", "fp32"), "number type"),
-               B=Choice((256, 512, 1024, 4096), "B"),
-               D=Choice((1024, 4096, 8192), "D"),
-               F=Choice((2048, 8192, 16384), "F")),
-    text=("XLA's cost_analysis of X[B, D] · W[D, F] → Out[B, F] with B = {B:,}, D = {D:,}, "
-          "F = {F:,}, all in {dtype}, on a chip where {dtype} is native, counts every input byte "
-          "read once and the output written once. How many MB (10⁶ bytes) does it count, and "
-          "what is the matmul's arithmetic intensity, in FLOPs per byte?"),
-    parts=(
-        Part("bytes_mb", _ca_mb, slips=(
-            Slip("no output", lambda v: _ca_cost(v).bytes_read / MB,
-                 "the output Out[B, F] is written to memory too: count its bytes."),
-            Slip("2 bytes per element", distinct_from(
-                _ca_mb, lambda v: matmul_cost(v["B"], v["D"], v["F"]).total_bytes / MB),
-                 "the arrays are {dtype}: 4 bytes per element for fp32, 2 for bf16."),
-        ), unit="bytes"),
-        Part("intensity", _ca_intensity, slips=(
-            Slip("one FLOP per multiply-add", lambda v: _ca_intensity(v) / 2,
-                 "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."),
-            Slip("no output", lambda v: _ca_cost(v).flops / _ca_cost(v).bytes_read,
-                 "the output Out[B, F] is written to memory too: count its bytes."),
-        ), unit="FLOPs/byte"),
-    ),
-    labels={"bytes_mb": "bytes accessed, in MB", "intensity": "intensity, in FLOPs/byte"},
-    solution=_ca_solution,
-)
+COST_ANALYSIS = problem(
+    "hardware.cost_analysis", "What a compiler's cost analysis counts",
+    draws(dtype=Choice(("bf16", "fp32"), "number type"),
+           B=Choice((256, 512, 1024, 4096), "B"),
+           D=Choice((1024, 4096, 8192), "D"),
+           F=Choice((2048, 8192, 16384), "F")),
+    ("XLA's cost_analysis of X[B, D] · W[D, F] → Out[B, F] with B = {B:,}, D = {D:,}, "
+     "F = {F:,}, all in {dtype}, on a chip where {dtype} is native, counts every input byte "
+     "read once and the output written once. How many MB (10⁶ bytes) does it count, and "
+     "what is the matmul's arithmetic intensity, in FLOPs per byte?"),
+    (Part("bytes_mb", _ca_mb, slips=(
+         Slip("no output", lambda v: _ca_cost(v).bytes_read / MB,
+              "the output Out[B, F] is written to memory too: count its bytes."),
+         Slip("2 bytes per element", distinct_from(
+             _ca_mb, lambda v: matmul_cost(v["B"], v["D"], v["F"]).total_bytes / MB),
+              "the arrays are {dtype}: 4 bytes per element for fp32, 2 for bf16."),
+     ), unit="bytes"),
+     "bytes accessed, in MB"),
+    (Part("intensity", _ca_intensity, slips=(
+         fma_slip(lambda v: _ca_intensity(v) / 2),
+         Slip("no output", lambda v: _ca_cost(v).flops / _ca_cost(v).bytes_read,
+              "the output Out[B, F] is written to memory too: count its bytes."),
+     ), unit="FLOPs/byte"),
+     "intensity, in FLOPs/byte"),
+    solution=_ca_solution)
 
 
 # =========================================================================== worked problems
@@ -715,33 +669,29 @@ def _w2_solution(v):
     )
 
 
-W2 = Problem(
-    id="hardware.w2",
-    title="Bidirectional bandwidth and bits per second",
-    worked="2",
-    spec=spec("hardware.w2", derive=_w2_derive,
-               gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
-               V_gb=Choice((1.0, 4.0, 0.5, 2.0), "V", "GB")),
-    text=("The {gpu} datasheet lists {bidi_text} of NVLink bandwidth per GPU, \"bidirectional\", "
-          "and each GPU of the node has its own {nic_gbit} Gb/s network card. One GPU sends a "
-          "{V_gb:g} GB shard to another GPU of its node, through the NVLink switches, with nothing "
-          "else on the links. How long does that take at least, in ms? And how long does sending "
-          "the same shard to a GPU in another node through the NIC take, in ms? (Bandwidth only.)"),
-    parts=(
-        Part("nvlink_ms", _w2_nvlink_ms, slips=(
-            Slip("bidirectional", lambda v: _w2_nvlink_ms(v, factor=2.0),
-                 "the bidirectional figure adds both directions; a send from one GPU to another "
-                 "uses one: halve it."),
-        ), unit="s"),
-        Part("nic_ms", _w2_nic_ms, slips=(
-            Slip("bits as bytes", lambda v: _w2_nic_ms(v, factor=8.0),
-                 "a NIC's rate is in bits per second: divide by 8 for bytes ({nic_gbit} Gb/s is "
-                 "{nic_gbit} / 8 GB/s)."),
-        ), unit="s"),
-    ),
-    labels={"nvlink_ms": "over NVLink, in ms", "nic_ms": "through the NIC, in ms"},
-    solution=_w2_solution,
-)
+W2 = problem(
+    "hardware.w2", "Bidirectional bandwidth and bits per second",
+    draws(derive=_w2_derive,
+           gpu=Choice(("H100", "B200", "A100", "H200"), "GPU"),
+           V_gb=Choice((1.0, 4.0, 0.5, 2.0), "V", "GB")),
+    ("The {gpu} datasheet lists {bidi_text} of NVLink bandwidth per GPU, \"bidirectional\", "
+     "and each GPU of the node has its own {nic_gbit} Gb/s network card. One GPU sends a "
+     "{V_gb:g} GB shard to another GPU of its node, through the NVLink switches, with nothing "
+     "else on the links. How long does that take at least, in ms? And how long does sending "
+     "the same shard to a GPU in another node through the NIC take, in ms? (Bandwidth only.)"),
+    (Part("nvlink_ms", _w2_nvlink_ms, slips=(
+         Slip("bidirectional", lambda v: _w2_nvlink_ms(v, factor=2.0),
+              "the bidirectional figure adds both directions; a send from one GPU to another "
+              "uses one: halve it."),
+     ), unit="s"),
+     "over NVLink, in ms"),
+    (Part("nic_ms", _w2_nic_ms, slips=(
+         Slip("bits as bytes", lambda v: _w2_nic_ms(v, factor=8.0),
+              "a NIC's rate is in bits per second: divide by 8 for bytes ({nic_gbit} Gb/s is "
+              "{nic_gbit} / 8 GB/s)."),
+     ), unit="s"),
+     "through the NIC, in ms"),
+    solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- w4. the clock
@@ -777,37 +727,32 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="hardware.w4",
-    title="The clock behind the peak",
-    worked="4",
-    spec=spec("hardware.w4", derive=_w4_derive,
-               well_posed=lambda v: v["f_ghz"] * 1e9 < get_chip(v["gpu"]).boost_clock_hz,
-               gpu=Choice(("H100", "A100", "B200", "H200"), "GPU"),
-               f_ghz=Choice((1.75, 1.6, 1.3, 1.2, 1.1), "sustained clock", "GHz")),
-    text=("An {gpu} has {sms} SMs of {fp32_per_sm} fp32 CUDA cores each; its datasheet peaks "
-          "assume the {boost_ghz} GHz boost clock, and count a fused multiply-add as 2 FLOPs. "
-          "Under a long training run it holds {f_ghz} GHz. What fp32 rate do its CUDA cores "
-          "reach at that clock, in TFLOP/s (FMA as 2 FLOPs)? And its dense bf16 tensor-core rate "
-          "({bf16_text} at boost), if it scales with the clock the same way, in TFLOP/s?"),
-    parts=(
-        Part("fp32_tflops", _w4_fp32_tflops, slips=(
-            Slip("the boost clock", lambda v: cuda_core_flops(v["gpu"]) / 1e12,
-                 "that is the datasheet's peak at the {boost_ghz} GHz boost clock; at "
-                 "{f_ghz} GHz every core does proportionally less."),
-            Slip("an FMA as one FLOP", lambda v: _w4_fp32_tflops(v, fma_flops=1),
-                 "the problem counts a fused multiply-add as 2 FLOPs, as the datasheet does."),
-        ), unit="FLOPs/s"),
-        Part("bf16_tflops", _w4_bf16_tflops, slips=(
-            Slip("the boost clock", lambda v: get_chip(v["gpu"]).flops("bf16") / 1e12,
-                 "the datasheet figure assumes the boost clock: scale it by {f_ghz} / "
-                 "{boost_ghz}."),
-        ), unit="FLOPs/s"),
-    ),
-    labels={"fp32_tflops": "CUDA cores at that clock, in TFLOP/s",
-            "bf16_tflops": "tensor cores (bf16) at that clock, in TFLOP/s"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "hardware.w4", "The clock behind the peak",
+    draws(derive=_w4_derive,
+           well_posed=lambda v: v["f_ghz"] * 1e9 < get_chip(v["gpu"]).boost_clock_hz,
+           gpu=Choice(("H100", "A100", "B200", "H200"), "GPU"),
+           f_ghz=Choice((1.75, 1.6, 1.3, 1.2, 1.1), "sustained clock", "GHz")),
+    ("An {gpu} has {sms} SMs of {fp32_per_sm} fp32 CUDA cores each; its datasheet peaks "
+     "assume the {boost_ghz} GHz boost clock, and count a fused multiply-add as 2 FLOPs. "
+     "Under a long training run it holds {f_ghz} GHz. What fp32 rate do its CUDA cores "
+     "reach at that clock, in TFLOP/s (FMA as 2 FLOPs)? And its dense bf16 tensor-core rate "
+     "({bf16_text} at boost), if it scales with the clock the same way, in TFLOP/s?"),
+    (Part("fp32_tflops", _w4_fp32_tflops, slips=(
+         Slip("the boost clock", lambda v: cuda_core_flops(v["gpu"]) / 1e12,
+              "that is the datasheet's peak at the {boost_ghz} GHz boost clock; at "
+              "{f_ghz} GHz every core does proportionally less."),
+         Slip("an FMA as one FLOP", lambda v: _w4_fp32_tflops(v, fma_flops=1),
+              "the problem counts a fused multiply-add as 2 FLOPs, as the datasheet does."),
+     ), unit="FLOPs/s"),
+     "CUDA cores at that clock, in TFLOP/s"),
+    (Part("bf16_tflops", _w4_bf16_tflops, slips=(
+         Slip("the boost clock", lambda v: get_chip(v["gpu"]).flops("bf16") / 1e12,
+              "the datasheet figure assumes the boost clock: scale it by {f_ghz} / "
+              "{boost_ghz}."),
+     ), unit="FLOPs/s"),
+     "tensor cores (bf16) at that clock, in TFLOP/s"),
+    solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- w5. on-chip SRAM
@@ -846,40 +791,36 @@ def _w5_solution(v):
     )
 
 
-W5 = Problem(
-    id="hardware.w5",
-    title="How much memory is on the chip?",
-    worked="5",
-    spec=spec("hardware.w5", derive=_w5_derive,
-               gpu=Choice(("H100", "A100", "B200", "V100"), "GPU")),
-    text=("An {gpu} has {sms} SMs, each with {reg_kib} KiB of registers and {smem_kib} KiB of "
-          "shared memory/L1, and one L2 cache of {l2_mib} MiB shared by all of them. How much "
-          "on-chip memory is that in all, in MiB (2²⁰ bytes)? And how many times more does its "
-          "{hbm_gb} GB of HBM hold?"),
-    parts=(
-        Part("sram_mib", _w5_mib, conventions=(
-            Convention("MB instead of MiB", lambda v: _w5_bytes(v) / MB),
-        ), slips=(
-            Slip("one SM", lambda v: _w5_bytes(v, per_sm_total=False) / MIB,
-                 "registers and shared memory are per SM: multiply them by the {sms} SMs "
-                 "(the L2 is one for the chip)."),
-            Slip("no registers", lambda v: (_w5_bytes(v) - on_chip_memory(
-                v["gpu"], "registers", total=True)) / MIB,
-                 "the register files are on-chip memory too, and as large as the shared "
-                 "memory: count them."),
-        ), unit="bytes", not_applicable=(
-            NotApplicable("bf16 or fp32", "on-chip memory capacities: no element size enters "
-                          "them"),
-            NotApplicable("GB read as GiB", "sizes in KiB and MiB: MB for MiB (4.9% off) is "
-                          "accepted, and a GiB's 7.4% is no reading of them"),)),
-        Part("hbm_over_sram", _w5_ratio, slips=(
-            Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
-                 "registers and shared memory are per SM: multiply them by the {sms} SMs."),
-        ), unit="ratio"),
-    ),
-    labels={"sram_mib": "on-chip memory, in MiB", "hbm_over_sram": "HBM / on-chip memory"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "hardware.w5", "How much memory is on the chip?",
+    draws(derive=_w5_derive,
+           gpu=Choice(("H100", "A100", "B200", "V100"), "GPU")),
+    ("An {gpu} has {sms} SMs, each with {reg_kib} KiB of registers and {smem_kib} KiB of "
+     "shared memory/L1, and one L2 cache of {l2_mib} MiB shared by all of them. How much "
+     "on-chip memory is that in all, in MiB (2²⁰ bytes)? And how many times more does its "
+     "{hbm_gb} GB of HBM hold?"),
+    (Part("sram_mib", _w5_mib, conventions=(
+         Convention("MB instead of MiB", lambda v: _w5_bytes(v) / MB),
+     ), slips=(
+         Slip("one SM", lambda v: _w5_bytes(v, per_sm_total=False) / MIB,
+              "registers and shared memory are per SM: multiply them by the {sms} SMs "
+              "(the L2 is one for the chip)."),
+         Slip("no registers", lambda v: (_w5_bytes(v) - on_chip_memory(
+             v["gpu"], "registers", total=True)) / MIB,
+              "the register files are on-chip memory too, and as large as the shared "
+              "memory: count them."),
+     ), unit="bytes", not_applicable=(
+         NotApplicable("bf16 or fp32", "on-chip memory capacities: no element size enters "
+                       "them"),
+         NotApplicable("GB read as GiB", "sizes in KiB and MiB: MB for MiB (4.9% off) is "
+                       "accepted, and a GiB's 7.4% is no reading of them"),)),
+     "on-chip memory, in MiB"),
+    (Part("hbm_over_sram", _w5_ratio, slips=(
+         Slip("one SM", lambda v: get_chip(v["gpu"]).hbm_bytes / _w5_bytes(v, False),
+              "registers and shared memory are per SM: multiply them by the {sms} SMs."),
+     ), unit="ratio"),
+     "HBM / on-chip memory"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- w6. the VPU
@@ -919,46 +860,42 @@ def _w6_solution(v):
     )
 
 
-W6 = Problem(
-    id="hardware.w6",
-    title="The VPU beside the MXU",
-    worked="6",
-    spec=spec("hardware.w6", derive=_w6_derive,
-               chip=Choice(("TPU v5p", "TPU v5e"), "chip")),
-    text=("A {chip} chip has {cores} {core_word}. Each has a VPU of {sublanes} × {lanes} "
-          "positions with {alus} ALUs each, at {clock_ghz} GHz, one FLOP per ALU per cycle; the "
-          "chip's MXUs do {mxu_text} in bf16 and its HBM moves {bw_text}. What is the chip's "
-          "VPU rate, in TFLOP/s, and how many times faster are its MXUs? And how many FLOPs per "
-          "element can an elementwise op that reads one bf16 array from HBM and writes one do "
-          "before the VPU, not HBM, sets its time?"),
-    parts=(
-        Part("vpu_tflops", _w6_tflops, slips=(
-            Slip("one TensorCore", distinct_from(_w6_tflops,
-                                                 lambda v: _w6_tflops(v) / v["cores"]),
-                 "the chip has {cores} TensorCores, each with its own VPU: multiply by {cores}."),
-            Slip("two FLOPs per ALU", lambda v: 2 * _w6_tflops(v),
-                 "each VPU ALU does one FLOP per cycle (a vadd or a vmul), not two."),
-        ), unit="FLOPs/s"),
-        Part("mxu_over_vpu", _w6_ratio, slips=(
-            Slip("one TensorCore", distinct_from(_w6_ratio, lambda v: _w6_ratio(v) * v["cores"]),
-                 "the chip has {cores} TensorCores, each with its own VPU."),
-        ), unit="ratio"),
-        Part("flops_per_element", _w6_flops_per_element, slips=(
-            Slip("per byte", lambda v: _w6_flops_per_element(v, nbytes=1.0),
-                 "that is FLOPs per byte; each element moves 4 bytes (a bf16 read and a bf16 "
-                 "write)."),
-            Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
-                 "the output is written back to HBM too: 4 bytes per element, not 2."),
-        ), unit="FLOPs", not_applicable=(
-            NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
-                          "step, no backward pass"),
-            NotApplicable("multiply-add as 1 FLOP", "the text counts one FLOP per VPU ALU per "
-                          "cycle: no multiply-add enters the count"),)),
-    ),
-    labels={"vpu_tflops": "VPU, in TFLOP/s", "mxu_over_vpu": "MXU / VPU",
-            "flops_per_element": "FLOPs per element at the crossover"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "hardware.w6", "The VPU beside the MXU",
+    draws(derive=_w6_derive,
+           chip=Choice(("TPU v5p", "TPU v5e"), "chip")),
+    ("A {chip} chip has {cores} {core_word}. Each has a VPU of {sublanes} × {lanes} "
+     "positions with {alus} ALUs each, at {clock_ghz} GHz, one FLOP per ALU per cycle; the "
+     "chip's MXUs do {mxu_text} in bf16 and its HBM moves {bw_text}. What is the chip's "
+     "VPU rate, in TFLOP/s, and how many times faster are its MXUs? And how many FLOPs per "
+     "element can an elementwise op that reads one bf16 array from HBM and writes one do "
+     "before the VPU, not HBM, sets its time?"),
+    (Part("vpu_tflops", _w6_tflops, slips=(
+         Slip("one TensorCore", distinct_from(_w6_tflops,
+                                              lambda v: _w6_tflops(v) / v["cores"]),
+              "the chip has {cores} TensorCores, each with its own VPU: multiply by {cores}."),
+         Slip("two FLOPs per ALU", lambda v: 2 * _w6_tflops(v),
+              "each VPU ALU does one FLOP per cycle (a vadd or a vmul), not two."),
+     ), unit="FLOPs/s"),
+     "VPU, in TFLOP/s"),
+    (Part("mxu_over_vpu", _w6_ratio, slips=(
+         Slip("one TensorCore", distinct_from(_w6_ratio, lambda v: _w6_ratio(v) * v["cores"]),
+              "the chip has {cores} TensorCores, each with its own VPU."),
+     ), unit="ratio"),
+     "MXU / VPU"),
+    (Part("flops_per_element", _w6_flops_per_element, slips=(
+         Slip("per byte", lambda v: _w6_flops_per_element(v, nbytes=1.0),
+              "that is FLOPs per byte; each element moves 4 bytes (a bf16 read and a bf16 "
+              "write)."),
+         Slip("reads only", lambda v: _w6_flops_per_element(v, nbytes=2.0),
+              "the output is written back to HBM too: 4 bytes per element, not 2."),
+     ), unit="FLOPs", not_applicable=(
+         NotApplicable("forward only", "an elementwise op's FLOPs per element: no training "
+                       "step, no backward pass"),
+         NotApplicable("multiply-add as 1 FLOP", "the text counts one FLOP per VPU ALU per "
+                       "cycle: no multiply-add enters the count"),)),
+     "FLOPs per element at the crossover"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- w3. GiB
@@ -997,34 +934,30 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="hardware.w3",
-    title="A datasheet in GiB",
-    worked="3",
-    spec=spec("hardware.w3", derive=_w3_derive,
-               chip=Choice(("TPU7x",), "chip"),
-               reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
-               dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
-    text=("Google's page for the {chip} (Ironwood) gives each chip {hbm_gib} GiB of HBM. How many "
-          "GB (10⁹ bytes) is that? And if {reserve_pct}% of it is kept free for activations and "
-          "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
-    parts=(
-        Part("hbm_gb", _w3_gb, slips=(
-            Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
-                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
-                 "{gib_factor}.", ("GB read as GiB",)),
-        ), unit="bytes", not_applicable=(
-            NotApplicable("bf16 or fp32", "a chip's HBM capacity: no element size enters it"),)),
-        Part("params_b", _w3_params_b, slips=(
-            Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
-                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
-            Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
-                 "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
-        ), unit="params"),
-    ),
-    labels={"hbm_gb": "HBM, in GB", "params_b": "parameters that fit, in billions"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "hardware.w3", "A datasheet in GiB",
+    draws(derive=_w3_derive,
+           chip=Choice(("TPU7x",), "chip"),
+           reserve_pct=Choice((25, 10, 20, 40, 50), "kept free", "%"),
+           dtype=Choice(("bf16", "fp8", "int4", "fp32"), "weight type")),
+    ("Google's page for the {chip} (Ironwood) gives each chip {hbm_gib} GiB of HBM. How many "
+     "GB (10⁹ bytes) is that? And if {reserve_pct}% of it is kept free for activations and "
+     "the KV cache, how many billion parameters in {dtype} ({b_text} each) fit in the rest?"),
+    (Part("hbm_gb", _w3_gb, slips=(
+         Slip("GiB as GB", lambda v: _w3_gib_as_gb(v) / GB,
+              "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹): multiply by "
+              "{gib_factor}.", ("GB read as GiB",)),
+     ), unit="bytes", not_applicable=(
+         NotApplicable("bf16 or fp32", "a chip's HBM capacity: no element size enters it"),)),
+     "HBM, in GB"),
+    (Part("params_b", _w3_params_b, slips=(
+         Slip("GiB as GB", lambda v: _w3_params_b(v, hbm_bytes=_w3_gib_as_gb(v)),
+              "a GiB is 2³⁰ bytes, {gib_pct} more than a GB (10⁹)."),
+         Slip("nothing kept free", lambda v: _w3_params_b(v) / (1 - v["reserve_pct"] / 100),
+              "{reserve_pct}% of the HBM is kept for activations and the KV cache."),
+     ), unit="params"),
+     "parameters that fit, in billions"),
+    solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- w11. Ironwood pod
@@ -1067,43 +1000,39 @@ def _w11_solution(v):
     )
 
 
-W11 = Problem(
-    id="hardware.w11",
-    title="An Ironwood pod",
-    worked="11",
-    spec=spec("hardware.w11", derive=_w11_derive,
-               chip=Choice(("TPU7x",), "chip"),
-               shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
-                            "slice")),
-    text=("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × "
-          "{cube} × {cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
-          "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
-          "HBM does it hold, in TB (10¹² bytes)?"),
-    parts=(
-        Part("cubes", _w11_cubes, rel=0.01, slips=(
-            Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
-                 "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
-                 "{cube} × {cube}."),
-        ), unit="count", not_applicable=(
-            NotApplicable("floor or ceil", "the slice is a whole number of cubes: nothing is "
-                          "rounded"),)),
-        Part("fp8_eflops", _w11_eflops, slips=(
-            Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
-                 "that is the bf16 rate; fp8 runs twice as fast on this chip."),
-            Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
-                 "the chip's {fp8_text} is already the dense rate: no factor 2."),
-        ), unit="FLOPs/s"),
-        Part("hbm_tb", _w11_hbm_tb, slips=(
-            Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
-                 "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
-                 "than {hbm_gib} GB.", ("GB read as GiB",)),
-        ), unit="bytes", not_applicable=(
-            NotApplicable("bf16 or fp32", "a slice's HBM capacity: no element size enters it"),)),
-    ),
-    labels={"cubes": "cubes of 4 × 4 × 4", "fp8_eflops": "fp8 peak, in EFLOP/s",
-            "hbm_tb": "HBM, in TB"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "hardware.w11", "An Ironwood pod",
+    draws(derive=_w11_derive,
+           chip=Choice(("TPU7x",), "chip"),
+           shape=Choice(((16, 24, 24), (8, 16, 16), (16, 16, 16), (4, 8, 8), (8, 8, 16)),
+                        "slice")),
+    ("A {chip} (Ironwood) slice of shape {topology} is built from cubes of {cube} × "
+     "{cube} × {cube} chips; each chip does {fp8_text} of dense fp8 and holds {hbm_gib} GiB of HBM. "
+     "How many cubes is the slice, what is its fp8 peak, in EFLOP/s (10¹⁸), and how much "
+     "HBM does it hold, in TB (10¹² bytes)?"),
+    (Part("cubes", _w11_cubes, rel=0.01, slips=(
+         Slip("a cube of 16", lambda v: _w11_slice(v).chips / CUBE_EDGE**2,
+              "a cube is {cube} × {cube} × {cube} = {cube_chips} chips, not "
+              "{cube} × {cube}."),
+     ), unit="count", not_applicable=(
+         NotApplicable("floor or ceil", "the slice is a whole number of cubes: nothing is "
+                       "rounded"),)),
+     "cubes of 4 × 4 × 4"),
+    (Part("fp8_eflops", _w11_eflops, slips=(
+         Slip("bf16", lambda v: _w11_eflops(v, dtype="bf16"),
+              "that is the bf16 rate; fp8 runs twice as fast on this chip."),
+         Slip("with sparsity", lambda v: 2 * _w11_eflops(v),
+              "the chip's {fp8_text} is already the dense rate: no factor 2."),
+     ), unit="FLOPs/s"),
+     "fp8 peak, in EFLOP/s"),
+    (Part("hbm_tb", _w11_hbm_tb, slips=(
+         Slip("GiB as GB", _w11_hbm_gib_as_gb_tb,
+              "a GiB is 2³⁰ bytes, {gib_pct} more than a GB: {hbm_gib} GiB per chip is more "
+              "than {hbm_gib} GB.", ("GB read as GiB",)),
+     ), unit="bytes", not_applicable=(
+         NotApplicable("bf16 or fp32", "a slice's HBM capacity: no element size enters it"),)),
+     "HBM, in TB"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- w10. NVL72 rack
@@ -1149,41 +1078,37 @@ def _w10_solution(v):
     )
 
 
-W10 = Problem(
-    id="hardware.w10",
-    title="One NVLink domain of 72 against nodes of 8",
-    worked="10",
-    spec=spec("hardware.w10", derive=_w10_derive,
-               kind=Choice(("all_gather", "reduce_scatter"), "collective"),
-               V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
-    text=("{a_kind} over {gpus} Blackwell GPUs works on a {V_gb:g} GB array (the whole "
-          "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
-          "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
-          "they sit in {nodes} nodes of {per_node}, with {hgx_nvlink_text} of NVLink per GPU "
-          "one way inside a node and {nic_text} per GPU one way through its NIC between nodes. "
-          "Price both as NCCL's rings (in the rack one ring of {gpus}, across nodes one ring "
-          "per NIC rail; 1 µs per step). How long does it take in "
-          "the rack, and in the {nodes} nodes, in ms?"),
-    parts=(
-        Part("rack_ms", _w10_rack_ms, slips=(
-            Slip("bidirectional", lambda v: _w10_cost(
-                v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
-            ).time / MS,
-                 "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
-        ), unit="s"),
-        Part("nodes_ms", _w10_nodes_ms, slips=(
-            Slip("NVLink everywhere", distinct_from(_w10_nodes_ms, _w10_rack_ms),
-                 "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
-                 "between nodes the data crosses the NICs."),
-            Slip("one flat ring", distinct_from(
-                _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
-                 "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
-                 "per NIC rail, each carrying its share, while NVLink moves the rest."),
-        ), unit="s"),
-    ),
-    labels={"rack_ms": "in one NVL72 rack, in ms", "nodes_ms": "in 8-GPU nodes, in ms"},
-    solution=_w10_solution,
-)
+W10 = problem(
+    "hardware.w10", "One NVLink domain of 72 against nodes of 8",
+    draws(derive=_w10_derive,
+           kind=Choice(("all_gather", "reduce_scatter"), "collective"),
+           V_gb=Choice((4.0, 1.0, 2.0, 8.0, 0.5), "V", "GB")),
+    ("{a_kind} over {gpus} Blackwell GPUs works on a {V_gb:g} GB array (the whole "
+     "gathered array, or each GPU's unreduced input). In a GB200 NVL72 rack all {gpus} sit "
+     "in one NVLink domain ({bidi_text} per GPU, \"bidirectional\"); as HGX B200 systems "
+     "they sit in {nodes} nodes of {per_node}, with {hgx_nvlink_text} of NVLink per GPU "
+     "one way inside a node and {nic_text} per GPU one way through its NIC between nodes. "
+     "Price both as NCCL's rings (in the rack one ring of {gpus}, across nodes one ring "
+     "per NIC rail; 1 µs per step). How long does it take in "
+     "the rack, and in the {nodes} nodes, in ms?"),
+    (Part("rack_ms", _w10_rack_ms, slips=(
+         Slip("bidirectional", lambda v: _w10_cost(
+             v, RACK, nvlink_bandwidth=2 * get_chip(RACK).interconnect_bandwidth_one_way
+         ).time / MS,
+              "{bidi_text} adds both directions; a GPU sends {nvlink_text} one way."),
+     ), unit="s"),
+     "in one NVL72 rack, in ms"),
+    (Part("nodes_ms", _w10_nodes_ms, slips=(
+         Slip("NVLink everywhere", distinct_from(_w10_nodes_ms, _w10_rack_ms),
+              "that is the NVL72 rack: an HGX node's NVLink stops at {per_node} GPUs, and "
+              "between nodes the data crosses the NICs."),
+         Slip("one flat ring", distinct_from(
+             _w10_nodes_ms, lambda v: _w10_cost(v, HGX, scheme="flat").time / MS),
+              "NCCL does not run one ring paced by the NIC for every byte: it runs one ring "
+              "per NIC rail, each carrying its share, while NVLink moves the rest."),
+     ), unit="s"),
+     "in 8-GPU nodes, in ms"),
+    solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- w12. NVL72 floor
@@ -1220,37 +1145,32 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="hardware.w12",
-    title="How fast can a rack speak?",
-    worked="12",
-    spec=spec("hardware.w12", derive=_w12_derive,
-               gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
-               params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
-               dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
-    text=("A model of {params_b:,} billion parameters, stored in {dtype} ({b_text} per "
-          "parameter), is split evenly over the {gpus} GPUs of a {gpu} rack, "
-          "{bw_text} of HBM bandwidth and {hbm_text} of HBM each. Counting only the weight "
-          "reads, what is the lower bound on the time per token of one conversation, in ms? And "
-          "how few of these GPUs could hold the weights at all (nothing else)?"),
-    parts=(
-        Part("token_ms", _w12_ms, slips=(
-            Slip("one GPU", lambda v: _w12_ms(v, n_chips=1),
-                 "each of the {gpus} GPUs reads its own share of the weights at the same time."),
-            Slip("two bytes per parameter", distinct_from(_w12_ms,
-                                                          lambda v: _w12_ms(v, b=2.0)),
-                 "the weights are {dtype}: {b_text} per parameter."),
-        ), unit="s"),
-        Part("fewest_gpus", _w12_fewest, rel=0.01, slips=(
-            Slip("two bytes per parameter", distinct_from(
-                _w12_fewest, lambda v: _w12_fewest(v, b=2.0), rel=0.01),
-                 "the weights are {dtype}: {b_text} per parameter."),
-        ), unit="count"),
-    ),
-    labels={"token_ms": "time per token, in ms",
-            "fewest_gpus": "fewest GPUs that hold the weights"},
-    solution=_w12_solution,
-)
+W12 = problem(
+    "hardware.w12", "How fast can a rack speak?",
+    draws(derive=_w12_derive,
+           gpu=Choice(("GB200 NVL72", "GB300 NVL72"), "rack"),
+           params_b=Choice((405, 671, 1000, 235), "parameters", "billion"),
+           dtype=Choice(("bf16", "fp8", "fp4"), "weight type")),
+    ("A model of {params_b:,} billion parameters, stored in {dtype} ({b_text} per "
+     "parameter), is split evenly over the {gpus} GPUs of a {gpu} rack, "
+     "{bw_text} of HBM bandwidth and {hbm_text} of HBM each. Counting only the weight "
+     "reads, what is the lower bound on the time per token of one conversation, in ms? And "
+     "how few of these GPUs could hold the weights at all (nothing else)?"),
+    (Part("token_ms", _w12_ms, slips=(
+         Slip("one GPU", lambda v: _w12_ms(v, n_chips=1),
+              "each of the {gpus} GPUs reads its own share of the weights at the same time."),
+         Slip("two bytes per parameter", distinct_from(_w12_ms,
+                                                       lambda v: _w12_ms(v, b=2.0)),
+              "the weights are {dtype}: {b_text} per parameter."),
+     ), unit="s"),
+     "time per token, in ms"),
+    (Part("fewest_gpus", _w12_fewest, rel=0.01, slips=(
+         Slip("two bytes per parameter", distinct_from(
+             _w12_fewest, lambda v: _w12_fewest(v, b=2.0), rel=0.01),
+              "the weights are {dtype}: {b_text} per parameter."),
+     ), unit="count"),
+     "fewest GPUs that hold the weights"),
+    solution=_w12_solution, worked="12")
 
 
 PROBLEMS: tuple[Problem, ...] = (

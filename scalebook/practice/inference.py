@@ -20,8 +20,8 @@ from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..transformer import TransformerConfig, llama3_70b, llama3_8b, param_count
 from ..units import format_bytes, format_seconds
 from ..variants import Choice
-from .common import GB, MS, in_gib, percent_slip, spec
-from .problem import Problem
+from .common import GB, MS, draws, in_gib, percent_slip
+from .problem import Problem, problem
 # Part 6 serves Part 5's models: their catalog and the problems' helpers are declared there once.
 from .transformers import NO_CAUSAL, SPARSE_HINT, _cfg, _dims
 
@@ -108,29 +108,24 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="inference.w1",
-    title="The KV cache of one conversation",
-    worked="1",
-    spec=spec("inference.w1", derive=_dims,
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-               S=Choice((32768, 8192, 131072, 16384), "tokens")),
-    text=("How many bytes of bf16 KV cache does one token of " + SHAPE + " hold, and how many "
-          "GB (10⁹ bytes) does one {S:,}-token conversation hold?"),
-    parts=(
-        Part("bytes_per_token", _w1_tok, rel=0.001, slips=(
-            Slip("H heads", _w1_mha_tok, _KV_H_HINT),
-            Slip("keys only", lambda v: _w1_tok(v) / 2, _KV_TWO_HINT),
-        ), unit="bytes"),
-        Part("seq_gb", _w1_seq_gb, conventions=(in_gib(_w1_seq_gb),), slips=(
-            Slip("H heads", lambda v: _w1_mha_tok(v) * v["S"] / GB, _KV_H_HINT),
-            Slip("keys only", lambda v: _w1_seq_gb(v) / 2, _KV_TWO_HINT),
-        ), unit="bytes"),
-    ),
-    labels={"bytes_per_token": "cache per token, in bytes",
-            "seq_gb": "cache per conversation, in GB"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "inference.w1", "The KV cache of one conversation",
+    draws(derive=_dims,
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           S=Choice((32768, 8192, 131072, 16384), "tokens")),
+    ("How many bytes of bf16 KV cache does one token of " + SHAPE + " hold, and how many "
+     "GB (10⁹ bytes) does one {S:,}-token conversation hold?"),
+    (Part("bytes_per_token", _w1_tok, rel=0.001, slips=(
+         Slip("H heads", _w1_mha_tok, _KV_H_HINT),
+         Slip("keys only", lambda v: _w1_tok(v) / 2, _KV_TWO_HINT),
+     ), unit="bytes"),
+     "cache per token, in bytes"),
+    (Part("seq_gb", _w1_seq_gb, conventions=(in_gib(_w1_seq_gb),), slips=(
+         Slip("H heads", lambda v: _w1_mha_tok(v) * v["S"] / GB, _KV_H_HINT),
+         Slip("keys only", lambda v: _w1_seq_gb(v) / 2, _KV_TWO_HINT),
+     ), unit="bytes"),
+     "cache per conversation, in GB"),
+    solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2. the largest batch
@@ -170,22 +165,19 @@ def _w2_solution(v):
     )
 
 
-W2 = Problem(
-    id="inference.w2",
-    title="How many conversations fit",
-    worked="2",
-    spec=spec("inference.w2",
-               derive=_with(lambda p: _dims({"model": "LLaMA-3 8B"}), _chip_figures()),
-               chip=Choice(("H100", "H200", "B200", "A100"), "chip"),
-               S=Choice((8192, 4096, 32768, 16384), "tokens")),
-    text=("How many {S:,}-token conversations of LLaMA-3 8B (L = {L}, K = {K} key/value heads of "
-          "d_h = {dh}; {N_b:.2f} billion parameters) fit on one {chip} ({chip_hbm:g} GB of HBM) "
-          "beside its bf16 weights, with a bf16 cache? With an int8 cache?"),
-    parts=(_w2_part("batch_bf16", "bf16"), _w2_part("batch_int8", "int8")),
-    labels={"batch_bf16": "sequences with a bf16 cache, a count",
-            "batch_int8": "sequences with an int8 cache, a count"},
-    solution=_w2_solution,
-)
+W2 = problem(
+    "inference.w2", "How many conversations fit",
+    draws(derive=_with(lambda p: _dims({"model": "LLaMA-3 8B"}), _chip_figures()),
+           chip=Choice(("H100", "H200", "B200", "A100"), "chip"),
+           S=Choice((8192, 4096, 32768, 16384), "tokens")),
+    ("How many {S:,}-token conversations of LLaMA-3 8B (L = {L}, K = {K} key/value heads of "
+     "d_h = {dh}; {N_b:.2f} billion parameters) fit on one {chip} ({chip_hbm:g} GB of HBM) "
+     "beside its bf16 weights, with a bf16 cache? With an int8 cache?"),
+    (_w2_part("batch_bf16", "bf16"),
+     "sequences with a bf16 cache, a count"),
+    (_w2_part("batch_int8", "int8"),
+     "sequences with an int8 cache, a count"),
+    solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- 3. prefill
@@ -218,42 +210,38 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="inference.w3",
-    title="Prefilling a long prompt",
-    worked="3",
-    spec=spec("inference.w3", derive=_with(_dims, _chip_figures()),
-               well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
-               chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
-               T=Choice((8192, 2048, 32768, 4096), "T", "tokens")),
-    text=("How many FLOPs does " + SHAPE + " spend to prefill one {T:,}-token prompt on one "
-          + _chip_text() + ", counting attention with " + NO_CAUSAL + ", and how long does it "
-          "take, in ms?"),
-    parts=(
-        Part("prefill_flops", _w3_flops, conventions=(
-            Convention("causal discount", distinct_from(_w3_flops, _w3_causal_flops), PINNED,
-                       phrase=NO_CAUSAL,
-                       hint="the problem counts no causal discount: every prompt token meets all "
-                            "T keys, 4·L·T·H·d_h FLOPs per token."),
-        ), slips=(
-            Slip("no attention", distinct_from(_w3_flops, lambda v: v["T"] * 2.0 * param_count(
-                _cfg(v)).matmul), "add attention against the prompt: 4·L·T·H·d_h per token."),
-            Slip("training", lambda v: 3 * _w3_flops(v),
-                 "prefill is a forward pass only: 2 FLOPs per weight per token, not 6."),
-        ), unit="FLOPs"),
-        Part("prefill_ms", _w3_ms, slips=(
-            Slip("memory time", distinct_from(_w3_ms, lambda v: _w3(v).t_memory / MS),
-                 "prefill of a long prompt is compute-bound: its FLOPs take longer than its "
-                 "bytes."),
-            Slip("sparse peak", lambda v: _w3_ms(v) / 2 if _is_gpu(v) else math.nan,
-                 SPARSE_HINT),
-            _seconds_slip(_w3_ms),
-        ), unit="s"),
-    ),
-    labels={"prefill_flops": "prefill FLOPs, in FLOPs", "prefill_ms": "prefill time, in ms"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "inference.w3", "Prefilling a long prompt",
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=_fits(_cfg, context_len=lambda v: v["T"]),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
+           T=Choice((8192, 2048, 32768, 4096), "T", "tokens")),
+    ("How many FLOPs does " + SHAPE + " spend to prefill one {T:,}-token prompt on one "
+     + _chip_text() + ", counting attention with " + NO_CAUSAL + ", and how long does it "
+     "take, in ms?"),
+    (Part("prefill_flops", _w3_flops, conventions=(
+         Convention("causal discount", distinct_from(_w3_flops, _w3_causal_flops), PINNED,
+                    phrase=NO_CAUSAL,
+                    hint="the problem counts no causal discount: every prompt token meets all "
+                         "T keys, 4·L·T·H·d_h FLOPs per token."),
+     ), slips=(
+         Slip("no attention", distinct_from(_w3_flops, lambda v: v["T"] * 2.0 * param_count(
+             _cfg(v)).matmul), "add attention against the prompt: 4·L·T·H·d_h per token."),
+         Slip("training", lambda v: 3 * _w3_flops(v),
+              "prefill is a forward pass only: 2 FLOPs per weight per token, not 6."),
+     ), unit="FLOPs"),
+     "prefill FLOPs, in FLOPs"),
+    (Part("prefill_ms", _w3_ms, slips=(
+         Slip("memory time", distinct_from(_w3_ms, lambda v: _w3(v).t_memory / MS),
+              "prefill of a long prompt is compute-bound: its FLOPs take longer than its "
+              "bytes."),
+         Slip("sparse peak", lambda v: _w3_ms(v) / 2 if _is_gpu(v) else math.nan,
+              SPARSE_HINT),
+         _seconds_slip(_w3_ms),
+     ), unit="s"),
+     "prefill time, in ms"),
+    solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- 4. decode one sequence
@@ -290,38 +278,34 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="inference.w4",
-    title="Decoding one sequence",
-    worked="4",
-    spec=spec("inference.w4", derive=_with(_dims, _chip_figures()),
-               model=Choice(("LLaMA-3 8B",), "model"),
-               chip=Choice(("H100", "H200", "B200", "TPU v5p", "TPU v6e"), "chip"),
-               S=Choice((8192, 4096, 32768, 16384), "S", "cached tokens")),
-    text=("" + SHAPE + " decodes one sequence on one " + _chip_text() + ", with {S:,} tokens "
-          "cached in bf16 and bf16 weights. How long does a step take, in ms, and what share of "
-          "the bytes it reads, in percent, is the cache?"),
-    parts=(
-        Part("step_ms", _w4_ms, conventions=(
-            Convention("every parameter read", _w4_all_params_ms),
-        ), slips=(
-            Slip("weights only", distinct_from(_w4_ms, lambda v: _w4(v).t_weights / MS),
-                 "read the cache too: {S:,} tokens of keys and values each step."),
-            Slip("compute time", lambda v: _w4(v).t_compute / MS,
-                 "at one sequence decode is memory-bound: the bytes take far longer than the "
-                 "FLOPs."),
-            _seconds_slip(_w4_ms),
-        ), unit="s"),
-        Part("cache_share_pct", _w4_share, slips=(
-            Slip("against the weights", distinct_from(_w4_share, lambda v: 100 * _w4(v).kv_bytes
-                                                      / _w4(v).weight_bytes),
-                 "the share is the cache over all the bytes read, weights and cache together."),
-            percent_slip(_w4_share),
-        ), unit="fraction"),
-    ),
-    labels={"step_ms": "time per token, in ms", "cache_share_pct": "the cache's share, in %"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "inference.w4", "Decoding one sequence",
+    draws(derive=_with(_dims, _chip_figures()),
+           model=Choice(("LLaMA-3 8B",), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p", "TPU v6e"), "chip"),
+           S=Choice((8192, 4096, 32768, 16384), "S", "cached tokens")),
+    ("" + SHAPE + " decodes one sequence on one " + _chip_text() + ", with {S:,} tokens "
+     "cached in bf16 and bf16 weights. How long does a step take, in ms, and what share of "
+     "the bytes it reads, in percent, is the cache?"),
+    (Part("step_ms", _w4_ms, conventions=(
+         Convention("every parameter read", _w4_all_params_ms),
+     ), slips=(
+         Slip("weights only", distinct_from(_w4_ms, lambda v: _w4(v).t_weights / MS),
+              "read the cache too: {S:,} tokens of keys and values each step."),
+         Slip("compute time", lambda v: _w4(v).t_compute / MS,
+              "at one sequence decode is memory-bound: the bytes take far longer than the "
+              "FLOPs."),
+         _seconds_slip(_w4_ms),
+     ), unit="s"),
+     "time per token, in ms"),
+    (Part("cache_share_pct", _w4_share, slips=(
+         Slip("against the weights", distinct_from(_w4_share, lambda v: 100 * _w4(v).kv_bytes
+                                                   / _w4(v).weight_bytes),
+              "the share is the cache over all the bytes read, weights and cache together."),
+         percent_slip(_w4_share),
+     ), unit="fraction"),
+     "the cache's share, in %"),
+    solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. critical batch
@@ -345,31 +329,26 @@ def _w5_solution(v):
 _TWICE_HINT = ("each weight costs 2 FLOPs per sequence (a multiply-add), and the peak is the "
                "dense one (not 'with sparsity'): B* = C·b_w / (2·W).")
 
-W5 = Problem(
-    id="inference.w5",
-    title="When decode turns compute-bound",
-    worked="5",
-    spec=spec("inference.w5", derive=_chip_figures(),
-               chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), "chip")),
-    text=("At what batch, in sequences, do a decode step's weight matmuls turn compute-bound on "
-          "a " + _chip_text() + ", for short sequences (no cache to speak of), with bf16 weights? "
-          "With int8 weights (the matmuls still run at the bf16 peak)?"),
-    parts=(
-        Part("bstar_bf16", _w5_bf16, rel=0.02, slips=(
-            Slip("twice", lambda v: 2 * _w5_bf16(v), _TWICE_HINT),
-            Slip("int8 weights", lambda v: _w5_bf16(v) / 2,
-                 "bf16 weights take 2 bytes each: B* = C·2 / (2·W)."),
-        ), unit="count"),
-        Part("bstar_int8", _w5_int8, rel=0.02, slips=(
-            Slip("bf16's", _w5_bf16,
-                 "int8 weights halve the bytes each step reads while the FLOPs (2 per weight per "
-                 "sequence, at the bf16 peak) stay: B* = C·1 / (2·W), half the bf16 one."),
-        ), unit="count"),
-    ),
-    labels={"bstar_bf16": "critical batch with bf16 weights, in sequences",
-            "bstar_int8": "critical batch with int8 weights, in sequences"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "inference.w5", "When decode turns compute-bound",
+    draws(derive=_chip_figures(),
+           chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200"), "chip")),
+    ("At what batch, in sequences, do a decode step's weight matmuls turn compute-bound on "
+     "a " + _chip_text() + ", for short sequences (no cache to speak of), with bf16 weights? "
+     "With int8 weights (the matmuls still run at the bf16 peak)?"),
+    (Part("bstar_bf16", _w5_bf16, rel=0.02, slips=(
+         Slip("twice", lambda v: 2 * _w5_bf16(v), _TWICE_HINT),
+         Slip("int8 weights", lambda v: _w5_bf16(v) / 2,
+              "bf16 weights take 2 bytes each: B* = C·2 / (2·W)."),
+     ), unit="count"),
+     "critical batch with bf16 weights, in sequences"),
+    (Part("bstar_int8", _w5_int8, rel=0.02, slips=(
+         Slip("bf16's", _w5_bf16,
+              "int8 weights halve the bytes each step reads while the FLOPs (2 per weight per "
+              "sequence, at the bf16 peak) stay: B* = C·1 / (2·W), half the bf16 one."),
+     ), unit="count"),
+     "critical batch with int8 weights, in sequences"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- 6. B* with a cache
@@ -396,38 +375,33 @@ def _w6_solution(v):
     )
 
 
-W6 = Problem(
-    id="inference.w6",
-    title="The critical batch with a cache",
-    worked="6",
-    spec=spec("inference.w6", derive=_with(_dims, _chip_figures()),
-               well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
-                                     and v["S"] < 0.8 * _w6_sinf(v)),
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
-               chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
-               S=Choice((256, 128, 512), "S", "cached tokens")),
-    text=("" + SHAPE + " decodes on one " + _chip_text() + " with {S:,} tokens cached per sequence "
-          "(bf16 weights and cache). At what batch do its weight matmuls turn compute-bound? "
-          "Where does the overlapped bound (all the step's FLOPs against all its bytes, as one "
-          "roofline) put the critical batch, and from how many cached tokens on does that bound "
-          "find none?"),
-    parts=(
-        Part("bstar_matmuls", _w6_phased, rel=0.02, slips=(
-            Slip("overlapped", distinct_from(_w6_phased, _w6_overlapped, 0.02),
-                 "the weight matmuls' balance does not involve the cache: C·b_w / (2·W)."),
-        ), unit="count"),
-        Part("bstar_overlapped", _w6_overlapped, rel=0.02, slips=(
-            Slip("matmuls alone", distinct_from(_w6_overlapped, _w6_phased, 0.02),
-                 "the overlapped bound counts the cache's bytes and attention's FLOPs with the "
-                 "weights': B* = W_bytes / (W·f/C − c)."),
-        ), unit="count"),
-        Part("s_never", _w6_sinf, rel=0.01, unit="count"),
-    ),
-    labels={"bstar_matmuls": "critical batch of the weight matmuls, in sequences",
-            "bstar_overlapped": "critical batch of the overlapped bound, in sequences",
-            "s_never": "context from which the overlapped bound finds none, in tokens"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "inference.w6", "The critical batch with a cache",
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=lambda v: (_fits(_cfg, context_len=lambda v: v["S"])(v)
+                                 and v["S"] < 0.8 * _w6_sinf(v)),
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B"), "model"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip"),
+           S=Choice((256, 128, 512), "S", "cached tokens")),
+    ("" + SHAPE + " decodes on one " + _chip_text() + " with {S:,} tokens cached per sequence "
+     "(bf16 weights and cache). At what batch do its weight matmuls turn compute-bound? "
+     "Where does the overlapped bound (all the step's FLOPs against all its bytes, as one "
+     "roofline) put the critical batch, and from how many cached tokens on does that bound "
+     "find none?"),
+    (Part("bstar_matmuls", _w6_phased, rel=0.02, slips=(
+         Slip("overlapped", distinct_from(_w6_phased, _w6_overlapped, 0.02),
+              "the weight matmuls' balance does not involve the cache: C·b_w / (2·W)."),
+     ), unit="count"),
+     "critical batch of the weight matmuls, in sequences"),
+    (Part("bstar_overlapped", _w6_overlapped, rel=0.02, slips=(
+         Slip("matmuls alone", distinct_from(_w6_overlapped, _w6_phased, 0.02),
+              "the overlapped bound counts the cache's bytes and attention's FLOPs with the "
+              "weights': B* = W_bytes / (W·f/C − c)."),
+     ), unit="count"),
+     "critical batch of the overlapped bound, in sequences"),
+    (Part("s_never", _w6_sinf, rel=0.01, unit="count"),
+     "context from which the overlapped bound finds none, in tokens"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- 7. int8 on a node
@@ -463,32 +437,27 @@ def _w7_solution(v):
     )
 
 
-W7 = Problem(
-    id="inference.w7",
-    title="Why int8 does not halve the time",
-    worked="7",
-    spec=spec("inference.w7", derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
-    text=("" + SHAPE + " decodes one sequence on a node of 8 " + _chip_text() + " GPUs, tensor "
-          "parallel (two AllReduces of the activations per layer, 1 µs per hop), with {S:,} tokens "
-          "cached in bf16. How long is a step, in ms, with bf16 weights, and with int8 weights?"),
-    parts=(
-        Part("bf16_ms", _w7_bf16, slips=(
-            Slip("no AllReduces", distinct_from(_w7_bf16, lambda v: (
-                _w7(v, "bf16").time - _w7(v, "bf16").t_comm) / MS), _NO_COMM_HINT),
-            _seconds_slip(_w7_bf16),
-        ), unit="s"),
-        Part("int8_ms", _w7_int8, slips=(
-            Slip("halved", distinct_from(_w7_int8, lambda v: _w7_bf16(v) / 2),
-                 "int8 halves the weight bytes only: the cache and the AllReduces take as long "
-                 "as before."),
-            Slip("no AllReduces (int8)", distinct_from(_w7_int8, lambda v: (
-                _w7(v, "int8").time - _w7(v, "int8").t_comm) / MS), _NO_COMM_HINT),
-        ), unit="s"),
-    ),
-    labels={"bf16_ms": "time per token with bf16 weights, in ms",
-            "int8_ms": "time per token with int8 weights, in ms"},
-    solution=_w7_solution,
-)
+W7 = problem(
+    "inference.w7", "Why int8 does not halve the time",
+    draws(derive=_with(_dims, _chip_figures()), **_NODE_SPEC),
+    ("" + SHAPE + " decodes one sequence on a node of 8 " + _chip_text() + " GPUs, tensor "
+     "parallel (two AllReduces of the activations per layer, 1 µs per hop), with {S:,} tokens "
+     "cached in bf16. How long is a step, in ms, with bf16 weights, and with int8 weights?"),
+    (Part("bf16_ms", _w7_bf16, slips=(
+         Slip("no AllReduces", distinct_from(_w7_bf16, lambda v: (
+             _w7(v, "bf16").time - _w7(v, "bf16").t_comm) / MS), _NO_COMM_HINT),
+         _seconds_slip(_w7_bf16),
+     ), unit="s"),
+     "time per token with bf16 weights, in ms"),
+    (Part("int8_ms", _w7_int8, slips=(
+         Slip("halved", distinct_from(_w7_int8, lambda v: _w7_bf16(v) / 2),
+              "int8 halves the weight bytes only: the cache and the AllReduces take as long "
+              "as before."),
+         Slip("no AllReduces (int8)", distinct_from(_w7_int8, lambda v: (
+             _w7(v, "int8").time - _w7(v, "int8").t_comm) / MS), _NO_COMM_HINT),
+     ), unit="s"),
+     "time per token with int8 weights, in ms"),
+    solution=_w7_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 8. the AllReduces
@@ -524,46 +493,41 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="inference.w8",
-    title="The AllReduces of a decode step",
-    worked="8",
-    spec=spec("inference.w8", derive=_with(_dims, _chip_figures()),
-               well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
-                                n_chips=NODE),
-               B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
-    text=("" + SHAPE + " decodes B = {B} sequences with {S:,} cached tokens each on a node of 8 "
-          + _chip_text() + " GPUs, tensor parallel (Megatron-style, bf16 activations). Each "
-          "AllReduce runs as NVLS, the NVSwitch adding: V / W_nvlink plus 2 steps of 1 µs, with "
-          "W_nvlink = {chip_nvlink:g} GB/s one way per GPU. How many "
-          "AllReduces does a step make, how long do they take in all, in ms, and what share of "
-          "the step is that, in percent?"),
-    parts=(
-        Part("allreduces", _w8_count, rel=0.001, slips=(
-            Slip("one per layer", lambda v: _w8_count(v) / 2,
-                 "each layer ends both its attention and its MLP with a partial sum: two "
-                 "AllReduces per layer."),
-        ), unit="count"),
-        Part("comm_ms", _w8_comm_ms, slips=(
-            Slip("one per layer (time)", lambda v: _w8_comm_ms(v) / 2,
-                 "two AllReduces per layer, after attention and after the MLP."),
-            Slip("as a ring", distinct_from(_w8_comm_ms, lambda v: _w8(v, "ring").t_comm / MS),
-                 "the problem runs each AllReduce as NVLS, the switch adding: V / W_nvlink in "
-                 "2 steps, not a ring's 2·V·(N−1)/N / W_nvlink in 2(N−1) steps."),
-            _seconds_slip(_w8_comm_ms),
-        ), unit="s"),
-        Part("comm_share_pct", _w8_share, slips=(
-            Slip("against the rest", distinct_from(_w8_share, lambda v: 100 * _w8(v).t_comm / (
-                _w8(v).time - _w8(v).t_comm)),
-                 "the share is of the whole step, AllReduces included."),
-            percent_slip(_w8_share),
-        ), unit="fraction"),
-    ),
-    labels={"allreduces": "AllReduces per step, a count",
-            "comm_ms": "AllReduce time per step, in ms",
-            "comm_share_pct": "their share of the step, in %"},
-    solution=_w8_solution,
-)
+W8 = problem(
+    "inference.w8", "The AllReduces of a decode step",
+    draws(derive=_with(_dims, _chip_figures()),
+           well_posed=_fits(_cfg, context_len=lambda v: v["S"], batch=lambda v: v["B"],
+                            n_chips=NODE),
+           B=Choice((32, 16, 64, 128), "B", "sequences"), **_NODE_SPEC),
+    ("" + SHAPE + " decodes B = {B} sequences with {S:,} cached tokens each on a node of 8 "
+     + _chip_text() + " GPUs, tensor parallel (Megatron-style, bf16 activations). Each "
+     "AllReduce runs as NVLS, the NVSwitch adding: V / W_nvlink plus 2 steps of 1 µs, with "
+     "W_nvlink = {chip_nvlink:g} GB/s one way per GPU. How many "
+     "AllReduces does a step make, how long do they take in all, in ms, and what share of "
+     "the step is that, in percent?"),
+    (Part("allreduces", _w8_count, rel=0.001, slips=(
+         Slip("one per layer", lambda v: _w8_count(v) / 2,
+              "each layer ends both its attention and its MLP with a partial sum: two "
+              "AllReduces per layer."),
+     ), unit="count"),
+     "AllReduces per step, a count"),
+    (Part("comm_ms", _w8_comm_ms, slips=(
+         Slip("one per layer (time)", lambda v: _w8_comm_ms(v) / 2,
+              "two AllReduces per layer, after attention and after the MLP."),
+         Slip("as a ring", distinct_from(_w8_comm_ms, lambda v: _w8(v, "ring").t_comm / MS),
+              "the problem runs each AllReduce as NVLS, the switch adding: V / W_nvlink in "
+              "2 steps, not a ring's 2·V·(N−1)/N / W_nvlink in 2(N−1) steps."),
+         _seconds_slip(_w8_comm_ms),
+     ), unit="s"),
+     "AllReduce time per step, in ms"),
+    (Part("comm_share_pct", _w8_share, slips=(
+         Slip("against the rest", distinct_from(_w8_share, lambda v: 100 * _w8(v).t_comm / (
+             _w8(v).time - _w8(v).t_comm)),
+              "the share is of the whole step, AllReduces included."),
+         percent_slip(_w8_share),
+     ), unit="fraction"),
+     "their share of the step, in %"),
+    solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9, 10. the best batch
@@ -614,27 +578,23 @@ _W9_SETTING = ("LLaMA-3 70B (L = 80, K = 8 key/value heads of d_h = 128, D = 8,1
                "(two AllReduces per layer, 1 µs per hop), each sequence with {S:,} tokens cached; "
                "the step's kernels run in turn, nothing overlapped.")
 
-W9 = Problem(
-    id="inference.w9",
-    title="The largest batch under a latency target",
-    worked="9",
-    spec=spec("inference.w9", derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
-    text=(_W9_SETTING + " What is the largest batch whose time per token stays under "
-          "{target_ms:g} ms, and how many tokens per second per GPU does it give?"),
-    parts=(
-        Part("batch", _w9_b, slips=(
-            Slip("as many as fit", distinct_from(_w9_b, _w9_max),
-                 "at that batch a step takes longer than {target_ms:g} ms: the latency target "
-                 "binds before HBM does."),
-        ), unit="count"),
-        Part("tps_per_gpu", _w9_tps_per_gpu, slips=(
-            Slip("the node's", lambda v: _w9_step(v).tokens_per_s,
-                 "divide the node's tokens per second by its 8 GPUs."),
-        ), unit="tokens/s"),
-    ),
-    labels={"batch": "largest batch, in sequences", "tps_per_gpu": "tokens per second per GPU"},
-    solution=_w9_solution,
-)
+W9 = problem(
+    "inference.w9", "The largest batch under a latency target",
+    draws(derive=_chip_figures(), well_posed=_w9_well_posed, **_W9_SPEC),
+    (_W9_SETTING + " What is the largest batch whose time per token stays under "
+     "{target_ms:g} ms, and how many tokens per second per GPU does it give?"),
+    (Part("batch", _w9_b, slips=(
+         Slip("as many as fit", distinct_from(_w9_b, _w9_max),
+              "at that batch a step takes longer than {target_ms:g} ms: the latency target "
+              "binds before HBM does."),
+     ), unit="count"),
+     "largest batch, in sequences"),
+    (Part("tps_per_gpu", _w9_tps_per_gpu, slips=(
+         Slip("the node's", lambda v: _w9_step(v).tokens_per_s,
+              "divide the node's tokens per second by its 8 GPUs."),
+     ), unit="tokens/s"),
+     "tokens per second per GPU"),
+    solution=_w9_solution, worked="9")
 
 
 def _w10_cost(batch):
@@ -661,27 +621,22 @@ def _w10_solution(v):
 
 _ONE_GPU_HINT = "the node's 8 GPUs are all paid for: 8 × the price per GPU-hour."
 
-W10 = Problem(
-    id="inference.w10",
-    title="The price of a million tokens",
-    worked="10",
-    spec=spec("inference.w10", derive=_chip_figures(), well_posed=_w9_well_posed,
-               price=Choice((3.00, 2.00, 4.50), "price per GPU-hour"), **_W9_SPEC),
-    text=(_W9_SETTING + " At the largest batch whose time per token stays under {target_ms:g} "
-          "ms, what does a million output tokens cost at {price:.2f} per GPU-hour (an assumed "
-          "price)? And at batch 1?"),
-    parts=(
-        Part("cost_best", _w10_best, slips=(
-            Slip("one GPU", lambda v: _w10_best(v) / NODE, _ONE_GPU_HINT),
-        ), unit="dollars"),
-        Part("cost_b1", _w10_one, slips=(
-            Slip("one GPU (B = 1)", lambda v: _w10_one(v) / NODE, _ONE_GPU_HINT),
-        ), unit="dollars"),
-    ),
-    labels={"cost_best": "cost per million tokens at the best batch, in currency units",
-            "cost_b1": "cost per million tokens at batch 1, in currency units"},
-    solution=_w10_solution,
-)
+W10 = problem(
+    "inference.w10", "The price of a million tokens",
+    draws(derive=_chip_figures(), well_posed=_w9_well_posed,
+           price=Choice((3.00, 2.00, 4.50), "price per GPU-hour"), **_W9_SPEC),
+    (_W9_SETTING + " At the largest batch whose time per token stays under {target_ms:g} "
+     "ms, what does a million output tokens cost at {price:.2f} per GPU-hour (an assumed "
+     "price)? And at batch 1?"),
+    (Part("cost_best", _w10_best, slips=(
+         Slip("one GPU", lambda v: _w10_best(v) / NODE, _ONE_GPU_HINT),
+     ), unit="dollars"),
+     "cost per million tokens at the best batch, in currency units"),
+    (Part("cost_b1", _w10_one, slips=(
+         Slip("one GPU (B = 1)", lambda v: _w10_one(v) / NODE, _ONE_GPU_HINT),
+     ), unit="dollars"),
+     "cost per million tokens at batch 1, in currency units"),
+    solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. HBM over bandwidth
@@ -713,23 +668,21 @@ def _w11_part(answer, key, n):
     ), unit="s")
 
 
-W11 = Problem(
-    id="inference.w11",
-    title="The floor on time per token",
-    worked="11",
-    spec=spec("inference.w11", derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               n_gpu=Choice((8, 4, 2), "GPUs"),
-               tpu=Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
-               n_tpu=Choice((16, 8, 32), "TPU chips")),
-    text=("A server's batch fills its HBM, so each decode step reads all of it. What is the "
-          "least time per token, in ms, on {n_gpu} " + _chip_text("gpu") + " GPUs, and on a "
-          "{n_tpu}-chip slice of " + _chip_text("tpu") + "? (Leave the AllReduces out.)"),
-    parts=(_w11_part("gpu_ms", "gpu", "n_gpu"), _w11_part("tpu_ms", "tpu", "n_tpu")),
-    labels={"gpu_ms": "least time per token on the GPUs, in ms",
-            "tpu_ms": "least time per token on the TPU slice, in ms"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "inference.w11", "The floor on time per token",
+    draws(derive=_with(_chip_figures("gpu"), _chip_figures("tpu")),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           n_gpu=Choice((8, 4, 2), "GPUs"),
+           tpu=Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
+           n_tpu=Choice((16, 8, 32), "TPU chips")),
+    ("A server's batch fills its HBM, so each decode step reads all of it. What is the "
+     "least time per token, in ms, on {n_gpu} " + _chip_text("gpu") + " GPUs, and on a "
+     "{n_tpu}-chip slice of " + _chip_text("tpu") + "? (Leave the AllReduces out.)"),
+    (_w11_part("gpu_ms", "gpu", "n_gpu"),
+     "least time per token on the GPUs, in ms"),
+    (_w11_part("tpu_ms", "tpu", "n_tpu"),
+     "least time per token on the TPU slice, in ms"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- 12. disaggregation
@@ -761,39 +714,33 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="inference.w12",
-    title="Splitting GPUs between prefill and decode",
-    worked="12",
-    spec=spec("inference.w12",
-               well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
-                                                  n_chips=NODE) >= v["B"],
-               T=Choice((8192, 4096, 16384), "prompt", "tokens"),
-               R=Choice((256, 512, 128), "reply", "tokens"),
-               B=Choice((64, 32, 128), "decode batch", "sequences")),
-    text=("A disaggregated LLaMA-3 70B service (bf16, 8-H100 tensor-parallel groups, the "
-          "chapter's step model) serves requests with {T:,}-token prompts and {R:,}-token replies, "
-          "decoding B = {B} sequences at a time with the whole conversation cached (use the "
-          "cache at the end of the reply for every step). How many GPU-seconds of prefill and "
-          "of decode does one request need, and how many times the decode pool should the "
-          "prefill pool be?"),
-    parts=(
-        Part("prefill_gpu_s", _w12_prefill_s, unit="s"),
-        Part("decode_gpu_s", _w12_decode_s, unit="s"),
-        Part("pool_ratio", _w12_ratio, slips=(
-            Slip("inverted", lambda v: 1 / _w12_ratio(v),
-                 "the ratio asked is prefill over decode: GPU-seconds of prefill per request "
-                 "divided by those of decode."),
-            Slip("tokens", distinct_from(_w12_ratio, lambda v: v["T"] / v["R"]),
-                 "a prompt token costs far less GPU time than a decoded one: compare GPU-seconds "
-                 "per request, not tokens."),
-        ), unit="ratio"),
-    ),
-    labels={"prefill_gpu_s": "prefill per request, in GPU-seconds",
-            "decode_gpu_s": "decode per request, in GPU-seconds",
-            "pool_ratio": "prefill pool over decode pool"},
-    solution=_w12_solution,
-)
+W12 = problem(
+    "inference.w12", "Splitting GPUs between prefill and decode",
+    draws(well_posed=lambda v: inf.max_batch(llama3_70b(), "H100", context_len=v["T"] + v["R"],
+                                              n_chips=NODE) >= v["B"],
+           T=Choice((8192, 4096, 16384), "prompt", "tokens"),
+           R=Choice((256, 512, 128), "reply", "tokens"),
+           B=Choice((64, 32, 128), "decode batch", "sequences")),
+    ("A disaggregated LLaMA-3 70B service (bf16, 8-H100 tensor-parallel groups, the "
+     "chapter's step model) serves requests with {T:,}-token prompts and {R:,}-token replies, "
+     "decoding B = {B} sequences at a time with the whole conversation cached (use the "
+     "cache at the end of the reply for every step). How many GPU-seconds of prefill and "
+     "of decode does one request need, and how many times the decode pool should the "
+     "prefill pool be?"),
+    (Part("prefill_gpu_s", _w12_prefill_s, unit="s"),
+     "prefill per request, in GPU-seconds"),
+    (Part("decode_gpu_s", _w12_decode_s, unit="s"),
+     "decode per request, in GPU-seconds"),
+    (Part("pool_ratio", _w12_ratio, slips=(
+         Slip("inverted", lambda v: 1 / _w12_ratio(v),
+              "the ratio asked is prefill over decode: GPU-seconds of prefill per request "
+              "divided by those of decode."),
+         Slip("tokens", distinct_from(_w12_ratio, lambda v: v["T"] / v["R"]),
+              "a prompt token costs far less GPU time than a decoded one: compare GPU-seconds "
+              "per request, not tokens."),
+     ), unit="ratio"),
+     "prefill pool over decode pool"),
+    solution=_w12_solution, worked="12")
 
 
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12)

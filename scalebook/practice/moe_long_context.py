@@ -27,8 +27,8 @@ from ..training import llama3_405b
 from ..transformer import kv_cache_bytes, llama3_8b, llama3_70b
 from ..units import format_bandwidth, format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import GB, MB, MS, bytes_text, decimal_bytes, in_gib, percent_slip, spec
-from .problem import Problem
+from .common import GB, MB, MS, bytes_text, decimal_bytes, draws, in_gib, percent_slip
+from .problem import Problem, one_answer, problem
 
 
 MOES = {"Mixtral 8×7B": mixtral_8x7b, "DeepSeek-V3": deepseek_v3}
@@ -93,46 +93,41 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="moe_long_context.w1",
-    title="Active parameters and training FLOPs of an MoE",
-    worked="1",
-    spec=spec("moe_long_context.w1", derive=_w1_derive,
-               well_posed=lambda v: v["k"] < v["E"],
-               E=Choice((8, 16, 64, 128), "E", "experts"),
-               k=Choice((2, 1, 4, 8), "k", "experts per token"),
-               Fe=Choice((14336, 4096, 8192, 2048), "F_e"),
-               tokens_t=Choice((1.0, 3.0, 15.0, 0.5), "training tokens", "trillion")),
-    text=("An MoE has Mixtral 8×7B's attention, embeddings and 32 layers (D = 4,096), and in "
-          "every layer E = {E} routed experts of width F_e = {Fe:,}, top-{k}: P_total = "
-          "{P_total:,} parameters, of which P_routed = {P_routed:,} are routed experts. What "
-          "share of the parameters does one token use, in %, and how many FLOPs does training "
-          "it on {tokens_t:g} trillion tokens cost (6 FLOPs per active parameter per token)?"),
-    parts=(
-        Part("active_share_pct", _w1_share_pct, rel=0.02, slips=(
-            Slip("k/E of everything", lambda v: 100.0 * v["k"] / v["E"],
-                 "only the routed experts are skipped: attention, embeddings and the router "
-                 "serve every token. Scale P_routed by k/E and keep the rest."),
-            Slip("the share skipped", lambda v: 100.0 - _w1_share_pct(v),
-                 "that is the share a token skips; the question asks for the share it uses."),
-            percent_slip(_w1_share_pct),
-        ), unit="fraction"),
-        Part("training_flops", _w1_flops, conventions=(
-            Convention("6·P_active with the embedding lookup",
-                       lambda v: 6.0 * _w1_count(v).active * v["tokens_t"] * 1e12),
-        ), slips=(
-            Slip("total parameters", lambda v: 6.0 * v["P_total"] * v["tokens_t"] * 1e12,
-                 "a token never multiplies by the experts it was not routed to: use the active "
-                 "parameters, P_total − (1 − k/E)·P_routed, not the total."),
-            Slip("forward only", lambda v: _w1_flops(v) / 3,
-                 "training is forward and backward: 6 FLOPs per active parameter per token, "
-                 "not 2."),
-        ), unit="FLOPs"),
-    ),
-    labels={"active_share_pct": "share of the parameters one token uses, in %",
-            "training_flops": "training FLOPs"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "moe_long_context.w1", "Active parameters and training FLOPs of an MoE",
+    draws(derive=_w1_derive,
+           well_posed=lambda v: v["k"] < v["E"],
+           E=Choice((8, 16, 64, 128), "E", "experts"),
+           k=Choice((2, 1, 4, 8), "k", "experts per token"),
+           Fe=Choice((14336, 4096, 8192, 2048), "F_e"),
+           tokens_t=Choice((1.0, 3.0, 15.0, 0.5), "training tokens", "trillion")),
+    ("An MoE has Mixtral 8×7B's attention, embeddings and 32 layers (D = 4,096), and in "
+     "every layer E = {E} routed experts of width F_e = {Fe:,}, top-{k}: P_total = "
+     "{P_total:,} parameters, of which P_routed = {P_routed:,} are routed experts. What "
+     "share of the parameters does one token use, in %, and how many FLOPs does training "
+     "it on {tokens_t:g} trillion tokens cost (6 FLOPs per active parameter per token)?"),
+    (Part("active_share_pct", _w1_share_pct, rel=0.02, slips=(
+         Slip("k/E of everything", lambda v: 100.0 * v["k"] / v["E"],
+              "only the routed experts are skipped: attention, embeddings and the router "
+              "serve every token. Scale P_routed by k/E and keep the rest."),
+         Slip("the share skipped", lambda v: 100.0 - _w1_share_pct(v),
+              "that is the share a token skips; the question asks for the share it uses."),
+         percent_slip(_w1_share_pct),
+     ), unit="fraction"),
+     "share of the parameters one token uses, in %"),
+    (Part("training_flops", _w1_flops, conventions=(
+         Convention("6·P_active with the embedding lookup",
+                    lambda v: 6.0 * _w1_count(v).active * v["tokens_t"] * 1e12),
+     ), slips=(
+         Slip("total parameters", lambda v: 6.0 * v["P_total"] * v["tokens_t"] * 1e12,
+              "a token never multiplies by the experts it was not routed to: use the active "
+              "parameters, P_total − (1 − k/E)·P_routed, not the total."),
+         Slip("forward only", lambda v: _w1_flops(v) / 3,
+              "training is forward and backward: 6 FLOPs per active parameter per token, "
+              "not 2."),
+     ), unit="FLOPs"),
+     "training FLOPs"),
+    solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2. does it fit?
@@ -172,42 +167,38 @@ def _w2_solution(v):
     )
 
 
-W2 = Problem(
-    id="moe_long_context.w2",
-    title="Does the MoE fit?",
-    worked="2",
-    spec=spec("moe_long_context.w2", derive=_w2_derive,
-               model=Choice(tuple(MOES), "model"),
-               dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
-               chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
-    text=("{model} has {P_total_b:.1f} billion parameters, {P_active_b:.1f} billion of them active "
-          "per token. Stored in {dtype} ({b_text} per parameter), how many GB (10⁹ bytes) do its "
-          "weights take, and at least how many {chip} chips ({hbm_gb:g} GB of HBM each) does it "
-          "take just to hold them?"),
-    parts=(
-        Part("weights_gb", _w2_gb, conventions=(in_gib(_w2_gb),), slips=(
-            Slip("active parameters", lambda v: _w2_active_bytes(v) / GB,
-                 "a token uses only the active parameters, but every expert must sit in HBM: "
-                 "memory follows the total count."),
-            Slip("two bytes per parameter", distinct_from(
-                _w2_gb, lambda v: moe_param_count(_w2_cfg(v)).total * 2 / GB),
-                 "the weights are stored in {dtype}: {b_text} per parameter, not bf16's 2."),
-        ), unit="bytes"),
-        Part("chips", _w2_chips, rel=0.001, slips=(
-            Slip("not rounded up", distinct_from(
-                _w2_chips, lambda v: weight_bytes(_w2_cfg(v), v["dtype"])
-                / get_chip(v["chip"]).hbm_bytes, 0.001),
-                 "a chip holds whole bytes, not a fraction of the model: round the ratio up."),
-            Slip("active parameters", distinct_from(
-                _w2_chips, lambda v: math.ceil(_w2_active_bytes(v) / get_chip(v["chip"]).hbm_bytes),
-                0.001),
-                 "every expert must sit in HBM, used by this token or not: count all "
-                 "{P_total_b:.1f} billion parameters."),
-        ), unit="count"),
-    ),
-    labels={"weights_gb": "weights, in GB", "chips": "chips needed to hold the weights"},
-    solution=_w2_solution,
-)
+W2 = problem(
+    "moe_long_context.w2", "Does the MoE fit?",
+    draws(derive=_w2_derive,
+           model=Choice(tuple(MOES), "model"),
+           dtype=Choice(("bf16", "fp8", "int4"), "weight type"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
+    ("{model} has {P_total_b:.1f} billion parameters, {P_active_b:.1f} billion of them active "
+     "per token. Stored in {dtype} ({b_text} per parameter), how many GB (10⁹ bytes) do its "
+     "weights take, and at least how many {chip} chips ({hbm_gb:g} GB of HBM each) does it "
+     "take just to hold them?"),
+    (Part("weights_gb", _w2_gb, conventions=(in_gib(_w2_gb),), slips=(
+         Slip("active parameters", lambda v: _w2_active_bytes(v) / GB,
+              "a token uses only the active parameters, but every expert must sit in HBM: "
+              "memory follows the total count."),
+         Slip("two bytes per parameter", distinct_from(
+             _w2_gb, lambda v: moe_param_count(_w2_cfg(v)).total * 2 / GB),
+              "the weights are stored in {dtype}: {b_text} per parameter, not bf16's 2."),
+     ), unit="bytes"),
+     "weights, in GB"),
+    (Part("chips", _w2_chips, rel=0.001, slips=(
+         Slip("not rounded up", distinct_from(
+             _w2_chips, lambda v: weight_bytes(_w2_cfg(v), v["dtype"])
+             / get_chip(v["chip"]).hbm_bytes, 0.001),
+              "a chip holds whole bytes, not a fraction of the model: round the ratio up."),
+         Slip("active parameters", distinct_from(
+             _w2_chips, lambda v: math.ceil(_w2_active_bytes(v) / get_chip(v["chip"]).hbm_bytes),
+             0.001),
+              "every expert must sit in HBM, used by this token or not: count all "
+              "{P_total_b:.1f} billion parameters."),
+     ), unit="count"),
+     "chips needed to hold the weights"),
+    solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- 3. critical batch
@@ -236,39 +227,34 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="moe_long_context.w3",
-    title="The MoE critical batch",
-    worked="3",
-    spec=spec("moe_long_context.w3", derive=_w3_derive,
-               well_posed=lambda v: v["k"] < v["E"],
-               chip=Choice(("TPU v5p", "H100", "TPU v5e", "H200", "B200", "TPU v6e"), "chip"),
-               E=Choice((256, 64, 128, 32), "E", "experts"),
-               k=Choice((8, 2, 4, 6), "k", "experts per token")),
-    text=("An MoE layer has E = {E} routed experts, top-{k}, with bf16 weights, on one {chip} "
-          "({flops_text} dense bf16, {hbm_text} of HBM bandwidth). With an even router, at how "
-          "many tokens per step do its routed experts turn compute-bound, and how many tokens "
-          "does each expert see then?"),
-    parts=(
-        Part("critical_batch", _w3_bstar, slips=(
-            Slip("dense", lambda v: dense_critical_batch(v["chip"]),
-                 "that is a dense layer's critical batch. Each expert sees only B·k/E of the "
-                 "tokens, so an MoE layer needs E/k times as many."),
-            Slip("k/E", lambda v: dense_critical_batch(v["chip"]) * v["k"] / v["E"],
-                 "an MoE layer needs more tokens than a dense one, not fewer: each expert sees "
-                 "only B·k/E of them."),
-        ), unit="count"),
-        Part("tokens_per_expert", _w3_tpe, slips=(
-            Slip("no k", lambda v: _w3_bstar(v) / v["E"],
-                 "each token goes to k = {k} experts: B·k copies are spread over the E experts."),
-            Slip("the whole batch", _w3_bstar,
-                 "that is the step's batch; each expert sees only B·k/E of it."),
-        ), unit="count"),
-    ),
-    labels={"critical_batch": "critical batch, in tokens per step",
-            "tokens_per_expert": "tokens per expert at it"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "moe_long_context.w3", "The MoE critical batch",
+    draws(derive=_w3_derive,
+           well_posed=lambda v: v["k"] < v["E"],
+           chip=Choice(("TPU v5p", "H100", "TPU v5e", "H200", "B200", "TPU v6e"), "chip"),
+           E=Choice((256, 64, 128, 32), "E", "experts"),
+           k=Choice((8, 2, 4, 6), "k", "experts per token")),
+    ("An MoE layer has E = {E} routed experts, top-{k}, with bf16 weights, on one {chip} "
+     "({flops_text} dense bf16, {hbm_text} of HBM bandwidth). With an even router, at how "
+     "many tokens per step do its routed experts turn compute-bound, and how many tokens "
+     "does each expert see then?"),
+    (Part("critical_batch", _w3_bstar, slips=(
+         Slip("dense", lambda v: dense_critical_batch(v["chip"]),
+              "that is a dense layer's critical batch. Each expert sees only B·k/E of the "
+              "tokens, so an MoE layer needs E/k times as many."),
+         Slip("k/E", lambda v: dense_critical_batch(v["chip"]) * v["k"] / v["E"],
+              "an MoE layer needs more tokens than a dense one, not fewer: each expert sees "
+              "only B·k/E of them."),
+     ), unit="count"),
+     "critical batch, in tokens per step"),
+    (Part("tokens_per_expert", _w3_tpe, slips=(
+         Slip("no k", lambda v: _w3_bstar(v) / v["E"],
+              "each token goes to k = {k} experts: B·k copies are spread over the E experts."),
+         Slip("the whole batch", _w3_bstar,
+              "that is the step's batch; each expert sees only B·k/E of it."),
+     ), unit="count"),
+     "tokens per expert at it"),
+    solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- 4. experts touched
@@ -287,30 +273,23 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="moe_long_context.w4",
-    title="Experts a decode step reads",
-    worked="4",
-    spec=spec("moe_long_context.w4",
-               well_posed=lambda v: v["k"] < v["E"],
-               E=Choice((256, 64, 128, 32), "E", "experts"),
-               k=Choice((8, 2, 4, 6), "k", "experts per token"),
-               B=Choice((32, 8, 16, 64), "B", "sequences")),
-    text=("A server decodes {B} sequences per step, one new token each, through an MoE layer of "
-          "E = {E} routed experts with top-{k} routing. With a uniform router, how many of the "
-          "{E} experts does the step read, on average?"),
-    parts=(
-        Part("experts_read", _w4_touched, rel=0.02, slips=(
-            Slip("no overlap", lambda v: float(min(v["B"] * v["k"], v["E"])),
-                 "tokens often pick the same expert: an expert is read if at least one of the "
-                 "{B} tokens picks it, E·(1 − (1 − k/E)^B)."),
-            Slip("the experts left out", lambda v: v["E"] - _w4_touched(v),
-                 "that is the number no token picks; the question asks for the experts read."),
-        ), unit="count"),
-    ),
-    labels={"experts_read": "experts read per layer (expected count)"},
-    solution=_w4_solution,
-)
+W4 = one_answer(
+    "moe_long_context.w4", "Experts a decode step reads",
+    draws(well_posed=lambda v: v["k"] < v["E"],
+           E=Choice((256, 64, 128, 32), "E", "experts"),
+           k=Choice((8, 2, 4, 6), "k", "experts per token"),
+           B=Choice((32, 8, 16, 64), "B", "sequences")),
+    ("A server decodes {B} sequences per step, one new token each, through an MoE layer of "
+     "E = {E} routed experts with top-{k} routing. With a uniform router, how many of the "
+     "{E} experts does the step read, on average?"),
+    Part("experts_read", _w4_touched, rel=0.02, slips=(
+        Slip("no overlap", lambda v: float(min(v["B"] * v["k"], v["E"])),
+             "tokens often pick the same expert: an expert is read if at least one of the "
+             "{B} tokens picks it, E·(1 − (1 − k/E)^B)."),
+        Slip("the experts left out", lambda v: v["E"] - _w4_touched(v),
+             "that is the number no token picks; the question asks for the experts read."),
+    ), unit="count"),
+    label="experts read per layer (expected count)", solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. capacity
@@ -342,39 +321,35 @@ def _w5_solution(v):
     )
 
 
-W5 = Problem(
-    id="moe_long_context.w5",
-    title="Capacity and dropped tokens",
-    worked="5",
-    spec=spec("moe_long_context.w5", well_posed=_w5_well_posed,
-               B=Choice((1024, 2048, 4096, 512), "B", "tokens per chip"),
-               E=Choice((32, 64, 16), "E", "experts"),
-               k=Choice((4, 2, 1, 8), "k", "experts per token"),
-               c=Choice((1.5, 1.25, 2.0), "c", "capacity factor")),
-    text=("A chip routes B = {B:,} tokens to E = {E} experts, top-{k}, into fixed-size expert "
-          "buffers. How many token slots does each expert get at capacity factor c = {c:g}, and "
-          "what share of the token-expert assignments does a uniform (fair) router drop at "
-          "c = 1, in %?"),
-    parts=(
-        Part("slots", _w5_slots, rel=0.001, slips=(
-            Slip("no k", distinct_from(
-                _w5_slots, lambda v: math.ceil(v["c"] * v["B"] / v["E"]), 0.001),
-                 "the slots hold token copies: {B:,} tokens send k·B = {k} × {B:,} copies to "
-                 "the {E} experts."),
-            Slip("no capacity factor", distinct_from(
-                _w5_slots, lambda v: tokens_per_expert(v["B"], v["E"], v["k"]), 0.001),
-                 "that is the mean load k·B/E; the buffer holds c = {c:g} times it."),
-        ), unit="count"),
-        Part("dropped_pct", _w5_drop_pct, slips=(
-            Slip("none", lambda v: 0.0,
-                 "even a fair router overflows some experts by chance: each expert's load is "
-                 "Binomial(B, k/E), and at c = 1 about half the experts get more than the mean."),
-            percent_slip(_w5_drop_pct),
-        ), unit="fraction"),
-    ),
-    labels={"slots": "slots per expert at c", "dropped_pct": "share dropped at c = 1, in %"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "moe_long_context.w5", "Capacity and dropped tokens",
+    draws(well_posed=_w5_well_posed,
+           B=Choice((1024, 2048, 4096, 512), "B", "tokens per chip"),
+           E=Choice((32, 64, 16), "E", "experts"),
+           k=Choice((4, 2, 1, 8), "k", "experts per token"),
+           c=Choice((1.5, 1.25, 2.0), "c", "capacity factor")),
+    ("A chip routes B = {B:,} tokens to E = {E} experts, top-{k}, into fixed-size expert "
+     "buffers. How many token slots does each expert get at capacity factor c = {c:g}, and "
+     "what share of the token-expert assignments does a uniform (fair) router drop at "
+     "c = 1, in %?"),
+    (Part("slots", _w5_slots, rel=0.001, slips=(
+         Slip("no k", distinct_from(
+             _w5_slots, lambda v: math.ceil(v["c"] * v["B"] / v["E"]), 0.001),
+              "the slots hold token copies: {B:,} tokens send k·B = {k} × {B:,} copies to "
+              "the {E} experts."),
+         Slip("no capacity factor", distinct_from(
+             _w5_slots, lambda v: tokens_per_expert(v["B"], v["E"], v["k"]), 0.001),
+              "that is the mean load k·B/E; the buffer holds c = {c:g} times it."),
+     ), unit="count"),
+     "slots per expert at c"),
+    (Part("dropped_pct", _w5_drop_pct, slips=(
+         Slip("none", lambda v: 0.0,
+              "even a fair router overflows some experts by chance: each expert's load is "
+              "Binomial(B, k/E), and at c = 1 about half the experts get more than the mean."),
+         percent_slip(_w5_drop_pct),
+     ), unit="fraction"),
+     "share dropped at c = 1, in %"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- 6. imbalance
@@ -419,47 +394,42 @@ def _w6_solution(v):
     )
 
 
-W6 = Problem(
-    id="moe_long_context.w6",
-    title="The slowest expert sets the step",
-    worked="6",
-    spec=spec("moe_long_context.w6",
-               well_posed=lambda v: imbalance(_w6_loads(v)) > 1.1 * v["c"],
-               loads=Choice(W6_LOADS, "loads", "tokens"),
-               t_ms=Choice((2.0, 5.0, 1.0, 3.0), "balanced time", "ms"),
-               c=Choice((1.25, 1.1, 1.5), "c", "capacity factor")),
-    text=("Eight experts, one per chip, receive ({loads}) tokens; with a perfectly balanced "
-          "router the layer's experts take {t_ms:g} ms. How long do they take with these loads, "
-          "in ms? With a capacity factor c = {c:g} (each expert keeps at most c times the mean "
-          "load, rounded up, and drops the rest), how long do they take, in ms, and what share "
-          "of the assignments is dropped, in %?"),
-    parts=(
-        Part("time_ms", _w6_ms, slips=(
-            Slip("balanced", lambda v: v["t_ms"],
-                 "the experts run in parallel and the combine waits for the slowest: scale the "
-                 "balanced time by max/mean of the loads."),
-            Slip("max/min", lambda v: v["t_ms"] * max(_w6_loads(v)) / min(_w6_loads(v)),
-                 "the balanced time is at the mean load: scale by max/mean, not max/min."),
-        ), unit="s"),
-        Part("capped_ms", _w6_capped_ms, slips=(
-            Slip("not capped", _w6_ms,
-                 "with capacity c the busiest expert works on at most c × mean tokens: the "
-                 "factor is min(max/mean, c)."),
-            Slip("balanced", lambda v: v["t_ms"],
-                 "a capacity factor caps the busiest expert at c times the mean load, not at "
-                 "the mean: the step still takes c = {c:g} times the balanced time."),
-        ), unit="s"),
-        Part("dropped_pct", _w6_drop_pct, slips=(
-            Slip("a count", distinct_from(_w6_drop_pct, lambda v: _w6_drop_pct(v)
-                                          * sum(_w6_loads(v)) / 100),
-                 "give the dropped share of all assignments, in %, not the number of tokens."),
-            percent_slip(_w6_drop_pct),
-        ), unit="fraction"),
-    ),
-    labels={"time_ms": "time with these loads, in ms", "capped_ms": "time at capacity c, in ms",
-            "dropped_pct": "assignments dropped, in %"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "moe_long_context.w6", "The slowest expert sets the step",
+    draws(well_posed=lambda v: imbalance(_w6_loads(v)) > 1.1 * v["c"],
+           loads=Choice(W6_LOADS, "loads", "tokens"),
+           t_ms=Choice((2.0, 5.0, 1.0, 3.0), "balanced time", "ms"),
+           c=Choice((1.25, 1.1, 1.5), "c", "capacity factor")),
+    ("Eight experts, one per chip, receive ({loads}) tokens; with a perfectly balanced "
+     "router the layer's experts take {t_ms:g} ms. How long do they take with these loads, "
+     "in ms? With a capacity factor c = {c:g} (each expert keeps at most c times the mean "
+     "load, rounded up, and drops the rest), how long do they take, in ms, and what share "
+     "of the assignments is dropped, in %?"),
+    (Part("time_ms", _w6_ms, slips=(
+         Slip("balanced", lambda v: v["t_ms"],
+              "the experts run in parallel and the combine waits for the slowest: scale the "
+              "balanced time by max/mean of the loads."),
+         Slip("max/min", lambda v: v["t_ms"] * max(_w6_loads(v)) / min(_w6_loads(v)),
+              "the balanced time is at the mean load: scale by max/mean, not max/min."),
+     ), unit="s"),
+     "time with these loads, in ms"),
+    (Part("capped_ms", _w6_capped_ms, slips=(
+         Slip("not capped", _w6_ms,
+              "with capacity c the busiest expert works on at most c × mean tokens: the "
+              "factor is min(max/mean, c)."),
+         Slip("balanced", lambda v: v["t_ms"],
+              "a capacity factor caps the busiest expert at c times the mean load, not at "
+              "the mean: the step still takes c = {c:g} times the balanced time."),
+     ), unit="s"),
+     "time at capacity c, in ms"),
+    (Part("dropped_pct", _w6_drop_pct, slips=(
+         Slip("a count", distinct_from(_w6_drop_pct, lambda v: _w6_drop_pct(v)
+                                       * sum(_w6_loads(v)) / 100),
+              "give the dropped share of all assignments, in %, not the number of tokens."),
+         percent_slip(_w6_drop_pct),
+     ), unit="fraction"),
+     "assignments dropped, in %"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- 7. dispatch in a node
@@ -494,48 +464,44 @@ def _w7_solution(v):
     )
 
 
-W7 = Problem(
-    id="moe_long_context.w7",
-    title="Expert parallelism inside one node",
-    worked="7",
-    spec=spec("moe_long_context.w7", derive=_w7_derive,
-               model=Choice(tuple(MOES), "model"),
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               t=Choice((8192, 4096, 16384, 2048), "tokens per GPU")),
-    text=("{model} (D = {D:,}, top-{k}) runs expert-parallel on one node of 8 {gpu}s "
-          "(NVLink: {nvlink_text} per GPU, one way), its experts split evenly over the 8 GPUs, "
-          "{t:,} tokens per GPU, bf16 activations, ragged buffers (no padding), uniform routing. "
-          "How many MB (10⁶ bytes) does each GPU send to the other GPUs in one dispatch "
-          "AllToAll, and how long does one dispatch take, in ms?"),
-    parts=(
-        Part("sent_mb", _w7_sent_mb, conventions=(
-            Convention("its own experts' copies too", lambda v: _w7_a2a(v).nbytes / 8 / MB,
-                       verdict=PINNED, phrase="to the other GPUs",
-                       hint="the question asks what each GPU sends to the other GPUs: the 1/8 "
-                            "of its copies bound for its own experts stays on it."),
-        ), slips=(
-            Slip("no k", lambda v: _w7_sent_mb(v) / v["k"],
-                 "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
-            Slip("the whole array", lambda v: _w7_a2a(v).nbytes / MB,
-                 "that is the whole AllToAll's array, all 8 GPUs' copies; one GPU sends only its "
-                 "own tokens' copies."),
-        ), unit="bytes"),
-        Part("dispatch_ms", _w7_ms, slips=(
-            Slip("as an AllGather", lambda v: collective_cost(
-                "all_gather", _w7_a2a(v).nbytes, 8, v["gpu"]).time / MS,
-                 "the dispatch is an AllToAll: each piece goes to one GPU, not to all of them "
-                 "as in an AllGather."),
-            Slip("dispatch and combine", lambda v: _w7_a2a(v).forward / MS,
-                 "that is the dispatch and the combine together; the question asks for one "
-                 "AllToAll."),
-            Slip("no k", lambda v: _w7_a2a(v, copies_per_token=1).dispatch.time / MS,
-                 "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"sent_mb": "bytes each GPU sends, in MB", "dispatch_ms": "one dispatch, in ms"},
-    solution=_w7_solution,
-)
+W7 = problem(
+    "moe_long_context.w7", "Expert parallelism inside one node",
+    draws(derive=_w7_derive,
+           model=Choice(tuple(MOES), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           t=Choice((8192, 4096, 16384, 2048), "tokens per GPU")),
+    ("{model} (D = {D:,}, top-{k}) runs expert-parallel on one node of 8 {gpu}s "
+     "(NVLink: {nvlink_text} per GPU, one way), its experts split evenly over the 8 GPUs, "
+     "{t:,} tokens per GPU, bf16 activations, ragged buffers (no padding), uniform routing. "
+     "How many MB (10⁶ bytes) does each GPU send to the other GPUs in one dispatch "
+     "AllToAll, and how long does one dispatch take, in ms?"),
+    (Part("sent_mb", _w7_sent_mb, conventions=(
+         Convention("its own experts' copies too", lambda v: _w7_a2a(v).nbytes / 8 / MB,
+                    verdict=PINNED, phrase="to the other GPUs",
+                    hint="the question asks what each GPU sends to the other GPUs: the 1/8 "
+                         "of its copies bound for its own experts stays on it."),
+     ), slips=(
+         Slip("no k", lambda v: _w7_sent_mb(v) / v["k"],
+              "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
+         Slip("the whole array", lambda v: _w7_a2a(v).nbytes / MB,
+              "that is the whole AllToAll's array, all 8 GPUs' copies; one GPU sends only its "
+              "own tokens' copies."),
+     ), unit="bytes"),
+     "bytes each GPU sends, in MB"),
+    (Part("dispatch_ms", _w7_ms, slips=(
+         Slip("as an AllGather", lambda v: collective_cost(
+             "all_gather", _w7_a2a(v).nbytes, 8, v["gpu"]).time / MS,
+              "the dispatch is an AllToAll: each piece goes to one GPU, not to all of them "
+              "as in an AllGather."),
+         Slip("dispatch and combine", lambda v: _w7_a2a(v).forward / MS,
+              "that is the dispatch and the combine together; the question asks for one "
+              "AllToAll."),
+         Slip("no k", lambda v: _w7_a2a(v, copies_per_token=1).dispatch.time / MS,
+              "each token is sent to the GPUs of its k = {k} experts: k copies per token."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "one dispatch, in ms"),
+    solution=_w7_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 8. dispatch on a TPU ring
@@ -573,45 +539,41 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="moe_long_context.w8",
-    title="Expert parallelism on a TPU axis",
-    worked="8",
-    spec=spec("moe_long_context.w8", derive=_w8_derive,
-               chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
-               N=Choice((8, 4, 16), "N", "chips"),
-               model=Choice(tuple(MOES), "model"),
-               t=Choice((8192, 4096, 2048), "tokens per chip"),
-               c=Choice((1.25, 1.5, 2.0), "c", "capacity factor"),
-               # every chip must hold whole experts: Mixtral's 8 cannot spread over 16 chips
-               well_posed=lambda v: MOES[v["model"]]().n_experts % v["N"] == 0),
-    text=("{model} (D = {D:,}, top-{k}) runs expert-parallel over one axis of {N} {chip} chips, "
-          "{axis_text}, {link_text} per ICI link one way, 1 µs per hop; {t:,} tokens per chip, "
-          "bf16, uniform routing, fixed-shape expert buffers at capacity factor c = {c:g}. How "
-          "large is the dispatch AllToAll's array V, in GB (10⁹ bytes), and how long does one "
-          "dispatch take, in ms?"),
-    parts=(
-        Part("array_gb", _w8_gb, conventions=(in_gib(_w8_gb),), slips=(
-            Slip("ragged", lambda v: _w8_a2a(v, c=False).nbytes / GB,
-                 "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
-                 "padding included."),
-            Slip("one chip's share", lambda v: _w8_gb(v) / v["N"],
-                 "V is the whole AllToAll's array, all {N} chips' buffers together."),
-        ), unit="bytes"),
-        Part("dispatch_ms", _w8_ms, slips=(
-            Slip("ragged", lambda v: _w8_a2a(v, c=False).dispatch.time / MS,
-                 "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
-                 "padding included."),
-            Slip("as an AllGather", lambda v: collective_cost(
-                "all_gather", _w8_a2a(v).nbytes, v["N"], v["chip"]).time / MS,
-                 "in an AllToAll each block goes to one chip only, on average a quarter of the "
-                 "way round: about a quarter of an AllGather's bandwidth time."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"array_gb": "AllToAll array V, in GB", "dispatch_ms": "one dispatch, in ms"},
-    solution=_w8_solution,
-)
+W8 = problem(
+    "moe_long_context.w8", "Expert parallelism on a TPU axis",
+    draws(derive=_w8_derive,
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v5e", "TPU v6e"), "chip"),
+           N=Choice((8, 4, 16), "N", "chips"),
+           model=Choice(tuple(MOES), "model"),
+           t=Choice((8192, 4096, 2048), "tokens per chip"),
+           c=Choice((1.25, 1.5, 2.0), "c", "capacity factor"),
+           # every chip must hold whole experts: Mixtral's 8 cannot spread over 16 chips
+           well_posed=lambda v: MOES[v["model"]]().n_experts % v["N"] == 0),
+    ("{model} (D = {D:,}, top-{k}) runs expert-parallel over one axis of {N} {chip} chips, "
+     "{axis_text}, {link_text} per ICI link one way, 1 µs per hop; {t:,} tokens per chip, "
+     "bf16, uniform routing, fixed-shape expert buffers at capacity factor c = {c:g}. How "
+     "large is the dispatch AllToAll's array V, in GB (10⁹ bytes), and how long does one "
+     "dispatch take, in ms?"),
+    (Part("array_gb", _w8_gb, conventions=(in_gib(_w8_gb),), slips=(
+         Slip("ragged", lambda v: _w8_a2a(v, c=False).nbytes / GB,
+              "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
+              "padding included."),
+         Slip("one chip's share", lambda v: _w8_gb(v) / v["N"],
+              "V is the whole AllToAll's array, all {N} chips' buffers together."),
+     ), unit="bytes"),
+     "AllToAll array V, in GB"),
+    (Part("dispatch_ms", _w8_ms, slips=(
+         Slip("ragged", lambda v: _w8_a2a(v, c=False).dispatch.time / MS,
+              "the buffers are fixed-shape: c = {c:g} times the routed copies travel, "
+              "padding included."),
+         Slip("as an AllGather", lambda v: collective_cost(
+             "all_gather", _w8_a2a(v).nbytes, v["N"], v["chip"]).time / MS,
+              "in an AllToAll each block goes to one chip only, on average a quarter of the "
+              "way round: about a quarter of an AllGather's bandwidth time."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "one dispatch, in ms"),
+    solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9. KV cache at 1M
@@ -642,35 +604,31 @@ def _w9_solution(v):
     )
 
 
-W9 = Problem(
-    id="moe_long_context.w9",
-    title="The KV cache of a very long context",
-    worked="9",
-    spec=spec("moe_long_context.w9", derive=_w9_derive,
-               model=Choice(tuple(LLAMAS), "model"),
-               T=Choice((1048576, 131072, 262144, 524288), "T", "tokens"),
-               chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
-    text=("{model} has L = {L} layers, H = {H} query heads and K = {K} key/value heads of "
-          "d_h = {dh}. How much bf16 KV cache does one sequence of {T:,} tokens hold, in GB "
-          "(10⁹ bytes), and the HBM of at least how many {chip} chips ({hbm_gb:g} GB each) does "
-          "it fill?"),
-    parts=(
-        Part("kv_gb", _w9_gb, conventions=(in_gib(_w9_gb),), slips=(
-            Slip("query heads", lambda v: _w9_gb(v) * v["H"] / v["K"],
-                 "grouped-query attention caches only the K = {K} key/value heads, not the "
-                 "H = {H} query heads."),
-            Slip("keys only", lambda v: _w9_gb(v) / 2,
-                 "cache keys and values: a factor of 2."),
-        ), unit="bytes"),
-        Part("chips", _w9_chips, rel=0.001, slips=(
-            Slip("not rounded up", distinct_from(
-                _w9_chips, lambda v: _w9_kv(v) / get_chip(v["chip"]).hbm_bytes, 0.001),
-                 "a chip holds whole bytes, not a fraction of the cache: round the ratio up."),
-        ), unit="count"),
-    ),
-    labels={"kv_gb": "KV cache, in GB", "chips": "chips whose HBM it fills"},
-    solution=_w9_solution,
-)
+W9 = problem(
+    "moe_long_context.w9", "The KV cache of a very long context",
+    draws(derive=_w9_derive,
+           model=Choice(tuple(LLAMAS), "model"),
+           T=Choice((1048576, 131072, 262144, 524288), "T", "tokens"),
+           chip=Choice(("H100", "H200", "B200", "TPU v5p"), "chip")),
+    ("{model} has L = {L} layers, H = {H} query heads and K = {K} key/value heads of "
+     "d_h = {dh}. How much bf16 KV cache does one sequence of {T:,} tokens hold, in GB "
+     "(10⁹ bytes), and the HBM of at least how many {chip} chips ({hbm_gb:g} GB each) does "
+     "it fill?"),
+    (Part("kv_gb", _w9_gb, conventions=(in_gib(_w9_gb),), slips=(
+         Slip("query heads", lambda v: _w9_gb(v) * v["H"] / v["K"],
+              "grouped-query attention caches only the K = {K} key/value heads, not the "
+              "H = {H} query heads."),
+         Slip("keys only", lambda v: _w9_gb(v) / 2,
+              "cache keys and values: a factor of 2."),
+     ), unit="bytes"),
+     "KV cache, in GB"),
+    (Part("chips", _w9_chips, rel=0.001, slips=(
+         Slip("not rounded up", distinct_from(
+             _w9_chips, lambda v: _w9_kv(v) / get_chip(v["chip"]).hbm_bytes, 0.001),
+              "a chip holds whole bytes, not a fraction of the cache: round the ratio up."),
+     ), unit="count"),
+     "chips whose HBM it fills"),
+    solution=_w9_solution, worked="9")
 
 
 # --------------------------------------------------------------------------- 10. ring attention
@@ -711,56 +669,52 @@ def _w10_solution(v):
     )
 
 
-W10 = Problem(
-    id="moe_long_context.w10",
-    title="Is ring attention's send hidden?",
-    worked="10",
-    spec=spec("moe_long_context.w10", derive=_w10_derive,
-               model=Choice(tuple(LLAMAS), "model"),
-               T=Choice((1048576, 524288, 262144, 131072), "T", "tokens"),
-               C=Choice((64, 32, 16), "C", "chips"),
-               chip=Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "chip")),
-    text=("Ring attention runs {model} (H = {H} query heads, K = {K} key/value heads of "
-          "d_h = {dh}) on one sequence of {T:,} tokens over a ring of C = {C} {chip} chips "
-          "({flops_text} dense bf16, {link_text} per ICI link one way, 1 µs per hop), bf16. "
-          "How large is each K,V block a chip sends, in MB (10⁶ bytes), how long does one send "
-          "take, in ms, and how long does one full (unmasked) block of attention compute take, "
-          "in ms?"),
-    parts=(
-        Part("block_mb", _w10_kv_mb, slips=(
-            Slip("whole sequence", lambda v: _w10_kv_mb(v) * v["C"],
-                 "each step sends one chip's block of T/C tokens, not the whole sequence's "
-                 "keys and values."),
-            Slip("query heads", lambda v: _w10_kv_mb(v) * v["H"] / v["K"],
-                 "the block holds the keys and values of the K = {K} KV heads, not the "
-                 "H = {H} query heads."),
-            Slip("keys only", lambda v: _w10_kv_mb(v) / 2,
-                 "the block holds keys and values: a factor of 2."),
-        ), unit="bytes"),
-        Part("send_ms", _w10_send_ms, slips=(
-            Slip("half the time", lambda v: (_w10_ring(v).send.bandwidth_time / 2
-                                             + _w10_ring(v).send.latency_time) / MS,
-                 "a ppermute sends to one neighbour over one link in one direction (the one-way "
-                 "bandwidth), and the block holds both keys and values."),
-            Slip("whole sequence", lambda v: (_w10_ring(v).send.bandwidth_time * v["C"]
-                                              + _w10_ring(v).send.latency_time) / MS,
-                 "each step sends one chip's block of T/C tokens, not the whole sequence's."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-        Part("compute_ms", _w10_block_ms, slips=(
-            Slip("one matmul", lambda v: _w10_block_ms(v) / 2,
-                 "a block is two matmuls, Q·Kᵀ and the scores times V, each 2·(T/C)²·H·d_h "
-                 "FLOPs: 4·(T/C)²·H·d_h in all."),
-            Slip("KV heads", lambda v: _w10_block_ms(v) * v["K"] / v["H"],
-                 "every one of the H = {H} query heads computes its own scores: the FLOPs "
-                 "scale with H, not K."),
-        ), unit="s", not_applicable=(
-        *NO_LINK,)),
-    ),
-    labels={"block_mb": "K,V block, in MB", "send_ms": "one send, in ms",
-            "compute_ms": "one full block of compute, in ms"},
-    solution=_w10_solution,
-)
+W10 = problem(
+    "moe_long_context.w10", "Is ring attention's send hidden?",
+    draws(derive=_w10_derive,
+           model=Choice(tuple(LLAMAS), "model"),
+           T=Choice((1048576, 524288, 262144, 131072), "T", "tokens"),
+           C=Choice((64, 32, 16), "C", "chips"),
+           chip=Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "chip")),
+    ("Ring attention runs {model} (H = {H} query heads, K = {K} key/value heads of "
+     "d_h = {dh}) on one sequence of {T:,} tokens over a ring of C = {C} {chip} chips "
+     "({flops_text} dense bf16, {link_text} per ICI link one way, 1 µs per hop), bf16. "
+     "How large is each K,V block a chip sends, in MB (10⁶ bytes), how long does one send "
+     "take, in ms, and how long does one full (unmasked) block of attention compute take, "
+     "in ms?"),
+    (Part("block_mb", _w10_kv_mb, slips=(
+         Slip("whole sequence", lambda v: _w10_kv_mb(v) * v["C"],
+              "each step sends one chip's block of T/C tokens, not the whole sequence's "
+              "keys and values."),
+         Slip("query heads", lambda v: _w10_kv_mb(v) * v["H"] / v["K"],
+              "the block holds the keys and values of the K = {K} KV heads, not the "
+              "H = {H} query heads."),
+         Slip("keys only", lambda v: _w10_kv_mb(v) / 2,
+              "the block holds keys and values: a factor of 2."),
+     ), unit="bytes"),
+     "K,V block, in MB"),
+    (Part("send_ms", _w10_send_ms, slips=(
+         Slip("half the time", lambda v: (_w10_ring(v).send.bandwidth_time / 2
+                                          + _w10_ring(v).send.latency_time) / MS,
+              "a ppermute sends to one neighbour over one link in one direction (the one-way "
+              "bandwidth), and the block holds both keys and values."),
+         Slip("whole sequence", lambda v: (_w10_ring(v).send.bandwidth_time * v["C"]
+                                           + _w10_ring(v).send.latency_time) / MS,
+              "each step sends one chip's block of T/C tokens, not the whole sequence's."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "one send, in ms"),
+    (Part("compute_ms", _w10_block_ms, slips=(
+         Slip("one matmul", lambda v: _w10_block_ms(v) / 2,
+              "a block is two matmuls, Q·Kᵀ and the scores times V, each 2·(T/C)²·H·d_h "
+              "FLOPs: 4·(T/C)²·H·d_h in all."),
+         Slip("KV heads", lambda v: _w10_block_ms(v) * v["K"] / v["H"],
+              "every one of the H = {H} query heads computes its own scores: the FLOPs "
+              "scale with H, not K."),
+     ), unit="s", not_applicable=(
+     *NO_LINK,)),
+     "one full block of compute, in ms"),
+    solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. Ulysses or ring
@@ -793,50 +747,45 @@ def _w11_solution(v):
     )
 
 
-W11 = Problem(
-    id="moe_long_context.w11",
-    title="Ulysses against ring attention",
-    worked="11",
-    spec=spec("moe_long_context.w11", derive=_llama_figures,
-               model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
-               T=Choice((131072, 262144, 65536, 1048576), "T", "tokens"),
-               C=Choice((8, 4), "C", "GPUs")),
-    text=("One sequence of {T:,} tokens of {model} (H = {H} query heads, K = {K} key/value heads "
-          "of d_h = {dh}) is split over C = {C} H100s in one node, bf16. Per layer's forward "
-          "attention, how many MB (10⁶ bytes) does each GPU send to the other GPUs with "
-          "all-to-all (Ulysses) context parallelism (Q, K, V and the output), and how many with "
-          "ring attention?"),
-    parts=(
-        Part("ulysses_mb", _w11_uly_mb, conventions=(
-            Convention("its own share too", lambda v: _w11_uly_mb(v) * v["C"] / (v["C"] - 1),
-                       verdict=PINNED, phrase="to the other GPUs",
-                       hint="the question asks what each GPU sends to the other GPUs: the 1/C of "
-                            "its heads that it keeps does not travel."),
-        ), slips=(
-            Slip("no output", lambda v: _w11_uly_mb(v) * (v["H"] + 2 * v["K"])
-                 / (2 * v["H"] + 2 * v["K"]),
-                 "a second AllToAll brings the attention output, H heads wide, back to "
-                 "sequence sharding: count it too."),
-            Slip("whole sequence", lambda v: _w11_uly_mb(v) * v["C"],
-                 "each GPU starts with T/C of the tokens and sends only those: the AllToAll "
-                 "moves heads, not the whole sequence, from each GPU."),
-        ), unit="bytes"),
-        Part("ring_mb", _w11_ring_mb, conventions=(
-            Convention("C sends (the whole sequence's KV)",
-                       lambda v: _w11_ring_mb(v) * v["C"] / (v["C"] - 1)),
-        ), slips=(
-            Slip("one block", lambda v: _w11_ring_mb(v) / (v["C"] - 1),
-                 "that is one step's block; the ring takes C − 1 = {C} − 1 steps per layer, "
-                 "each sending a block."),
-            Slip("query heads", lambda v: _w11_ring_mb(v) * v["H"] / v["K"],
-                 "the blocks hold keys and values of the K = {K} KV heads, not the H = {H} "
-                 "query heads."),
-        ), unit="bytes"),
-    ),
-    labels={"ulysses_mb": "Ulysses, sent per GPU per layer, in MB",
-            "ring_mb": "ring attention, sent per GPU per layer, in MB"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "moe_long_context.w11", "Ulysses against ring attention",
+    draws(derive=_llama_figures,
+           model=Choice(("LLaMA-3 8B", "LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+           T=Choice((131072, 262144, 65536, 1048576), "T", "tokens"),
+           C=Choice((8, 4), "C", "GPUs")),
+    ("One sequence of {T:,} tokens of {model} (H = {H} query heads, K = {K} key/value heads "
+     "of d_h = {dh}) is split over C = {C} H100s in one node, bf16. Per layer's forward "
+     "attention, how many MB (10⁶ bytes) does each GPU send to the other GPUs with "
+     "all-to-all (Ulysses) context parallelism (Q, K, V and the output), and how many with "
+     "ring attention?"),
+    (Part("ulysses_mb", _w11_uly_mb, conventions=(
+         Convention("its own share too", lambda v: _w11_uly_mb(v) * v["C"] / (v["C"] - 1),
+                    verdict=PINNED, phrase="to the other GPUs",
+                    hint="the question asks what each GPU sends to the other GPUs: the 1/C of "
+                         "its heads that it keeps does not travel."),
+     ), slips=(
+         Slip("no output", lambda v: _w11_uly_mb(v) * (v["H"] + 2 * v["K"])
+              / (2 * v["H"] + 2 * v["K"]),
+              "a second AllToAll brings the attention output, H heads wide, back to "
+              "sequence sharding: count it too."),
+         Slip("whole sequence", lambda v: _w11_uly_mb(v) * v["C"],
+              "each GPU starts with T/C of the tokens and sends only those: the AllToAll "
+              "moves heads, not the whole sequence, from each GPU."),
+     ), unit="bytes"),
+     "Ulysses, sent per GPU per layer, in MB"),
+    (Part("ring_mb", _w11_ring_mb, conventions=(
+         Convention("C sends (the whole sequence's KV)",
+                    lambda v: _w11_ring_mb(v) * v["C"] / (v["C"] - 1)),
+     ), slips=(
+         Slip("one block", lambda v: _w11_ring_mb(v) / (v["C"] - 1),
+              "that is one step's block; the ring takes C − 1 = {C} − 1 steps per layer, "
+              "each sending a block."),
+         Slip("query heads", lambda v: _w11_ring_mb(v) * v["H"] / v["K"],
+              "the blocks hold keys and values of the K = {K} KV heads, not the H = {H} "
+              "query heads."),
+     ), unit="bytes"),
+     "ring attention, sent per GPU per layer, in MB"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- 12. EP against FSDP
@@ -873,44 +822,40 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="moe_long_context.w12",
-    title="Expert parallelism against FSDP",
-    worked="12",
-    spec=spec("moe_long_context.w12", derive=_w12_derive,
-               model=Choice(tuple(MOES), "model"),
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               t=Choice((8192, 4096, 16384, 32768), "tokens per GPU")),
-    text=("The routed experts of one {model} layer (E = {E} experts of F_e = {Fe:,}, top-{k}, "
-          "D = {D:,}, bf16) live on one node of 8 {gpu}s ({nvlink_text} NVLink per GPU, one way). "
-          "Below how many tokens per GPU does expert parallelism (dispatch and combine) move "
-          "fewer bytes per GPU than FSDP of the experts' weights? At {t:,} tokens per GPU, how "
-          "long do EP's two AllToAlls and FSDP's AllGather take, in ms (forward, one layer)?"),
-    parts=(
-        Part("crossover_tokens", _w12_cross, slips=(
-            Slip("one matrix", lambda v: _w12_cross(v) / 3,
-                 "a gated expert has three D × F_e matrices: 3·D·F_e weights."),
-            Slip("no combine", lambda v: _w12_cross(v) * 2,
-                 "EP sends the tokens twice per layer: the dispatch and the combine."),
-        ), unit="count"),
-        Part("ep_ms", _w12_ep_ms, slips=(
-            Slip("dispatch only", lambda v: _w12_ep_ms(v) / 2,
-                 "the expert outputs come back in a combine AllToAll as large as the dispatch: "
-                 "two AllToAlls per layer."),
-        ), unit="s"),
-        Part("fsdp_ms", _w12_fsdp_ms, slips=(
-            Slip("one matrix", lambda v: collective_cost(
-                "all_gather", v["E"] * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
-                 "a gated expert has three D × F_e matrices: gather 3·E·D·F_e weights."),
-            Slip("one expert", lambda v: collective_cost(
-                "all_gather", 3 * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
-                 "the FSDP layout gathers every expert of the layer, all E = {E} of them."),
-        ), unit="s"),
-    ),
-    labels={"crossover_tokens": "crossover, in tokens per GPU", "ep_ms": "EP, in ms",
-            "fsdp_ms": "FSDP, in ms"},
-    solution=_w12_solution,
-)
+W12 = problem(
+    "moe_long_context.w12", "Expert parallelism against FSDP",
+    draws(derive=_w12_derive,
+           model=Choice(tuple(MOES), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           t=Choice((8192, 4096, 16384, 32768), "tokens per GPU")),
+    ("The routed experts of one {model} layer (E = {E} experts of F_e = {Fe:,}, top-{k}, "
+     "D = {D:,}, bf16) live on one node of 8 {gpu}s ({nvlink_text} NVLink per GPU, one way). "
+     "Below how many tokens per GPU does expert parallelism (dispatch and combine) move "
+     "fewer bytes per GPU than FSDP of the experts' weights? At {t:,} tokens per GPU, how "
+     "long do EP's two AllToAlls and FSDP's AllGather take, in ms (forward, one layer)?"),
+    (Part("crossover_tokens", _w12_cross, slips=(
+         Slip("one matrix", lambda v: _w12_cross(v) / 3,
+              "a gated expert has three D × F_e matrices: 3·D·F_e weights."),
+         Slip("no combine", lambda v: _w12_cross(v) * 2,
+              "EP sends the tokens twice per layer: the dispatch and the combine."),
+     ), unit="count"),
+     "crossover, in tokens per GPU"),
+    (Part("ep_ms", _w12_ep_ms, slips=(
+         Slip("dispatch only", lambda v: _w12_ep_ms(v) / 2,
+              "the expert outputs come back in a combine AllToAll as large as the dispatch: "
+              "two AllToAlls per layer."),
+     ), unit="s"),
+     "EP, in ms"),
+    (Part("fsdp_ms", _w12_fsdp_ms, slips=(
+         Slip("one matrix", lambda v: collective_cost(
+             "all_gather", v["E"] * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
+              "a gated expert has three D × F_e matrices: gather 3·E·D·F_e weights."),
+         Slip("one expert", lambda v: collective_cost(
+             "all_gather", 3 * v["D"] * v["Fe"] * 2, 8, v["gpu"]).time / MS,
+              "the FSDP layout gathers every expert of the layer, all E = {E} of them."),
+     ), unit="s"),
+     "FSDP, in ms"),
+    solution=_w12_solution, worked="12")
 
 
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12)

@@ -16,6 +16,11 @@ set) written once, as data:
 - ``solution(v)``: the worked solution for *these* numbers, a few lines of plain text, every
   value computed by the solver.
 
+A chapter writes its problems with :func:`one_answer` (one answer field: its part and, beside
+it, its label) or :func:`problem` (each answer field as ``(part, label)``), their draws with
+:func:`~scalebook.practice.common.draws`, so that a problem reads as its data and its id and
+its answers' names are written once.
+
 :func:`draw` gives the numbers for a seed: a well-posed draw by the same generic rule as the
 homework (:func:`~scalebook.homework.parts.well_posed`: no slip within a check's tolerance of
 the answer, no two hints on one value). :func:`check` judges the reader's typed answers with
@@ -33,11 +38,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..homework.parts import Part, feedback, well_posed
+from .common import Draws
 from ..units import format_scientific
 from ..variants import Variant, VariantSpec, default_variant
 from ..variants import draw as draw_variant
 
-__all__ = ["Problem", "Result", "draw", "check", "parse_number", "question", "MAX_TRIES"]
+__all__ = ["Problem", "Result", "problem", "one_answer", "draw", "check", "parse_number",
+           "question", "MAX_TRIES"]
 
 #: Draws tried for one seed before a problem is declared broken (the tests draw hundreds).
 MAX_TRIES = 200
@@ -79,6 +86,31 @@ class Problem:
     @property
     def chapter(self) -> str:
         return self.id.split(".")[0]
+
+
+def one_answer(id: str, title: str, draws: Draws, text: str, part: Part, *, label: str,
+               solution: Callable[[Mapping[str, Any]], tuple[str, ...]],
+               worked: str = "") -> Problem:
+    """The common problem with one answer field: ``part``, asked for as ``label``. The same
+    :class:`Problem` as ``Problem(id=id, title=title, spec=draws.spec(id), text=text,
+    parts=(part,), labels={part.answer: label}, solution=solution, worked=worked)``: the id and
+    the answer's name said once."""
+    return Problem(id=id, title=title, spec=draws.spec(id), text=text, parts=(part,),
+                   labels={part.answer: label}, solution=solution, worked=worked)
+
+
+def problem(id: str, title: str, draws: Draws, text: str, *answers: tuple[Part, str],
+            solution: Callable[[Mapping[str, Any]], tuple[str, ...]],
+            worked: str = "") -> Problem:
+    """A problem with several answer fields, each given as ``(part, label)``: the part that
+    judges it and what the field asks for. The same :class:`Problem` as ``Problem(id=id,
+    title=title, spec=draws.spec(id), text=text, parts=(part, ...), labels={part.answer:
+    label, ...}, solution=solution, worked=worked)``: the id and each answer's name said once,
+    each label beside its part."""
+    return Problem(id=id, title=title, spec=draws.spec(id), text=text,
+                   parts=tuple(part for part, _ in answers),
+                   labels={part.answer: label for part, label in answers},
+                   solution=solution, worked=worked)
 
 
 @dataclass(frozen=True)

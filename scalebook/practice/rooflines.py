@@ -11,15 +11,13 @@ from ..roofline import (attainable_flops, critical_batch_size, critical_contract
                         critical_intensity, elementwise_cost, elementwise_time, matmul_cost,
                         matmul_time, two_chip_sharded_matmul)
 from ..units import format_bandwidth, format_bytes, format_flops, format_seconds
-from ..variants import Choice, VariantSpec
-from .common import US, bytes_text, decimal_bytes, in_mib, percent_slip, spec
-from .problem import Problem
+from ..variants import Choice
+from .common import (BF16_HINT, FMA_HINT, US, Draws, bytes_text, decimal_bytes, draws, fma_slip,
+                     in_mib, one_byte_slip, percent_slip, seconds_slip)
+from .problem import Problem, one_answer, problem
 
 
-#: The hints several problems share: the chapter's classic slips, said once.
-_FMA_HINT = "a multiply-add is 2 FLOPs: the matmul does 2·B·D·F of them."
-_BF16_HINT = "bf16 takes 2 bytes per element."
-_US_HINT = "the answer is asked in µs (1 s = 1e6 µs)."
+#: A hint several problems share (the classic slips' are said in common.py).
 _OUTPUT_HINT = "the output C[B, F] is written back to HBM too: 2·B·F more bytes."
 
 
@@ -47,48 +45,35 @@ def _matmul_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
-MATMUL_TIME = Problem(
-    id="rooflines.matmul_time",
-    title="How long does one bf16 matmul take?",
-    spec=VariantSpec(
-        assignment="practice:rooflines.matmul_time",
-        parameters={
-            "chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
-            "B": Choice((512, 128, 256, 1024, 2048, 4096), "B", "tokens"),
-            "D": Choice((8192, 4096, 16384), "D"),
-            "F": Choice((16384, 8192, 32768), "F"),
-        },
-    ),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip}, reading X and W from HBM and writing the output there. Assume compute and "
-          "memory traffic overlap perfectly. What is the lower bound on its runtime, in µs?"),
-    parts=(
-        Part(
-            answer="t_lower_us",
-            expected=_lower_us,
-            conventions=(
-                Convention("no overlap (sum)",
-                           distinct_from(_lower_us, lambda v: _bf16_matmul(v).upper * 1e6),
-                           verdict=PINNED, phrase="overlap perfectly",
-                           hint="the problem assumes compute and memory traffic overlap "
-                                "perfectly: the bound is the larger of T_math and T_comms, "
-                                "not their sum."),
-            ),
-            slips=(
-                Slip("one FLOP per multiply-add", distinct_from(_lower_us, lambda v: max(
-                    _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6),
-                     _FMA_HINT),
-                Slip("one byte per element", distinct_from(_lower_us, lambda v: max(
-                    _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6),
-                     _BF16_HINT),
-                Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower,
-                     _US_HINT),
-            ), unit="s",
+MATMUL_TIME = one_answer(
+    "rooflines.matmul_time", "How long does one bf16 matmul take?",
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
+          B=Choice((512, 128, 256, 1024, 2048, 4096), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((16384, 8192, 32768), "F")),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip}, reading X and W from HBM and writing the output there. Assume compute and "
+     "memory traffic overlap perfectly. What is the lower bound on its runtime, in µs?"),
+    Part(
+        answer="t_lower_us",
+        expected=_lower_us,
+        conventions=(
+            Convention("no overlap (sum)",
+                       distinct_from(_lower_us, lambda v: _bf16_matmul(v).upper * 1e6),
+                       verdict=PINNED, phrase="overlap perfectly",
+                       hint="the problem assumes compute and memory traffic overlap "
+                            "perfectly: the bound is the larger of T_math and T_comms, "
+                            "not their sum."),
         ),
+        slips=(
+            fma_slip(distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) * 1e6)),
+            one_byte_slip(distinct_from(_lower_us, lambda v: max(
+                _bf16_matmul(v).t_math, _bf16_matmul(v).t_comms / 2) * 1e6)),
+            seconds_slip(lambda v: _bf16_matmul(v).lower),
+        ), unit="s",
     ),
-    labels={"t_lower_us": "lower bound on the runtime, in µs"},
-    solution=_matmul_solution,
-)
+    label="lower bound on the runtime, in µs", solution=_matmul_solution)
 
 
 # --------------------------------------------------------------------------- worked problems
@@ -149,42 +134,37 @@ def _w1_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             "furthest apart when T_math ≈ T_comms.")
 
 
-W1 = Problem(
-    id="rooflines.w1",
-    title="Overlap or not, near the corner",
-    worked="1",
-    spec=spec("rooflines.w1", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-              B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
-              D=Choice((8192, 4096, 16384), "D"),
-              F=Choice((8192, 16384, 32768), "F")),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip} ({bf16_text} dense bf16, {bw_text} of HBM), reading X and W from HBM and "
-          "writing its output there. How long does it take if the chip overlaps compute and "
-          "memory traffic perfectly, and how long if it does not overlap them at all? Both in "
-          "µs."),
-    parts=(
-        Part(answer="t_overlap_us", expected=_w1_overlap_us,
-             slips=(
-                 Slip("the sum", distinct_from(_w1_overlap_us, _w1_serial_us),
-                      "with perfect overlap the time is the larger of T_math and T_comms; their "
-                      "sum is the time without overlap."),
-                 Slip("one FLOP per multiply-add", distinct_from(_w1_overlap_us, lambda v: max(
-                     _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US), _FMA_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             ), unit="s"),
-        Part(answer="t_serial_us", expected=_w1_serial_us,
-             slips=(
-                 Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
-                      "without overlap the chip loads, then computes: the times add up, "
-                      "T_math + T_comms."),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_overlap_us": "time with perfect overlap, in µs",
-            "t_serial_us": "time without overlap, in µs"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "rooflines.w1", "Overlap or not, near the corner",
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+          B=Choice((256, 128, 192, 384, 512), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((8192, 16384, 32768), "F")),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip} ({bf16_text} dense bf16, {bw_text} of HBM), reading X and W from HBM and "
+     "writing its output there. How long does it take if the chip overlaps compute and "
+     "memory traffic perfectly, and how long if it does not overlap them at all? Both in "
+     "µs."),
+    (Part(answer="t_overlap_us", expected=_w1_overlap_us,
+          slips=(
+              Slip("the sum", distinct_from(_w1_overlap_us, _w1_serial_us),
+                   "with perfect overlap the time is the larger of T_math and T_comms; their "
+                   "sum is the time without overlap."),
+              fma_slip(distinct_from(_w1_overlap_us, lambda v: max(
+                  _bf16_matmul(v).t_math / 2, _bf16_matmul(v).t_comms) / US)),
+              seconds_slip(lambda v: _bf16_matmul(v).lower),
+          ), unit="s"),
+     "time with perfect overlap, in µs"),
+    (Part(answer="t_serial_us", expected=_w1_serial_us,
+          slips=(
+              Slip("the max", distinct_from(_w1_serial_us, _w1_overlap_us),
+                   "without overlap the chip loads, then computes: the times add up, "
+                   "T_math + T_comms."),
+              seconds_slip(lambda v: _bf16_matmul(v).upper),
+          ), unit="s"),
+     "time without overlap, in µs"),
+    solution=_w1_solution, worked="1")
 
 
 # --- 2. the smallest compute-bound square matmul
@@ -211,30 +191,24 @@ def _w2_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Compute-bound when N/3 > C/W: N > {_w2_n(v):,.0f}.")
 
 
-W2 = Problem(
-    id="rooflines.w2",
-    title="The smallest square matmul that keeps the chip busy",
-    worked="2",
-    spec=spec("rooflines.w2", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
-                           "H200"), "chip")),
-    text=("On one {chip} ({bf16_text} dense bf16, {bw_text} of HBM), a square matmul "
-          "bf16[N, N] · bf16[N, N] reads both inputs from HBM and writes its bf16[N, N] output "
-          "there. Above what N is it compute-bound?"),
-    parts=(
-        Part(answer="n_star", expected=_w2_n,
-             slips=(
-                 Slip("output not written", _w2_reads_only,
-                      "the output is written too: 3 · 2N² bytes, not 2 · 2N², so I = N/3."),
-                 Slip("one FLOP per multiply-add", lambda v: 2 * _w2_n(v),
+W2 = one_answer(
+    "rooflines.w2", "The smallest square matmul that keeps the chip busy",
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("H100", "TPU v5e", "TPU v5p", "TPU v6e", "B200", "A100", "TPU v4p",
+                       "H200"), "chip")),
+    ("On one {chip} ({bf16_text} dense bf16, {bw_text} of HBM), a square matmul "
+     "bf16[N, N] · bf16[N, N] reads both inputs from HBM and writes its bf16[N, N] output "
+     "there. Above what N is it compute-bound?"),
+    Part(answer="n_star", expected=_w2_n,
+         slips=(
+             Slip("output not written", _w2_reads_only,
+                  "the output is written too: 3 · 2N² bytes, not 2 · 2N², so I = N/3."),
+             fma_slip(lambda v: 2 * _w2_n(v),
                       "a multiply-add is 2 FLOPs: the matmul does 2N³ of them."),
-                 Slip("one byte per element", lambda v: critical_intensity(v["chip"]) / float(
-                     matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity), _BF16_HINT),
-             ), unit="count"),
-    ),
-    labels={"n_star": "smallest compute-bound N"},
-    solution=_w2_solution,
-)
+             one_byte_slip(lambda v: critical_intensity(v["chip"]) / float(
+                 matmul_cost(1.0, 1.0, 1.0, x_dtype="int8").intensity)),
+         ), unit="count"),
+    label="smallest compute-bound N", solution=_w2_solution, worked="2")
 
 
 # --- 3. a residual add: memory-bound whatever its size
@@ -270,43 +244,39 @@ def _w3_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.lower)}.")
 
 
-W3 = Problem(
-    id="rooflines.w3",
-    title="A residual add",
-    worked="3",
-    spec=spec("rooflines.w3", derive=_w3_derive,
-              derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
-              B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
-              D=Choice((8192, 4096, 16384), "D"),
-              dtype=Choice(("bf16", "fp32"), "dtype")),
-    text=("A residual add out = x + y over {dtype}[{B:,}, {D:,}] arrays runs on one {chip} "
-          "({bw_text} of HBM): x and y are read from HBM and out is written there, one FLOP "
-          "per element. What is its arithmetic intensity, in FLOPs per byte, and the lower "
-          "bound on its time, in µs?"),
-    parts=(
-        Part(answer="intensity", expected=_w3_intensity,
-             slips=(
-                 Slip("output not written", lambda v: _w3_intensity(v) * 3 / 2,
-                      "out is written back to HBM too: three arrays move, not two."),
-                 Slip("one byte per element", lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
-                      "a {dtype} element takes {w_text}."),
-             ), unit="FLOPs/byte", not_applicable=(
-                 NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
-                               "element: no multiply-add is counted"),)),
-        Part(answer="t_us", expected=_w3_us,
-             slips=(
-                 Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
-                      "out is written back to HBM too: three arrays move, not two."),
-                 Slip("one byte per element", lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
-                      "a {dtype} element takes {w_text}."),
-                 Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
-                      "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
-             ), unit="s"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte", "t_us": "time, in µs"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "rooflines.w3", "A residual add",
+    draws(derive=_w3_derive,
+          derived_labels={"bw_text": ("HBM bandwidth", ""), "w_text": ("bytes per element", "")},
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "A100", "H200", "B200"), "chip"),
+          B=Choice((4096, 2048, 8192, 16384), "B", "tokens"),
+          D=Choice((8192, 4096, 16384), "D"),
+          dtype=Choice(("bf16", "fp32"), "dtype")),
+    ("A residual add out = x + y over {dtype}[{B:,}, {D:,}] arrays runs on one {chip} "
+     "({bw_text} of HBM): x and y are read from HBM and out is written there, one FLOP "
+     "per element. What is its arithmetic intensity, in FLOPs per byte, and the lower "
+     "bound on its time, in µs?"),
+    (Part(answer="intensity", expected=_w3_intensity,
+          slips=(
+              Slip("output not written", lambda v: _w3_intensity(v) * 3 / 2,
+                   "out is written back to HBM too: three arrays move, not two."),
+              one_byte_slip(lambda v: _w3_intensity(v) * bytes_per_element(v["dtype"]),
+                            "a {dtype} element takes {w_text}."),
+          ), unit="FLOPs/byte", not_applicable=(
+              NotApplicable("multiply-add as 1 FLOP", "a residual add does one add per "
+                            "element: no multiply-add is counted"),)),
+     "arithmetic intensity, in FLOPs/byte"),
+    (Part(answer="t_us", expected=_w3_us,
+          slips=(
+              Slip("output not written", lambda v: _w3_us(v) * 2 / 3,
+                   "out is written back to HBM too: three arrays move, not two."),
+              one_byte_slip(lambda v: _w3_us(v) / bytes_per_element(v["dtype"]),
+                            "a {dtype} element takes {w_text}."),
+              Slip("ms, not µs", lambda v: _w3_us(v) / 1e3,
+                   "the answer is asked in µs (1 ms = 1,000 µs).", ("ms for s",)),
+          ), unit="s"),
+     "time, in µs"),
+    solution=_w3_solution, worked="3")
 
 
 # --- 4. attention scores: the output is the biggest array
@@ -342,44 +312,39 @@ def _w4_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.lower)}.")
 
 
-W4 = Problem(
-    id="rooflines.w4",
-    title="Attention scores: an output bigger than the inputs",
-    worked="4",
-    spec=spec("rooflines.w4", derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
-              chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
-              T=Choice((4096, 2048, 8192), "T", "queries"),
-              S=Choice((4096, 8192, 16384), "S", "keys"),
-              d=Choice((128, 64, 256), "d")),
-    text=("The attention scores of one head, Q[T, d] ·_d K[d, S] with T = {T:,} queries, "
-          "S = {S:,} keys and head dimension d = {d}, all bf16, run on one {chip} "
-          "({bf16_text} dense bf16, {bw_text} of HBM): Q and K are read from HBM and the bf16 "
-          "scores [T, S] are written there. What is the arithmetic intensity, in FLOPs per "
-          "byte, and the lower bound on the time with perfect overlap, in µs?"),
-    parts=(
-        Part(answer="intensity", expected=_w4_intensity,
-             slips=(
-                 Slip("output not written", distinct_from(
-                     _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
-                      _SCORES_HINT),
-                 Slip("one byte per element", lambda v: 2 * _w4_intensity(v), _BF16_HINT),
-             ), unit="FLOPs/byte"),
-        Part(answer="t_us", expected=_w4_us,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(_w4_us, lambda v: _w4_time(v).upper / US),
-                            verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
-             ),
-             slips=(
-                 Slip("output not written", distinct_from(_w4_us, lambda v: max(
-                     _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
-                     / US), _SCORES_HINT),
-                 Slip("seconds, not µs", lambda v: _w4_time(v).lower, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte",
-            "t_us": "lower bound on the time, in µs"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "rooflines.w4", "Attention scores: an output bigger than the inputs",
+    draws(derive=_chip_figures("bf16"), derived_labels=_figure_labels("bf16"),
+          chip=Choice(("TPU v5e", "H100", "TPU v5p", "TPU v6e", "B200"), "chip"),
+          T=Choice((4096, 2048, 8192), "T", "queries"),
+          S=Choice((4096, 8192, 16384), "S", "keys"),
+          d=Choice((128, 64, 256), "d")),
+    ("The attention scores of one head, Q[T, d] ·_d K[d, S] with T = {T:,} queries, "
+     "S = {S:,} keys and head dimension d = {d}, all bf16, run on one {chip} "
+     "({bf16_text} dense bf16, {bw_text} of HBM): Q and K are read from HBM and the bf16 "
+     "scores [T, S] are written there. What is the arithmetic intensity, in FLOPs per "
+     "byte, and the lower bound on the time with perfect overlap, in µs?"),
+    (Part(answer="intensity", expected=_w4_intensity,
+          slips=(
+              Slip("output not written", distinct_from(
+                  _w4_intensity, lambda v: _w4_cost(v).flops / _w4_cost(v).bytes_read),
+                   _SCORES_HINT),
+              one_byte_slip(lambda v: 2 * _w4_intensity(v)),
+          ), unit="FLOPs/byte"),
+     "arithmetic intensity, in FLOPs/byte"),
+    (Part(answer="t_us", expected=_w4_us,
+          conventions=(
+              Convention("no overlap (sum)", distinct_from(_w4_us, lambda v: _w4_time(v).upper / US),
+                         verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
+          ),
+          slips=(
+              Slip("output not written", distinct_from(_w4_us, lambda v: max(
+                  _w4_time(v).t_math, _w4_cost(v).bytes_read / get_chip(v["chip"]).hbm_bandwidth)
+                  / US), _SCORES_HINT),
+              seconds_slip(lambda v: _w4_time(v).lower),
+          ), unit="s"),
+     "lower bound on the time, in µs"),
+    solution=_w4_solution, worked="4")
 
 
 # --- 5. the critical batch, a TPU against a GPU
@@ -405,32 +370,30 @@ def _w5_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
 def _w5_part(key: str) -> Part:
     expected = _w5_batch(key)
     return Part(answer=f"b_{key}", expected=expected, rel=0.03,
-                slips=(Slip("one FLOP per multiply-add", lambda v: 2 * expected(v), _TWICE_BATCH_HINT),
+                slips=(fma_slip(lambda v: 2 * expected(v), _TWICE_BATCH_HINT),
                        Slip("one byte per weight", lambda v: expected(v) / 2, _HALF_BATCH_HINT)),
                 unit="count")
 
 
 _BF16_CHIPS = tuple(c.name for c in CATALOG if "bf16" in c.flops_per_s)
 
-W5 = Problem(
-    id="rooflines.w5",
-    title="The critical batch of a TPU and of a GPU",
-    worked="5",
-    spec=spec("rooflines.w5", derive=_w5_derive,
-              derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
-                              "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
-              tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
-                                      key=lambda n: n != "TPU v6e")), "TPU"),
-              gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
-                                      key=lambda n: n != "B200")), "GPU")),
-    text=("A {tpu} does {tpu_c} of dense bf16 with {tpu_w} of HBM; a {gpu} does {gpu_c} with "
-          "{gpu_w}. Above how many tokens B is a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F "
-          "compute-bound on each (its critical batch B*)?"),
-    parts=(_w5_part("tpu"), _w5_part("gpu")),
-    labels={"b_tpu": "critical batch on the TPU, in tokens",
-            "b_gpu": "critical batch on the GPU, in tokens"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "rooflines.w5", "The critical batch of a TPU and of a GPU",
+    draws(derive=_w5_derive,
+          derived_labels={"tpu_c": ("TPU bf16 peak", ""), "tpu_w": ("TPU HBM bandwidth", ""),
+                          "gpu_c": ("GPU bf16 peak", ""), "gpu_w": ("GPU HBM bandwidth", "")},
+          tpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if n.startswith("TPU")),
+                                  key=lambda n: n != "TPU v6e")), "TPU"),
+          gpu=Choice(tuple(sorted((n for n in _BF16_CHIPS if not n.startswith("TPU")),
+                                  key=lambda n: n != "B200")), "GPU")),
+    ("A {tpu} does {tpu_c} of dense bf16 with {tpu_w} of HBM; a {gpu} does {gpu_c} with "
+     "{gpu_w}. Above how many tokens B is a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F "
+     "compute-bound on each (its critical batch B*)?"),
+    (_w5_part("tpu"),
+     "critical batch on the TPU, in tokens"),
+    (_w5_part("gpu"),
+     "critical batch on the GPU, in tokens"),
+    solution=_w5_solution, worked="5")
 
 
 # --- 6. the "with sparsity" figure
@@ -468,41 +431,37 @@ def _w6_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{'compute' if t.bound_by == 'compute' else 'memory'}-bound.")
 
 
-W6 = Problem(
-    id="rooflines.w6",
-    title="The datasheet's asterisk",
-    worked="6",
-    spec=spec("rooflines.w6", derive=_w6_derive,
-              derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
-                              "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
-              chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
-              k=Choice((1.5, 1.25, 1.75), "B / B*"),
-              D=Choice((8192, 4096, 16384), "D"),
-              F=Choice((8192, 16384, 32768), "F")),
-    text=("The {chip} datasheet prints {sparse_text} of bf16 tensor-core throughput, with a "
-          "footnote: with sparsity. Its HBM moves {bw_text}. (a) Above how many tokens B is a "
-          "dense bf16 matmul X[B, D] · W[D, F] with B ≪ D, F compute-bound? (b) With "
-          "B = {B:,}, D = {D:,} and F = {F:,}, X and W read from HBM and the output written "
-          "there, what is the lower bound on its time with perfect overlap, in µs?"),
-    parts=(
-        Part(answer="b_star", expected=lambda v: critical_batch_size(v["chip"]), rel=0.03,
-             slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
-                         _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
-                    Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
-                         _BF16_HINT)), unit="count"),
-        Part(answer="t_us", expected=_w6_us,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
-                            verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
-             ),
-             slips=(
-                 Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).lower, _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"b_star": "critical batch B*, in tokens", "t_us": "lower bound on the time, in µs"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "rooflines.w6", "The datasheet's asterisk",
+    draws(derive=_w6_derive,
+          derived_labels={"sparse_text": ("printed bf16 peak, with sparsity", ""),
+                          "bw_text": ("HBM bandwidth", ""), "B": ("B", "tokens")},
+          chip=Choice(tuple(sorted(_SPARSE_GPUS, key=lambda n: n != "H100")), "GPU"),
+          k=Choice((1.5, 1.25, 1.75), "B / B*"),
+          D=Choice((8192, 4096, 16384), "D"),
+          F=Choice((8192, 16384, 32768), "F")),
+    ("The {chip} datasheet prints {sparse_text} of bf16 tensor-core throughput, with a "
+     "footnote: with sparsity. Its HBM moves {bw_text}. (a) Above how many tokens B is a "
+     "dense bf16 matmul X[B, D] · W[D, F] with B ≪ D, F compute-bound? (b) With "
+     "B = {B:,}, D = {D:,} and F = {F:,}, X and W read from HBM and the output written "
+     "there, what is the lower bound on its time with perfect overlap, in µs?"),
+    (Part(answer="b_star", expected=lambda v: critical_batch_size(v["chip"]), rel=0.03,
+          slips=(Slip("with sparsity", lambda v: 2 * critical_batch_size(v["chip"]),
+                      _SPARSE_HINT + " (A multiply-add is also 2 FLOPs: I ≈ B in bf16.)"),
+                 Slip("one byte per weight", lambda v: critical_batch_size(v["chip"]) / 2,
+                      BF16_HINT)), unit="count"),
+     "critical batch B*, in tokens"),
+    (Part(answer="t_us", expected=_w6_us,
+          conventions=(
+              Convention("no overlap (sum)", distinct_from(_w6_us, lambda v: _bf16_matmul(v).upper / US),
+                         verdict=PINNED, phrase=_OVERLAP_PHRASE, hint=_OVERLAP_HINT),
+          ),
+          slips=(
+              Slip("with sparsity", distinct_from(_w6_us, _w6_sparse_us), _SPARSE_HINT),
+              seconds_slip(lambda v: _bf16_matmul(v).lower),
+          ), unit="s"),
+     "lower bound on the time, in µs"),
+    solution=_w6_solution, worked="6")
 
 
 # --- 7. int8 weights and activations
@@ -541,34 +500,29 @@ def _w7_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
                if ratio == 2 else f"{ratio / 2:g}x the bf16 figure."))
 
 
-W7 = Problem(
-    id="rooflines.w7",
-    title="int8 everything",
-    worked="7",
-    spec=spec("rooflines.w7", derive=_chip_figures("bf16", "int8"),
-              derived_labels=_figure_labels("bf16", "int8"),
-              chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
-    text=("On one {chip} (dense peaks: {bf16_text} in bf16, {int8_text} in int8; HBM "
-          "{bw_text}), a matmul X[B, D] · W[D, F] keeps X and W in int8 and runs on the int8 "
-          "units. What is the chip's critical intensity for it, in integer OPs per byte (a "
-          "multiply-add is 2 OPs), and above how many tokens B is the matmul compute-bound "
-          "(B ≪ D, F)?"),
-    parts=(
-        Part(answer="critical_ops_per_byte", expected=_w7_intensity, rel=0.03,
-             slips=(Slip("bf16 peak", distinct_from(_w7_intensity,
-                                                    lambda v: critical_intensity(v["chip"])),
-                         _INT8_PEAK_HINT),), unit="FLOPs/byte"),
-        Part(answer="b_star", expected=_w7_batch, rel=0.03,
-             slips=(Slip("bf16 peak", distinct_from(_w7_batch, _w7_bf16_peak_batch),
-                         _INT8_PEAK_HINT),
-                    Slip("2 bytes or 1 OP", lambda v: 2 * _w7_batch(v),
-                         "twice the answer: an int8 weight is 1 byte and a multiply-add is 2 "
-                         "OPs, so I ≈ 2B and B* = (C/W)/2.")), unit="count"),
-    ),
-    labels={"critical_ops_per_byte": "critical intensity, in OPs/byte",
-            "b_star": "critical batch B*, in tokens"},
-    solution=_w7_solution,
-)
+W7 = problem(
+    "rooflines.w7", "int8 everything",
+    draws(derive=_chip_figures("bf16", "int8"),
+          derived_labels=_figure_labels("bf16", "int8"),
+          chip=Choice(tuple(sorted(_INT8_CHIPS, key=lambda n: n != "TPU v5e")), "chip")),
+    ("On one {chip} (dense peaks: {bf16_text} in bf16, {int8_text} in int8; HBM "
+     "{bw_text}), a matmul X[B, D] · W[D, F] keeps X and W in int8 and runs on the int8 "
+     "units. What is the chip's critical intensity for it, in integer OPs per byte (a "
+     "multiply-add is 2 OPs), and above how many tokens B is the matmul compute-bound "
+     "(B ≪ D, F)?"),
+    (Part(answer="critical_ops_per_byte", expected=_w7_intensity, rel=0.03,
+          slips=(Slip("bf16 peak", distinct_from(_w7_intensity,
+                                                 lambda v: critical_intensity(v["chip"])),
+                      _INT8_PEAK_HINT),), unit="FLOPs/byte"),
+     "critical intensity, in OPs/byte"),
+    (Part(answer="b_star", expected=_w7_batch, rel=0.03,
+          slips=(Slip("bf16 peak", distinct_from(_w7_batch, _w7_bf16_peak_batch),
+                      _INT8_PEAK_HINT),
+                 Slip("2 bytes or 1 OP", lambda v: 2 * _w7_batch(v),
+                      "twice the answer: an int8 weight is 1 byte and a multiply-add is 2 "
+                      "OPs, so I ≈ 2B and B* = (C/W)/2.")), unit="count"),
+     "critical batch B*, in tokens"),
+    solution=_w7_solution, worked="7")
 
 
 # --- 8. fp8: which operands?
@@ -592,37 +546,32 @@ def _w8_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{v['bf16_text']} / {v['bw_text']} / 2 = {_w8_weights(v):,.0f} tokens.")
 
 
-W8 = Problem(
-    id="rooflines.w8",
-    title="fp8: which operands?",
-    worked="8",
-    spec=spec("rooflines.w8", derive=_chip_figures("bf16", "fp8"),
-              derived_labels=_figure_labels("bf16", "fp8"),
-              chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
-    text=("On one {chip} (dense peaks: {bf16_text} in bf16, {fp8_text} in fp8; HBM {bw_text}), "
-          "take X[B, D] · W[D, F] with B ≪ D, F. (a) X and W are both fp8 and the tensor cores "
-          "multiply in fp8: above how many tokens is the matmul compute-bound? (b) Only W is "
-          "fp8; X stays bf16, and W is converted to bf16 on chip before a bf16 multiply: above "
-          "how many tokens now?"),
-    parts=(
-        Part(answer="b_fp8", expected=_w8_fp8, rel=0.03,
-             slips=(Slip("bf16 peak", _w8_weights,
-                         "X and W are both fp8, so the tensor cores run at the fp8 peak "
-                         "({fp8_text}), twice bf16's: that cancels the halved bytes."),
-                    Slip("2 bytes, 1 FLOP or sparsity", lambda v: 2 * _w8_fp8(v),
-                         "twice the answer: an fp8 weight is 1 byte and a multiply-add is 2 "
-                         "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2.")),
-             unit="count"),
-        Part(answer="b_weights_fp8", expected=_w8_weights, rel=0.03,
-             slips=(Slip("fp8 peak", lambda v: 2 * _w8_weights(v),
-                         "twice the answer: with bf16 activations the multiply runs at the bf16 "
-                         "peak ({bf16_text}), and the fp8 weights are 1 byte each."),),
-             unit="count"),
-    ),
-    labels={"b_fp8": "B* with X and W in fp8, in tokens",
-            "b_weights_fp8": "B* with fp8 weights only, in tokens"},
-    solution=_w8_solution,
-)
+W8 = problem(
+    "rooflines.w8", "fp8: which operands?",
+    draws(derive=_chip_figures("bf16", "fp8"),
+          derived_labels=_figure_labels("bf16", "fp8"),
+          chip=Choice(tuple(sorted(_FP8_CHIPS, key=lambda n: n != "H100")), "GPU")),
+    ("On one {chip} (dense peaks: {bf16_text} in bf16, {fp8_text} in fp8; HBM {bw_text}), "
+     "take X[B, D] · W[D, F] with B ≪ D, F. (a) X and W are both fp8 and the tensor cores "
+     "multiply in fp8: above how many tokens is the matmul compute-bound? (b) Only W is "
+     "fp8; X stays bf16, and W is converted to bf16 on chip before a bf16 multiply: above "
+     "how many tokens now?"),
+    (Part(answer="b_fp8", expected=_w8_fp8, rel=0.03,
+          slips=(Slip("bf16 peak", _w8_weights,
+                      "X and W are both fp8, so the tensor cores run at the fp8 peak "
+                      "({fp8_text}), twice bf16's: that cancels the halved bytes."),
+                 Slip("2 bytes, 1 FLOP or sparsity", lambda v: 2 * _w8_fp8(v),
+                      "twice the answer: an fp8 weight is 1 byte and a multiply-add is 2 "
+                      "FLOPs (and the peak is dense, not 'with sparsity'): B* = (C/W)/2.")),
+          unit="count"),
+     "B* with X and W in fp8, in tokens"),
+    (Part(answer="b_weights_fp8", expected=_w8_weights, rel=0.03,
+          slips=(Slip("fp8 peak", lambda v: 2 * _w8_weights(v),
+                      "twice the answer: with bf16 activations the multiply runs at the bf16 "
+                      "peak ({bf16_text}), and the fp8 weights are 1 byte each."),),
+          unit="count"),
+     "B* with fp8 weights only, in tokens"),
+    solution=_w8_solution, worked="8")
 
 
 # --- 9. weights that stay on chip
@@ -668,44 +617,38 @@ def _w9_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{critical_intensity(v['chip']):.4g}.")
 
 
-W9 = Problem(
-    id="rooflines.w9",
-    title="Weights that stay on chip",
-    worked="9",
-    spec=spec("rooflines.w9", derive=_w9_derive, well_posed=_w9_fits,
-              derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
-                              "w_text": ("size of W", "")},
-              chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
-              B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
-              D=Choice((4096, 2048, 8192), "D"),
-              F=Choice((4096, 2048, 8192), "F")),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
-          "{chip}; W takes {w_text} and the chip has {on_chip_text} of {level}. (a) X and W "
-          "are read from HBM and the output written there: what is the arithmetic intensity "
-          "against HBM, in FLOPs per byte? (b) An earlier kernel left W in {level}, where it "
-          "stays: X is read from HBM and the output written there. What is the intensity "
-          "against HBM now?"),
-    parts=(
-        Part(answer="intensity_hbm", expected=_w9_hbm,
-             slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
-                         "I ≈ B holds only for B ≪ D, F: count every byte, "
-                         "2·(B·D + D·F + B·F)."),
-                    Slip("one byte per element", lambda v: 2 * _w9_hbm(v), _BF16_HINT)),
-             unit="FLOPs/byte"),
-        Part(answer="intensity_on_chip", expected=_w9_on_chip,
-             slips=(Slip("W still counted", distinct_from(_w9_on_chip, _w9_hbm),
-                         "W stays in {level}: its 2·D·F bytes no longer cross HBM."),
-                    Slip("output not written", distinct_from(
-                        _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
-                         _OUTPUT_HINT),
-                    Slip("one FLOP per multiply-add", lambda v: _w9_on_chip(v) / 2, _FMA_HINT,
-                         ("multiply-add as 1 FLOP",))),
-             unit="FLOPs/byte"),
-    ),
-    labels={"intensity_hbm": "intensity with W from HBM, in FLOPs/byte",
-            "intensity_on_chip": "intensity with W on chip, in FLOPs/byte"},
-    solution=_w9_solution,
-)
+W9 = problem(
+    "rooflines.w9", "Weights that stay on chip",
+    draws(derive=_w9_derive, well_posed=_w9_fits,
+          derived_labels={"level": ("on-chip memory", ""), "on_chip_text": ("its size", ""),
+                          "w_text": ("size of W", "")},
+          chip=Choice(("TPU v5e", "H100", "TPU v6e", "B200", "A100", "H200"), "chip"),
+          B=Choice((64, 16, 32, 128, 256), "B", "tokens"),
+          D=Choice((4096, 2048, 8192), "D"),
+          F=Choice((4096, 2048, 8192), "F")),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} runs on one "
+     "{chip}; W takes {w_text} and the chip has {on_chip_text} of {level}. (a) X and W "
+     "are read from HBM and the output written there: what is the arithmetic intensity "
+     "against HBM, in FLOPs per byte? (b) An earlier kernel left W in {level}, where it "
+     "stays: X is read from HBM and the output written there. What is the intensity "
+     "against HBM now?"),
+    (Part(answer="intensity_hbm", expected=_w9_hbm,
+          slips=(Slip("I ≈ B", distinct_from(_w9_hbm, lambda v: float(v["B"])),
+                      "I ≈ B holds only for B ≪ D, F: count every byte, "
+                      "2·(B·D + D·F + B·F)."),
+                 one_byte_slip(lambda v: 2 * _w9_hbm(v))),
+          unit="FLOPs/byte"),
+     "intensity with W from HBM, in FLOPs/byte"),
+    (Part(answer="intensity_on_chip", expected=_w9_on_chip,
+          slips=(Slip("W still counted", distinct_from(_w9_on_chip, _w9_hbm),
+                      "W stays in {level}: its 2·D·F bytes no longer cross HBM."),
+                 Slip("output not written", distinct_from(
+                     _w9_on_chip, lambda v: _w9_on_chip_cost(v).flops / _w9_on_chip_cost(v).bytes_read),
+                      _OUTPUT_HINT),
+                 fma_slip(lambda v: _w9_on_chip(v) / 2, FMA_HINT, ("multiply-add as 1 FLOP",))),
+          unit="FLOPs/byte"),
+     "intensity with W on chip, in FLOPs/byte"),
+    solution=_w9_solution, worked="9")
 
 
 # --- 10. two chips, one link: the D a sharded matmul needs
@@ -728,36 +671,30 @@ def _w10_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"= {_w10_d(v):,.0f}, whatever B and F.")
 
 
-W10 = Problem(
-    id="rooflines.w10",
-    title="Two chips, one link",
-    worked="10",
-    spec=spec("rooflines.w10", derive=_w10_derive,
-              derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
-                              "one_way_text": ("link bandwidth, one way", ""),
-                              "both_text": ("link bandwidth, both directions", "")},
-              chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
-    text=("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
-          "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
-          "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
-          "both directions together, {one_way_text} each way). Above what D is the matmul "
-          "compute-bound?"),
-    parts=(
-        Part(answer="d_star", expected=_w10_d,
-             slips=(Slip("both directions, or 1 byte", lambda v: _w10_d(v) / 2,
-                         "half the answer: each chip sends one way over the link, "
-                         "{one_way_text}, and a bf16 partial sum is 2 bytes per element."),
-                    Slip("all links", lambda v: _w10_d(v) / v["links"],
-                         "the partial sums go to one neighbour over one link, not over all "
-                         "{links} of them."),
-                    Slip("HBM bandwidth", distinct_from(_w10_d, lambda v: critical_contracting_dim(
-                        v["chip"], bandwidth=get_chip(v["chip"]).hbm_bandwidth)),
-                         "the partial sums cross the link between the chips: use the link's "
-                         "one-way bandwidth, not HBM's.")), unit="count"),
-    ),
-    labels={"d_star": "smallest compute-bound D"},
-    solution=_w10_solution,
-)
+W10 = one_answer(
+    "rooflines.w10", "Two chips, one link",
+    draws(derive=_w10_derive,
+          derived_labels={"bf16_text": ("dense bf16 peak", ""), "links": ("links per chip", ""),
+                          "one_way_text": ("link bandwidth, one way", ""),
+                          "both_text": ("link bandwidth, both directions", "")},
+          chip=Choice(("TPU v4p", "TPU v5p", "TPU v5e", "TPU v6e", "TPU v3"), "TPU")),
+    ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] is split over two {chip} chips ({bf16_text} "
+     "dense bf16 each) along D. Each chip computes a partial bf16[B, F] and sends it to "
+     "the other over one ICI link ({links} links per chip, each carrying {both_text} in "
+     "both directions together, {one_way_text} each way). Above what D is the matmul "
+     "compute-bound?"),
+    Part(answer="d_star", expected=_w10_d,
+         slips=(Slip("both directions, or 1 byte", lambda v: _w10_d(v) / 2,
+                     "half the answer: each chip sends one way over the link, "
+                     "{one_way_text}, and a bf16 partial sum is 2 bytes per element."),
+                Slip("all links", lambda v: _w10_d(v) / v["links"],
+                     "the partial sums go to one neighbour over one link, not over all "
+                     "{links} of them."),
+                Slip("HBM bandwidth", distinct_from(_w10_d, lambda v: critical_contracting_dim(
+                    v["chip"], bandwidth=get_chip(v["chip"]).hbm_bandwidth)),
+                     "the partial sums cross the link between the chips: use the link's "
+                     "one-way bandwidth, not HBM's.")), unit="count"),
+    label="smallest compute-bound D", solution=_w10_solution, worked="10")
 
 WORKED: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10)
 
@@ -776,9 +713,9 @@ _MATMUL_TEXT = ("a bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and 
                 "{chip}, reading X and W from HBM and writing the output there")
 
 
-def _matmul_spec(name: str, **extra: Choice) -> VariantSpec:
-    return VariantSpec(assignment=f"practice:rooflines.{name}",
-                       parameters={"chip": _CHIPS, "B": _B, "D": _D, "F": _F, **extra})
+def _matmul_draws(**extra: Choice) -> Draws:
+    """The practice set's matmul: chip, B, D and F drawn (``extra`` replaces or adds)."""
+    return Draws(parameters={"chip": _CHIPS, "B": _B, "D": _D, "F": _F, **extra})
 
 
 def _cost(v: Mapping[str, Any]):
@@ -797,29 +734,23 @@ def _upper_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(t.upper)}.")
 
 
-MATMUL_UPPER = Problem(
-    id="rooflines.matmul_upper",
-    title="A matmul without overlap",
-    spec=_matmul_spec("matmul_upper"),
-    text=("Take " + _MATMUL_TEXT + ". Assume no overlap: the chip first loads, then computes, "
-          "then writes. What is the upper bound on its runtime, in µs?"),
-    parts=(
-        Part(answer="t_upper_us", expected=_upper_us,
-             conventions=(
-                 Convention("perfect overlap (max)",
-                            distinct_from(_upper_us, _lower_us), verdict=PINNED,
-                            phrase="Assume no overlap",
-                            hint="the problem assumes no overlap: add T_math and T_comms; the "
-                                 "larger of the two is the bound with perfect overlap."),
-             ),
-             slips=(
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).upper,
-                      _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_upper_us": "upper bound on the runtime, in µs"},
-    solution=_upper_solution,
-)
+MATMUL_UPPER = one_answer(
+    "rooflines.matmul_upper", "A matmul without overlap",
+    _matmul_draws(),
+    ("Take " + _MATMUL_TEXT + ". Assume no overlap: the chip first loads, then computes, "
+     "then writes. What is the upper bound on its runtime, in µs?"),
+    Part(answer="t_upper_us", expected=_upper_us,
+         conventions=(
+             Convention("perfect overlap (max)",
+                        distinct_from(_upper_us, _lower_us), verdict=PINNED,
+                        phrase="Assume no overlap",
+                        hint="the problem assumes no overlap: add T_math and T_comms; the "
+                             "larger of the two is the bound with perfect overlap."),
+         ),
+         slips=(
+             seconds_slip(lambda v: _bf16_matmul(v).upper),
+         ), unit="s"),
+    label="upper bound on the runtime, in µs", solution=_upper_solution)
 
 
 def _t_math_us(v: Mapping[str, Any]) -> float:
@@ -834,24 +765,17 @@ def _t_math_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_bf16_matmul(v).t_math)}.")
 
 
-T_MATH = Problem(
-    id="rooflines.t_math",
-    title="The compute time of a matmul",
-    spec=_matmul_spec("t_math"),
-    text=("Take " + _MATMUL_TEXT + ". How long do its FLOPs take at the chip's dense bf16 "
-          "peak (T_math), in µs?"),
-    parts=(
-        Part(answer="t_math_us", expected=_t_math_us,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _t_math_us(v) / 2,
-                      _FMA_HINT),
-                 Slip("seconds, not µs", lambda v: _bf16_matmul(v).t_math,
-                      _US_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_math_us": "T_math, in µs"},
-    solution=_t_math_solution,
-)
+T_MATH = one_answer(
+    "rooflines.t_math", "The compute time of a matmul",
+    _matmul_draws(),
+    ("Take " + _MATMUL_TEXT + ". How long do its FLOPs take at the chip's dense bf16 "
+     "peak (T_math), in µs?"),
+    Part(answer="t_math_us", expected=_t_math_us,
+         slips=(
+             fma_slip(lambda v: _t_math_us(v) / 2),
+             seconds_slip(lambda v: _bf16_matmul(v).t_math),
+         ), unit="s"),
+    label="T_math, in µs", solution=_t_math_solution)
 
 
 def _t_comms_us(v: Mapping[str, Any]) -> float:
@@ -871,24 +795,18 @@ def _t_comms_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_bf16_matmul(v).t_comms)}.")
 
 
-T_COMMS = Problem(
-    id="rooflines.t_comms",
-    title="The memory time of a matmul",
-    spec=_matmul_spec("t_comms"),
-    text=("Take " + _MATMUL_TEXT + ". How long does its HBM traffic take at the chip's full "
-          "HBM bandwidth (T_comms), in µs?"),
-    parts=(
-        Part(answer="t_comms_us", expected=_t_comms_us,
-             slips=(
-                 Slip("one byte per element", lambda v: _t_comms_us(v) / 2,
-                      _BF16_HINT),
-                 Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
-                      _OUTPUT_HINT),
-             ), unit="s"),
-    ),
-    labels={"t_comms_us": "T_comms, in µs"},
-    solution=_t_comms_solution,
-)
+T_COMMS = one_answer(
+    "rooflines.t_comms", "The memory time of a matmul",
+    _matmul_draws(),
+    ("Take " + _MATMUL_TEXT + ". How long does its HBM traffic take at the chip's full "
+     "HBM bandwidth (T_comms), in µs?"),
+    Part(answer="t_comms_us", expected=_t_comms_us,
+         slips=(
+             one_byte_slip(lambda v: _t_comms_us(v) / 2),
+             Slip("output not written", distinct_from(_t_comms_us, _read_only_us),
+                  _OUTPUT_HINT),
+         ), unit="s"),
+    label="T_comms, in µs", solution=_t_comms_solution)
 
 
 def _intensity(v: Mapping[str, Any]) -> float:
@@ -902,29 +820,21 @@ def _intensity_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Intensity = FLOPs / bytes = {cost.intensity:.4g} FLOPs/byte.")
 
 
-INTENSITY = Problem(
-    id="rooflines.intensity",
-    title="The arithmetic intensity of a matmul",
-    spec=VariantSpec(assignment="practice:rooflines.intensity",
-                     parameters={"B": _B, "D": _D, "F": _F}),
-    text=("A bf16 matmul X[B, D] · W[D, F] has B = {B:,}, D = {D:,} and F = {F:,}. Counting "
-          "exact bytes (X and W read, the output written, 2 bytes per element), what is its "
-          "arithmetic intensity, in FLOPs per byte?"),
-    parts=(
-        Part(answer="intensity", expected=_intensity,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _intensity(v) / 2,
-                      _FMA_HINT),
-                 Slip("one byte per element", lambda v: _intensity(v) * 2,
-                      _BF16_HINT),
-                 Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
-                      "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
-                      "2·(B·D + D·F + B·F)."),
-             ), unit="FLOPs/byte"),
-    ),
-    labels={"intensity": "arithmetic intensity, in FLOPs/byte"},
-    solution=_intensity_solution,
-)
+INTENSITY = one_answer(
+    "rooflines.intensity", "The arithmetic intensity of a matmul",
+    draws(B=_B, D=_D, F=_F),
+    ("A bf16 matmul X[B, D] · W[D, F] has B = {B:,}, D = {D:,} and F = {F:,}. Counting "
+     "exact bytes (X and W read, the output written, 2 bytes per element), what is its "
+     "arithmetic intensity, in FLOPs per byte?"),
+    Part(answer="intensity", expected=_intensity,
+         slips=(
+             fma_slip(lambda v: _intensity(v) / 2),
+             one_byte_slip(lambda v: _intensity(v) * 2),
+             Slip("B ≪ D, F approximation", distinct_from(_intensity, lambda v: float(v["B"])),
+                  "the approximation 2B/2 = B holds only for B ≪ D, F; count every byte: "
+                  "2·(B·D + D·F + B·F)."),
+         ), unit="FLOPs/byte"),
+    label="arithmetic intensity, in FLOPs/byte", solution=_intensity_solution)
 
 
 def _critical_batch(v: Mapping[str, Any]) -> float:
@@ -940,28 +850,22 @@ def _critical_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{_critical_batch(v):.0f} tokens.")
 
 
-CRITICAL_BATCH = Problem(
-    id="rooflines.critical_batch",
-    title="The critical batch size of a chip",
-    spec=VariantSpec(assignment="practice:rooflines.critical_batch",
-                     parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200",
-                                                 "H200", "A100"), "chip")}),
-    text=("On one {chip}, a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F reads mostly weights. "
-          "Above how many tokens B does it become compute-bound (the critical batch size B*), "
-          "using the chip's dense bf16 peak and its HBM bandwidth?"),
-    parts=(
-        Part(answer="critical_batch", expected=_critical_batch, rel=0.03,
-             slips=(
-                 Slip("one FLOP per multiply-add", lambda v: _critical_batch(v) * 2,
+CRITICAL_BATCH = one_answer(
+    "rooflines.critical_batch", "The critical batch size of a chip",
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100", "B200", "H200", "A100"),
+                      "chip")),
+    ("On one {chip}, a bf16 matmul X[B, D] · W[D, F] with B ≪ D, F reads mostly weights. "
+     "Above how many tokens B does it become compute-bound (the critical batch size B*), "
+     "using the chip's dense bf16 peak and its HBM bandwidth?"),
+    Part(answer="critical_batch", expected=_critical_batch, rel=0.03,
+         slips=(
+             fma_slip(lambda v: _critical_batch(v) * 2,
                       "a multiply-add is 2 FLOPs: the intensity is 2·B·D·F / (2·D·F) = B, not "
                       "B / 2."),
-                 Slip("one byte per element", lambda v: _critical_batch(v) / 2,
-                      "bf16 weights take 2 bytes per element."),
-             ), unit="count"),
-    ),
-    labels={"critical_batch": "critical batch size B*, in tokens"},
-    solution=_critical_solution,
-)
+             one_byte_slip(lambda v: _critical_batch(v) / 2,
+                           "bf16 weights take 2 bytes per element."),
+         ), unit="count"),
+    label="critical batch size B*, in tokens", solution=_critical_solution)
 
 
 def _attainable_tflops(v: Mapping[str, Any]) -> float:
@@ -980,30 +884,23 @@ def _attainable_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"Attainable: {format_flops(rate)}.")
 
 
-ATTAINABLE = Problem(
-    id="rooflines.attainable",
-    title="Reading the roofline",
-    spec=VariantSpec(assignment="practice:rooflines.attainable",
-                     parameters={"chip": _CHIPS,
-                                 "I": Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")}),
-    text=("A bf16 kernel on one {chip} has an arithmetic intensity of {I} FLOPs per byte of HBM "
-          "traffic. What FLOP rate can it attain at best, by the roofline, in TFLOP/s?"),
-    parts=(
-        Part(answer="attainable_tflops", expected=_attainable_tflops,
-             slips=(
-                 Slip("peak regardless of intensity", distinct_from(
-                     _attainable_tflops, lambda v: get_chip(v["chip"]).flops("bf16") / 1e12),
-                      "below the ridge C / W the kernel waits on memory: it attains I·W, not "
-                      "the peak."),
-                 Slip("I·W past the ridge", distinct_from(
-                     _attainable_tflops, lambda v: v["I"] * get_chip(v["chip"]).hbm_bandwidth / 1e12),
-                      "the roofline is flat past the ridge: no kernel runs faster than the "
-                      "chip's peak C."),
-             ), unit="FLOPs/s"),
-    ),
-    labels={"attainable_tflops": "attainable rate, in TFLOP/s"},
-    solution=_attainable_solution,
-)
+ATTAINABLE = one_answer(
+    "rooflines.attainable", "Reading the roofline",
+    draws(chip=_CHIPS, I=Choice((64, 16, 32, 128, 512, 1024), "I", "FLOPs/byte")),
+    ("A bf16 kernel on one {chip} has an arithmetic intensity of {I} FLOPs per byte of HBM "
+     "traffic. What FLOP rate can it attain at best, by the roofline, in TFLOP/s?"),
+    Part(answer="attainable_tflops", expected=_attainable_tflops,
+         slips=(
+             Slip("peak regardless of intensity", distinct_from(
+                 _attainable_tflops, lambda v: get_chip(v["chip"]).flops("bf16") / 1e12),
+                  "below the ridge C / W the kernel waits on memory: it attains I·W, not "
+                  "the peak."),
+             Slip("I·W past the ridge", distinct_from(
+                 _attainable_tflops, lambda v: v["I"] * get_chip(v["chip"]).hbm_bandwidth / 1e12),
+                  "the roofline is flat past the ridge: no kernel runs faster than the "
+                  "chip's peak C."),
+         ), unit="FLOPs/s"),
+    label="attainable rate, in TFLOP/s", solution=_attainable_solution)
 
 
 def _peak_percent(v: Mapping[str, Any]) -> float:
@@ -1018,28 +915,23 @@ def _peak_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"The share of the peak it uses is T_math / that = {_peak_percent(v):.3g}%.")
 
 
-PEAK_FRACTION = Problem(
-    id="rooflines.peak_fraction",
-    title="How much of the peak does a matmul use?",
-    spec=_matmul_spec("peak_fraction", B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
-    text=("Take " + _MATMUL_TEXT + ". Assume compute and memory traffic overlap perfectly. "
-          "What percentage of the chip's dense bf16 peak does it attain, in %?"),
-    parts=(
-        Part(answer="peak_percent", expected=_peak_percent,
-             conventions=(
-                 Convention("no overlap (sum)", distinct_from(
-                     _peak_percent, lambda v: 100 * _bf16_matmul(v).t_math / _bf16_matmul(v).upper),
-                            verdict=PINNED, phrase="overlap perfectly",
-                            hint="the problem assumes perfect overlap: the matmul takes "
-                                 "max(T_math, T_comms), not their sum."),
-             ),
-             slips=(
-                 percent_slip(_peak_percent),
-             ), unit="fraction"),
-    ),
-    labels={"peak_percent": "share of the peak, in %"},
-    solution=_peak_solution,
-)
+PEAK_FRACTION = one_answer(
+    "rooflines.peak_fraction", "How much of the peak does a matmul use?",
+    _matmul_draws(B=Choice((64, 32, 128, 256, 512, 1024), "B", "tokens")),
+    ("Take " + _MATMUL_TEXT + ". Assume compute and memory traffic overlap perfectly. "
+     "What percentage of the chip's dense bf16 peak does it attain, in %?"),
+    Part(answer="peak_percent", expected=_peak_percent,
+         conventions=(
+             Convention("no overlap (sum)", distinct_from(
+                 _peak_percent, lambda v: 100 * _bf16_matmul(v).t_math / _bf16_matmul(v).upper),
+                        verdict=PINNED, phrase="overlap perfectly",
+                        hint="the problem assumes perfect overlap: the matmul takes "
+                             "max(T_math, T_comms), not their sum."),
+         ),
+         slips=(
+             percent_slip(_peak_percent),
+         ), unit="fraction"),
+    label="share of the peak, in %", solution=_peak_solution)
 
 
 def _two_chip(v: Mapping[str, Any]):
@@ -1060,31 +952,23 @@ def _link_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"{format_seconds(_two_chip(v).t_comms)}.")
 
 
-LINK_TIME = Problem(
-    id="rooflines.link_time",
-    title="Two chips add their partial sums",
-    spec=VariantSpec(assignment="practice:rooflines.link_time",
-                     parameters={"chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
-                                 "B": _B, "D": Choice((16384, 8192, 32768), "D"),
-                                 "F": Choice((8192, 4096, 16384), "F")}),
-    text=("A bf16 matmul X[B, D_X] ·_D W[D_X, F] with B = {B:,}, D = {D:,} and F = {F:,} is "
-          "split over two {chip} chips along D. Each chip sends its partial sum of the output "
-          "to the other over one link, at the link's one-way bandwidth. How long does that "
-          "take, in µs?"),
-    parts=(
-        Part(answer="link_us", expected=_link_us,
-             slips=(
-                 Slip("one byte per element", lambda v: _link_us(v) / 2,
-                      _BF16_HINT),
-                 Slip("sent the weight shard", distinct_from(
-                     _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
-                      "the weights stay where they are: what crosses the link is the partial "
-                      "output C[B, F], B·F elements."),
-             ), unit="s"),
-    ),
-    labels={"link_us": "time to send the partial sums, in µs"},
-    solution=_link_solution,
-)
+LINK_TIME = one_answer(
+    "rooflines.link_time", "Two chips add their partial sums",
+    draws(chip=Choice(("TPU v5e", "TPU v5p", "TPU v6e", "H100"), "chip"),
+          B=_B, D=Choice((16384, 8192, 32768), "D"), F=Choice((8192, 4096, 16384), "F")),
+    ("A bf16 matmul X[B, D_X] ·_D W[D_X, F] with B = {B:,}, D = {D:,} and F = {F:,} is "
+     "split over two {chip} chips along D. Each chip sends its partial sum of the output "
+     "to the other over one link, at the link's one-way bandwidth. How long does that "
+     "take, in µs?"),
+    Part(answer="link_us", expected=_link_us,
+         slips=(
+             one_byte_slip(lambda v: _link_us(v) / 2),
+             Slip("sent the weight shard", distinct_from(
+                 _link_us, lambda v: _link_us(v) * v["D"] / (2 * v["B"])),
+                  "the weights stay where they are: what crosses the link is the partial "
+                  "output C[B, F], B·F elements."),
+         ), unit="s"),
+    label="time to send the partial sums, in µs", solution=_link_solution)
 
 
 def _hbm_mb(v: Mapping[str, Any]) -> float:
@@ -1100,29 +984,22 @@ def _hbm_solution(v: Mapping[str, Any]) -> tuple[str, ...]:
             f"({cost.total_bytes / 1e6:.4g} MB).")
 
 
-HBM_BYTES = Problem(
-    id="rooflines.hbm_bytes",
-    title="The bytes a matmul moves",
-    spec=VariantSpec(assignment="practice:rooflines.hbm_bytes",
-                     parameters={"B": _B, "D": _D, "F": _F}),
-    text=("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
-          "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
-          "MB (10⁶ bytes)?"),
-    parts=(
-        Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
-             conventions=(in_mib(_hbm_mb),),
-             slips=(
-                 Slip("one byte per element", lambda v: _hbm_mb(v) / 2,
-                      _BF16_HINT),
-                 Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
-                                                  rel=0.02),
-                      "the weights are not all: X[B, D] is read and C[B, F] written too, "
-                      "2·(B·D + B·F) more bytes."),
-             ), unit="bytes"),
-    ),
-    labels={"hbm_mb": "bytes moved, in MB"},
-    solution=_hbm_solution,
-)
+HBM_BYTES = one_answer(
+    "rooflines.hbm_bytes", "The bytes a matmul moves",
+    draws(B=_B, D=_D, F=_F),
+    ("A bf16 matmul X[B, D] · W[D, F] with B = {B:,}, D = {D:,} and F = {F:,} reads X and "
+     "W from HBM and writes its output there. How many bytes cross the HBM interface, in "
+     "MB (10⁶ bytes)?"),
+    Part(answer="hbm_mb", expected=_hbm_mb, rel=0.02,
+         conventions=(in_mib(_hbm_mb),),
+         slips=(
+             one_byte_slip(lambda v: _hbm_mb(v) / 2),
+             Slip("weights only", distinct_from(_hbm_mb, lambda v: 2 * v["D"] * v["F"] / 1e6,
+                                              rel=0.02),
+                  "the weights are not all: X[B, D] is read and C[B, F] written too, "
+                  "2·(B·D + B·F) more bytes."),
+         ), unit="bytes"),
+    label="bytes moved, in MB", solution=_hbm_solution)
 
 PROBLEMS: tuple[Problem, ...] = WORKED + (MATMUL_TIME, MATMUL_UPPER, T_MATH, T_COMMS, INTENSITY,
                                  CRITICAL_BATCH, ATTAINABLE, PEAK_FRACTION, LINK_TIME, HBM_BYTES)

@@ -21,8 +21,8 @@ from ..homework.parts import Convention, Part, Slip, distinct_from, merged
 from ..sharding import Mesh, bytes_per_device, plan_matmul, total_bytes
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
-from .common import MB, US, in_mib, spec
-from .problem import Problem
+from .common import MB, US, draws, in_mib, one_byte_slip
+from .problem import Problem, one_answer, problem
 
 
 
@@ -68,41 +68,34 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="sharded_matmuls.w1",
-    title="Where the bytes go",
-    worked="1",
-    spec=spec("sharded_matmuls.w1",
-               rows=Choice((16384, 8192, 32768), "D"),
-               cols=Choice((65536, 16384, 32768), "F"),
-               X=Choice((4, 2, 8), "X"),
-               Y=Choice((8, 4, 16), "Y"),
-               Z=Choice((2, 4, 8), "Z")),
-    text=("A weight " + _shape_text() + " is stored as W[D_X, F_Y] on Mesh({{'X': {X}, 'Y': {Y}, "
-          "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
-          "does the whole mesh hold?"),
-    parts=(
-        Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
-            *merged(Slip("one byte per element", lambda v: _w1_per_chip_mb(v) / 2,
-                         "bf16 takes 2 bytes per element."),
-                    Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
-                         "W[D_X, F_Y] splits nothing over Z: the {Z} chips along Z hold the same "
-                         "shard."),
-                    "bf16 takes 2 bytes per element, and W[D_X, F_Y] splits nothing over Z."),
-            Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
-                 "F is split over Y as well: each chip keeps F / {Y} of the columns."),
-        ), unit="bytes"),
-        Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
-            Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
-                 "nothing splits over Z, so the mesh stores {Z} copies of the array."),
-            Slip("one byte per element", lambda v: _w1_total_mb(v) / 2,
-                 "bf16 takes 2 bytes per element."),
-            "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
-            "copies of the array."), unit="bytes"),
-    ),
-    labels={"per_chip_mb": "bytes per chip, in MB", "mesh_mb": "bytes on the whole mesh, in MB"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "sharded_matmuls.w1", "Where the bytes go",
+    draws(rows=Choice((16384, 8192, 32768), "D"),
+           cols=Choice((65536, 16384, 32768), "F"),
+           X=Choice((4, 2, 8), "X"),
+           Y=Choice((8, 4, 16), "Y"),
+           Z=Choice((2, 4, 8), "Z")),
+    ("A weight " + _shape_text() + " is stored as W[D_X, F_Y] on Mesh({{'X': {X}, 'Y': {Y}, "
+     "'Z': {Z}}}) of TPU v5p chips. How many MB (10⁶ bytes) does each chip hold, and how many "
+     "does the whole mesh hold?"),
+    (Part("per_chip_mb", _w1_per_chip_mb, conventions=(in_mib(_w1_per_chip_mb),), slips=(
+         *merged(one_byte_slip(lambda v: _w1_per_chip_mb(v) / 2),
+                 Slip("split over Z too", lambda v: _w1_per_chip_mb(v) / v["Z"],
+                      "W[D_X, F_Y] splits nothing over Z: the {Z} chips along Z hold the same "
+                      "shard."),
+                 "bf16 takes 2 bytes per element, and W[D_X, F_Y] splits nothing over Z."),
+         Slip("split over X only", lambda v: _w1_per_chip_mb(v) * v["Y"],
+              "F is split over Y as well: each chip keeps F / {Y} of the columns."),
+     ), unit="bytes"),
+     "bytes per chip, in MB"),
+    (Part("mesh_mb", _w1_total_mb, conventions=(in_mib(_w1_total_mb),), slips=merged(
+         Slip("one copy", lambda v: _w1_total_mb(v) / v["Z"],
+              "nothing splits over Z, so the mesh stores {Z} copies of the array."),
+         one_byte_slip(lambda v: _w1_total_mb(v) / 2),
+         "bf16 takes 2 bytes per element, and nothing splits over Z, so the mesh stores {Z} "
+         "copies of the array."), unit="bytes"),
+     "bytes on the whole mesh, in MB"),
+    solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2. AllGather on v5p
@@ -133,33 +126,24 @@ def _first_cut_us(cost_of):
     return lambda v: cost_of(v).time / US
 
 
-W2 = Problem(
-    id="sharded_matmuls.w2",
-    title="Gathering a weight on a v5p",
-    worked="2",
-    spec=spec("sharded_matmuls.w2",
-               **ARRAY,
-               N=Choice((16, 4, 8, 12), "N", "chips")),
-    text=("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
-          "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
-          "per hop.)"),
-    parts=(
-        Part("allgather_us", _ag_us, conventions=(
-            Convention("first cut", _first_cut_us(
-                lambda v: all_gather_first_cut(_bf16_bytes(v), v["N"], "TPU v5p"))),
-        ), slips=(
-            Slip("one way round", distinct_from(_ag_us, lambda v: _ag(v, wraparound=False).time / US),
-                 "the axis has wraparound: the shards go both ways round the ring, so each chip "
-                 "receives on two links, and the latency is N/2 hops, not N − 1."),
-            Slip("one byte per element", lambda v: all_gather(_bf16_bytes(v) / 2, v["N"],
-                                                              "TPU v5p").time / US,
-                 "bf16 takes 2 bytes per element."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allgather_us": "AllGather time, in µs"},
-    solution=_w2_solution,
-)
+W2 = one_answer(
+    "sharded_matmuls.w2", "Gathering a weight on a v5p",
+    draws(**ARRAY,
+           N=Choice((16, 4, 8, 12), "N", "chips")),
+    ("How long does an AllGather of a " + _shape_text() + " weight take over one axis of {N} "
+     "TPU v5p chips with wraparound, in µs? (The chapter's model: a bandwidth term and 1 µs "
+     "per hop.)"),
+    Part("allgather_us", _ag_us, conventions=(
+        Convention("first cut", _first_cut_us(
+            lambda v: all_gather_first_cut(_bf16_bytes(v), v["N"], "TPU v5p"))),
+    ), slips=(
+        Slip("one way round", distinct_from(_ag_us, lambda v: _ag(v, wraparound=False).time / US),
+             "the axis has wraparound: the shards go both ways round the ring, so each chip "
+             "receives on two links, and the latency is N/2 hops, not N − 1."),
+        one_byte_slip(lambda v: all_gather(_bf16_bytes(v) / 2, v["N"], "TPU v5p").time / US),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="AllGather time, in µs", solution=_w2_solution, worked="2")
 
 
 # --------------------------------------------------------------------------- 3. latency crossover
@@ -184,33 +168,26 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="sharded_matmuls.w3",
-    title="When does latency take over?",
-    worked="3",
-    spec=spec("sharded_matmuls.w3",
-               chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
-               N=Choice((16, 8, 12, 4), "N", "chips")),
-    text=("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
-          "Below what array size, in MB, is it latency-bound (its latency term larger than its "
-          "bandwidth term)?"),
-    parts=(
-        Part("vstar_mb", _w3_mb, conventions=(
-            in_mib(_w3_mb),
-            Convention("first cut", lambda v: v["N"] // 2 * DEFAULT_HOP_LATENCY
-                       * 2 * get_chip(v["chip"]).link_bandwidth_one_way / MB),
-        ), slips=(
-            Slip("one-way bandwidth", lambda v: _w3_mb(v) / 2,
-                 "with wraparound each chip receives on two links at once: the bandwidth term "
-                 "divides by 2W, which doubles the crossover."),
-            Slip("N − 1 hops", lambda v: _w3_mb(v) * (v["N"] - 1) / (v["N"] // 2),
-                 "a bidirectional ring needs N/2 hops, not N − 1: the farthest shard is half-way "
-                 "round."),
-        ), unit="bytes"),
-    ),
-    labels={"vstar_mb": "crossover array size V*, in MB"},
-    solution=_w3_solution,
-)
+W3 = one_answer(
+    "sharded_matmuls.w3", "When does latency take over?",
+    draws(chip=Choice(("TPU v5p", "TPU v4p"), "chip"),
+           N=Choice((16, 8, 12, 4), "N", "chips")),
+    ("An AllGather runs over one axis of {N} {chip} chips with wraparound (1 µs per hop). "
+     "Below what array size, in MB, is it latency-bound (its latency term larger than its "
+     "bandwidth term)?"),
+    Part("vstar_mb", _w3_mb, conventions=(
+        in_mib(_w3_mb),
+        Convention("first cut", lambda v: v["N"] // 2 * DEFAULT_HOP_LATENCY
+                   * 2 * get_chip(v["chip"]).link_bandwidth_one_way / MB),
+    ), slips=(
+        Slip("one-way bandwidth", lambda v: _w3_mb(v) / 2,
+             "with wraparound each chip receives on two links at once: the bandwidth term "
+             "divides by 2W, which doubles the crossover."),
+        Slip("N − 1 hops", lambda v: _w3_mb(v) * (v["N"] - 1) / (v["N"] // 2),
+             "a bidirectional ring needs N/2 hops, not N − 1: the farthest shard is half-way "
+             "round."),
+    ), unit="bytes"),
+    label="crossover array size V*, in MB", solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- 4. ring against line
@@ -234,34 +211,28 @@ def _w4_solution(v):
     )
 
 
-W4 = Problem(
-    id="sharded_matmuls.w4",
-    title="A ring against a line",
-    worked="4",
-    spec=spec("sharded_matmuls.w4",
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               **ARRAY,
-               n_line=Choice((8, 4, 12), "chips on the short axis")),
-    text=("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
-          "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
-          "axes have wraparound is the chip's, as the chapter gives it.)"),
-    parts=(
-        Part("ring_us", _w4_ring_us, slips=(
-            Slip("ring as a line", lambda v: all_gather(_bf16_bytes(v), 16, v["chip"],
-                                                        wraparound=False).time / US,
-                 "the full 16-chip axis of a {chip} has wraparound: data flows both ways round."),
-        ), unit="s"),
-        Part("line_us", _w4_line_us, slips=(
-            Slip("line as a ring", lambda v: all_gather(_bf16_bytes(v), v["n_line"], v["chip"],
-                                                        wraparound=True).time / US,
-                 "an axis of {n_line} {chip} chips has no wraparound link: it is a line, so data "
-                 "streams one way past the end chips and the bandwidth term is V·(N−1)/N / W."),
-        ), unit="s"),
-    ),
-    labels={"ring_us": "AllGather over 16 chips, in µs",
-            "line_us": "AllGather over the short axis, in µs"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "sharded_matmuls.w4", "A ring against a line",
+    draws(chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           **ARRAY,
+           n_line=Choice((8, 4, 12), "chips on the short axis")),
+    ("On a {chip} slice, AllGather a " + _shape_text() + " array over an axis of 16 chips and "
+     "over an axis of {n_line} chips (1 µs per hop). How long does each take, in µs? (Which "
+     "axes have wraparound is the chip's, as the chapter gives it.)"),
+    (Part("ring_us", _w4_ring_us, slips=(
+         Slip("ring as a line", lambda v: all_gather(_bf16_bytes(v), 16, v["chip"],
+                                                     wraparound=False).time / US,
+              "the full 16-chip axis of a {chip} has wraparound: data flows both ways round."),
+     ), unit="s"),
+     "AllGather over 16 chips, in µs"),
+    (Part("line_us", _w4_line_us, slips=(
+         Slip("line as a ring", lambda v: all_gather(_bf16_bytes(v), v["n_line"], v["chip"],
+                                                     wraparound=True).time / US,
+              "an axis of {n_line} {chip} chips has no wraparound link: it is a line, so data "
+              "streams one way past the end chips and the bandwidth term is V·(N−1)/N / W."),
+     ), unit="s"),
+     "AllGather over the short axis, in µs"),
+    solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. AllReduce, AllToAll
@@ -284,36 +255,31 @@ def _w5_solution(v):
     )
 
 
-W5 = Problem(
-    id="sharded_matmuls.w5",
-    title="AllReduce and AllToAll",
-    worked="5",
-    spec=spec("sharded_matmuls.w5",
-               **ARRAY,
-               N=Choice((16, 8, 12), "N", "chips")),
-    text=("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
-          "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
-    parts=(
-        Part("allreduce_us", _w5_ar_us, conventions=(
-            Convention("first cut", lambda v: all_reduce_first_cut(
-                _bf16_bytes(v), v["N"], "TPU v5p").time / US),
-        ), slips=(
-            Slip("AllGather only", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
-                 "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
-        ), unit="s"),
-        Part("alltoall_us", _w5_a2a_us, conventions=(
-            Convention("first cut", lambda v: all_to_all_first_cut(
-                _bf16_bytes(v), v["N"], "TPU v5p").time / US),
-        ), slips=(
-            Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
-                 "in an AllToAll each block goes to one chip only, on average a quarter of the way "
-                 "round: about a quarter of an AllGather's bandwidth time."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"allreduce_us": "AllReduce time, in µs", "alltoall_us": "AllToAll time, in µs"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "sharded_matmuls.w5", "AllReduce and AllToAll",
+    draws(**ARRAY,
+           N=Choice((16, 8, 12), "N", "chips")),
+    ("On an axis of {N} TPU v5p chips with wraparound (1 µs per hop), how long do an AllReduce "
+     "and an AllToAll of a " + _shape_text() + " array take, in µs?"),
+    (Part("allreduce_us", _w5_ar_us, conventions=(
+         Convention("first cut", lambda v: all_reduce_first_cut(
+             _bf16_bytes(v), v["N"], "TPU v5p").time / US),
+     ), slips=(
+         Slip("AllGather only", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
+              "an AllReduce is a ReduceScatter followed by an AllGather: twice an AllGather."),
+     ), unit="s"),
+     "AllReduce time, in µs"),
+    (Part("alltoall_us", _w5_a2a_us, conventions=(
+         Convention("first cut", lambda v: all_to_all_first_cut(
+             _bf16_bytes(v), v["N"], "TPU v5p").time / US),
+     ), slips=(
+         Slip("as an AllGather", lambda v: all_gather(_bf16_bytes(v), v["N"], "TPU v5p").time / US,
+              "in an AllToAll each block goes to one chip only, on average a quarter of the way "
+              "round: about a quarter of an AllGather's bandwidth time."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "AllToAll time, in µs"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- 6. two axes
@@ -348,48 +314,43 @@ def _w6_solution(v):
     )
 
 
-W6 = Problem(
-    id="sharded_matmuls.w6",
-    title="Reduce over two axes",
-    worked="6",
-    spec=spec("sharded_matmuls.w6",
-               X=Choice((4, 8), "X"),
-               Y=Choice((4, 8), "Y"),
-               B=Choice((8192, 4096, 16384), "B"),
-               D=Choice((16384, 8192, 32768), "D"),
-               F=Choice((8192, 4096, 16384), "F")),
-    text=("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
-          "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
-          "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
-          "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
-          "AllReduce and with a ReduceScatter, in µs?"),
-    parts=(
-        Part("partial_mb", _w6_partial_mb, conventions=(in_mib(_w6_partial_mb),), slips=(
-            Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
-                 "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
-                 "leaves every output element, only unreduced."),
-        ), unit="bytes"),
-        Part("allreduce_us", _w6_ar_us, slips=(
-            Slip("one line of XY chips", lambda v: all_reduce(
-                _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
-                 "the reduction runs over both mesh axes, each with its own links: the two axes' "
-                 "bandwidth adds up, unlike a single line of X·Y chips."),
-            Slip("with wraparound", lambda v: collective_cost(
-                "AllReduce", _w6_partial_mb(v) * MB, [v["X"], v["Y"]], "TPU v5p",
-                wraparound=True).time / US,
-                 "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
-                 "W per axis, not a ring's 2·W."),
-        ), unit="s"),
-        Part("reducescatter_us", _w6_rs_us, slips=(
-            Slip("AllReduce time", _w6_ar_us,
-                 "a ReduceScatter is half an AllReduce: it stops once each chip holds its reduced "
-                 "slice."),
-        ), unit="s"),
-    ),
-    labels={"partial_mb": "partial sum per chip, in MB", "allreduce_us": "AllReduce, in µs",
-            "reducescatter_us": "ReduceScatter, in µs"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "sharded_matmuls.w6", "Reduce over two axes",
+    draws(X=Choice((4, 8), "X"),
+           Y=Choice((4, 8), "Y"),
+           B=Choice((8192, 4096, 16384), "B"),
+           D=Choice((16384, 8192, 32768), "D"),
+           F=Choice((8192, 4096, 16384), "F")),
+    ("On a {X} × {Y} block of TPU v5p chips, Mesh({{'X': {X}, 'Y': {Y}}}), a block "
+     "smaller than a 4×4×4 cube, so its axes have no wraparound links, compute "
+     "A[B, D_XY] ·_D W[D_XY, F] with B = {B:,}, D = {D:,}, F = {F:,} in bf16. How big is each "
+     "chip's partial sum, in MB, and how long does reducing the partial sums take with an "
+     "AllReduce and with a ReduceScatter, in µs?"),
+    (Part("partial_mb", _w6_partial_mb, conventions=(in_mib(_w6_partial_mb),), slips=(
+         Slip("a shard, not a partial sum", lambda v: _w6_partial_mb(v) / (v["X"] * v["Y"]),
+              "each chip's partial sum is a whole C[B, F]: the contraction over its slice of D "
+              "leaves every output element, only unreduced."),
+     ), unit="bytes"),
+     "partial sum per chip, in MB"),
+    (Part("allreduce_us", _w6_ar_us, slips=(
+         Slip("one line of XY chips", lambda v: all_reduce(
+             _w6_partial_mb(v) * MB, v["X"] * v["Y"], "TPU v5p", wraparound=False).time / US,
+              "the reduction runs over both mesh axes, each with its own links: the two axes' "
+              "bandwidth adds up, unlike a single line of X·Y chips."),
+         Slip("with wraparound", lambda v: collective_cost(
+             "AllReduce", _w6_partial_mb(v) * MB, [v["X"], v["Y"]], "TPU v5p",
+             wraparound=True).time / US,
+              "a block smaller than a 4×4×4 cube has no wraparound links: each axis is a line, "
+              "W per axis, not a ring's 2·W."),
+     ), unit="s"),
+     "AllReduce, in µs"),
+    (Part("reducescatter_us", _w6_rs_us, slips=(
+         Slip("AllReduce time", _w6_ar_us,
+              "a ReduceScatter is half an AllReduce: it stops once each chip holds its reduced "
+              "slice."),
+     ), unit="s"),
+     "ReduceScatter, in µs"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- 7. which operand
@@ -430,34 +391,27 @@ def _w7_solution(v):
     )
 
 
-W7 = Problem(
-    id="sharded_matmuls.w7",
-    title="Which operand to gather",
-    worked="7",
-    spec=spec("sharded_matmuls.w7",
-               N=Choice((8, 4), "N", "chips"),
-               B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
-               D=Choice((8192, 4096, 16384), "D"),
-               F=Choice((32768, 8192, 16384), "F")),
-    text=("A[B_X, D] ·_D W[D, F_X] runs on {N} TPU v5e chips in a line (no wraparound, 1 µs per "
-          "hop), B = {B:,}, D = {D:,}, F = {F:,}, bf16. Gathering the cheaper operand, how long "
-          "does the gather take, in µs?"),
-    parts=(
-        Part("gather_us", _w7_best_us, slips=(
-            Slip("the other operand", distinct_from(_w7_best_us, _w7_worst_us),
-                 "gathering the other operand moves more bytes: compare B·D (A) with D·F (W)."),
-            Slip("as a ring", lambda v: min(
-                _comms(plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
-                                   shapes={"B": v["B"], "D": v["D"], "F": v["F"]},
-                                   chip="TPU v5e", gather=side, wraparound=True))
-                for side in ("lhs", "rhs")) / US,
-                 "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"gather_us": "time of the cheaper gather, in µs"},
-    solution=_w7_solution,
-)
+W7 = one_answer(
+    "sharded_matmuls.w7", "Which operand to gather",
+    draws(N=Choice((8, 4), "N", "chips"),
+           B=Choice((2048, 512, 1024, 8192, 16384, 65536), "B"),
+           D=Choice((8192, 4096, 16384), "D"),
+           F=Choice((32768, 8192, 16384), "F")),
+    ("A[B_X, D] ·_D W[D, F_X] runs on {N} TPU v5e chips in a line (no wraparound, 1 µs per "
+     "hop), B = {B:,}, D = {D:,}, F = {F:,}, bf16. Gathering the cheaper operand, how long "
+     "does the gather take, in µs?"),
+    Part("gather_us", _w7_best_us, slips=(
+        Slip("the other operand", distinct_from(_w7_best_us, _w7_worst_us),
+             "gathering the other operand moves more bytes: compare B·D (A) with D·F (W)."),
+        Slip("as a ring", lambda v: min(
+            _comms(plan_matmul("A[B_X, D]", "W[D, F_X]", Mesh({"X": v["N"]}), contracting="D",
+                               shapes={"B": v["B"], "D": v["D"], "F": v["F"]},
+                               chip="TPU v5e", gather=side, wraparound=True))
+            for side in ("lhs", "rhs")) / US,
+             "the chips are in a line: data streams one way past the end chips, V·(N−1)/N / W."),
+    ), unit="s", not_applicable=(
+    ONE_PASS,)),
+    label="time of the cheaper gather, in µs", solution=_w7_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 8. D threshold
@@ -485,28 +439,21 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="sharded_matmuls.w8",
-    title="A D-sharded matmul on a TPU",
-    worked="8",
-    spec=spec("sharded_matmuls.w8",
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               B=Choice((4096, 2048, 8192), "B"),
-               F=Choice((32768, 16384, 65536), "F")),
-    text=("A[B, D_X] ·_D W[D_X, F] runs over 16 {chip} chips with wraparound, B = {B:,}, F = {F:,}, "
-          "bf16, and the partial sums are ReduceScattered. How large must the whole D be for the "
-          "matmul to be compute-bound (T_math ≥ T_comms)?"),
-    parts=(
-        Part("d_star", _w8_d_star, slips=(
-            Slip("AllReduce", lambda v: _w8_d_star(v, "all_reduce"),
-                 "the partial sums are ReduceScattered, not AllReduced: half the traffic."),
-            Slip("per chip", lambda v: _w8_d_star(v) / 16,
-                 "that is D per chip; the question asks for the whole D, 16 times larger."),
-        ), unit="count"),
-    ),
-    labels={"d_star": "smallest compute-bound D"},
-    solution=_w8_solution,
-)
+W8 = one_answer(
+    "sharded_matmuls.w8", "A D-sharded matmul on a TPU",
+    draws(chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           B=Choice((4096, 2048, 8192), "B"),
+           F=Choice((32768, 16384, 65536), "F")),
+    ("A[B, D_X] ·_D W[D_X, F] runs over 16 {chip} chips with wraparound, B = {B:,}, F = {F:,}, "
+     "bf16, and the partial sums are ReduceScattered. How large must the whole D be for the "
+     "matmul to be compute-bound (T_math ≥ T_comms)?"),
+    Part("d_star", _w8_d_star, slips=(
+        Slip("AllReduce", lambda v: _w8_d_star(v, "all_reduce"),
+             "the partial sums are ReduceScattered, not AllReduced: half the traffic."),
+        Slip("per chip", lambda v: _w8_d_star(v) / 16,
+             "that is D per chip; the question asks for the whole D, 16 times larger."),
+    ), unit="count"),
+    label="smallest compute-bound D", solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9. tokens per chip
@@ -542,27 +489,20 @@ def _w9_solution(v):
     )
 
 
-W9 = Problem(
-    id="sharded_matmuls.w9",
-    title="Tokens per chip for a weight gather",
-    worked="9",
-    spec=spec("sharded_matmuls.w9",
-               machine=Choice(tuple(W9_MACHINES), "machine"),
-               D=Choice((8192, 4096, 16384), "D"),
-               F=Choice((32768, 16384, 65536), "F")),
-    text=("A weight W bf16[{D:,}, {F:,}] is sharded FSDP-style and gathered before each matmul, "
-          "A[B_X, D] ·_D W[D_X, F], on {machine}. How many tokens per chip make the gather no slower "
-          "than the arithmetic?"),
-    parts=(
-        Part("tokens", _w9_tokens, slips=(
-            Slip("the whole batch", lambda v: _w9_tokens(v) * W9_MACHINES[v["machine"]][1],
-                 "that is the batch of all the chips together; the question asks for tokens per "
-                 "chip."),
-        ), unit="count"),
-    ),
-    labels={"tokens": "tokens per chip"},
-    solution=_w9_solution,
-)
+W9 = one_answer(
+    "sharded_matmuls.w9", "Tokens per chip for a weight gather",
+    draws(machine=Choice(tuple(W9_MACHINES), "machine"),
+           D=Choice((8192, 4096, 16384), "D"),
+           F=Choice((32768, 16384, 65536), "F")),
+    ("A weight W bf16[{D:,}, {F:,}] is sharded FSDP-style and gathered before each matmul, "
+     "A[B_X, D] ·_D W[D_X, F], on {machine}. How many tokens per chip make the gather no slower "
+     "than the arithmetic?"),
+    Part("tokens", _w9_tokens, slips=(
+        Slip("the whole batch", lambda v: _w9_tokens(v) * W9_MACHINES[v["machine"]][1],
+             "that is the batch of all the chips together; the question asks for tokens per "
+             "chip."),
+    ), unit="count"),
+    label="tokens per chip", solution=_w9_solution, worked="9")
 
 
 # --------------------------------------------------------------------------- 10. across nodes
@@ -593,25 +533,20 @@ def _w10_part(name, scheme, others):
         for other in others), unit="s")
 
 
-W10 = Problem(
-    id="sharded_matmuls.w10",
-    title="An AllReduce across nodes, three ways",
-    worked="10",
-    spec=spec("sharded_matmuls.w10",
-               V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
-               nodes=Choice((4, 2, 8, 16), "nodes")),
-    text=("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
-          "take, in ms, as one flat ring, as the staged hierarchical scheme, and as NCCL's "
-          "rail-aligned rings (the chapter's models)?"),
-    parts=(
-        _w10_part("flat_ms", "flat", ("hierarchical", "rail")),
-        _w10_part("hierarchical_ms", "hierarchical", ("flat", "rail")),
-        _w10_part("rail_ms", "rail", ("flat", "hierarchical")),
-    ),
-    labels={"flat_ms": "flat ring, in ms", "hierarchical_ms": "hierarchical, in ms",
-            "rail_ms": "rail-aligned rings, in ms"},
-    solution=_w10_solution,
-)
+W10 = problem(
+    "sharded_matmuls.w10", "An AllReduce across nodes, three ways",
+    draws(V_gb=Choice((1.0, 0.5, 2.0, 4.0), "V", "GB"),
+           nodes=Choice((4, 2, 8, 16), "nodes")),
+    ("Reduce {V_gb:g} GB of bf16 gradients over {nodes} nodes of 8 H100s. How long does it "
+     "take, in ms, as one flat ring, as the staged hierarchical scheme, and as NCCL's "
+     "rail-aligned rings (the chapter's models)?"),
+    (_w10_part("flat_ms", "flat", ("hierarchical", "rail")),
+     "flat ring, in ms"),
+    (_w10_part("hierarchical_ms", "hierarchical", ("flat", "rail")),
+     "hierarchical, in ms"),
+    (_w10_part("rail_ms", "rail", ("flat", "hierarchical")),
+     "rail-aligned rings, in ms"),
+    solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. collective matmul
@@ -629,36 +564,31 @@ def _w11_solution(v):
     )
 
 
-W11 = Problem(
-    id="sharded_matmuls.w11",
-    title="One step of a collective matmul",
-    worked="11",
-    spec=spec("sharded_matmuls.w11",
-               **ARRAY,
-               N=Choice((16, 8, 12), "N", "chips")),
-    text=("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
-          "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
-          "take, in µs (one link, one way, 1 µs per hop), and how long do the {N} − 1 steps take "
-          "one after another?"),
-    parts=(
-        Part("step_us", _w11_step_us, slips=(
-            Slip("both directions", lambda v: ppermute(_bf16_bytes(v) / v["N"] / 2, "TPU v5p",
-                                                       n_devices=v["N"]).time / US,
-                 "a ppermute step sends the shard to one neighbour, over one link in one direction."),
-            Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
-                                                       n_devices=v["N"]).time / US,
-                 "each step moves one shard, V/N, not the whole array."),
-        ), unit="s", not_applicable=(
-        ONE_PASS,)),
-        Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
-            Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
-                 "a chip already holds its own shard: N − 1 steps bring the others."),
-        ), rel=0.05, unit="s", not_applicable=(
-        ONE_PASS,)),
-    ),
-    labels={"step_us": "one step, in µs", "steps_us": "all steps in sequence, in µs"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "sharded_matmuls.w11", "One step of a collective matmul",
+    draws(**ARRAY,
+           N=Choice((16, 8, 12), "N", "chips")),
+    ("The AllGather of a " + _shape_text() + " array over {N} TPU v5p chips on a ring is split "
+     "into ppermutes of one shard (V/N) so that it overlaps the matmul. How long does one step "
+     "take, in µs (one link, one way, 1 µs per hop), and how long do the {N} − 1 steps take "
+     "one after another?"),
+    (Part("step_us", _w11_step_us, slips=(
+         Slip("both directions", lambda v: ppermute(_bf16_bytes(v) / v["N"] / 2, "TPU v5p",
+                                                    n_devices=v["N"]).time / US,
+              "a ppermute step sends the shard to one neighbour, over one link in one direction."),
+         Slip("the whole array", lambda v: ppermute(_bf16_bytes(v), "TPU v5p",
+                                                    n_devices=v["N"]).time / US,
+              "each step moves one shard, V/N, not the whole array."),
+     ), unit="s", not_applicable=(
+     ONE_PASS,)),
+     "one step, in µs"),
+    (Part("steps_us", lambda v: (v["N"] - 1) * _w11_step_us(v), slips=(
+         Slip("N steps", lambda v: v["N"] * _w11_step_us(v),
+              "a chip already holds its own shard: N − 1 steps bring the others."),
+     ), rel=0.05, unit="s", not_applicable=(
+     ONE_PASS,)),
+     "all steps in sequence, in µs"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- 12. decode AllReduce
@@ -681,31 +611,24 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="sharded_matmuls.w12",
-    title="A decode-sized AllReduce",
-    worked="12",
-    spec=spec("sharded_matmuls.w12",
-               seqs=Choice((8, 4, 16, 32), "sequences"),
-               d=Choice((8192, 4096, 16384), "d_model"),
-               chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
-               N=Choice((16,), "N", "chips")),
-    text=("During decoding with {seqs} sequences, a tensor-parallel layer AllReduces a bf16[{seqs}, "
-          "{d:,}] activation over {N} {chip} chips with wraparound (1 µs per hop). How long does it "
-          "take, in µs?"),
-    parts=(
-        Part("allreduce_us", _w12_us, slips=(
-            Slip("no latency", lambda v: _w12_cost(v).bandwidth_time / US,
-                 "at this size the latency dominates: an AllReduce is 2 × N/2 hops of about 1 µs "
-                 "each, more than the bandwidth term."),
-            Slip("one pass", lambda v: _w12_us(v) / 2,
-                 "an AllReduce is a ReduceScatter then an AllGather: two passes round the ring, "
-                 "each with N/2 hops."),
-        ), unit="s"),
-    ),
-    labels={"allreduce_us": "AllReduce time, in µs"},
-    solution=_w12_solution,
-)
+W12 = one_answer(
+    "sharded_matmuls.w12", "A decode-sized AllReduce",
+    draws(seqs=Choice((8, 4, 16, 32), "sequences"),
+           d=Choice((8192, 4096, 16384), "d_model"),
+           chip=Choice(("TPU v5e", "TPU v6e"), "chip"),
+           N=Choice((16,), "N", "chips")),
+    ("During decoding with {seqs} sequences, a tensor-parallel layer AllReduces a bf16[{seqs}, "
+     "{d:,}] activation over {N} {chip} chips with wraparound (1 µs per hop). How long does it "
+     "take, in µs?"),
+    Part("allreduce_us", _w12_us, slips=(
+        Slip("no latency", lambda v: _w12_cost(v).bandwidth_time / US,
+             "at this size the latency dominates: an AllReduce is 2 × N/2 hops of about 1 µs "
+             "each, more than the bandwidth term."),
+        Slip("one pass", lambda v: _w12_us(v) / 2,
+             "an AllReduce is a ReduceScatter then an AllGather: two passes round the ring, "
+             "each with N/2 hops."),
+    ), unit="s"),
+    label="AllReduce time, in µs", solution=_w12_solution, worked="12")
 
 
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12)

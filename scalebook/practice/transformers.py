@@ -30,8 +30,8 @@ from ..transformer import (TransformerConfig, attention_crossover_context,
                            param_count, training_flops)
 from ..units import format_bytes, format_count, format_seconds
 from ..variants import Choice
-from .common import DAY, GB, in_gib, percent_slip, spec
-from .problem import Problem
+from .common import DAY, GB, draws, in_gib, percent_slip
+from .problem import Problem, one_answer, problem
 
 #: The head width of the LLaMA 3 models, which the problems with a drawn D keep: H = D / 128.
 D_HEAD = 128
@@ -102,39 +102,33 @@ def _w1_solution(v):
     )
 
 
-W1 = Problem(
-    id="transformers.w1",
-    title="The weights of grouped-query attention",
-    worked="1",
-    spec=spec("transformers.w1",
-               derive=lambda p: {"H": p["D"] // D_HEAD},
-               D=Choice((8192, 4096, 6144, 12288), "D"),
-               K=Choice((8, 4, 16), "K", "key/value heads")),
-    text=("A LLaMA-style layer has D = {D:,} and H = {H} query heads of d_h = 128, sharing K = {K} "
-          "key/value heads (grouped-query attention; no biases). How many weights do its "
-          "attention projections W_q, W_k, W_v and W_o hold, and how many would they hold with a "
-          "key/value head per query head (K = H)?"),
-    parts=(
-        Part("gqa_params", _w1_gqa, rel=0.001, slips=(
-            Slip("K = H", _w1_mha,
-                 "under GQA W_k and W_v are D × K·d_h with K = {K} key/value heads, not H = {H}."),
-            Slip("no W_o", lambda v: _w1_gqa(v) - param_count(_w1_cfg(v)).attention_o,
-                 "count the output projection W_o[H·d_h, D] too: four matrices."),
-            Slip("K and V as one", lambda v: _w1_gqa(v) - param_count(_w1_cfg(v)).attention_v,
-                 "W_k and W_v are two matrices of D·K·d_h each."),
-        ), unit="params"),
-        Part("mha_params", _w1_mha, rel=0.001, slips=(
-            Slip("kept K", _w1_gqa,
-                 "with a key/value head per query head, W_k and W_v are as wide as W_q: "
-                 "K = H = {H}."),
-            Slip("no W_o (MHA)", lambda v: _w1_mha(v) * 3 / 4,
-                 "count the output projection W_o[H·d_h, D] too: 4·D·H·d_h."),
-        ), unit="params"),
-    ),
-    labels={"gqa_params": "attention weights per layer under GQA, a count",
-            "mha_params": "attention weights per layer with K = H, a count"},
-    solution=_w1_solution,
-)
+W1 = problem(
+    "transformers.w1", "The weights of grouped-query attention",
+    draws(derive=lambda p: {"H": p["D"] // D_HEAD},
+           D=Choice((8192, 4096, 6144, 12288), "D"),
+           K=Choice((8, 4, 16), "K", "key/value heads")),
+    ("A LLaMA-style layer has D = {D:,} and H = {H} query heads of d_h = 128, sharing K = {K} "
+     "key/value heads (grouped-query attention; no biases). How many weights do its "
+     "attention projections W_q, W_k, W_v and W_o hold, and how many would they hold with a "
+     "key/value head per query head (K = H)?"),
+    (Part("gqa_params", _w1_gqa, rel=0.001, slips=(
+         Slip("K = H", _w1_mha,
+              "under GQA W_k and W_v are D × K·d_h with K = {K} key/value heads, not H = {H}."),
+         Slip("no W_o", lambda v: _w1_gqa(v) - param_count(_w1_cfg(v)).attention_o,
+              "count the output projection W_o[H·d_h, D] too: four matrices."),
+         Slip("K and V as one", lambda v: _w1_gqa(v) - param_count(_w1_cfg(v)).attention_v,
+              "W_k and W_v are two matrices of D·K·d_h each."),
+     ), unit="params"),
+     "attention weights per layer under GQA, a count"),
+    (Part("mha_params", _w1_mha, rel=0.001, slips=(
+         Slip("kept K", _w1_gqa,
+              "with a key/value head per query head, W_k and W_v are as wide as W_q: "
+              "K = H = {H}."),
+         Slip("no W_o (MHA)", lambda v: _w1_mha(v) * 3 / 4,
+              "count the output projection W_o[H·d_h, D] too: 4·D·H·d_h."),
+     ), unit="params"),
+     "attention weights per layer with K = H, a count"),
+    solution=_w1_solution, worked="1")
 
 
 # --------------------------------------------------------------------------- 2, 3. FLOPs per token
@@ -197,36 +191,31 @@ def _w2_solution(v):
 
 _ALL_PARAMS = "6N with every parameter"
 
-W2 = Problem(
-    id="transformers.w2",
-    title="What a training token costs",
-    worked="2",
-    spec=spec("transformers.w2", derive=_dims,
-               model=MODEL,
-               T=Choice((8192, 4096, 16384, 32768), "T", "tokens")),
-    text=("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
-          "context, and what share of them, in percent, is the attention core? Count 2 FLOPs per "
-          "weight per token forward, the backward as twice the forward, and the core with "
-          + NO_CAUSAL + " (every query against all T keys)."),
-    parts=(
-        _flops_part(),
-        Part("attention_share_pct", _share, conventions=(
-            Convention(_ALL_PARAMS, lambda v: 100 * 3 * _flops(v).attention_core
-                       / _train_all_params(v)),
-            Convention("causal discount (share)", distinct_from(_share, lambda v: 100 * (
-                _flops(v).attention_core / 2) / (_flops(v).matmul + _flops(v).attention_core / 2)),
-                PINNED, phrase=NO_CAUSAL, hint=_CAUSAL_HINT),
-        ), slips=(
-            percent_slip(_share),
-            Slip("against the matmuls", distinct_from(_share, lambda v: 100 * float(
-                _flops(v).attention_core / _flops(v).matmul)),
-                 "the share is the core over all the FLOPs, weights' matmuls and core together."),
-        ), unit="fraction"),
-    ),
-    labels={"train_flops": "training FLOPs per token, in FLOPs",
-            "attention_share_pct": "the attention core's share, in %"},
-    solution=_w2_solution,
-)
+W2 = problem(
+    "transformers.w2", "What a training token costs",
+    draws(derive=_dims,
+           model=MODEL,
+           T=Choice((8192, 4096, 16384, 32768), "T", "tokens")),
+    ("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
+     "context, and what share of them, in percent, is the attention core? Count 2 FLOPs per "
+     "weight per token forward, the backward as twice the forward, and the core with "
+     + NO_CAUSAL + " (every query against all T keys)."),
+    (_flops_part(),
+     "training FLOPs per token, in FLOPs"),
+    (Part("attention_share_pct", _share, conventions=(
+         Convention(_ALL_PARAMS, lambda v: 100 * 3 * _flops(v).attention_core
+                    / _train_all_params(v)),
+         Convention("causal discount (share)", distinct_from(_share, lambda v: 100 * (
+             _flops(v).attention_core / 2) / (_flops(v).matmul + _flops(v).attention_core / 2)),
+             PINNED, phrase=NO_CAUSAL, hint=_CAUSAL_HINT),
+     ), slips=(
+         percent_slip(_share),
+         Slip("against the matmuls", distinct_from(_share, lambda v: 100 * float(
+             _flops(v).attention_core / _flops(v).matmul)),
+              "the share is the core over all the FLOPs, weights' matmuls and core together."),
+     ), unit="fraction"),
+     "the attention core's share, in %"),
+    solution=_w2_solution, worked="2")
 
 
 def _w3_ratio(v):
@@ -243,33 +232,28 @@ def _w3_solution(v):
     )
 
 
-W3 = Problem(
-    id="transformers.w3",
-    title="A long-context token",
-    worked="3",
-    spec=spec("transformers.w3", derive=_dims,
-               model=MODEL,
-               T=Choice((131072, 65536, 262144, 32768), "T", "tokens")),
-    text=("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
-          "context, and how many times the cost of a token at 8,192? Count the attention core "
-          "with " + NO_CAUSAL + "."),
-    parts=(
-        _flops_part(),
-        Part("ratio", _w3_ratio, conventions=(
-            Convention(_ALL_PARAMS, lambda v: _train_all_params(v) / _train_all_params(v, 8192)),
-            Convention("causal discount", distinct_from(
-                _w3_ratio, lambda v: _train_causal(v) / _train_causal(v, 8192)),
-                PINNED, phrase=NO_CAUSAL, hint=_CAUSAL_HINT),
-        ), slips=(
-            Slip("ratio of contexts", lambda v: v["T"] / 8192,
-                 "only the attention core grows with T; the 6P of the weights stays the same, so "
-                 "the cost grows less than {T:,} / 8,192."),
-        ), unit="ratio"),
-    ),
-    labels={"train_flops": "training FLOPs per token, in FLOPs",
-            "ratio": "times the cost at 8,192 tokens"},
-    solution=_w3_solution,
-)
+W3 = problem(
+    "transformers.w3", "A long-context token",
+    draws(derive=_dims,
+           model=MODEL,
+           T=Choice((131072, 65536, 262144, 32768), "T", "tokens")),
+    ("How many FLOPs does one training token cost " + SHAPE + " at T = {T:,} tokens of "
+     "context, and how many times the cost of a token at 8,192? Count the attention core "
+     "with " + NO_CAUSAL + "."),
+    (_flops_part(),
+     "training FLOPs per token, in FLOPs"),
+    (Part("ratio", _w3_ratio, conventions=(
+         Convention(_ALL_PARAMS, lambda v: _train_all_params(v) / _train_all_params(v, 8192)),
+         Convention("causal discount", distinct_from(
+             _w3_ratio, lambda v: _train_causal(v) / _train_causal(v, 8192)),
+             PINNED, phrase=NO_CAUSAL, hint=_CAUSAL_HINT),
+     ), slips=(
+         Slip("ratio of contexts", lambda v: v["T"] / 8192,
+              "only the attention core grows with T; the 6P of the weights stays the same, so "
+              "the cost grows less than {T:,} / 8,192."),
+     ), unit="ratio"),
+     "times the cost at 8,192 tokens"),
+    solution=_w3_solution, worked="3")
 
 
 # --------------------------------------------------------------------------- 4. fewest chips
@@ -316,22 +300,20 @@ def _w4_solution(v):
     return tuple(out)
 
 
-W4 = Problem(
-    id="transformers.w4",
-    title="The fewest chips that hold the training state",
-    worked="4",
-    spec=spec("transformers.w4",
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-               gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
-               tpu=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p"), "TPU")),
-    text=("{model} trains in mixed precision: bf16 weights and gradients, an fp32 master copy of "
-          "the weights and fp32 Adam moments. What is the least number of {gpu} GPUs, and of "
-          "{tpu} chips, whose HBM can hold its training state (before activations, sharded "
-          "perfectly)?"),
-    parts=(_w4_part("gpus", "gpu"), _w4_part("tpus", "tpu")),
-    labels={"gpus": "fewest GPUs, a count", "tpus": "fewest TPU chips, a count"},
-    solution=_w4_solution,
-)
+W4 = problem(
+    "transformers.w4", "The fewest chips that hold the training state",
+    draws(model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+           gpu=Choice(("H100", "H200", "B200", "A100"), "GPU"),
+           tpu=Choice(("TPU v5p", "TPU v5e", "TPU v6e", "TPU v4p"), "TPU")),
+    ("{model} trains in mixed precision: bf16 weights and gradients, an fp32 master copy of "
+     "the weights and fp32 Adam moments. What is the least number of {gpu} GPUs, and of "
+     "{tpu} chips, whose HBM can hold its training state (before activations, sharded "
+     "perfectly)?"),
+    (_w4_part("gpus", "gpu"),
+     "fewest GPUs, a count"),
+    (_w4_part("tpus", "tpu"),
+     "fewest TPU chips, a count"),
+    solution=_w4_solution, worked="4")
 
 
 # --------------------------------------------------------------------------- 5. activations
@@ -363,43 +345,38 @@ def _w5_solution(v):
 
 _ONE_LAYER = "count all {L} layers: each keeps its own."
 
-W5 = Problem(
-    id="transformers.w5",
-    title="The activations of a long sequence",
-    worked="5",
-    spec=spec("transformers.w5", derive=_dims,
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
-               T=Choice((8192, 4096, 16384), "T", "tokens"),
-               seqs=Choice((1, 2, 4), "sequences")),
-    text=("How much activation memory, in GB (10⁹ bytes), does a batch of {seqs} × {T:,} tokens of "
-          + SHAPE + " keep for the backward pass with no recomputation, and with full remat (each "
-          "layer keeps only its bf16 input)? Count the LLaMA block's own saved tensors (section "
-          "3), with a flash-style attention kernel, over all layers, in bf16."),
-    parts=(
-        Part("none_gb", _w5_none, conventions=(
-            in_gib(_w5_none),
-            Convention("unfused softmax", _act_gb("none", flash_attention=False), PINNED,
-                       phrase="flash-style attention kernel",
-                       hint="the problem assumes a flash-style attention kernel: the T × T "
-                            "probabilities are never stored, only a log-sum-exp per head."),
-            Convention("Korthikanti et al.'s GPT-3 block", lambda v: korthikanti_activation_bytes_per_layer(
-                _cfg(v), v["seqs"], v["T"]) * v["L"] / GB, PINNED,
-                phrase="LLaMA block's own saved tensors",
-                hint="the problem counts the LLaMA block's own saved tensors (section 3), not "
-                     "Korthikanti et al.'s 34·D + 5·H·T bytes per token of GPT-3's block."),
-        ), slips=(
-            Slip("one layer", lambda v: _w5_none(v) / v["L"], _ONE_LAYER),
-        ), unit="bytes"),
-        Part("full_gb", _w5_full, conventions=(in_gib(_w5_full),), slips=(
-            Slip("one layer", lambda v: _w5_full(v) / v["L"], _ONE_LAYER),
-            Slip("fp32 input", lambda v: 2 * _w5_full(v),
-                 "the layer input is kept in bf16: 2 bytes per element."),
-        ), unit="bytes"),
-    ),
-    labels={"none_gb": "activations without recomputation, in GB",
-            "full_gb": "activations with full remat, in GB"},
-    solution=_w5_solution,
-)
+W5 = problem(
+    "transformers.w5", "The activations of a long sequence",
+    draws(derive=_dims,
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B", "LLaMA-3 8B"), "model"),
+           T=Choice((8192, 4096, 16384), "T", "tokens"),
+           seqs=Choice((1, 2, 4), "sequences")),
+    ("How much activation memory, in GB (10⁹ bytes), does a batch of {seqs} × {T:,} tokens of "
+     + SHAPE + " keep for the backward pass with no recomputation, and with full remat (each "
+     "layer keeps only its bf16 input)? Count the LLaMA block's own saved tensors (section "
+     "3), with a flash-style attention kernel, over all layers, in bf16."),
+    (Part("none_gb", _w5_none, conventions=(
+         in_gib(_w5_none),
+         Convention("unfused softmax", _act_gb("none", flash_attention=False), PINNED,
+                    phrase="flash-style attention kernel",
+                    hint="the problem assumes a flash-style attention kernel: the T × T "
+                         "probabilities are never stored, only a log-sum-exp per head."),
+         Convention("Korthikanti et al.'s GPT-3 block", lambda v: korthikanti_activation_bytes_per_layer(
+             _cfg(v), v["seqs"], v["T"]) * v["L"] / GB, PINNED,
+             phrase="LLaMA block's own saved tensors",
+             hint="the problem counts the LLaMA block's own saved tensors (section 3), not "
+                  "Korthikanti et al.'s 34·D + 5·H·T bytes per token of GPT-3's block."),
+     ), slips=(
+         Slip("one layer", lambda v: _w5_none(v) / v["L"], _ONE_LAYER),
+     ), unit="bytes"),
+     "activations without recomputation, in GB"),
+    (Part("full_gb", _w5_full, conventions=(in_gib(_w5_full),), slips=(
+         Slip("one layer", lambda v: _w5_full(v) / v["L"], _ONE_LAYER),
+         Slip("fp32 input", lambda v: 2 * _w5_full(v),
+              "the layer input is kept in bf16: 2 bytes per element."),
+     ), unit="bytes"),
+     "activations with full remat, in GB"),
+    solution=_w5_solution, worked="5")
 
 
 # --------------------------------------------------------------------------- 6. MFU and HFU
@@ -448,46 +425,42 @@ _ATTENTION_HINT = ("the problem counts the model's FLOPs as 6P per token, the we
                    "only, with no attention term.")
 _FORWARD_HINT = "count the backward pass: 6 FLOPs per weight per token, not 2."
 
-W6 = Problem(
-    id="transformers.w6",
-    title="MFU and HFU of a measured step",
-    worked="6",
-    spec=spec("transformers.w6", well_posed=_w6_well_posed,
-               derive=lambda p: {"P_b": param_count(llama3_8b()).matmul / 1e9,
-                                 "N_b": param_count(llama3_8b()).total / 1e9,
-                                 "peak": get_chip("H100").flops("bf16")},
-               gpus=Choice((256, 128, 512), "GPUs"),
-               seqs=Choice((1024, 512, 2048), "sequences per step"),
-               step_s=Choice((3.4, 2.6, 4.5, 6.0), "step time", "s")),
-    text=("LLaMA-3 8B ({P_b:.2f} billion weights in matmuls, {N_b:.2f} billion parameters in all) trains on "
-          "{gpus} H100s with {seqs:,} sequences of 8,192 tokens per step, and a step takes "
-          "{step_s} s. Counting " + _NO_ATTENTION + ", what is its MFU, and its HFU with full "
-          "remat (the forward pass run twice), both in percent?"),
-    parts=(
-        Part("mfu_pct", _w6_mfu, conventions=(
-            Convention(_ALL_PARAMS, _w6_mfu_total),
-            Convention("attention core counted", _w6_mfu_attention, PINNED,
-                       phrase=_NO_ATTENTION, hint=_ATTENTION_HINT),
-        ), slips=(
-            Slip("sparse peak", lambda v: _w6_mfu(v) / 2, SPARSE_HINT),
-            Slip("forward only", lambda v: _w6_mfu(v) / 3, _FORWARD_HINT),
-            percent_slip(_w6_mfu),
-        ), unit="fraction"),
-        Part("hfu_pct", _w6_hfu, conventions=(
-            Convention(_ALL_PARAMS, lambda v: _w6_mfu_total(v) * 8 / 6),
-            Convention("attention core counted", lambda v: _w6_mfu_attention(v) * 8 / 6, PINNED,
-                       phrase=_NO_ATTENTION, hint=_ATTENTION_HINT),
-        ), slips=(
-            Slip("HFU = MFU", _w6_mfu,
-                 "full remat reruns the forward pass, 2 more FLOPs per weight per token: the "
-                 "hardware does 8/6 of the model's FLOPs."),
-            Slip("sparse peak", lambda v: _w6_hfu(v) / 2, SPARSE_HINT),
-            percent_slip(_w6_hfu),
-        ), unit="fraction"),
-    ),
-    labels={"mfu_pct": "MFU, in %", "hfu_pct": "HFU with full remat, in %"},
-    solution=_w6_solution,
-)
+W6 = problem(
+    "transformers.w6", "MFU and HFU of a measured step",
+    draws(well_posed=_w6_well_posed,
+           derive=lambda p: {"P_b": param_count(llama3_8b()).matmul / 1e9,
+                             "N_b": param_count(llama3_8b()).total / 1e9,
+                             "peak": get_chip("H100").flops("bf16")},
+           gpus=Choice((256, 128, 512), "GPUs"),
+           seqs=Choice((1024, 512, 2048), "sequences per step"),
+           step_s=Choice((3.4, 2.6, 4.5, 6.0), "step time", "s")),
+    ("LLaMA-3 8B ({P_b:.2f} billion weights in matmuls, {N_b:.2f} billion parameters in all) trains on "
+     "{gpus} H100s with {seqs:,} sequences of 8,192 tokens per step, and a step takes "
+     "{step_s} s. Counting " + _NO_ATTENTION + ", what is its MFU, and its HFU with full "
+     "remat (the forward pass run twice), both in percent?"),
+    (Part("mfu_pct", _w6_mfu, conventions=(
+         Convention(_ALL_PARAMS, _w6_mfu_total),
+         Convention("attention core counted", _w6_mfu_attention, PINNED,
+                    phrase=_NO_ATTENTION, hint=_ATTENTION_HINT),
+     ), slips=(
+         Slip("sparse peak", lambda v: _w6_mfu(v) / 2, SPARSE_HINT),
+         Slip("forward only", lambda v: _w6_mfu(v) / 3, _FORWARD_HINT),
+         percent_slip(_w6_mfu),
+     ), unit="fraction"),
+     "MFU, in %"),
+    (Part("hfu_pct", _w6_hfu, conventions=(
+         Convention(_ALL_PARAMS, lambda v: _w6_mfu_total(v) * 8 / 6),
+         Convention("attention core counted", lambda v: _w6_mfu_attention(v) * 8 / 6, PINNED,
+                    phrase=_NO_ATTENTION, hint=_ATTENTION_HINT),
+     ), slips=(
+         Slip("HFU = MFU", _w6_mfu,
+              "full remat reruns the forward pass, 2 more FLOPs per weight per token: the "
+              "hardware does 8/6 of the model's FLOPs."),
+         Slip("sparse peak", lambda v: _w6_hfu(v) / 2, SPARSE_HINT),
+         percent_slip(_w6_hfu),
+     ), unit="fraction"),
+     "HFU with full remat, in %"),
+    solution=_w6_solution, worked="6")
 
 
 # --------------------------------------------------------------------------- 7. days of training
@@ -528,27 +501,23 @@ def _w7_slips(days, sparse: bool) -> tuple:
     ) + ((Slip("sparse peak", lambda v: days(v) / 2, SPARSE_HINT),) if sparse else ())
 
 
-W7 = Problem(
-    id="transformers.w7",
-    title="Days of training",
-    worked="7",
-    spec=spec("transformers.w7", derive=_w7_tokens_text,
-               model=Choice(tuple(W7_N), "model"),
-               tokens=Choice((15e12, 10e12, 20e12), "tokens"),
-               mfu=Choice((0.4, 0.5, 0.45), "MFU"),
-               gpus=Choice((16384, 8192, 24576), "GPUs"),
-               tpus=Choice((8960, 4096, 6144), "v5p chips")),
-    text=("How many days does {model} ({tokens_t:g} trillion tokens, by the 6·N·D rule with N all "
-          "parameters) take at {mfu:.0%} MFU on {gpus:,} H100s, and on {tpus:,} TPU v5p chips?"),
-    parts=(
-        Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s", not_applicable=(
-        *NO_LINK,)),
-        Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False), unit="s", not_applicable=(
-        *NO_LINK,)),
-    ),
-    labels={"days_h100": "days on the H100s", "days_v5p": "days on the v5p chips"},
-    solution=_w7_solution,
-)
+W7 = problem(
+    "transformers.w7", "Days of training",
+    draws(derive=_w7_tokens_text,
+           model=Choice(tuple(W7_N), "model"),
+           tokens=Choice((15e12, 10e12, 20e12), "tokens"),
+           mfu=Choice((0.4, 0.5, 0.45), "MFU"),
+           gpus=Choice((16384, 8192, 24576), "GPUs"),
+           tpus=Choice((8960, 4096, 6144), "v5p chips")),
+    ("How many days does {model} ({tokens_t:g} trillion tokens, by the 6·N·D rule with N all "
+     "parameters) take at {mfu:.0%} MFU on {gpus:,} H100s, and on {tpus:,} TPU v5p chips?"),
+    (Part("days_h100", _w7_gpu, slips=_w7_slips(_w7_gpu, True), unit="s", not_applicable=(
+     *NO_LINK,)),
+     "days on the H100s"),
+    (Part("days_v5p", _w7_tpu, slips=_w7_slips(_w7_tpu, False), unit="s", not_applicable=(
+     *NO_LINK,)),
+     "days on the v5p chips"),
+    solution=_w7_solution, worked="7")
 
 
 # --------------------------------------------------------------------------- 8. implied MFU
@@ -571,27 +540,21 @@ def _w8_solution(v):
     )
 
 
-W8 = Problem(
-    id="transformers.w8",
-    title="The MFU a run's GPU-hours imply",
-    worked="8",
-    spec=spec("transformers.w8", well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
-               derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
-               model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-               tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
-               hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
-    text=("{model} trained on {tokens_t:g} trillion tokens in {hours_m:g} million H100-hours. What MFU, in "
-          "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
-    parts=(
-        Part("mfu_pct", _w8_mfu, slips=(
-            Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
-            Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
-            percent_slip(_w8_mfu),
-        ), unit="fraction"),
-    ),
-    labels={"mfu_pct": "implied MFU, in %"},
-    solution=_w8_solution,
-)
+W8 = one_answer(
+    "transformers.w8", "The MFU a run's GPU-hours imply",
+    draws(well_posed=lambda v: 20 <= _w8_mfu(v) <= 70,
+           derive=lambda p: {"tokens_t": p["tokens"] / 1e12, "hours_m": p["hours"] / 1e6},
+           model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+           tokens=Choice((15.6e12, 12e12, 18e12), "tokens"),
+           hours=Choice((30.84e6, 25e6, 40e6, 7.0e6, 5.5e6, 9.0e6), "H100-hours")),
+    ("{model} trained on {tokens_t:g} trillion tokens in {hours_m:g} million H100-hours. What MFU, in "
+     "percent, do they imply, counting 6·N·D FLOPs with N all parameters?"),
+    Part("mfu_pct", _w8_mfu, slips=(
+        Slip("sparse peak", lambda v: _w8_mfu(v) / 2, SPARSE_HINT),
+        Slip("forward only", lambda v: _w8_mfu(v) / 3, _FORWARD_HINT),
+        percent_slip(_w8_mfu),
+    ), unit="fraction"),
+    label="implied MFU, in %", solution=_w8_solution, worked="8")
 
 
 # --------------------------------------------------------------------------- 9. compute-optimal
@@ -613,32 +576,28 @@ def _w9_solution(v):
     )
 
 
-W9 = Problem(
-    id="transformers.w9",
-    title="The compute-optimal model",
-    worked="9",
-    spec=spec("transformers.w9", derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
-               C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
-    text=("What is the compute-optimal dense model for {C:.2g} training FLOPs, at {r:g} tokens per "
-          "parameter and 6·N·D FLOPs: how many parameters, in billions, on how many tokens, in "
-          "trillions?"),
-    parts=(
-        Part("params_b", _w9_params, slips=(
-            Slip("2ND", lambda v: compute_optimal(3 * v["C"]).params / 1e9,
-                 "training costs 6·N·D FLOPs, not 2·N·D."),
-            Slip("no ratio", lambda v: compute_optimal(v["C"], tokens_per_param=1).params / 1e9,
-                 "D = {r:g}·N: C = 6·N·({r:g}·N), so N = √(C / (6·{r:g}))."),
-        ), unit="params"),
-        Part("tokens_t", _w9_tokens, slips=(
-            Slip("2ND", lambda v: compute_optimal(3 * v["C"]).tokens / 1e12,
-                 "training costs 6·N·D FLOPs, not 2·N·D."),
-            Slip("the parameters", lambda v: _w9_params(v) / 1e3,
-                 "the tokens are {r:g} times the parameters (and asked in trillions)."),
-        ), unit="count"),
-    ),
-    labels={"params_b": "parameters, in billions", "tokens_t": "tokens, in trillions"},
-    solution=_w9_solution,
-)
+W9 = problem(
+    "transformers.w9", "The compute-optimal model",
+    draws(derive=lambda p: {"r": CHINCHILLA_TOKENS_PER_PARAM},
+           C=Choice((1e24, 3e23, 1e25, 3.8e25, 5e22), "FLOP budget")),
+    ("What is the compute-optimal dense model for {C:.2g} training FLOPs, at {r:g} tokens per "
+     "parameter and 6·N·D FLOPs: how many parameters, in billions, on how many tokens, in "
+     "trillions?"),
+    (Part("params_b", _w9_params, slips=(
+         Slip("2ND", lambda v: compute_optimal(3 * v["C"]).params / 1e9,
+              "training costs 6·N·D FLOPs, not 2·N·D."),
+         Slip("no ratio", lambda v: compute_optimal(v["C"], tokens_per_param=1).params / 1e9,
+              "D = {r:g}·N: C = 6·N·({r:g}·N), so N = √(C / (6·{r:g}))."),
+     ), unit="params"),
+     "parameters, in billions"),
+    (Part("tokens_t", _w9_tokens, slips=(
+         Slip("2ND", lambda v: compute_optimal(3 * v["C"]).tokens / 1e12,
+              "training costs 6·N·D FLOPs, not 2·N·D."),
+         Slip("the parameters", lambda v: _w9_params(v) / 1e3,
+              "the tokens are {r:g} times the parameters (and asked in trillions)."),
+     ), unit="count"),
+     "tokens, in trillions"),
+    solution=_w9_solution, worked="9")
 
 
 # --------------------------------------------------------------------------- 10. wide heads
@@ -661,35 +620,28 @@ def _w10_solution(v):
     )
 
 
-W10 = Problem(
-    id="transformers.w10",
-    title="Heads wider than D / H",
-    worked="10",
-    spec=spec("transformers.w10",
-               D=Choice((3072, 2048, 2560), "D"),
-               L=Choice((28, 18, 32), "L"),
-               H=Choice((16, 8, 32), "H"),
-               dh=Choice((256, 128), "d_h"),
-               T=Choice((8192, 4096, 32768), "T", "tokens")),
-    text=("A Gemma-like model has D = {D:,}, L = {L} layers and H = {H} heads of d_h = {dh} "
-          "(multi-head attention). How many forward FLOPs does one token spend in its attention "
-          "core (scores and mixing, over all layers) at T = {T:,} tokens of context, with "
-          + NO_CAUSAL + "?"),
-    parts=(
-        Part("core_flops", _w10_core, conventions=(
-            Convention("causal discount", lambda v: _w10_core(v) / 2, PINNED, phrase=NO_CAUSAL,
-                       hint=_CAUSAL_HINT),
-        ), slips=(
-            Slip("D for H·d_h", distinct_from(_w10_core, lambda v: float(
-                attention_flops_per_token(_w10_cfg(v, v["D"] // v["H"]), v["T"]))),
-                 "the core's width is that of the query heads, H·d_h = {H} × {dh}, not D = {D:,}."),
-            Slip("training", lambda v: 3 * _w10_core(v),
-                 "the question asks for the forward pass: training is 3 times it."),
-        ), unit="FLOPs"),
-    ),
-    labels={"core_flops": "attention-core FLOPs per token, in FLOPs"},
-    solution=_w10_solution,
-)
+W10 = one_answer(
+    "transformers.w10", "Heads wider than D / H",
+    draws(D=Choice((3072, 2048, 2560), "D"),
+           L=Choice((28, 18, 32), "L"),
+           H=Choice((16, 8, 32), "H"),
+           dh=Choice((256, 128), "d_h"),
+           T=Choice((8192, 4096, 32768), "T", "tokens")),
+    ("A Gemma-like model has D = {D:,}, L = {L} layers and H = {H} heads of d_h = {dh} "
+     "(multi-head attention). How many forward FLOPs does one token spend in its attention "
+     "core (scores and mixing, over all layers) at T = {T:,} tokens of context, with "
+     + NO_CAUSAL + "?"),
+    Part("core_flops", _w10_core, conventions=(
+        Convention("causal discount", lambda v: _w10_core(v) / 2, PINNED, phrase=NO_CAUSAL,
+                   hint=_CAUSAL_HINT),
+    ), slips=(
+        Slip("D for H·d_h", distinct_from(_w10_core, lambda v: float(
+            attention_flops_per_token(_w10_cfg(v, v["D"] // v["H"]), v["T"]))),
+             "the core's width is that of the query heads, H·d_h = {H} × {dh}, not D = {D:,}."),
+        Slip("training", lambda v: 3 * _w10_core(v),
+             "the question asks for the forward pass: training is 3 times it."),
+    ), unit="FLOPs"),
+    label="attention-core FLOPs per token, in FLOPs", solution=_w10_solution, worked="10")
 
 
 # --------------------------------------------------------------------------- 11. crossover
@@ -716,42 +668,37 @@ def _w11_solution(v):
     )
 
 
-W11 = Problem(
-    id="transformers.w11",
-    title="Where attention takes over",
-    worked="11",
-    spec=spec("transformers.w11", derive=lambda p: {"H": p["D"] // D_HEAD},
-               D=Choice((16384, 8192, 4096, 12288), "D"),
-               F=Choice((53248, 28672, 14336), "F"),
-               K=Choice((8, 16, 4), "K", "key/value heads")),
-    text=("A LLaMA-style model has D = {D:,}, H = {H} query heads and K = {K} key/value heads of "
-          "d_h = 128, and a gated MLP with F = {F:,}. At what context length, in tokens, does its "
-          "attention core do as many FLOPs per token as its MLP? As all of a layer's weights "
-          "(attention projections too)? Count the core with " + NO_CAUSAL + "."),
-    parts=(
-        Part("vs_mlp", _w11_mlp, rel=0.01, conventions=(
-            Convention("causal discount", lambda v: 2 * _w11_mlp(v), PINNED, phrase=NO_CAUSAL,
-                       hint=_CAUSAL_HINT),
-        ), slips=(
-            Slip("two MLP matrices", lambda v: attention_crossover_context(_w11_cfg(v, False)),
-                 "a gated MLP has three D × F matrices: W_gate, W_up and W_down."),
-            Slip("K heads", lambda v: _w11_mlp(v) * v["H"] / v["K"],
-                 "every one of the H = {H} query heads computes its own scores: the core counts "
-                 "H, not the K = {K} key/value heads."),
-        ), unit="count"),
-        Part("vs_layer", _w11_layer, rel=0.01, conventions=(
-            Convention("causal discount", lambda v: 2 * _w11_layer(v), PINNED, phrase=NO_CAUSAL,
-                       hint=_CAUSAL_HINT),
-        ), slips=(
-            Slip("MLP only", _w11_mlp,
-                 "against the whole layer, count the attention projections too: "
-                 "D·(2H + 2K)·d_h more weights."),
-        ), unit="count"),
-    ),
-    labels={"vs_mlp": "crossover against the MLP, in tokens",
-            "vs_layer": "crossover against the whole layer, in tokens"},
-    solution=_w11_solution,
-)
+W11 = problem(
+    "transformers.w11", "Where attention takes over",
+    draws(derive=lambda p: {"H": p["D"] // D_HEAD},
+           D=Choice((16384, 8192, 4096, 12288), "D"),
+           F=Choice((53248, 28672, 14336), "F"),
+           K=Choice((8, 16, 4), "K", "key/value heads")),
+    ("A LLaMA-style model has D = {D:,}, H = {H} query heads and K = {K} key/value heads of "
+     "d_h = 128, and a gated MLP with F = {F:,}. At what context length, in tokens, does its "
+     "attention core do as many FLOPs per token as its MLP? As all of a layer's weights "
+     "(attention projections too)? Count the core with " + NO_CAUSAL + "."),
+    (Part("vs_mlp", _w11_mlp, rel=0.01, conventions=(
+         Convention("causal discount", lambda v: 2 * _w11_mlp(v), PINNED, phrase=NO_CAUSAL,
+                    hint=_CAUSAL_HINT),
+     ), slips=(
+         Slip("two MLP matrices", lambda v: attention_crossover_context(_w11_cfg(v, False)),
+              "a gated MLP has three D × F matrices: W_gate, W_up and W_down."),
+         Slip("K heads", lambda v: _w11_mlp(v) * v["H"] / v["K"],
+              "every one of the H = {H} query heads computes its own scores: the core counts "
+              "H, not the K = {K} key/value heads."),
+     ), unit="count"),
+     "crossover against the MLP, in tokens"),
+    (Part("vs_layer", _w11_layer, rel=0.01, conventions=(
+         Convention("causal discount", lambda v: 2 * _w11_layer(v), PINNED, phrase=NO_CAUSAL,
+                    hint=_CAUSAL_HINT),
+     ), slips=(
+         Slip("MLP only", _w11_mlp,
+              "against the whole layer, count the attention projections too: "
+              "D·(2H + 2K)·d_h more weights."),
+     ), unit="count"),
+     "crossover against the whole layer, in tokens"),
+    solution=_w11_solution, worked="11")
 
 
 # --------------------------------------------------------------------------- 12. pipeline bubble
@@ -773,34 +720,29 @@ def _w12_solution(v):
     )
 
 
-W12 = Problem(
-    id="transformers.w12",
-    title="The bubble of a deep pipeline",
-    worked="12",
-    spec=spec("transformers.w12",
-               K=Choice((16, 8, 4, 32), "stages"),
-               M=Choice((16, 32, 64, 8), "microbatches"),
-               v=Choice((4, 2, 8), "virtual stages")),
-    text=("A pipeline has K = {K} stages and M = {M} microbatches per step. What fraction of the "
-          "step, in percent, is its 1F1B bubble, and what is it with v = {v} virtual stages per "
-          "device (interleaved)?"),
-    parts=(
-        Part("bubble_pct", _w12_plain, slips=(
-            Slip("over the busy time", lambda v: 100 * (v["K"] - 1) / v["M"],
-                 "the bubble is a fraction of the whole step, (K − 1) / (M + K − 1), not of the "
-                 "busy time M."),
-            percent_slip(_w12_plain),
-        ), unit="fraction"),
-        Part("interleaved_pct", _w12_interleaved, slips=(
-            Slip("plain fraction over v", distinct_from(_w12_interleaved,
-                                                        lambda v: _w12_plain(v) / v["v"]),
-                 "the idle time shrinks v times, but the step does not: (K − 1) / (v·M + K − 1)."),
-            percent_slip(_w12_interleaved),
-        ), unit="fraction"),
-    ),
-    labels={"bubble_pct": "1F1B bubble, in %", "interleaved_pct": "interleaved bubble, in %"},
-    solution=_w12_solution,
-)
+W12 = problem(
+    "transformers.w12", "The bubble of a deep pipeline",
+    draws(K=Choice((16, 8, 4, 32), "stages"),
+           M=Choice((16, 32, 64, 8), "microbatches"),
+           v=Choice((4, 2, 8), "virtual stages")),
+    ("A pipeline has K = {K} stages and M = {M} microbatches per step. What fraction of the "
+     "step, in percent, is its 1F1B bubble, and what is it with v = {v} virtual stages per "
+     "device (interleaved)?"),
+    (Part("bubble_pct", _w12_plain, slips=(
+         Slip("over the busy time", lambda v: 100 * (v["K"] - 1) / v["M"],
+              "the bubble is a fraction of the whole step, (K − 1) / (M + K − 1), not of the "
+              "busy time M."),
+         percent_slip(_w12_plain),
+     ), unit="fraction"),
+     "1F1B bubble, in %"),
+    (Part("interleaved_pct", _w12_interleaved, slips=(
+         Slip("plain fraction over v", distinct_from(_w12_interleaved,
+                                                     lambda v: _w12_plain(v) / v["v"]),
+              "the idle time shrinks v times, but the step does not: (K − 1) / (v·M + K − 1)."),
+         percent_slip(_w12_interleaved),
+     ), unit="fraction"),
+     "interleaved bubble, in %"),
+    solution=_w12_solution, worked="12")
 
 
 # --------------------------------------------------------------------------- 13. checkpoints
@@ -845,42 +787,37 @@ def _w13_solution(v):
     )
 
 
-W13 = Problem(
-    id="transformers.w13",
-    title="How often to checkpoint, and what is left",
-    worked="13",
-    spec=spec("transformers.w13",
-              model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
-              mtbf_h=Choice((3, 1, 6, 12), "hours between interruptions"),
-              store_tb=Choice((2, 1, 5), "storage write bandwidth", "TB/s"),
-              restart_min=Choice((10, 5, 20), "restart", "minutes")),
-    text=("A {model} run (Adam in mixed precision) is interrupted every {mtbf_h} hours on "
-          "average; its storage writes {store_tb} TB/s and each restart costs {restart_min} "
-          "minutes. How big is a checkpoint (weights and optimizer state, no gradients), in "
-          "TB; what is Young's checkpoint interval, in minutes; and what goodput does it give, "
-          "in percent (first order: τ/(τ + δ) · (1 − (R + (τ + δ)/2)/M))?"),
-    parts=(
-        Part("checkpoint_tb", _w13_tb, slips=(
-            Slip("gradients too", lambda v: _w13_tb(v) * 16 / 14,
-                 "a checkpoint holds the weights and the optimizer state; the gradients are "
-                 "rebuilt by the next step."),
-        ), unit="bytes"),
-        Part("interval_min", _w13_interval_min, slips=(
-            Slip("without the 2", lambda v: _w13_interval_min(v) / 2 ** 0.5,
-                 "Young's interval is √(2 δ M): the 2 comes from losing half an interval per "
-                 "failure on average."),
-        ), unit="s", not_applicable=(*NO_LINK,)),
-        Part("goodput_pct", _w13_goodput_pct, rel=0.01, slips=(
-            Slip("no restart", distinct_from(_w13_goodput_pct, lambda v: 100 * reliability.goodput(
-                _w13_interval_min(v) * 60.0, _w13_stall(v), _w13_mtbf(v), 0.0)),
-                 "each failure also costs the restart R: {restart_min} minutes."),
-            percent_slip(_w13_goodput_pct),
-        ), unit="fraction"),
-    ),
-    labels={"checkpoint_tb": "checkpoint, in TB", "interval_min": "Young's interval, in minutes",
-            "goodput_pct": "goodput, in %"},
-    solution=_w13_solution,
-)
+W13 = problem(
+    "transformers.w13", "How often to checkpoint, and what is left",
+    draws(model=Choice(("LLaMA-3 405B", "LLaMA-3 70B"), "model"),
+          mtbf_h=Choice((3, 1, 6, 12), "hours between interruptions"),
+          store_tb=Choice((2, 1, 5), "storage write bandwidth", "TB/s"),
+          restart_min=Choice((10, 5, 20), "restart", "minutes")),
+    ("A {model} run (Adam in mixed precision) is interrupted every {mtbf_h} hours on "
+     "average; its storage writes {store_tb} TB/s and each restart costs {restart_min} "
+     "minutes. How big is a checkpoint (weights and optimizer state, no gradients), in "
+     "TB; what is Young's checkpoint interval, in minutes; and what goodput does it give, "
+     "in percent (first order: τ/(τ + δ) · (1 − (R + (τ + δ)/2)/M))?"),
+    (Part("checkpoint_tb", _w13_tb, slips=(
+         Slip("gradients too", lambda v: _w13_tb(v) * 16 / 14,
+              "a checkpoint holds the weights and the optimizer state; the gradients are "
+              "rebuilt by the next step."),
+     ), unit="bytes"),
+     "checkpoint, in TB"),
+    (Part("interval_min", _w13_interval_min, slips=(
+         Slip("without the 2", lambda v: _w13_interval_min(v) / 2 ** 0.5,
+              "Young's interval is √(2 δ M): the 2 comes from losing half an interval per "
+              "failure on average."),
+     ), unit="s", not_applicable=(*NO_LINK,)),
+     "Young's interval, in minutes"),
+    (Part("goodput_pct", _w13_goodput_pct, rel=0.01, slips=(
+         Slip("no restart", distinct_from(_w13_goodput_pct, lambda v: 100 * reliability.goodput(
+             _w13_interval_min(v) * 60.0, _w13_stall(v), _w13_mtbf(v), 0.0)),
+              "each failure also costs the restart R: {restart_min} minutes."),
+         percent_slip(_w13_goodput_pct),
+     ), unit="fraction"),
+     "goodput, in %"),
+    solution=_w13_solution, worked="13")
 
 
 PROBLEMS: tuple[Problem, ...] = (W1, W2, W3, W4, W5, W6, W7, W8, W9, W10, W11, W12, W13)
