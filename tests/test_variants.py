@@ -1,6 +1,7 @@
 """Per-student numbers: keys, draws, and every homework's variant check through its notebook.
 
-For each homework with a spec in ``scalebook.homework``, 500 students of one course each get
+For each homework with a spec in ``scalebook.homework``, 500 students of one course
+(``tests/students.py``: the class the convention matrix judges too, drawn once) each get
 their own numbers (at least 90% distinct, every problem's inputs varying). For the first
 ``GRADED`` of them the notebook itself is exercised as the grader runs it: the reference
 solution's cells, run from those numbers, score full marks when the notebook's test cells run
@@ -35,12 +36,12 @@ from autograder.notebook import is_identity_cell
 from autograder.sandbox.inside import to_plain
 from gradecells import free_names, nbgrader_metadata, recording_checks, run_as_grader
 from scalebook.homework import SPECS, your_numbers
+from students import CLASS_SIZE, SECRET, class_of
 from scalebook.variants import (Choice, KeyError_, VariantSpec, check_key, default_variant, draw,
                                 fill_placeholders, format_value, key_check, normalize_key,
                                 placeholders, student_key)
 
-SECRET = bytes.fromhex("5ca1ab1e" * 8)  # a fixed course secret, so a failure names its student
-VARIANTS = 500
+VARIANTS = CLASS_SIZE
 #: Students whose notebook is run and graded (the first ones of the VARIANTS drawn).
 GRADED = 40
 
@@ -277,6 +278,7 @@ class _CompiledChecks:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("class-of-500")     # the class of tests/students.py, drawn once
 @pytest.mark.parametrize("assignment", sorted(SPECS))
 def test_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -287,10 +289,7 @@ def test_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
     seen, checks = set(), _CompiledChecks()
     answer_range: dict[str, list[float]] = collections.defaultdict(lambda: [math.inf, -math.inf])
     slips = 0
-    for i in range(VARIANTS):
-        student = f"s{i:03d}"
-        key = student_key(SECRET, student)
-        variant = draw(spec, key)
+    for i, (student, key, variant) in enumerate(class_of(assignment)):
         drawn.add(tuple(variant.drawn().items()))
         for name, value in variant.drawn().items():
             per_problem[name.split("_")[0]].add((name, value))
