@@ -51,8 +51,11 @@ book: $(STAMP) $(NODE_STAMP)
 pdf: book
 	$(PY) web/make_pdf.py
 
+# pytest-xdist runs the suite on every core (TEST_WORKERS=1 for one process): a file's tests stay in
+# one worker, and files that share a costly fixture name one xdist_group (tests/conftest.py).
+TEST_WORKERS ?= auto
 test: check-system pdf
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
 # loops, the type check) are left to `make test`.
