@@ -51,11 +51,12 @@ book: $(STAMP) $(NODE_STAMP)
 pdf: book
 	$(PY) web/make_pdf.py
 
-# pytest-xdist runs the suite on every core (TEST_WORKERS=1 for one process): a file's tests stay in
-# one worker, and files that share a costly fixture name one xdist_group (tests/conftest.py).
+# pytest-xdist runs the suite on every core (TEST_WORKERS=1 for one process), a file's tests in one
+# worker, so a module's fixtures (a graded class, a browser) are set up once. (Not --dist
+# loadgroup: pytest-xdist 3.8 marks groups in a node id pytest 9.2 no longer reads.)
 TEST_WORKERS ?= auto
 test: check-system pdf
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
 # loops, the type check) are left to `make test`.

@@ -62,11 +62,3 @@ def browser():
     with live_browser.chromium() as driver:
         yield driver
 
-
-def pytest_collection_modifyitems(config, items):
-    """In a parallel run (``make test``: pytest-xdist's ``--dist loadgroup``), a file's tests stay
-    in one worker, so its module fixtures (a graded class, a browser) are set up once; files
-    that share something costly to make name one ``xdist_group`` and run in one process."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -4,8 +4,8 @@ Drawing is not free: each draw is checked well posed against every part, its sli
 conventions, and hw4's design part searches the training layouts (a class costs seconds to a
 minute per homework). ``tests/test_homework_parts.py`` (the convention matrix, the reference
 solution) and ``tests/test_variants.py`` (the notebooks graded for the first students, the
-spread of the draws) judge the same class, so it is drawn here once; both files carry the
-``xdist_group`` "class-of-500" so that a parallel run keeps them in one process.
+spread of the draws) judge the same class, drawn here once per process (in a parallel run,
+once in each worker that runs one of them).
 """
 
 from __future__ import annotations

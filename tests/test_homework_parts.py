@@ -34,9 +34,6 @@ STUDENTS = CLASS_SIZE
 #: layout, half a second each; the matrix checks the reference value for all 500).
 SOLUTION_RUNS = 60
 
-#: The class is drawn once for this file and tests/test_variants.py: one process runs both.
-pytestmark = pytest.mark.xdist_group("class-of-500")
-
 
 def _notebook(assignment: str) -> dict:
     return json.loads((REPO / "solutions" / assignment / f"{assignment}.ipynb").read_text("utf-8"))

@@ -278,7 +278,6 @@ class _CompiledChecks:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("class-of-500")     # the class of tests/students.py, drawn once
 @pytest.mark.parametrize("assignment", sorted(SPECS))
 def test_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
     os.environ.setdefault("MPLBACKEND", "Agg")
