@@ -51,12 +51,22 @@ book: $(STAMP) $(NODE_STAMP)
 pdf: book
 	$(PY) web/make_pdf.py
 
-# pytest-xdist runs the suite on every core (TEST_WORKERS=1 for one process), a file's tests in one
-# worker, so a module's fixtures (a graded class, a browser) are set up once. (Not --dist
-# loadgroup: pytest-xdist 3.8 marks groups in a node id pytest 9.2 no longer reads.)
+# The book builds in the background (mostly one core: one page's kernel at a time) while the tests
+# that do not read it run beside it; the tests marked `book` (the built site, the PDF) run once
+# it is done. pytest-xdist runs each session on every core (TEST_WORKERS=1 for one process), a
+# file's tests in one worker, so a module's fixtures (a graded class, a browser) are set up once.
+# (Not --dist loadgroup: pytest-xdist 3.8 marks groups in a node id pytest 9.2 no longer reads.)
 TEST_WORKERS ?= auto
-test: check-system pdf
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile
+test: check-system $(STAMP) $(NODE_STAMP)
+	@mkdir -p _build
+	@echo "make pdf: building the book and its PDF beside the first tests (log: _build/make-pdf.log)"
+	@$(MAKE) --no-print-directory pdf > _build/make-pdf.log 2>&1 & build=$$!; \
+	$(PY) -m pytest $(PYTEST_XDIST) -m "not book"; first=$$?; \
+	if ! wait $$build; then cat _build/make-pdf.log; echo "ERROR: make pdf failed (its log is above)"; exit 1; fi; \
+	tail -n 2 _build/make-pdf.log; \
+	$(PY) -m pytest $(PYTEST_XDIST) -m book; second=$$?; \
+	test $$first -eq 0 && test $$second -eq 0
 
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
 # loops, the type check) are left to `make test`.

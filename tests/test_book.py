@@ -34,7 +34,7 @@ CHAPTERS = {
     "inference": "Part 6 — Inference",
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.book]
 
 
 @pytest.mark.parametrize("name", CHAPTERS)

@@ -25,7 +25,7 @@ TARGET, RESERVE = 0.050, 0.10
 PRICE = {"TPU v5e": 1.20, "H100": 3.00}
 SIZES = {"TPU v5e": (1, 2, 4, 8, 16), "H100": (1, 2, 4, 8)}
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.book]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from bookpage import built_page, has_number, visible_text
 from scalebook import collectives, long_context as lc, moe, transformer
 from scalebook.units import format_bytes, format_seconds
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.book]
 
 EP, TOK = 64, 4096      # the chapter's running example: DeepSeek-V3's experts on 64 H100s
 

@@ -22,7 +22,7 @@ SERVER = sv.Server(model="LLaMA-3 70B", chip="H100", n_chips=8)
 PROMPT, REPLY, RATE = 1024, 256, 8.0
 SLO = sv.SLO(ttft=1.0, tpot=0.050)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.book]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from scalebook.units import format_bytes, format_scientific
 
 DAY = 86400.0
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.book]
 
 
 @pytest.fixture(scope="module")

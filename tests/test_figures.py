@@ -22,6 +22,8 @@ from bs4 import BeautifulSoup
 from bookpage import built_page
 from scalebook.picture import Picture
 
+pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
+
 MIN_FIGURES = 6
 
 CHAPTERS = ["rooflines", "hardware", "sharded-matmuls", "parallelism", "transformers",

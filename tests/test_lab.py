@@ -27,6 +27,8 @@ import pytest
 import yaml
 from myst_nb.core.read import read_myst_markdown_notebook
 
+pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
+
 REPO = Path(__file__).resolve().parent.parent
 HTML = REPO / "_build" / "html"
 HOMEWORK = sorted(p.name for p in (REPO / "exercises").iterdir() if p.is_dir())

@@ -29,6 +29,8 @@ from scalebook.live import MESSAGE_LIMIT, render, render_json
 from scalebook.widgets import chip_comparison, roofline_explorer
 from scalebook.widgets import figure as F
 
+pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
+
 REPO = Path(__file__).resolve().parent.parent
 LIVE = lb.HTML / "_static" / "live"
 

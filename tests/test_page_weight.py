@@ -25,6 +25,8 @@ import pytest
 
 import live_browser as lb
 
+pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: The issue's budget: bytes read from disk for a page before any touch.

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
+
 REPO = Path(__file__).resolve().parent.parent
 PDF = REPO / "_build" / "pdf"
 

@@ -20,7 +20,7 @@ import live_browser as lb
 from scalebook.live import render
 from scalebook.practice import CHAPTERS, check, draw, get_problem, solution
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.book]
 
 VIEW = "scalebook.live.practice"
 DRAWS = 20
