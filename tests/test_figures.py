@@ -116,20 +116,8 @@ def test_each_chapter_has_enough_figures(name):
             f"{name}: figure {anchor} is never referred to"
 
 
-#: Chapters that still print a power of ten as Python does ("9.89e+14"). The practice problems'
-#: statements, solutions and hints pass through scalebook.practice.typeset_numbers
-#: (units.format_scientific); what is left is a widget's log-slider readout, formatted with
-#: ipywidgets' readout format both in Python (widgets/live_html._readout) and in the browser
-#: (web/src/widgets.js), to be changed in both at once. Strict xfails: fixed, they fail and ask
-#: to be removed here.
-PRACTICE_CARETS = {
-    "moe-long-context": "the MoE explorer's 'tokens per chip' log slider reads out '4.1e+03'",
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(
-    n in PRACTICE_CARETS, f"{n}: {PRACTICE_CARETS.get(n)}")) for n in CHAPTERS])
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_powers_of_ten_are_typeset(name):
     """No "10^10" or "2.5e+10" in what a reader sees (formulas are MathJax, not text): every
     power of ten goes through scalebook.units.format_scientific ("2.55 × 10¹⁰")."""
@@ -144,6 +132,32 @@ def test_powers_of_ten_are_typeset(name):
 
 
 # --------------------------------------------------------------------------- no build needed
+
+@pytest.mark.parametrize("value, fmt, shown", [
+    (4096.0, ".3g", "4.1\u202f×\u202f10³"),   # the MoE explorer's tokens per chip (was "4.1e+03")
+    (16384.0, ".3g", "1.64\u202f×\u202f10⁴"),
+    (1e-5, ".3g", "1\u202f×\u202f10⁻⁵"),
+    (123.0, ".3g", "123"),
+    (4096.0, ",.0f", "4,096"),
+    (0.5, ".2f", "0.50"),
+])
+def test_slider_readouts_are_typeset(value, fmt, shown):
+    """A slider's readout is formatted once, in Python: the page shows it and the browser shows
+    the spec's ``readouts`` (web/src/widgets.js), so no power of ten reads "4.1e+03"."""
+    from scalebook.widgets.live_html import _readout, readouts
+    assert _readout(value, fmt) == shown
+    spec = {"kind": "logslider", "base": 2, "min": 6, "max": 14, "step": 1, "format": ".3g"}
+    texts = readouts(spec)
+    assert len(texts) == 9 and texts[6] == "4.1\u202f×\u202f10³"
+    assert not any("e+" in t or "e-" in t for t in texts)
+
+
+def test_the_browser_shows_pythons_readouts():
+    """The runtime prints a slider's listed readout, never its own format of the value."""
+    from pathlib import Path
+    source = (Path(__file__).resolve().parents[1] / "web" / "src" / "widgets.js").read_text()
+    assert "spec.readouts[position]" in source
+
 
 @pytest.mark.parametrize("alt, why", [
     ("", "empty"), ("   ", "empty"),

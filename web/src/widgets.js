@@ -113,7 +113,11 @@
     const field = form.elements[spec.name];
     const output = field.parentElement.querySelector("output");
     if (!output) return;
+    // a slider's readouts come from Python (scalebook/widgets/live_html.readouts: "4.1 × 10³",
+    // one formatter); formatNumber only for a slider too long to list them
+    const position = Math.round((+field.value - spec.min) / spec.step);
     output.textContent = spec.kind === "selectslider" ? spec.options[+field.value][0]
+      : spec.readouts && spec.readouts[position] !== undefined ? spec.readouts[position]
       : formatNumber(readControl(form, spec), spec.format);
   }
 
