@@ -152,6 +152,34 @@ def test_slider_readouts_are_typeset(value, fmt, shown):
     assert not any("e+" in t or "e-" in t for t in texts)
 
 
+TOOLTIP_VALUES = [0.0, 0.5, 0.000123, 1e-5, 1.5e-7, 2.55e10, 999.9, 243.0, 4096.0, 9999.4,
+                  12345.0, 8e33, 7.2e24, 1e24, -4096.0, -3.3e-9, 1.0, 99.95, float("inf")]
+
+
+def test_the_browsers_numbers_are_pythons():
+    """A chart tooltip's number (web/src/widgets.js formatSignificant) is what
+    scalebook.units.format_number prints for the same value: run in node, over a table."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+    from scalebook.units import format_number
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    source = (Path(__file__).resolve().parents[1] / "web" / "src" / "widgets.js").read_text()
+    function = re.search(r"// BEGIN formatSignificant.*?// END formatSignificant", source, re.S)
+    assert function, "widgets.js lost its formatSignificant block"
+    values = [v if v != float("inf") else "Infinity" for v in TOOLTIP_VALUES]
+    script = (function.group(0) + f"\nconst values = {json.dumps(values)}.map(Number);\n"
+              "console.log(JSON.stringify(values.map(formatSignificant)));")
+    shown = json.loads(subprocess.run([node, "-e", script], capture_output=True, text=True,
+                                      check=True, timeout=60).stdout)
+    assert shown == [format_number(v) for v in TOOLTIP_VALUES]
+    tooltip = re.search(r"function tooltipLabel.*?\n  }", source, re.S)
+    assert tooltip and "toPrecision" not in tooltip.group(0)  # the old "4.10e+3"
+
+
 def test_the_browser_shows_pythons_readouts():
     """The runtime prints a slider's listed readout, never its own format of the value."""
     from pathlib import Path
