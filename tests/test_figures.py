@@ -118,20 +118,8 @@ def test_each_chapter_has_enough_figures(name):
             f"{name}: figure {anchor} is never referred to"
 
 
-#: Chapters that still print a power of ten as Python does ("9.89e+14"). The practice problems'
-#: statements, solutions and hints pass through scalebook.practice.typeset_numbers
-#: (units.format_scientific); what is left is a widget's log-slider readout, formatted with
-#: ipywidgets' readout format both in Python (widgets/live_html._readout) and in the browser
-#: (web/src/widgets.js), to be changed in both at once. Strict xfails: fixed, they fail and ask
-#: to be removed here.
-PRACTICE_CARETS = {
-    "moe-long-context": "the MoE explorer's 'tokens per chip' log slider reads out '4.1e+03'",
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_xfail_if(
-    n in PRACTICE_CARETS, f"{n}: {PRACTICE_CARETS.get(n)}")) for n in CHAPTERS])
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_powers_of_ten_are_typeset(name):
     """No "10^10" or "2.5e+10" in what a reader sees (formulas are MathJax, not text): every
     power of ten goes through scalebook.units.format_scientific ("2.55 × 10¹⁰")."""
@@ -146,6 +134,60 @@ def test_powers_of_ten_are_typeset(name):
 
 
 # --------------------------------------------------------------------------- no build needed
+
+@pytest.mark.parametrize("value, fmt, shown", [
+    (4096.0, ".3g", "4.1\u202f×\u202f10³"),   # the MoE explorer's tokens per chip (was "4.1e+03")
+    (16384.0, ".3g", "1.64\u202f×\u202f10⁴"),
+    (1e-5, ".3g", "1\u202f×\u202f10⁻⁵"),
+    (123.0, ".3g", "123"),
+    (4096.0, ",.0f", "4,096"),
+    (0.5, ".2f", "0.50"),
+])
+def test_slider_readouts_are_typeset(value, fmt, shown):
+    """A slider's readout is formatted once, in Python: the page shows it and the browser shows
+    the spec's ``readouts`` (web/src/widgets.js), so no power of ten reads "4.1e+03"."""
+    from scalebook.widgets.live_html import _readout, readouts
+    assert _readout(value, fmt) == shown
+    spec = {"kind": "logslider", "base": 2, "min": 6, "max": 14, "step": 1, "format": ".3g"}
+    texts = readouts(spec)
+    assert len(texts) == 9 and texts[6] == "4.1\u202f×\u202f10³"
+    assert not any("e+" in t or "e-" in t for t in texts)
+
+
+TOOLTIP_VALUES = [0.0, 0.5, 0.000123, 1e-5, 1.5e-7, 2.55e10, 999.9, 243.0, 4096.0, 9999.4,
+                  12345.0, 8e33, 7.2e24, 1e24, -4096.0, -3.3e-9, 1.0, 99.95, float("inf")]
+
+
+def test_the_browsers_numbers_are_pythons():
+    """A chart tooltip's number (web/src/widgets.js formatSignificant) is what
+    scalebook.units.format_number prints for the same value: run in node, over a table."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+    from scalebook.units import format_number
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    source = (Path(__file__).resolve().parents[1] / "web" / "src" / "widgets.js").read_text()
+    function = re.search(r"// BEGIN formatSignificant.*?// END formatSignificant", source, re.S)
+    assert function, "widgets.js lost its formatSignificant block"
+    values = [v if v != float("inf") else "Infinity" for v in TOOLTIP_VALUES]
+    script = (function.group(0) + f"\nconst values = {json.dumps(values)}.map(Number);\n"
+              "console.log(JSON.stringify(values.map(formatSignificant)));")
+    shown = json.loads(subprocess.run([node, "-e", script], capture_output=True, text=True,
+                                      check=True, timeout=60).stdout)
+    assert shown == [format_number(v) for v in TOOLTIP_VALUES]
+    tooltip = re.search(r"function tooltipLabel.*?\n  }", source, re.S)
+    assert tooltip and "toPrecision" not in tooltip.group(0)  # the old "4.10e+3"
+
+
+def test_the_browser_shows_pythons_readouts():
+    """The runtime prints a slider's listed readout, never its own format of the value."""
+    from pathlib import Path
+    source = (Path(__file__).resolve().parents[1] / "web" / "src" / "widgets.js").read_text()
+    assert "spec.readouts[position]" in source
+
 
 @pytest.mark.parametrize("alt, why", [
     ("", "empty"), ("   ", "empty"),

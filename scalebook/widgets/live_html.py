@@ -24,8 +24,9 @@ name), its ``kind`` and what the browser needs to read its value back:
   list ``value``; the HTML option values are indices into ``options``;
 - ``checkbox``: ``value`` true/false;
 - ``logslider``: ``base``, ``min``, ``max``, ``step`` (exponents), ``value`` = base^exponent,
-  ``format`` (the readout, a Python/d3 format such as ",.0f");
-- ``slider``: ``min``, ``max``, ``step``, ``value``, ``format``;
+  ``format`` (the readout, a Python/d3 format such as ",.0f"), ``readouts`` (the readout's
+  text at each position, see :func:`readouts`, or null);
+- ``slider``: ``min``, ``max``, ``step``, ``value``, ``format``, ``readouts``;
 - ``selectslider``: ``options`` [[label, value], ...], ``value``: a slider over the options'
   indices, the chosen option's label as its readout;
 - ``int``, ``float``, ``text``: free input; ``value``;
@@ -45,6 +46,7 @@ import ipywidgets as widgets
 
 from ..live import NUMBER_LIMIT
 from ..live.chart import describe
+from ..units import format_scientific
 
 __all__ = ["control_spec", "controls_html", "placeholder", "chart_frame"]
 
@@ -72,11 +74,13 @@ def control_spec(name: str, control: widgets.Widget) -> dict:
     elif isinstance(control, widgets.FloatLogSlider):
         spec.update(kind="logslider", base=control.base, min=control.min, max=control.max,
                     step=control.step, value=control.value, format=control.readout_format)
+        spec.update(readouts=readouts(spec))
     elif isinstance(control, widgets.SelectionSlider):
         spec.update(kind="selectslider", options=_options(control), value=control.value)
     elif isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
         spec.update(kind="slider", min=control.min, max=control.max, step=control.step,
                     value=control.value, format=control.readout_format)
+        spec.update(readouts=readouts(spec))
     elif isinstance(control, (widgets.IntText, widgets.BoundedIntText)):
         spec.update(kind="int", value=control.value)
     elif isinstance(control, (widgets.FloatText, widgets.BoundedFloatText)):
@@ -91,9 +95,35 @@ def control_spec(name: str, control: widgets.Widget) -> dict:
     return spec
 
 
+#: The readouts a slider lists for the browser, at most: one per position (above it, none).
+MAX_READOUTS = 1001
+
+
 def _readout(value: float, fmt: str) -> str:
-    """The slider readout, as ipywidgets prints it (",.0f" -> "1,024")."""
-    return format(value, fmt)
+    """The slider readout, as ipywidgets prints it (",.0f" -> "1,024"), a power of ten as the
+    book writes one (".3g": 4096 -> "4.1 × 10³", never "4.1e+03"; the mantissa's digits kept,
+    through :func:`scalebook.units.format_scientific`)."""
+    text = format(value, fmt)
+    if "e" not in text:
+        return text
+    mantissa = text.split("e")[0]
+    digits = len(mantissa.lstrip("-").replace(".", "").lstrip("0")) or 1
+    return format_scientific(float(text), digits)
+
+
+def readouts(spec: Mapping) -> list[str] | None:
+    """A slider's readout at each of its positions, min, min + step, ..., max (for a log slider
+    the positions are exponents): the browser shows these texts, so a readout is formatted
+    once, here. None for a slider of more than :data:`MAX_READOUTS` positions or another kind
+    (the browser then prints the format itself)."""
+    if spec["kind"] not in ("logslider", "slider") or not spec["step"] or spec["step"] <= 0:
+        return None
+    count = round((spec["max"] - spec["min"]) / spec["step"]) + 1
+    if not 1 <= count <= MAX_READOUTS:
+        return None
+    positions = [min(spec["min"] + i * spec["step"], spec["max"]) for i in range(count)]
+    values = [spec["base"] ** p if spec["kind"] == "logslider" else p for p in positions]
+    return [_readout(v, spec["format"]) for v in values]
 
 
 def _control_html(spec: Mapping) -> str:

@@ -54,8 +54,12 @@
     if (!m) return String(value);
     const [, comma, digits, type] = m;
     const grouping = comma === ",";
-    if (type === "e") return value.toExponential(digits === undefined ? 6 : +digits);
-    if (type === "g") return String(Number(value.toPrecision(digits === undefined ? 6 : +digits)));
+    // never "4.1e+03": a power of ten as the book writes one (formatSignificant)
+    if (type === "e") return formatSignificant(value);
+    if (type === "g") {
+      const text = String(Number(value.toPrecision(digits === undefined ? 6 : +digits)));
+      return /e/.test(text) ? formatSignificant(value) : text;
+    }
     const fraction = type === "d" ? 0 : digits === undefined ? 6 : +digits;
     const scaled = type === "%" ? value * 100 : value;
     return scaled.toLocaleString("en-US", {useGrouping: grouping, minimumFractionDigits: fraction,
@@ -113,7 +117,11 @@
     const field = form.elements[spec.name];
     const output = field.parentElement.querySelector("output");
     if (!output) return;
+    // a slider's readouts come from Python (scalebook/widgets/live_html.readouts: "4.1 × 10³",
+    // one formatter); formatNumber only for a slider too long to list them
+    const position = Math.round((+field.value - spec.min) / spec.step);
     output.textContent = spec.kind === "selectslider" ? spec.options[+field.value][0]
+      : spec.readouts && spec.readouts[position] !== undefined ? spec.readouts[position]
       : formatNumber(readControl(form, spec), spec.format);
   }
 
@@ -252,14 +260,32 @@
     },
   };
 
+  // BEGIN formatSignificant (tests/test_figures.py runs this function in node against
+  // scalebook.units.format_number on a table of values: the same rule, said in Python)
+  // `value` to 3 significant figures as the book prints a number: "0.5", "243", "4096" (an
+  // integer below 10^4 where rounding made an exponent), else "4.1 × 10⁵", never "4.10e+5".
+  function formatSignificant(value) {
+    if (Number.isNaN(value)) return "NaN";
+    if (!Number.isFinite(value)) return value > 0 ? "∞" : "-∞";
+    if (value < 0) return "-" + formatSignificant(-value);
+    if (value === 0) return "0";
+    const [mantissa, power] = value.toExponential(2).split("e");
+    const exponent = +power;
+    if (exponent >= -4 && exponent < 3) return String(Number(value.toPrecision(3)));
+    if (value >= 1 && value < 1e4) return value.toFixed(0);
+    const superscript = String(exponent).replace(/[-0-9]/g, c => "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"["-0123456789".indexOf(c)]);
+    return `${Number(mantissa)}\u202f×\u202f10${superscript}`;
+  }
+  // END formatSignificant
+
   // A tooltip names the series' label (if any) and the value under the pointer: a bar's or
-  // point's own text where it has one, else the value to 3 significant figures.
+  // point's own text where it has one, else the value to 3 significant figures (formatSignificant).
   function tooltipLabel(item) {
     const set = item.dataset;
     const raw = item.raw;
     const value = typeof raw === "number" ? raw : raw.y;
-    const x = typeof raw === "number" ? item.label : Number(raw.x).toPrecision(3);
-    const text = set.sbTexts ? set.sbTexts[item.dataIndex] : Number(value).toPrecision(3);
+    const x = typeof raw === "number" ? item.label : formatSignificant(Number(raw.x));
+    const text = set.sbTexts ? set.sbTexts[item.dataIndex] : formatSignificant(Number(value));
     return `${set.label ? set.label + ": " : ""}${x} → ${text}`;
   }
 
