@@ -71,7 +71,7 @@ test: check-system $(STAMP) $(NODE_STAMP)
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
 # loops, the type check) are left to `make test`.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser and not sandbox"
+	$(PY) -m pytest -m "not slow and not browser and not sandbox and not book"
 
 # The same check tests/test_types.py makes inside `make test`.
 typecheck: $(STAMP)
