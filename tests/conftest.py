@@ -63,15 +63,15 @@ def browser():
         yield driver
 
 
-
 def pytest_collection_modifyitems(config, items):
     """Files with slow tests first, each file's tests in their order: in a parallel run
     (``make test``, one file per worker at a time) the long files start early and the quick
     ones fill the last minutes, rather than one long file running on alone at the end."""
-    def has_slow(path) -> bool:
-        return any(i.get_closest_marker("slow") for i in by_file[path])
-
     by_file: dict = {}
     for item in items:
         by_file.setdefault(item.path, []).append(item)
+
+    def has_slow(path) -> bool:
+        return any(i.get_closest_marker("slow") for i in by_file[path])
+
     items[:] = [i for path in sorted(by_file, key=lambda p: not has_slow(p)) for i in by_file[path]]
