@@ -106,6 +106,17 @@ def test_a_stopped_run_is_placed_by_the_question_it_was_working_on():
     assert checker._where(v, None) == ""
 
 
+@pytest.mark.parametrize("timeout", [0.5, 1, 5, 7.5, 60])
+def test_one_busy_thread_meets_the_wall_clock_before_the_cpu_limit(timeout):
+    """The soft CPU limit (SIGXCPU) lies past the wall clock: a single-threaded loop is always
+    reported as having run too long, not as CPU-bound one run and wall-bound the next (the
+    dask and local graders disagreed on an infinite loop when the two limits were equal)."""
+    cpu_hard = Limits(timeout=timeout).rlimits()["cpu"]
+    assert cpu_hard - 1 >= timeout + 1
+    assert Limits(timeout=timeout, cpu=2).rlimits()["cpu"] == 3       # an explicit limit is kept
+    assert Limits(timeout=timeout, cpu=0.2).rlimits()["cpu"] == 2     # never a soft limit of 0 s
+
+
 def test_run_test_injects_only_answer_names():
     """A value captured for a name the test binds itself never reaches the test."""
     src = "_expected = globals().get('_expected', 6)\nassert answer == _expected, 'wrong'"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 MiB = 1 << 20
@@ -19,7 +20,10 @@ class Limits:
     """Per-submission limits. ``timeout`` is wall-clock seconds for the whole notebook."""
 
     timeout: float = 60.0
-    cpu: float | None = None            # CPU seconds (default: timeout)
+    # CPU seconds before SIGXCPU. The default lies a second past the wall clock, so one busy
+    # thread always meets the wall-clock limit first and its student reads one reason ("ran
+    # longer than"), whatever the machine's load; only threads burning CPU in parallel meet it.
+    cpu: float | None = None
     memory: int = 4 * GiB               # RLIMIT_AS, bytes (JAX with 8 CPU devices needs 2)
     job_memory: int | None = None       # the whole job, by cgroup where one is usable (None: memory)
     nproc: int = 128                    # processes + threads of the sandbox's uid
@@ -33,7 +37,10 @@ class Limits:
     total_output: int = 200_000         # ... and per notebook
 
     def rlimits(self) -> dict:
-        cpu = int(self.cpu if self.cpu is not None else max(1.0, self.timeout)) + 1
+        """The kernel's limits; ``cpu`` is the hard limit (SIGKILL), a second past the soft one."""
+        soft = math.ceil(self.cpu) if self.cpu is not None else math.ceil(self.timeout) + 1
+        soft = max(1, soft)
+        cpu = soft + 1
         nproc = int(self.nproc)
         if not as_root():
             # the sandbox keeps our uid, and RLIMIT_NPROC counts all of that uid's processes
