@@ -24,7 +24,7 @@ import pytest
 from scalebook.homework import PARTS, check_answer, spec_for
 from scalebook.homework.cells import checked_answer, checked_answers, sync_notebook
 from scalebook.homework.parts import (ACCEPTED, PINNED, Convention, Design, Part, Slip, judge,
-                                      part_well_posed, test_cell_source)
+                                      part_well_posed, targets, test_cell_source)
 from scalebook.variants import default_variant
 from students import CLASS_SIZE, class_of
 
@@ -129,11 +129,12 @@ def test_convention_matrix(assignment):
             for c in part.accepted:
                 if not judge(part, v, c.value(v)).passed:
                     failures.append((v.key, part.answer, c.name))
+            within = targets(part, v)   # what the grader computes per wrong answer, once here
             for name, wrong, hint in part.hinted():
                 value = wrong(v)
                 if value != value:                  # NaN: this slip does not apply here
                     continue
-                verdict = judge(part, v, value)
+                verdict = judge(part, v, value, within)
                 own = hint(v) if callable(hint) else hint
                 own = own.format(**dict(v), answer=value)
                 # one hint, its own; where a catalog reading coincides, that cause follows it

@@ -411,10 +411,11 @@ def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None
     return False, tuple(out)
 
 
-def judge(part: Part, v: Mapping[str, Any], value: float) -> Verdict:
+def judge(part: Part, v: Mapping[str, Any], value: float, within: Targets | None = None) -> Verdict:
     """Whether ``value`` is right for the student with numbers ``v``, under the reference or
-    an accepted convention; if not, the hints it earns (:func:`sources`)."""
-    passed, found = sources(part, v, value)
+    an accepted convention; if not, the hints it earns (:func:`sources`; ``within``: the part's
+    :func:`targets` at ``v``, when one caller judges several answers of one student)."""
+    passed, found = sources(part, v, value, within)
     return Verdict(passed, tuple(hint for *_n, hint in found))
 
 
