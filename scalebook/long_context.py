@@ -21,6 +21,7 @@ the context-parallel degree. FLOPs count ``4·T_q·T_k·H·d_h`` for a full (unm
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -97,7 +98,13 @@ def causal_ring_schedule(cp: int, *, zigzag: bool = False) -> CausalSchedule:
     when ``c = a`` (the diagonal: half its scores are masked), 0 when ``c > a``.
     Contiguous: ``C − 1/2`` blocks of step time against an ideal of ``C/2``; zig-zag: ``C/2``.
     """
-    c = positive_int(cp, "cp")
+    return _causal_ring_schedule(positive_int(cp, "cp"), bool(zigzag))
+
+
+@functools.lru_cache(maxsize=256)
+def _causal_ring_schedule(c: int, zigzag: bool) -> CausalSchedule:
+    """:func:`causal_ring_schedule` on checked arguments, kept per (C, zigzag): the count is
+    O(C²) and every ring-attention price of a C-chip ring needs the same one."""
     work = []
     for s in range(c):
         row = []

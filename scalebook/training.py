@@ -108,6 +108,7 @@ of different degrees are priced as if each had its links to itself.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -1178,7 +1179,25 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
     :func:`plan_training` (``overlap``, ``param_dtype``, ``master_fp32``, ``optimizer``,
     ``compute_efficiency``).
     Raises ``ValueError`` when nothing fits (or nothing meets ``max_comms_share``).
+
+    The search prices a few hundred plans (about half a second here); its answer is kept per
+    arguments, so a widget that comes back to a setting, or a grader that checks several
+    answers of one student, searches once.
     """
+    args = (cfg, chip, n_chips, global_batch, seq_len, max_tp, max_pp, max_comms_share,
+            tuple(sorted(kwargs.items())))
+    try:
+        hash(args)
+    except TypeError:                     # an argument no cache can key: search, and say why
+        return _search_layouts(*args)
+    return _cached_search_layouts(*args)
+
+
+def _search_layouts(cfg: TransformerConfig, chip: Chip | str, n_chips: int, global_batch: int,
+                    seq_len: int, max_tp: int | None, max_pp: int | None,
+                    max_comms_share: float | None, options: tuple) -> TrainingPlan:
+    """:func:`best_training_layout`'s search; ``options``: its ``kwargs`` as sorted pairs."""
+    kwargs = dict(options)
     chip = get_chip(chip)
     n_chips = positive_int(n_chips, "n_chips")
     if max_comms_share is not None and not 0 < max_comms_share <= 1:
@@ -1234,6 +1253,11 @@ def best_training_layout(cfg: TransformerConfig, chip: Chip | str, n_chips: int,
         raise ValueError(f"no layout of {n_chips} {chip.name} chips fits {cfg.name or 'the model'} "
                          f"with {global_batch} sequences of {seq_len} tokens{limit}")
     return best
+
+
+#: :func:`_search_layouts` kept per arguments (``typed``: 8 and 8.0 are asked apart, since one
+#: may be refused where the other is not).
+_cached_search_layouts = functools.lru_cache(maxsize=64, typed=True)(_search_layouts)
 
 
 # --------------------------------------------------------------------------- whole-model budget

@@ -682,3 +682,27 @@ def test_the_best_layout_can_be_asked_to_keep_communication_within_a_share():
     with pytest.raises(ValueError, match="max_comms_share must be in"):
         best_training_layout(llama3_70b(), "H100", 128, global_batch=512, seq_len=4096,
                              max_comms_share=0)
+
+
+def test_the_best_layout_is_searched_once_per_question():
+    """The search is kept per arguments: the same question (keywords in any order, a config
+    equal by value) is answered by the one plan; a changed option searches again; an argument
+    no cache can key still gets its own clear error, and 8.0 chips are asked apart from 8."""
+    from scalebook import training
+    from scalebook.transformer import llama3_8b as model
+    first = training.best_training_layout(model(), "H100", 16, global_batch=64, seq_len=2048,
+                                          overlap=False, max_comms_share=0.5)
+    again = training.best_training_layout(model(), "H100", 16, max_comms_share=0.5,
+                                          seq_len=2048, global_batch=64, overlap=False)
+    assert again is first
+    other = training.best_training_layout(model(), "H100", 16, global_batch=64, seq_len=2048,
+                                          overlap=True, max_comms_share=0.5)
+    assert other is not first
+    with pytest.raises(ValueError, match="n_chips must be a positive integer"):
+        training.best_training_layout(model(), "H100", [16], global_batch=64, seq_len=2048)
+    try:
+        by_float = training.best_training_layout(model(), "H100", 16.0, global_batch=64,
+                                                 seq_len=2048, overlap=False, max_comms_share=0.5)
+    except ValueError:
+        return                                  # a float count is refused: never the cached plan
+    assert by_float is not first and by_float == first
