@@ -63,6 +63,27 @@ def browser():
         yield driver
 
 
+@pytest.fixture
+def desktop(browser):
+    """The module's Chromium at 1280 x 900, as a reader's laptop."""
+    import live_browser as lb
+
+    lb.viewport(browser, 1280, 900)
+    lb.console_errors(browser)
+    yield browser
+
+
+@pytest.fixture
+def phone(browser):
+    """The module's Chromium as a 390 x 844 phone (touch, its meta viewport honoured)."""
+    import live_browser as lb
+
+    lb.viewport(browser, 390, 844, mobile=True)
+    lb.console_errors(browser)
+    yield browser
+    lb.viewport(browser, 1280, 900)
+
+
 def pytest_collection_modifyitems(config, items):
     """Files with slow tests first, each file's tests in their order: in a parallel run
     (``make test``, one file per worker at a time) the long files start early and the quick

@@ -1,6 +1,6 @@
 """Drive the book's live widgets in headless Chromium, as a reader opening the files from disk.
 
-Shared by tests/test_live_widgets.py and bench/live_widgets.py. Chromium (Debian's chromium
+Shared by tests/test_live_*.py, tests/live_scenarios.py and bench/live_widgets.py. Chromium (Debian's chromium
 and chromium-driver) runs through Selenium with its DevTools performance log on, so every
 request a page makes is recorded: :func:`requests` lists them, :func:`outside` picks those
 that leave the site, :func:`page_weight` adds up the bytes of what a page loaded.
