@@ -51,21 +51,28 @@ book: $(STAMP) $(NODE_STAMP)
 pdf: book
 	$(PY) web/make_pdf.py
 
-# The book builds in the background (mostly one core: one page's kernel at a time) while the tests
-# that do not read it run beside it; the tests marked `book` (the built site, the PDF) run once
-# it is done. pytest-xdist runs each session on every core (TEST_WORKERS=1 for one process), a
-# file's tests in one worker, so a module's fixtures (a graded class, a browser) are set up once.
+# Two sessions at once. Behind: the book and its PDF build, then the tests marked `book` (the
+# built site in Chromium, the PDF) run on it. In front, under `nice`: every other test. The
+# build and the browser's pages (which mostly wait on Chromium) come first; the tests in front
+# take every cycle they leave. pytest-xdist runs each session on several processes
+# (TEST_WORKERS in front, 1 for one process; BOOK_WORKERS behind, one Chromium each), a file's
+# tests in one process, so a module's fixtures (a graded class, a browser) are set up once.
 # (Not --dist loadgroup: pytest-xdist 3.8 marks groups in a node id pytest 9.2 no longer reads.)
+# What the session behind printed follows the one in front (logs: _build/make-pdf.log and
+# _build/test-book.log).
 TEST_WORKERS ?= auto
-PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile
+BOOK_WORKERS ?= auto
+BUILD_FAILED := 97
 test: check-system $(STAMP) $(NODE_STAMP)
 	@mkdir -p _build
-	@echo "make pdf: building the book and its PDF beside the first tests (log: _build/make-pdf.log)"
-	@$(MAKE) --no-print-directory pdf > _build/make-pdf.log 2>&1 & build=$$!; \
-	$(PY) -m pytest $(PYTEST_XDIST) -m "not book"; first=$$?; \
-	if ! wait $$build; then cat _build/make-pdf.log; echo "ERROR: make pdf failed (its log is above)"; exit 1; fi; \
+	@echo "make test: the book, its PDF and then the tests marked book run behind the others (logs: _build/make-pdf.log, _build/test-book.log)"
+	@( $(MAKE) --no-print-directory pdf > _build/make-pdf.log 2>&1 || exit $(BUILD_FAILED); \
+	   $(PY) -m pytest -n $(BOOK_WORKERS) --dist loadfile -m book > _build/test-book.log 2>&1 ) & behind=$$!; \
+	nice -n 10 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not book"; first=$$?; \
+	wait $$behind; second=$$?; \
+	if [ $$second -eq $(BUILD_FAILED) ]; then cat _build/make-pdf.log; echo "ERROR: make pdf failed (its log is above)"; exit 1; fi; \
 	tail -n 2 _build/make-pdf.log; \
-	$(PY) -m pytest $(PYTEST_XDIST) -m book; second=$$?; \
+	echo "--- the tests marked book (_build/test-book.log):"; cat _build/test-book.log; \
 	test $$first -eq 0 && test $$second -eq 0
 
 # The inner loop: tests marked slow (JAX compilation, notebook execution, nbgrader runs, class-size
