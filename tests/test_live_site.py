@@ -151,6 +151,10 @@ def test_best_layout_shows_progress_blocks_nothing_and_cancels(desktop):
     assert state["last"]["result"] == json.loads(json.dumps(
         render(module, state["last"]["values"], "best")))
 
+    # a new question: the search is kept per question, so the same one again answers at once
+    assert lb.move(desktop, index, "overlap", "checked", False) is not None
+    check_state(desktop, module, index, None, "overlap")
+    state = lb.widget_state(desktop, index)
     picture = state["last"]
     done = state["done"]
     desktop.execute_script(_CLICK, index, "best")
