@@ -559,7 +559,9 @@ def test_a_generated_class_of_500_matches_a_direct_computation(tmp_path, capsys)
 
 
 @pytest.mark.slow
-def test_report_of_2000_students_takes_seconds(tmp_path, capsys):
+def test_report_of_2000_students(tmp_path, capsys):
+    """The report reads a class of 2,000 and says so (its time is printed, never asserted: a
+    loaded machine is no defect; bench/grading.py --class-size times the grader at that size)."""
     course = Course(tmp_path / "course")
     t0 = time.perf_counter()
     generate_class(course, 2000, seed=1)
@@ -571,7 +573,6 @@ def test_report_of_2000_students_takes_seconds(tmp_path, capsys):
     assert "(2000 students)" in out
     with capsys.disabled():
         print(f"\nreport of 2000 generated students: {seconds:.2f} s (generating them took {made:.1f} s)")
-    assert seconds < 10
 
 
 @pytest.mark.parametrize("hint, label", [
