@@ -46,7 +46,7 @@ from .claims import open_claims
 from ..course import Course, ensure_tools_on_path, open_gradebook
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, write_files)
+                     gradebook_layout, graded_submissions, write_files)
 from .result import GRADED, SubmissionResult
 from .run import RunnerError, start_runner
 from ..sandbox import Limits, check_sandbox, memory_cap
@@ -195,7 +195,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             except GradebookMismatch as exc:
                 raise GradingError(str(exc)) from None
             layout = gradebook_layout(gb, assignment)
-            plan = plan_grading(files.submissions, gb, assignment, students=students, force=force)
+            graded_before = graded_submissions(gb, assignment)
+            plan = plan_grading(files.submissions, graded_before, students=students, force=force)
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
                                  errors=dict(plan.unreadable), resubmitted=list(plan.resubmitted))
             if plan.todo:
