@@ -103,6 +103,7 @@ class Cell:
     locked: bool               # nbgrader ``locked``: read-only
     identity: bool             # the cell that binds STUDENT_ID and HOMEWORK_KEY
     tags: tuple[str, ...]      # its Jupyter tags (strings only)
+    recorded_checksum: str | None = None  # the checksum nbgrader wrote into its metadata
 
     @property
     def is_test(self) -> bool:
@@ -138,7 +139,8 @@ def read_cell(index: int, cell) -> Cell:
                 _points(nbg.get("points", 0)), graded, solution, locked,
                 kind == "code" and not (graded or solution or locked)
                 and bool(_IDENTITY_LINE.search(source)),
-                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ())
+                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+                nbg["checksum"] if isinstance(nbg.get("checksum"), str) else None)
 
 
 def read_cells(nb: dict) -> tuple[Cell, ...]:

@@ -351,12 +351,12 @@ def test_a_job_stopped_by_its_cgroup_is_a_memory_limit(spec):
                          "values": {"intensity": {"value": 240.5}}}).encode()]
     killed = Outcome(lines=lines, raw_output="", returncode=-9, signal=signal.SIGKILL,
                      memory_exceeded=True)
-    result, _ = checker.score(spec, "s", v, killed, Limits(job_memory=256 << 20))
+    result, _ = checker.score(spec, "s", v, killed, Limits(job_memory=256 << 20), spec.numbers_for("s"))
     assert result.status == statuses.MEMORY
     assert "processes together needed more than 0.25 GB" in result.problems[0]
     assert result.scores["q1-test"] == result.max_scores["q1-test"]
     crashed = dataclasses.replace(killed, memory_exceeded=False)
-    assert checker.score(spec, "s", v, crashed, Limits())[0].status == statuses.CRASHED
+    assert checker.score(spec, "s", v, crashed, Limits(), spec.numbers_for("s"))[0].status == statuses.CRASHED
 
 
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
@@ -719,12 +719,12 @@ def test_real_homework(assignment, tmp_path):
     fixture.generate(root, assignment)
     spec = course_spec(Course(root), assignment)
     # each notebook carries its own student's id and key (a homework with per-student numbers)
-    solved = json.loads(specs.solution_submission(spec, "solved"))
+    solved = json.loads(specs.solution_submission(spec, "solved", spec.key_for("solved")))
     fixture.submit(root, "solved", solved, assignment=assignment)
     exercise = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     fixture.submit(root, "blank", exercise.read_bytes() if exercise.is_file() else spec.release,
                    assignment=assignment)
-    wrong = json.loads(specs.solution_submission(spec, "wrong"))
+    wrong = json.loads(specs.solution_submission(spec, "wrong", spec.key_for("wrong")))
     answer_cells = [c for c in wrong["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     answer_cells[0]["source"] = "raise ValueError('oops')\n" + "".join(answer_cells[0]["source"])
     first_test = spec.tests[0].grade_id

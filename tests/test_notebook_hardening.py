@@ -158,7 +158,7 @@ def test_ipython_code_gets_its_points(spec, make):
         outcome = sandbox.run(v.job(LIMITS), LIMITS)
     finally:
         sandbox.close()
-    result, rep = checker.score(spec, "ipython", v, outcome, LIMITS)
+    result, rep = checker.score(spec, "ipython", v, outcome, LIMITS, spec.numbers_for("ipython"))
     assert result.status == "graded", (result.problems, outcome.raw_output[-2000:])
     assert result.scores == fixture.POINTS, result.messages
     index = {c.get("id"): i for i, c in enumerate(nb["cells"])}
@@ -244,7 +244,7 @@ def test_autograded_copy_has_no_active_html(spec):
     assert active_html.active_in_notebook(nb)  # the judge sees the attack in the submission
     data = json.dumps(nb).encode()
     v = validate(spec, data)
-    result, _ = checker.score(spec, "mallory", v, None, LIMITS)
+    result, _ = checker.score(spec, "mallory", v, None, LIMITS, spec.numbers_for("mallory"))
     graded = autograded_notebook(spec, v, result, None)
     assert active_html.active_in_notebook(graded) == []
     text = json.dumps(graded, ensure_ascii=False)
@@ -274,7 +274,7 @@ def test_render_budget_bounds_the_work(spec):
     nb["cells"][1:1] = [{"cell_type": "markdown", "id": f"big{i}", "metadata": {}, "source": nasty}
                         for i in range(40)]
     v = validate(spec, json.dumps(nb).encode())
-    result, _ = checker.score(spec, "big", v, None, LIMITS)
+    result, _ = checker.score(spec, "big", v, None, LIMITS, spec.numbers_for("big"))
     start = time.perf_counter()
     graded = autograded_notebook(spec, v, result, None)
     elapsed = time.perf_counter() - start

@@ -24,7 +24,7 @@ from ..notebook import IDENTITY, VARIANT_NAME
 from ..sandbox import Limits, Outcome
 from .result import (CRASHED, EXITED, GRADED, GRADER_ERROR, INVALID, MEMORY, OUTPUT, SEVERITY,
                      TAMPERED, TIMED_OUT, SubmissionResult)
-from .spec import Spec, TestCell
+from .spec import Spec, StudentNumbers, TestCell
 from .submission import Validation, clean_text
 
 MAX_RECORD_BYTES = 4 << 20
@@ -186,8 +186,10 @@ def _where(validation: "Validation", stopped_in: int | None) -> str:
 
 
 def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | None,
-          limits: Limits) -> tuple[SubmissionResult, RunReport | None]:
-    """The result of one submission. ``outcome`` is None when nothing was run."""
+          limits: Limits, numbers: StudentNumbers | None) -> tuple[SubmissionResult, RunReport | None]:
+    """The result of one submission, checked against ``student``'s ``numbers`` (drawn by
+    :meth:`.spec.Spec.numbers_for`; None: the homework has no variants). ``outcome`` is None
+    when nothing was run."""
     max_scores = spec.max_scores
     scores = {gid: 0.0 for gid in max_scores}
     messages: dict[str, str] = {}
@@ -241,8 +243,8 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
                                 f"{outcome.returncode}){where}; later questions were not reached")
         if rep.junk:
             problems.append(f"{rep.junk} unexpected record(s) from the notebook's run were ignored")
-    variant = spec.variant_of(student)
-    variant_note = _variant_note(spec, student, variant, rep.captures.get(IDENTITY), outcome)
+    variant = numbers.variant if numbers is not None else None
+    variant_note = _variant_note(student, numbers, rep.captures.get(IDENTITY), outcome)
     if variant_note.get("problem"):  # whose numbers: the real problem, so said first
         problems.insert(0, f"numbers: {variant_note['problem']}")
     for t in spec.tests:
@@ -268,15 +270,14 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
                             problems, answers, variant_note), rep
 
 
-def _variant_note(spec: Spec, student: str, variant: Variant | None, captured: dict | None,
+def _variant_note(student: str, numbers: StudentNumbers | None, captured: dict | None,
                   outcome) -> dict:
     """What ``grading.json`` keeps about the numbers: those graded against and, with variants
     on, whether the notebook held the submitter's own id and key."""
-    if variant is None:
+    if numbers is None:
         return {}
-    note = {"numbers": {k: v for k, v in variant.drawn().items()}, "entered_id": None,
-            "entered_key": None, "problem": None}
-    key = spec.key_of(student)
+    note = {"numbers": dict(numbers.drawn), "entered_id": None, "entered_key": None, "problem": None}
+    key = numbers.key
     if key is None or outcome is None:
         return note
     from .. import variants as course_variants

@@ -38,21 +38,19 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import json
 import sys
 import time
-from pathlib import Path
 
 from . import check
 from .claims import open_claims
-from ..course import Course, GradingFiles, ensure_tools_on_path, open_gradebook
+from ..course import Course, ensure_tools_on_path, open_gradebook
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, write_files)
+                     gradebook_layout, graded_submissions, write_files)
 from .result import GRADED, SubmissionResult
 from .run import RunnerError, start_runner
-from ..sandbox import Limits, check_sandbox, memory_cap, notebook_preload, notebook_warm_up
-from .spec import SELF_CHECK_STUDENT, Spec, SpecError, load_spec, solution_submission, with_course_numbers
+from ..sandbox import Limits, check_sandbox, memory_cap
+from .spec import SELF_CHECK_STUDENT, Spec, SpecError, StudentNumbers, load_spec, solution_submission
 from .submission import Validation, validate
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
@@ -102,27 +100,24 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
         yield lambda: bar.advance(task)
 
 
-def grading_spec(files: GradingFiles) -> Spec:
-    """The assignment's :class:`~.spec.Spec` from the course's files: its instructor and release
-    notebooks, and, for a homework with per-student numbers, the course's secret (None when the
-    course gives everyone the published numbers)."""
-    spec = load_spec(files.assignment, files.source_notebook, files.release_notebook)
-    return with_course_numbers(spec, files.secret)
-
-
 def course_spec(course: Course, assignment: str) -> Spec:
-    """:func:`grading_spec` of ``course``'s files for ``assignment``."""
-    return grading_spec(course.grading_files(assignment))
+    """The assignment's :class:`~.spec.Spec` from ``course``'s files: its instructor and
+    release notebooks, and, for a homework with per-student numbers, the course's secret."""
+    files = course.grading_files(assignment)
+    return load_spec(assignment, files.source_notebook, files.release_notebook, files.secret)
 
 
-def start_self_check(spec: Spec, limits: Limits, submit) -> tuple[Validation, cf.Future]:
-    """Submit the instructor's solutions as a job (``submit(job)`` -> future); judged by
-    :func:`check_solutions` once it has run."""
-    validation = validate(spec, solution_submission(spec, SELF_CHECK_STUDENT))
+def start_self_check(spec: Spec, numbers: StudentNumbers | None, limits: Limits,
+                     submit) -> tuple[Validation, cf.Future]:
+    """Submit the instructor's solutions, with the self-check's own ``numbers``, as a job
+    (``submit(job)`` -> future); judged by :func:`check_solutions` once it has run."""
+    key = numbers.key if numbers is not None else None
+    validation = validate(spec, solution_submission(spec, SELF_CHECK_STUDENT, key))
     return validation, submit(validation.job(limits))
 
 
-def check_solutions(spec: Spec, limits: Limits, started: tuple[Validation, cf.Future]) -> SubmissionResult:
+def check_solutions(spec: Spec, numbers: StudentNumbers | None, limits: Limits,
+                    started: tuple[Validation, cf.Future]) -> SubmissionResult:
     """Judge the instructor's solutions that :func:`start_self_check` ran in a sandbox; raise
     :class:`GradingError` unless they get full marks."""
     student = SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
@@ -133,24 +128,13 @@ def check_solutions(spec: Spec, limits: Limits, started: tuple[Validation, cf.Fu
         raise GradingError(f"the sandbox failed on the instructor's solutions: {exc}") from exc
     if outcome.error:
         raise GradingError(f"the sandbox failed on the instructor's solutions: {outcome.error}")
-    result, _ = check.score(spec, student, validation, outcome, limits)
+    result, _ = check.score(spec, student, validation, outcome, limits, numbers)
     bad = {g: result.messages.get(g, "") for g, p in result.scores.items() if p != result.max_scores[g]}
     if result.status != GRADED or bad:
         detail = "; ".join(f"{g}: {m}" for g, m in bad.items()) or "; ".join(result.problems)
         raise GradingError(f"the instructor's own solutions to {spec.assignment} do not pass its "
                            f"tests when graded ({result.status}): {detail}")
     return result
-
-
-def release_notebooks(path: Path) -> list[dict]:
-    """The assignment's release notebook at ``path``, read as JSON ([] if there is none or it
-    is not JSON): what a template prepares from (:func:`sandbox.notebook_preload`, the modules
-    it imports once, and :func:`sandbox.notebook_warm_up`, the cells it runs once)."""
-    try:
-        nb = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [nb] if isinstance(nb, dict) else []
 
 
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
@@ -178,12 +162,9 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     # closed at once if there is nothing to grade.
     runner = None
     if files.submissions if students is None else set(files.submissions) & set(students):
-        release = release_notebooks(files.release_notebook)
         try:
-            runner = start_runner(kind=sandbox, limits=limits, workers=workers,
-                                  scheduler=scheduler, course_root=files.root,
-                                  preload=notebook_preload(release),
-                                  warm_up=notebook_warm_up(release))
+            runner = start_runner(kind=sandbox, limits=limits, workers=workers, scheduler=scheduler,
+                                  course_root=files.root, release_notebook=files.release_notebook)
         except RunnerError as exc:
             raise GradingError(str(exc)) from None
     # the sandbox check waits on a sandboxed Python: in a thread, while this one reads the notebook
@@ -194,7 +175,9 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         pool.shutdown(wait=False)  # its one thread ends when the check does
     try:
         try:
-            spec = grading_spec(files)
+            spec = load_spec(assignment, files.source_notebook, files.release_notebook, files.secret)
+            # the instructor's solutions are graded as a student of their own, numbers included
+            solver_numbers = spec.numbers_for(SELF_CHECK_STUDENT)
         except SpecError as exc:
             raise GradingError(str(exc)) from None
         why = sandbox_check.result() if sandbox_check is not None else None
@@ -203,7 +186,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
         # the solutions run while the gradebook is read; judged before any student is graded
         self_checked = None
         if self_check and runner is not None:
-            self_checked = start_self_check(spec, limits, lambda job: runner.submit("(solutions)", job))
+            self_checked = start_self_check(spec, solver_numbers, limits,
+                                            lambda job: runner.submit("(solutions)", job))
         with open_gradebook(files.gradebook_url) as gb, \
                 open_claims(files.gradebook_url, files.root, assignment) as claims:
             try:
@@ -211,7 +195,8 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
             except GradebookMismatch as exc:
                 raise GradingError(str(exc)) from None
             layout = gradebook_layout(gb, assignment)
-            plan = plan_grading(files.submissions, gb, assignment, students=students, force=force)
+            graded_before = graded_submissions(gb, assignment)
+            plan = plan_grading(files.submissions, graded_before, students=students, force=force)
             report = GradeReport(assignment, [], plan.skipped, plan.previous,
                                  errors=dict(plan.unreadable), resubmitted=list(plan.resubmitted))
             if plan.todo:
@@ -221,7 +206,7 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
                 report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"
                 if self_checked is not None:
-                    check_solutions(spec, limits, self_checked)
+                    check_solutions(spec, solver_numbers, limits, self_checked)
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
                     _GradingRun(gb, layout, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..course import DIGEST_FILE, GRADING_RECORD, Course, Where
-from .record import GradebookLayout, graded_submission, graded_submissions
+from .record import GradebookLayout, graded_submission
 from .result import SubmissionResult
 from .submission import MAX_NOTEBOOK_BYTES
 
@@ -75,10 +75,11 @@ def graded_digest(where: Where) -> str | None:
     return text if len(text) == 64 else None
 
 
-def plan_grading(submissions: dict[str, Where], gb, assignment: str, *, students: list[str] | None = None,
-                 force: bool = False) -> Plan:
+def plan_grading(submissions: dict[str, Where], done_before: dict[str, datetime | None], *,
+                 students: list[str] | None = None, force: bool = False) -> Plan:
     """Sort the class's submissions (student -> files, from ``GradingFiles.submissions``) into
-    to-do, already graded, and unreadable."""
+    to-do, already graded, and unreadable; ``done_before`` is what the gradebook holds as
+    graded (student -> recorded timestamp, from :func:`.record.graded_submissions`)."""
     everyone = list(submissions)
     if students is not None:
         wanted = set(students)
@@ -90,7 +91,6 @@ def plan_grading(submissions: dict[str, Where], gb, assignment: str, *, students
         except UnicodeEncodeError:  # a folder name that is not UTF-8: no gradebook id
             unreadable[ascii(s)] = "the submission folder's name is not UTF-8 text: rename it"
     everyone = [s for s in everyone if ascii(s) not in unreadable]
-    done_before = graded_submissions(gb, assignment)
     todo, skipped, resubmitted = [], [], []
     for s in everyone:
         where = submissions[s]

@@ -31,7 +31,6 @@ from pathlib import Path
 from .autograded import autograded_notebook
 from .check import grader_error, score
 from ..course import DIGEST_FILE, GRADING_RECORD, Where
-from ..notebook import nbgrader_of
 from .result import GRADED, GRADER_ERROR, SubmissionResult
 from .spec import Spec
 from .submission import Validation
@@ -89,7 +88,8 @@ class Record:
 def build_record(spec: Spec, student: str, validation: Validation | None,
                  outcome: Outcome | None, limits: Limits,
                  failed: tuple[str, BaseException] | None = None) -> Record:
-    """Check the answers (:func:`.check.score`) and write up the autograded notebook.
+    """Check the answers (:func:`.check.score`, against the numbers ``student`` is graded on,
+    drawn here) and write up the autograded notebook.
 
     ``failed``: (stage, exception) when an earlier stage already failed for this submission.
     Any exception while scoring or writing up becomes a "grader error" record for this
@@ -100,7 +100,7 @@ def build_record(spec: Spec, student: str, validation: Validation | None,
             raise failed[1]
         if validation is None:  # a caller's bug: only a failed stage leaves no validation
             raise ValueError("no validation of the notebook, and no earlier stage failed")
-        result, run_report = score(spec, student, validation, outcome, limits)
+        result, run_report = score(spec, student, validation, outcome, limits, spec.numbers_for(student))
         stage = "writing the autograded notebook"
         notebook = dump_json(autograded_notebook(spec, validation, result, run_report))
         stage = "writing the grading record"
@@ -163,7 +163,6 @@ def ensure_in_gradebook(gb, spec: Spec) -> None:
     except MissingEntry:
         kernelspec = spec.source_nb.get("metadata", {}).get("kernelspec", {})
         gb.add_notebook(name, a, kernelspec=json.dumps(kernelspec))
-        raw = spec.source_nb.get("cells", [])
         for cell in spec.source_cells:
             gid = cell.grade_id
             if not gid:
@@ -176,7 +175,7 @@ def ensure_in_gradebook(gb, spec: Spec) -> None:
             if cell.graded or cell.solution or cell.locked:
                 gb.update_or_create_source_cell(gid, name, a, cell_type=cell.cell_type,
                                                 locked=cell.locked or cell.graded, source=cell.source,
-                                                checksum=nbgrader_of(raw[cell.index]).get("checksum"))
+                                                checksum=cell.recorded_checksum)
         notebook = gb.find_notebook(name, a)
     recorded = {gc.name: float(gc.max_score) for gc in notebook.grade_cells}
     if recorded != spec.max_scores:

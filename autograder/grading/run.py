@@ -15,6 +15,7 @@ Both return ``sandbox.Outcome`` objects and never judge them: checking is the ne
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
 import queue
 import threading
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..course import REPO, SOLUTIONS
-from ..sandbox import DEFAULT_PRELOAD, Limits, make_sandbox, make_template_parent
+from ..sandbox import (DEFAULT_PRELOAD, Limits, make_sandbox, make_template_parent, notebook_preload,
+                       notebook_warm_up)
 
 if TYPE_CHECKING:
     from distributed import as_completed
@@ -145,12 +147,26 @@ class DaskRunner:
             pass
 
 
+def release_notebooks(path: Path | None) -> list[dict]:
+    """The assignment's release notebook at ``path``, read as JSON ([] if there is none or it
+    is not JSON): what a template prepares from (:func:`sandbox.notebook_preload`, the modules
+    it imports once, and :func:`sandbox.notebook_warm_up`, the cells it runs once)."""
+    try:
+        nb = json.loads(path.read_text("utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return []
+    return [nb] if isinstance(nb, dict) else []
+
+
 def start_runner(*, kind: str, limits: Limits, workers: int | None = None,
                  scheduler: str | None = None, course_root: Path | None = None,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD, warm_up: tuple[str, ...] = ()):
+                 release_notebook: Path | None = None):
     """A :class:`DaskRunner` when ``scheduler`` is given, else a :class:`LocalRunner` with
     ``workers`` sandboxes (default: one per core) that may not see the course's folder
-    ``course_root``, each template having imported ``preload`` and run the ``warm_up`` cells once."""
+    ``course_root``, each template having imported the modules the release notebook at
+    ``release_notebook`` uses and run its plain cells once (none given: the default modules)."""
     if scheduler is not None:
         return DaskRunner(scheduler, kind, limits)
-    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course_root), limits, preload, warm_up)
+    release = release_notebooks(release_notebook)
+    return LocalRunner(workers or default_workers(), kind, forbidden_paths(course_root), limits,
+                       notebook_preload(release), notebook_warm_up(release))

@@ -2,11 +2,14 @@
 
 :func:`load_spec` reads the instructor's *source* notebook (its tests, hidden checks included)
 and the student *release* (the cells a student sees, with the nbgrader checksums a submission's
-locked cells are compared against); :func:`with_course_numbers` adds, for a homework with
-per-student numbers, the course's secret. Both take paths and the secret as plain values, from the caller (``grade.course_spec``), so the stages that judge a
-notebook never reach back into the course. :func:`solution_submission` makes the instructor's
-solutions a submission, for the self-check. Only the instructor's files are read here; nothing
-here runs student code.
+locked cells are compared against), and keeps, for a homework with per-student numbers, the
+course's secret. It takes paths and the secret as plain values, from the caller
+(``grade.grade_assignment``, ``grade.course_spec``), so the stages that judge a notebook never
+reach back into the course. :meth:`Spec.numbers_for` draws the numbers one student is graded
+on, once, into plain :class:`StudentNumbers` that the check is handed: the check never calls
+the solver's drawing itself. :func:`solution_submission` makes the instructor's solutions a
+submission, for the self-check. Only the instructor's files are read here; nothing here runs
+student code.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ class LockedCell:
     checksum: str
 
 
+@dataclasses.dataclass(frozen=True)
+class StudentNumbers:
+    """The numbers one student is graded on, drawn once (:meth:`Spec.numbers_for`): ``variant``
+    (what the hidden checks see as ``VARIANT``), ``drawn`` (its drawn inputs, kept in
+    ``grading.json``) and ``key`` (the student's homework key; None when the course gives
+    everyone the published numbers)."""
+
+    variant: Variant
+    drawn: dict
+    key: str | None
+
+
 @dataclasses.dataclass
 class Spec:
     assignment: str
@@ -66,18 +81,20 @@ class Spec:
     variants_on: bool = False            # the course gives per-student numbers
     secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
 
-    def variant_of(self, student: str) -> Variant | None:
-        """The numbers ``student`` is graded on (None: the homework has no variants)."""
-        if self.variants is None:
-            return None
-        if not self.variants_on or self.secret is None:
-            return default_variant(self.variants)
-        return draw(self.variants, student_key(self.secret, student))
-
-    def key_of(self, student: str) -> str | None:
+    def key_for(self, student: str) -> str | None:
+        """``student``'s homework key (None: no per-student numbers in this course)."""
         if self.variants is None or not self.variants_on or self.secret is None:
             return None
         return student_key(self.secret, student)
+
+    def numbers_for(self, student: str) -> StudentNumbers | None:
+        """The numbers ``student`` is graded on, drawn with their key, or the published ones
+        when the course gives everyone those (None: the homework has no variants)."""
+        if self.variants is None:
+            return None
+        key = self.key_for(student)
+        variant = default_variant(self.variants) if key is None else draw(self.variants, key)
+        return StudentNumbers(variant, variant.drawn(), key)
 
     @functools.cached_property
     def release_by_gid(self) -> dict[str, dict]:
@@ -93,10 +110,11 @@ class Spec:
         return next(t for t in self.tests if t.grade_id == grade_id)
 
 
-def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
+def load_spec(assignment: str, src_path: Path, rel_path: Path, secret: bytes | None = None) -> Spec:
     """The assignment's tests (from the instructor's notebook ``src_path``) and locked cells
-    (from the release ``rel_path``), and what the homework varies, if anything. The course's
-    numbers are not known here: :func:`with_course_numbers` adds them."""
+    (from the release ``rel_path``), what the homework varies, if anything, and the course's
+    ``secret`` that draws per-student numbers (None: the course gives everyone the published
+    numbers)."""
     name = f"{assignment}.ipynb"
     if not src_path.is_file():
         raise SpecError(f"no instructor notebook {src_path}: prepare the assignment first")
@@ -134,20 +152,14 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path) -> Spec:
         raise SpecError(f"{src_path} has no autograder test cells")
     from scalebook.homework import spec_for  # late: it imports NumPy and the homework's solver
     return Spec(assignment, name, tests, locked, release, source_nb, release_cells, source_cells,
-                spec_for(assignment))
+                spec_for(assignment), secret is not None, secret)
 
 
-def with_course_numbers(spec: Spec, secret: bytes | None) -> Spec:
-    """``spec`` in a course whose per-student numbers are drawn with ``secret`` (None: the
-    course gives everyone the published numbers)."""
-    return dataclasses.replace(spec, variants_on=secret is not None, secret=secret)
-
-
-def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT) -> bytes:
+def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT, key: str | None = None) -> bytes:
     """The release notebook with every answer cell holding the instructor's solution (and,
-    for a homework with per-student numbers, ``student``'s id and key in its identity cell)."""
+    for a homework with per-student numbers, ``student``'s id and ``key`` in its identity
+    cell)."""
     solutions = {c.grade_id: c.source for c in spec.source_cells if c.is_answer and c.grade_id}
-    key = spec.key_of(student)
     nb = copy.deepcopy(spec.release)
     for cell, seen in zip(nb.get("cells", []), spec.release_cells):
         if seen.grade_id in solutions:
