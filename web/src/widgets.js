@@ -76,7 +76,9 @@
       y: {scale: "linear", min: 0, max: 2, label: "y", ticks: null},
       series: [{kind: "bars", values: [1, 2], colours: ["#1f77b4", "#ff7f0e"], texts: ["1", "2"],
         horizontal: false}]};
-    const steps = [];
+    // first a bare chart (Chart.js's core alone), so that no step compiles all of it at once
+    const steps = [() => new window.Chart(document.createElement("canvas"), {type: "scatter",
+      data: {datasets: []}, options: {animation: false, responsive: false, events: []}}).destroy()];
     for (const panel of [scatter, bars]) {
       const config = chartConfig(panel);
       const options = {...config.options, responsive: false, events: []};
