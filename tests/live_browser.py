@@ -367,6 +367,15 @@ def own_script_blocks(driver, since: float = 0.0, until: float = float("inf")
             if since <= s[0] < until and "/_static/live/" in s[2]]
 
 
+def script_blocks(driver, since: float = 0.0, until: float = float("inf")) -> list[list]:
+    """Every script that ran in a long animation frame between ``since`` and ``until``, from
+    any source: [[start, ms, script, invoker], ...]. A callback the widgets scheduled
+    (``setTimeout``, an idle callback) often carries no source URL, so
+    :func:`own_script_blocks` misses it; this does not."""
+    return [s for s in driver.execute_script("return window.sbLongScripts || []")
+            if since <= s[0] < until]
+
+
 def long_tasks(driver, since: float = 0.0) -> list[list[float]]:
     """The long tasks recorded since ``since`` (the page's clock, ms): [[start, ms], ...]."""
     return [t for t in driver.execute_script("return window.sbLongTasks || []") if t[0] >= since]

@@ -42,8 +42,78 @@
       loaderScript = addScript(base + "loader.js");
       chartJs = addScript(base + "chart.umd.min.js");
     }
-    return Promise.all([loaderScript.then(() => window.sbLiveLoader.load(base)), chartJs])
+    return Promise.all([loaderScript.then(() => window.sbLiveLoader.load(base)), chartJs.then(warmCharts)])
       .then(([rt]) => { window.sbLiveMarks = rt.marks; return rt; });
+  }
+
+  // Chart.js's first chart of a page costs the most: V8 compiles its code as it first runs
+  // (the core, the scales, the controllers, the plugins), and that first `new Chart` and
+  // first data update each blocked the main thread 65-190 ms on a loaded machine. The
+  // reader's first touch leaves the main thread idle for seconds while Python starts in
+  // its worker; here that time pays the cost, in small steps, each in an idle callback of
+  // its own: charts of the kinds the widgets draw (a log-log scatter with every series kind
+  // and a second y axis, a bar chart with texts), on canvases that are never in the page,
+  // made, given their data, destroyed. Resolves at once: nothing waits for it, and the
+  // first live picture, if Python is quicker, simply finds less of the code compiled.
+  let warmed = false;
+  function warmCharts() {
+    if (warmed || !window.Chart) return;
+    warmed = true;
+    const line = {kind: "line", points: [[1, 1], [10, 10], [100, 10]], colour: "#1f77b4",
+      width: 2, dash: null, label: "warm", axis: "y"};
+    const scatter = {title: "", legend: "lower right", width: 1, note: null,
+      x: {scale: "log", min: 1, max: 100, label: "x", ticks: [[1, "1"], [10, "10"], [100, "100"]]},
+      y: {scale: "log", min: 1, max: 100, label: "y", ticks: null},
+      y2: {scale: "linear", min: 0, max: 1, label: "y2", ticks: null},
+      series: [line,
+        {kind: "points", points: [[3, 3]], colour: "#ff7f0e", size: 6, label: null},
+        {kind: "annotations", points: [[10, 10]], texts: ["10"], colour: "#000", align: "left", size: 10},
+        {kind: "area", points: [[1, 1], [2, 2], [2, 1]], colour: "#2ca02c40", label: null},
+        {kind: "line", points: [[1, 0.5], [100, 0.5]], colour: "#d62728", width: 1,
+          dash: [4, 2], label: null, axis: "y2"}]};
+    const bars = {title: "", legend: null, width: 1, note: null,
+      x: {scale: "category", label: "", ticks: null, categories: ["a", "b"]},
+      y: {scale: "linear", min: 0, max: 2, label: "y", ticks: null},
+      series: [{kind: "bars", values: [1, 2], colours: ["#1f77b4", "#ff7f0e"], texts: ["1", "2"],
+        horizontal: false}]};
+    // first a bare chart (Chart.js's core alone), so that no step compiles all of it at once
+    const steps = [() => new window.Chart(document.createElement("canvas"), {type: "scatter",
+      data: {datasets: []}, options: {animation: false, responsive: false, events: []}}).destroy()];
+    for (const panel of [scatter, bars]) {
+      const config = chartConfig(panel);
+      const options = {...config.options, responsive: false, events: []};
+      let chart = null;
+      steps.push(() => {
+        const canvas = document.createElement("canvas");
+        canvas.width = 320;
+        canvas.height = 200;
+        chart = new window.Chart(canvas, {...config, options,
+          data: {labels: config.data.labels, datasets: []}});
+      });
+      // the datasets one at a time: each kind's first update compiles its own code
+      config.data.datasets.forEach((set, i) => steps.push(() => {
+        chart.data.datasets = config.data.datasets.slice(0, i + 1);
+        chart.update("none");
+      }));
+      steps.push(() => chart.destroy());
+    }
+    const idle = window.requestIdleCallback
+      ? run => window.requestIdleCallback(run, {timeout: 200}) : run => setTimeout(run, 0);
+    const next = () => {
+      const step = steps.shift();
+      if (!step) {  // for the bench and the tests: the warm-up ran to its end
+        performance.mark("sb-live-charts-warm");
+        return;
+      }
+      try {
+        step();
+      } catch (error) {  // a warm-up is never worth an error: the real chart will say
+        steps.length = 0;
+        return;
+      }
+      idle(next);
+    };
+    idle(next);
   }
 
   // ---------------------------------------------------------------- control values
