@@ -46,15 +46,8 @@
       .then(([rt]) => { window.sbLiveMarks = rt.marks; return rt; });
   }
 
-  // Chart.js's first chart of a page costs the most: V8 compiles its code as it first runs
-  // (the core, the scales, the controllers, the plugins), and that first `new Chart` and
-  // first data update each blocked the main thread 65-190 ms on a loaded machine. The
-  // reader's first touch leaves the main thread idle for seconds while Python starts in
-  // its worker; here that time pays the cost, in small steps, each in an idle callback of
-  // its own: charts of the kinds the widgets draw (a log-log scatter with every series kind
-  // and a second y axis, a bar chart with texts), on canvases that are never in the page,
-  // made, given their data, destroyed. Resolves at once: nothing waits for it, and the
-  // first live picture, if Python is quicker, simply finds less of the code compiled.
+  // Chart.js compiles its code as it first runs (65-190 ms blocks on a first touch): while
+  // Python starts, idle callbacks pay that on off-page charts of the widgets' kinds.
   let warmed = false;
   function warmCharts() {
     if (warmed || !window.Chart) return;
@@ -76,7 +69,7 @@
       y: {scale: "linear", min: 0, max: 2, label: "y", ticks: null},
       series: [{kind: "bars", values: [1, 2], colours: ["#1f77b4", "#ff7f0e"], texts: ["1", "2"],
         horizontal: false}]};
-    // first a bare chart (Chart.js's core alone), so that no step compiles all of it at once
+    // a bare chart first (the core alone): no step compiles all of it at once
     const steps = [() => new window.Chart(document.createElement("canvas"), {type: "scatter",
       data: {datasets: []}, options: {animation: false, responsive: false, events: []}}).destroy()];
     for (const panel of [scatter, bars]) {
@@ -90,7 +83,6 @@
         chart = new window.Chart(canvas, {...config, options,
           data: {labels: config.data.labels, datasets: []}});
       });
-      // the datasets one at a time: each kind's first update compiles its own code
       config.data.datasets.forEach((set, i) => steps.push(() => {
         chart.data.datasets = config.data.datasets.slice(0, i + 1);
         chart.update("none");
@@ -101,13 +93,13 @@
       ? run => window.requestIdleCallback(run, {timeout: 200}) : run => setTimeout(run, 0);
     const next = () => {
       const step = steps.shift();
-      if (!step) {  // for the bench and the tests: the warm-up ran to its end
+      if (!step) {  // the bench and the tests read this mark
         performance.mark("sb-live-charts-warm");
         return;
       }
       try {
         step();
-      } catch (error) {  // a warm-up is never worth an error: the real chart will say
+      } catch (error) {  // never an error: the real chart will say
         steps.length = 0;
         return;
       }
