@@ -363,8 +363,7 @@ def own_script_blocks(driver, since: float = 0.0, until: float = float("inf")
     chunks) that ran in a long animation frame. What the browser does for other reasons in
     the same stretch (a garbage collection, another page's work on a loaded machine, axe
     itself) is not the widgets' to answer for, and is left out."""
-    return [s for s in driver.execute_script("return window.sbLongScripts || []")
-            if since <= s[0] < until and "/_static/live/" in s[2]]
+    return [s for s in script_blocks(driver, since, until) if "/_static/live/" in s[2]]
 
 
 def script_blocks(driver, since: float = 0.0, until: float = float("inf")) -> list[list]:

@@ -288,8 +288,8 @@ def test_walk_counts_a_climb_back_up_from_the_solver(tmp_path):
 # Over the whole run, with the stages given plain values once (the course read into
 # GradingFiles, the spec holding its notebooks' cells and nbgrader's checksums, the course's
 # secret handed to load_spec, a student's numbers drawn once by the spec (Spec.numbers_for)
-# into plain StudentNumbers that the check is handed, the runner reading its own release notebook, the
-# gradebook's graded submissions read once and handed to the plan): 17 stays, 1 climb,
+# into plain StudentNumbers that the check is handed, the runner reading its own release
+# notebook, the gradebook's graded submissions read once and handed to the plan): 17 stays, 1 climb,
 # 6 returns; before: 29 stays, 3 climbs, 18 returns; the tree before that: 43 stays, 3 climbs,
 # 32 returns. The climb left is the self-check coming back from scalebook.variants with its own
 # key (the solutions' identity cell needs it before they are run); the returns are the stages

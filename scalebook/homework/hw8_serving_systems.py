@@ -413,8 +413,8 @@ def well_posed(v: Mapping[str, Any]) -> bool:
     """The generic rule over :data:`PARTS`, and: the weights fit with room for P5's reserved
     batch of at least 4 and P10's batch; P5's longest sequence is at least a block longer than
     its mean one (drawn apart, a quarter of the draws had a maximum below the mean, and at
-    2,048 against 2,046 the paged and reserved batches met); P3's prefill and P8's largest chunk are nonzero and
-    below the prompt; P6's prompt ends in a partial block; P9's best k is not 1 or 16 (the
+    2,048 against 2,046 the paged and reserved batches met); P3's prefill and P8's largest
+    chunk are nonzero and below the prompt; P6's prompt ends in a partial block; P9's best k is not 1 or 16 (the
     optimum is interior); P11's target needs more than one replica; P12 has a design on 2 or
     more chips (it needs the search)."""
     if v["kv_cap"] < 4 * v["q5_max"] or v["kv_cap"] < v["q10_B"] * v["q10_S"]:
