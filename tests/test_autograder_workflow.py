@@ -25,10 +25,11 @@ import pytest
 
 from autograder import cli
 from autograder.collect import Item, identify, safe_member_name, scan
-from autograder.course import EXERCISES, SOLUTIONS, Course, available_assignments, compare_trees, grade_ids, load_report
+from autograder.course import EXERCISES, SECRET_FILE, SOLUTIONS, Course, available_assignments, compare_trees, grade_ids, load_report
 from autograder.notebook import is_identity_cell
 from autograder.demo import build_submissions, expected_scores, load_spec
 from autograder.feedback import QuestionFeedback, StudentFeedback, render_html, split_hint
+from students import SECRET
 
 # Every homework with a source notebook goes through the whole loop; each needs its sample
 # submissions in tests/submissions/<assignment>.json.
@@ -79,6 +80,10 @@ def loop(tmp_path_factory):
     course_dir = root / "course"
     db_url = f"sqlite:///{root / 'gradebook.sqlite'}"  # exercises --db (any SQLAlchemy URL)
     course = Course(course_dir, db_url=db_url)
+    # the class's fixed secret, so the samples draw the same numbers every run and a failure can
+    # be replayed (a secret made per run once failed CI on one draw in 48 of hw8)
+    course_dir.mkdir(parents=True, exist_ok=True)
+    (course_dir / SECRET_FILE).write_text(SECRET.hex() + "\n")
     incoming = root / "incoming"
     flat, nbgrader_layout, lms_zip = incoming / "flat", incoming / "nbgrader", incoming / "lms.zip"
     flat.mkdir(parents=True)

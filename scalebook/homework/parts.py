@@ -147,6 +147,11 @@ class Part:
         for x in _declared(self):
             for name in x.alternatives:
                 alternative(name)  # KeyError for a name not in the catalog
+            if isinstance(x.value, Distinct) and x.value.rel > self.rel:
+                raise ValueError(
+                    f"part {self.answer!r}: {x.name!r} is told from the answer at {x.value.rel:g}, "
+                    f"looser than the check's {self.rel:g}: a value between the two would fail "
+                    "without its hint")
 
     @property
     def accepted(self) -> tuple[Convention, ...]:
@@ -614,14 +619,32 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
     return tuple(out)
 
 
-def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Value:
-    """``value``, or NaN (no hint, no check) in the draws where it lies within ``MARGIN × rel``
-    of ``expected``: a convention that no check can tell from the answer at those numbers (the
-    first cut of a ring over 64 chips is 1.6% off the exact cost)."""
-    def value_or_nan(v) -> float:
-        x, e = as_float(value(v)), as_float(expected(v))
-        return float("nan") if _near(x, e, MARGIN * rel) else x
-    return value_or_nan
+@dataclass(frozen=True)
+class Distinct:
+    """A slip's (or pinned convention's) value where a check can tell it from the answer:
+    ``value(v)``, or NaN (no hint, no check) in the draws where it lies within ``rel`` of
+    ``expected(v)``, where it passes as the answer (the first cut of a ring over 64 chips is 1.6%
+    off the exact cost). ``rel`` is at most the part's tolerance (:class:`Part` checks it), so
+    the slip never fails without its hint; a draw where it lies just outside, within
+    ``MARGIN × rel`` of the answer, is ill posed (:func:`part_well_posed`)."""
+
+    expected: Value
+    value: Value
+    rel: float = 0.05
+
+    def raw(self, v: Mapping[str, Any]) -> float:
+        """The slip's value at ``v``, whether or not a check can tell it from the answer."""
+        return as_float(self.value(v))
+
+    def __call__(self, v: Mapping[str, Any]) -> float:
+        x = self.raw(v)
+        return float("nan") if _near(x, as_float(self.expected(v)), self.rel) else x
+
+
+def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Distinct:
+    """``value`` where a check at tolerance ``rel`` tells it from ``expected``: a
+    :class:`Distinct`."""
+    return Distinct(expected, value, rel)
 
 
 def parts_by_answer(parts: Iterable[Part | Design]) -> dict[str, Part | Design]:
