@@ -326,15 +326,26 @@ def test_variants_grade_the_solution_full_and_the_named_slips_zero(assignment):
           f"answers ranged: {summary}")
 
 
+#: Choices that no well-posed draw keeps, left declared because the draws are pinned
+#: (tests/test_variant_stability.py): a replacement would make some draws well posed that were
+#: not, and so change those students' numbers while a homework is out.
+NEVER_DRAWN = {
+    "hw1-rooflines": {"q1_B": [256]},           # its "weights only" slip lies 3% from the answer
+    "hw4-parallelism": {"q2_model": ["LLaMA-3 8B"],  # 1 or 2 GPUs: several slips give one count
+                        "q2_gpu": ["H200"]},    # 70B needs 8.01: unrounded and rounded down meet
+    "hw5-transformers": {"q2_T": [32768]},      # backward only and the causal discount meet
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", sorted(SPECS))
 def test_every_choice_turns_up_in_the_class(assignment):
-    """A choice that no well-posed draw keeps is a number the homework declares and no student
-    gets (hw8's 95% hit rate once was one: its slip lay 5.3% from the answer in every draw)."""
+    """Every choice a homework declares is some student's number in the class of 500, but the
+    ones :data:`NEVER_DRAWN` names; and those never are."""
     seen = collections.defaultdict(set)
     for student in class_of(assignment):
         for name, value in student.numbers.drawn().items():
             seen[name].add(value)
     missing = {name: [x for x in choice.values if x not in seen[name]]
                for name, choice in SPECS[assignment].parameters.items()}
-    assert not any(missing.values()), {name: xs for name, xs in missing.items() if xs}
+    assert {name: xs for name, xs in missing.items() if xs} == NEVER_DRAWN.get(assignment, {})

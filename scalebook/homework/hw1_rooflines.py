@@ -34,7 +34,7 @@ V5E_HBM_THIS_PROBLEM = 8.2e11
 
 PARAMETERS = {
     "q1_chip": Choice(("TPU v5e", "TPU v5p", "TPU v6e"), "TPU"),
-    "q1_B": Choice((1024, 512, 768, 2048), "B", "tokens"),
+    "q1_B": Choice((1024, 512, 256, 2048), "B", "tokens"),
     "q1_D": Choice((4096, 8192, 16384), "D"),
     "q1_F": Choice((8192, 4096, 16384), "F"),
     "q3_chip": Choice(("TPU v5e", "TPU v5p"), "TPU"),

@@ -285,10 +285,10 @@ PARTS = (
         Slip("no latency", lambda v: _a2a3(v).bandwidth_time,
              "Add the latency: N/2 hops of 1 µs."),
         Slip("(N-1)/N", distinct_from(lambda v: _a2a3(v).time, lambda v: _a2a3(v).bandwidth_time
-                                      * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time, 0.03),
+                                      * (v["q3_N"] - 1) / v["q3_N"] + _a2a3(v).latency_time),
              _NO_FACTOR, alternatives=('(N-1)/N',)),
         "Two slips give about this value: leaving out the latency (N/2 hops of 1 µs), or "
-        "keeping a (N − 1)/N factor. " + _NO_FACTOR, rel=0.03), rel=0.03, unit="s", not_applicable=(
+        "keeping a (N − 1)/N factor. " + _NO_FACTOR), unit="s", not_applicable=(
         ONE_PASS,)),
     Part("t_allgather_2d", lambda v: _2d(v).time, conventions=(
         _pinned_first_cut(_2d, lambda v: v["q3_block_chips"]),), slips=(

@@ -48,8 +48,8 @@ from ..training import (MIXED_PRECISION_ADAM, TrainingLayout, best_training_layo
                         llama3_405b, plan_training, run_time, training_memory)
 from ..transformer import llama3_8b, llama3_70b, param_count, training_flops
 from ..variants import Choice, VariantSpec
-from .parts import (ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict, merged,
-                    near_best, whole_number)
+from .parts import (ACCEPTED, PINNED, Convention, Design, Example, Part, Slip, Verdict, near_best,
+                    whole_number)
 from .parts import well_posed as parts_well_posed
 
 #: The models problems 1 and 2 may name, by the name the text gives them.
@@ -60,9 +60,7 @@ PARAMETERS = {
     "q1_tokens": Choice((15e12, 2e12, 8e12, 30e12), "T", "tokens"),
     "q1_chip": Choice(("TPU v5p", "TPU v5e", "TPU v6e"), "TPU"),
     "q1_mfu": Choice((0.45, 0.4, 0.6, 0.35), "MFU", fmt="{:.0%}"),
-    # not the 8B: its state fits on one or two GPUs, where rounding up, rounding down and the
-    # weights alone all give one chip
-    "q2_model": Choice(("LLaMA-3 70B", "LLaMA-3 405B"), "model"),
+    "q2_model": Choice(tuple(MODELS), "model"),
     "q2_gpu": Choice(("H100", "H200", "A100", "B200"), "GPU"),
     "q3_chip": Choice(("TPU v5p", "TPU v4p", "TPU v6e"), "TPU"),
     "q3_D": Choice((4096, 8192, 2048), "D"),
@@ -236,13 +234,11 @@ PARTS = (
              "Count all four: bf16 weights (2), bf16 gradients (2), the fp32 master copy (4) and "
              "the two fp32 Adam moments (8)."),
     ), unit="params"),
-    Part("min_gpus", _min_gpus, rel=0.001, slips=merged(
+    Part("min_gpus", _min_gpus, rel=0.001, slips=(
         Slip("unrounded", lambda v: _q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes,
              "A chip count is a whole number: round up."),
         Slip("rounded down", lambda v: math.floor(_q2_memory(v).state / get_chip(v["q2_gpu"]).hbm_bytes),
              "Round up, not down: the whole state must fit."),
-        # 70B on the H200 needs 8.01 of its 141 GB: unrounded and rounded down are one answer
-        "Round up: a chip count is a whole number, and the whole state must fit.", rel=0.001) + (
         Slip("weights only", lambda v: fewest_chips(_q2_memory(v).weights, v["q2_gpu"]),
              "That holds the bf16 weights only; training keeps 16 bytes per parameter with "
              "mixed-precision Adam."),

@@ -33,7 +33,7 @@ from ..transformer import (TransformerConfig, attention_crossover_context,
                            attention_flops_per_token, inference_flops_per_token, llama3_8b,
                            llama3_70b, param_count, training_flops)
 from ..variants import Choice, VariantSpec
-from .parts import PINNED, Convention, Part, Slip, coinciding, distinct_from, merged
+from .parts import PINNED, Convention, Part, Slip, distinct_from, merged
 from .parts import well_posed as parts_well_posed
 
 #: The catalog's configs, by the name the problem text prints.
@@ -166,15 +166,14 @@ PARTS = (
         Slip("forward only", _fwd2,
              "That is the forward pass only: the backward pass costs twice as much again, 3 × "
              "forward in all.", alternatives=('forward only',)),
-    ) + coinciding(
-        # at T = 32,768 the causal discount (−27%) lies within a check of 2 × forward (−33%)
         Slip("backward only", lambda v: 2 * _fwd2(v),
              "The backward pass is 2 × the forward pass; add the forward pass itself: 3 ×."),
+    ) + merged(
         Slip("causal discount (the text says none)",
              distinct_from(_train2, lambda v: _train2(v) - 1.5 * _core2(v)), _CAUSAL),
         Slip("6P alone", lambda v: 6 * v["q2_P"],
-             "That is the 6·P rule alone; add the attention core, 3 × its forward FLOPs.")),
-        unit="FLOPs"),
+             "That is the 6·P rule alone; add the attention core, 3 × its forward FLOPs."),
+        "Add the attention core in full, 3 × its forward FLOPs: " + _CAUSAL), unit="FLOPs"),
     Part("crossover_context", _cross2, conventions=(
         Convention("causal discount", lambda v: 2 * _cross2(v), PINNED, phrase=NO_CAUSAL,
                    hint=_CAUSAL),

@@ -46,7 +46,7 @@ from .alternatives import (CATALOG, UNITS, Alternative, NotApplicable, alternati
 
 __all__ = ["ACCEPTED", "PINNED", "Convention", "Slip", "Part", "Design", "Example", "Verdict",
            "judge", "feedback", "check_answer", "well_posed", "test_cell_source", "parts_by_answer", "merged",
-           "coinciding", "distinct_from", "describe", "as_float", "Number", "Value", "NotApplicable",
+           "coinciding", "distinct_from", "Distinct", "describe", "as_float", "Number", "Value", "NotApplicable",
            "sources", "applicable", "targets", "Targets", "check_number", "whole_number",
            "judge_design", "near_best"]
 
@@ -147,11 +147,6 @@ class Part:
         for x in _declared(self):
             for name in x.alternatives:
                 alternative(name)  # KeyError for a name not in the catalog
-            if isinstance(x.value, Distinct) and x.value.rel > self.rel:
-                raise ValueError(
-                    f"part {self.answer!r}: {x.name!r} is told from the answer at {x.value.rel:g}, "
-                    f"looser than the check's {self.rel:g}: a value between the two would fail "
-                    "without its hint")
 
     @property
     def accepted(self) -> tuple[Convention, ...]:
@@ -334,13 +329,15 @@ class Targets:
     """Everything a part's verdict at one student's numbers compares with, computed once: the
     accepted values, each pinned convention's and slip's (name, catalog entries, value, hint),
     and each catalog reading of an applicable entry with a hint of its own that the part does
-    not declare not applicable, as (entry, value, hint)."""
+    not declare not applicable, as (entry, value, hint); ``quiet``: each :class:`Distinct` slip
+    silent at these numbers, with its raw value, as ``hinted``."""
 
     part: Part
     v: Mapping[str, Any]
     accepted: tuple[Any, ...]
     hinted: tuple[tuple[str, tuple[str, ...], Any, Hint], ...]
     catalog: tuple[tuple[str, tuple[float, ...], str], ...]
+    quiet: tuple[tuple[str, tuple[str, ...], float, Hint], ...] = ()
 
 
 def _catalog_readings(part: Part, v: Mapping[str, Any], expected: Any, spec: Any = None
@@ -361,10 +358,12 @@ def _catalog_readings(part: Part, v: Mapping[str, Any], expected: Any, spec: Any
 def targets(part: Part, v: Mapping[str, Any], spec: Any = None) -> Targets:
     """The :class:`Targets` of ``part`` at ``v`` (``spec``: as for :func:`applicable`)."""
     expected = part.expected(v)
-    return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]),
-                   tuple((x.name, x.alternatives, x.value(v), x.hint)
-                         for x in _hinting(part)),
-                   _catalog_readings(part, v, expected, spec))
+    hinted = tuple((x.name, x.alternatives, x.value(v), x.hint) for x in _hinting(part))
+    quiet = tuple((x.name, x.alternatives, x.value.raw(v), x.hint)
+                  for x, (*_n, value, _h) in zip(_hinting(part), hinted)
+                  if isinstance(x.value, Distinct) and value != value)
+    return Targets(part, v, tuple([expected] + [c.value(v) for c in part.accepted]), hinted,
+                   _catalog_readings(part, v, expected, spec), quiet)
 
 
 def _catalog_hint(t: Targets, value: Any, named: tuple[str, ...] = ()
@@ -413,6 +412,9 @@ def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None
             out[0] = (name, names + found[1], f"{hint} Or: {found[2]}")
         elif found is not None:
             out.append(found)
+    if not out:     # a slip just outside the check, silent in the draw, still names its cause
+        out += [(name, names, _fill(hint, v, value)) for name, names, wrong, hint in t.quiet
+                if _matches(value, wrong, part.rel)][:1]
     return False, tuple(out)
 
 
@@ -567,6 +569,16 @@ def well_posed(parts: Iterable[Part | Design], v: Mapping[str, Any]) -> bool:
                for p in parts)
 
 
+def _gated(value: Value, keep: Callable[[Mapping[str, Any]], bool]) -> Value:
+    """``value`` in the draws where ``keep(v)``, else NaN; a :class:`Distinct` stays one, so its
+    quiet target (the raw value) is kept where it is silent."""
+    nan = float("nan")
+    if isinstance(value, Distinct):
+        inner = value
+        return Distinct(inner.expected, lambda v: inner.raw(v) if keep(v) else nan, inner.rel)
+    return lambda v: value(v) if keep(v) else nan
+
+
 def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
     """Slips ``a`` and ``b``, and, in the draws where some value is within ``rel`` of both (so
     it would earn both hints), one hint that names both causes instead: four slips, each NaN
@@ -577,8 +589,8 @@ def merged(a: Slip, b: Slip, hint: str, rel: float = 0.05) -> tuple[Slip, ...]:
         return _overlap(as_float(a.value(v)), as_float(b.value(v)), rel)
 
     both = a.alternatives + tuple(x for x in b.alternatives if x not in a.alternatives)
-    return (Slip(a.name, lambda v: nan if close(v) else a.value(v), a.hint, a.alternatives),
-            Slip(b.name, lambda v: nan if close(v) else b.value(v), b.hint, b.alternatives),
+    return (Slip(a.name, _gated(a.value, lambda v: not close(v)), a.hint, a.alternatives),
+            Slip(b.name, _gated(b.value, lambda v: not close(v)), b.hint, b.alternatives),
             Slip(f"{a.name} (or {b.name})", lambda v: a.value(v) if close(v) else nan, hint, both),
             Slip(f"{b.name} (or {a.name})", lambda v: b.value(v) if close(v) else nan, hint, both))
 
@@ -603,9 +615,11 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
                 out.append({i})
         return [frozenset(g) for g in out]
 
-    def member(subset: frozenset[int]):
-        first = slips[min(subset)]
-        return lambda v: as_float(first.value(v)) if subset in groups(v) else nan
+    def member(subset: frozenset[int]) -> Value:
+        first = slips[min(subset)].value
+        if len(subset) == 1 and isinstance(first, Distinct):  # alone, or silent in the draw
+            return _gated(first, lambda v: subset in groups(v) or math.isnan(as_float(first(v))))
+        return lambda v: as_float(first(v)) if subset in groups(v) else nan
 
     out = []
     for size in range(1, len(slips) + 1):
@@ -621,12 +635,13 @@ def coinciding(*slips: Slip, rel: float = 0.05) -> tuple[Slip, ...]:
 
 @dataclass(frozen=True)
 class Distinct:
-    """A slip's (or pinned convention's) value where a check can tell it from the answer:
-    ``value(v)``, or NaN (no hint, no check) in the draws where it lies within ``rel`` of
-    ``expected(v)``, where it passes as the answer (the first cut of a ring over 64 chips is 1.6%
-    off the exact cost). ``rel`` is at most the part's tolerance (:class:`Part` checks it), so
-    the slip never fails without its hint; a draw where it lies just outside, within
-    ``MARGIN × rel`` of the answer, is ill posed (:func:`part_well_posed`)."""
+    """A slip's (or pinned convention's) value in the draws where a check can tell it from the
+    answer: ``value(v)``, or NaN where it lies within ``MARGIN × rel`` of ``expected(v)`` (the
+    first cut of a ring over 64 chips is 1.6% off the exact cost). The well-posedness rule and
+    the grouping of coinciding slips ignore it there, so such a draw is kept. Where it lies just
+    outside the check (5% to 6% off for a 5% check) an answer near it fails, and still earns its
+    hint: :func:`targets` keeps the :meth:`raw` value as a quiet target, which :func:`sources`
+    asks when nothing else explains the answer."""
 
     expected: Value
     value: Value
@@ -638,12 +653,12 @@ class Distinct:
 
     def __call__(self, v: Mapping[str, Any]) -> float:
         x = self.raw(v)
-        return float("nan") if _near(x, as_float(self.expected(v)), self.rel) else x
+        return float("nan") if _near(x, as_float(self.expected(v)), MARGIN * self.rel) else x
 
 
 def distinct_from(expected: Value, value: Value, rel: float = 0.05) -> Distinct:
-    """``value`` where a check at tolerance ``rel`` tells it from ``expected``: a
-    :class:`Distinct`."""
+    """``value`` where a check at tolerance ``rel`` tells it from ``expected`` (beyond
+    ``MARGIN × rel``): a :class:`Distinct`."""
     return Distinct(expected, value, rel)
 
 

@@ -21,7 +21,7 @@ from ..hardware import get_chip
 from ..homework.parts import PINNED, Convention, Part, Slip, distinct_from
 from ..units import format_count, format_flops, format_seconds
 from ..variants import Choice
-from .common import DAY, GB, GIB, MS, US, Draws, decimal_bytes, draws, in_gib
+from .common import DAY, GB, MS, US, Draws, decimal_bytes, draws, in_gib
 from .problem import Problem, one_answer, problem
 
 COUNT = 0.001  # the tolerance of a count: one off is wrong
@@ -576,10 +576,8 @@ def _w9_solution(v):
 
 
 def _w9_no_redo(value):
-    # silent where it passes as the answer in GiB: at the book's numbers it is 5.7% below the
-    # answer in GB, 1.3% above the answer in GiB
     return Slip("without the layer being redone",
-                distinct_from(lambda v: value(v) * GB / GIB, lambda v: value(v) - _w9_redo(v) / GB),
+                distinct_from(value, lambda v: value(v) - _w9_redo(v) / GB),
                 "while a layer is recomputed it holds all its tensors again, once, on top of the "
                 "checkpoints.")
 
@@ -1201,7 +1199,7 @@ W18 = problem(
      "reduced one after the other.)"),
     (Part("buckets", _w18_buckets, rel=COUNT, unit="count", slips=(
          Slip("MB for MiB", distinct_from(_w18_buckets,
-                                          lambda v: math.ceil(_w18_grad(v) / 25e6), COUNT),
+                                          lambda v: math.ceil(_w18_grad(v) / 25e6)),
               "bucket_cap_mb is in MiB: 25 × 2²⁰ bytes."),
      )),
      "buckets per step"),

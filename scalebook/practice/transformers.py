@@ -812,7 +812,7 @@ W13 = problem(
      "Young's interval, in minutes"),
     (Part("goodput_pct", _w13_goodput_pct, rel=0.01, slips=(
          Slip("no restart", distinct_from(_w13_goodput_pct, lambda v: 100 * reliability.goodput(
-             _w13_interval_min(v) * 60.0, _w13_stall(v), _w13_mtbf(v), 0.0), 0.01),
+             _w13_interval_min(v) * 60.0, _w13_stall(v), _w13_mtbf(v), 0.0)),
               "each failure also costs the restart R: {restart_min} minutes."),
          percent_slip(_w13_goodput_pct),
      ), unit="fraction"),

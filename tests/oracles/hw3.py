@@ -87,8 +87,7 @@ MISCONCEPTIONS = [
     # latency ignored for a small message, or the bandwidth term dropped
     ("t_small_allreduce", 2 * V5 * 3 / 4 / (2 * W_V5P), "the latency dominates"),
     ("t_small_allreduce", 4 * ALPHA, "Add the bandwidth term"),
-    # at N = 16 it lies within a check of the (N − 1)/N slip: one hint names both
-    ("t_alltoall", V3 / (8 * W_V5P), "leaving out the latency"),
+    ("t_alltoall", V3 / (8 * W_V5P), "Add the latency"),
     # cross-node bandwidth inside a node, and NVLink across nodes
     ("t_node_allreduce", 2 * V6 * 7 / 8 / NIC + 14 * ALPHA, "NIC is for other nodes"),
     ("t_hier_allreduce", 2 * V6 * 31 / 32 / NIC + 62 * ALPHA, "flat ring"),
