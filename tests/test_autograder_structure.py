@@ -156,7 +156,7 @@ def test_grading_stages_are_modules_named_in_grade_docstring():
 
 
 # The stages that judge a notebook get what they need of the course as plain values (paths, the
-# secret), from grade.course_spec: none of them reaches back into the course.
+# secret), from grade.grade_assignment: none of them reaches back into the course.
 CHECK_STAGES = ("grading.spec", "grading.names", "grading.submission", "grading.check",
                 "grading.result", "grading.autograded")
 
@@ -285,17 +285,17 @@ def test_walk_counts_a_climb_back_up_from_the_solver(tmp_path):
 
 
 # Issue 46's goal is at most 12 stays and no climb over the whole grading run (400 events).
-# Over the whole run, with the stages given plain values once (the course read into
-# GradingFiles, the spec holding its notebooks' cells and nbgrader's checksums, the course's
-# secret handed to load_spec, a student's numbers drawn once by the spec (Spec.numbers_for)
-# into plain StudentNumbers that the check is handed, the runner reading its own release
-# notebook, the gradebook's graded submissions read once and handed to the plan): 17 stays, 1 climb,
-# 6 returns; before: 29 stays, 3 climbs, 18 returns; the tree before that: 43 stays, 3 climbs,
-# 32 returns. The climb left is the self-check coming back from scalebook.variants with its own
-# key (the solutions' identity cell needs it before they are run); the returns are the stages
-# that follow the drawing (self-check, gradebook, record, check) coming back to grade.py,
-# course.open_gradebook and spec.solution_submission. This keeps the walk from getting longer.
-WALK_CEILING = {"stays": 17, "climbs": 1}
+# grade_assignment reads the course once into plain values (GradingFiles) and calls the stages
+# in a line: course -> run -> spec -> (the solver draws the self-check's numbers) -> submission
+# (the instructor's solutions made a submission and validated) -> notebook -> the gradebook
+# (course.open_gradebook) -> claims -> record -> plan -> check (the solutions judged) -> grade
+# (the students' run): 13 stays, 1 climb, 2 returns; before: 17 stays, 1 climb, 6 returns; 29,
+# 3, 18 before that; 43, 3, 32 on the tree before that. The climb is the self-check's numbers:
+# they are drawn by the solver (scalebook.variants) from a key made of the course's secret, and
+# the grader then makes the solutions' notebook with that key and judges them on those
+# numbers, so the path comes back up from the solver once. This keeps the walk from getting
+# longer.
+WALK_CEILING = {"stays": 13, "climbs": 1}
 
 
 def test_the_walk_from_grade_assignment_gets_no_longer():

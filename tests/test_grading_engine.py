@@ -129,7 +129,7 @@ def test_run_test_injects_only_answer_names():
 @pytest.mark.slow  # needs the nbgrader-prepared fixture course (~20 s)
 def test_hidden_test_names_never_reach_the_sandbox(spec):
     v = submission.validate(spec, json.dumps(fixture.honest(spec.release)).encode())
-    assert fixture.HIDDEN_NAME not in json.dumps(v.job(LIMITS))
+    assert fixture.HIDDEN_NAME not in json.dumps(LIMITS.job(v.steps))
     assert spec.test("q3-test").names == ("answer",)
 
 
@@ -719,12 +719,12 @@ def test_real_homework(assignment, tmp_path):
     fixture.generate(root, assignment)
     spec = course_spec(Course(root), assignment)
     # each notebook carries its own student's id and key (a homework with per-student numbers)
-    solved = json.loads(specs.solution_submission(spec, "solved", spec.key_for("solved")))
+    solved = json.loads(submission.solution_submission(spec, "solved", spec.key_for("solved")))
     fixture.submit(root, "solved", solved, assignment=assignment)
     exercise = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     fixture.submit(root, "blank", exercise.read_bytes() if exercise.is_file() else spec.release,
                    assignment=assignment)
-    wrong = json.loads(specs.solution_submission(spec, "wrong", spec.key_for("wrong")))
+    wrong = json.loads(submission.solution_submission(spec, "wrong", spec.key_for("wrong")))
     answer_cells = [c for c in wrong["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     answer_cells[0]["source"] = "raise ValueError('oops')\n" + "".join(answer_cells[0]["source"])
     first_test = spec.tests[0].grade_id

@@ -155,7 +155,7 @@ def test_ipython_code_gets_its_points(spec, make):
     v = validate(spec, json.dumps(nb).encode())
     sandbox = make()
     try:
-        outcome = sandbox.run(v.job(LIMITS), LIMITS)
+        outcome = sandbox.run(LIMITS.job(v.steps), LIMITS)
     finally:
         sandbox.close()
     result, rep = checker.score(spec, "ipython", v, outcome, LIMITS, spec.numbers_for("ipython"))

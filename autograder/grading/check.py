@@ -4,8 +4,9 @@ What comes back from the sandbox is untrusted bytes. :func:`read_records` size-c
 schema-checks each record and keeps a value only if it is plain data (:func:`plain`); then
 :func:`score` runs each test cell's *instructor* source here, in a fresh namespace holding only
 those values (:func:`run_test`). ``AssertionError`` gives zero and its message; a missing name
-gives "not answered". Nothing here runs the student's code: a student can at most set the
-values of their own answers. See ``DESIGN.md``.
+gives "not answered". :func:`check_solutions` holds the instructor's own solutions to full
+marks before any student is graded. Nothing here runs the student's code: a student can at
+most set the values of their own answers. See ``DESIGN.md``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..notebook import IDENTITY, VARIANT_NAME
 from ..sandbox import Limits, Outcome
 from .result import (CRASHED, EXITED, GRADED, GRADER_ERROR, INVALID, MEMORY, OUTPUT, SEVERITY,
                      TAMPERED, TIMED_OUT, SubmissionResult)
-from .spec import Spec, StudentNumbers, TestCell
+from .spec import SELF_CHECK_STUDENT, Spec, StudentNumbers, TestCell
 from .submission import Validation, clean_text
 
 MAX_RECORD_BYTES = 4 << 20
@@ -268,6 +269,30 @@ def score(spec: Spec, student: str, validation: Validation, outcome: Outcome | N
     status = min(statuses, key=SEVERITY.index) if statuses else GRADED
     return SubmissionResult(student, spec.assignment, status, scores, dict(max_scores), messages,
                             problems, answers, variant_note), rep
+
+
+class SolutionsFail(Exception):
+    """The instructor's own solutions do not get full marks: no student can be graded."""
+
+
+def check_solutions(spec: Spec, numbers: StudentNumbers | None, limits: Limits,
+                    validation: Validation, future) -> SubmissionResult:
+    """Judge the instructor's solutions (their ``validation``, run in a sandbox: ``future``) as
+    the student :data:`.spec.SELF_CHECK_STUDENT`, on its own ``numbers``; raise
+    :class:`SolutionsFail` unless they get full marks."""
+    try:
+        outcome = future.result()
+    except Exception as exc:
+        raise SolutionsFail(f"the sandbox failed on the instructor's solutions: {exc}") from exc
+    if outcome.error:
+        raise SolutionsFail(f"the sandbox failed on the instructor's solutions: {outcome.error}")
+    result, _ = score(spec, SELF_CHECK_STUDENT, validation, outcome, limits, numbers)
+    bad = {g: result.messages.get(g, "") for g, p in result.scores.items() if p != result.max_scores[g]}
+    if result.status != GRADED or bad:
+        detail = "; ".join(f"{g}: {m}" for g, m in bad.items()) or "; ".join(result.problems)
+        raise SolutionsFail(f"the instructor's own solutions to {spec.assignment} do not pass its "
+                            f"tests when graded ({result.status}): {detail}")
+    return result
 
 
 def _variant_note(student: str, numbers: StudentNumbers | None, captured: dict | None,

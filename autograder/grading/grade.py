@@ -9,7 +9,7 @@ Grading a class is five stages, each in a module of its own:
    of its own, many at once on this machine or on a Dask cluster; what comes back is untrusted.
    Before it runs, ``submission.validate`` (``submission.py``) parses the notebook as data
    and plans the run against the instructor's notebook, read once into a ``Spec``
-   (``spec.py``; ``names.py`` finds each test cell's answer names) by :func:`course_spec`.
+   (``spec.py``; ``names.py`` finds each test cell's answer names).
 3. **check** (``check.py``): the answers that came back, judged here by the instructor's
    test cells into a ``SubmissionResult`` (``result.py``); the autograded copy is written up
    (``autograded.py``, by ``record.build_record``).
@@ -30,7 +30,12 @@ Guarantees, and where they are kept:
   in ``report.errors`` and retried by the next run.
 - **Nothing lost.** Submissions are only read, never modified.
 - **The tests are checked first.** Unless ``self_check=False``, the instructor's own solutions
-  go through the same sandbox and checks, and must get full marks before any student is graded.
+  (``submission.solution_submission``) go through the same sandbox and checks, and must get
+  full marks (``check.check_solutions``) before any student is graded.
+
+:func:`grade_assignment` is these stages as a line: it reads the course once, into plain values
+(``course.GradingFiles``), and hands each stage what it needs of them; no stage reaches back
+into the course, and the path goes down through the stages once.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ import dataclasses
 import sys
 import time
 
-from . import check
+from .check import SolutionsFail, check_solutions
 from .claims import open_claims
 from ..course import Course, ensure_tools_on_path, open_gradebook
 from .plan import Task, open_task, plan_grading
@@ -50,8 +55,8 @@ from .record import (GradebookMismatch, build_record, commit_results, ensure_in_
 from .result import GRADED, SubmissionResult
 from .run import RunnerError, start_runner
 from ..sandbox import Limits, check_sandbox, memory_cap
-from .spec import SELF_CHECK_STUDENT, Spec, SpecError, StudentNumbers, load_spec, solution_submission
-from .submission import Validation, validate
+from .spec import SELF_CHECK_STUDENT, Spec, SpecError, load_spec
+from .submission import Validation, solution_submission, validate
 
 __all__ = ["grade_assignment", "GradeReport", "SubmissionResult", "GradingError", "Limits",
            "progress_bar"]
@@ -102,39 +107,25 @@ def progress_bar(total: int, label: str, enabled: bool = True, stream=None):
 
 def course_spec(course: Course, assignment: str) -> Spec:
     """The assignment's :class:`~.spec.Spec` from ``course``'s files: its instructor and
-    release notebooks, and, for a homework with per-student numbers, the course's secret."""
+    release notebooks, and, for a homework with per-student numbers, the course's secret
+    (for the tools that judge one notebook outside a grading run)."""
     files = course.grading_files(assignment)
     return load_spec(assignment, files.source_notebook, files.release_notebook, files.secret)
 
 
-def start_self_check(spec: Spec, numbers: StudentNumbers | None, limits: Limits,
-                     submit) -> tuple[Validation, cf.Future]:
-    """Submit the instructor's solutions, with the self-check's own ``numbers``, as a job
-    (``submit(job)`` -> future); judged by :func:`check_solutions` once it has run."""
-    key = numbers.key if numbers is not None else None
-    validation = validate(spec, solution_submission(spec, SELF_CHECK_STUDENT, key))
-    return validation, submit(validation.job(limits))
+def sandbox_check_started(scheduler: str | None) -> cf.Future | None:
+    """:func:`..sandbox.check_sandbox` started in a thread of its own (it waits on a sandboxed
+    Python), None for a Dask cluster (its workers check their own)."""
+    if scheduler is not None:
+        return None
+    pool = cf.ThreadPoolExecutor(1, thread_name_prefix="check")
+    started = pool.submit(check_sandbox)
+    pool.shutdown(wait=False)  # its one thread ends when the check does
+    return started
 
 
-def check_solutions(spec: Spec, numbers: StudentNumbers | None, limits: Limits,
-                    started: tuple[Validation, cf.Future]) -> SubmissionResult:
-    """Judge the instructor's solutions that :func:`start_self_check` ran in a sandbox; raise
-    :class:`GradingError` unless they get full marks."""
-    student = SELF_CHECK_STUDENT  # with per-student numbers: a student of its own
-    validation, future = started
-    try:
-        outcome = future.result()
-    except Exception as exc:
-        raise GradingError(f"the sandbox failed on the instructor's solutions: {exc}") from exc
-    if outcome.error:
-        raise GradingError(f"the sandbox failed on the instructor's solutions: {outcome.error}")
-    result, _ = check.score(spec, student, validation, outcome, limits, numbers)
-    bad = {g: result.messages.get(g, "") for g, p in result.scores.items() if p != result.max_scores[g]}
-    if result.status != GRADED or bad:
-        detail = "; ".join(f"{g}: {m}" for g, m in bad.items()) or "; ".join(result.problems)
-        raise GradingError(f"the instructor's own solutions to {spec.assignment} do not pass its "
-                           f"tests when graded ({result.status}): {detail}")
-    return result
+# what stops a grading run before any student is graded, said to the instructor as it is
+CANNOT_START = (RunnerError, SpecError, GradebookMismatch, SolutionsFail)
 
 
 def grade_assignment(course: Course, assignment: str, *, workers: int | None = None,
@@ -155,45 +146,32 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
     if timeout is not None:
         limits = dataclasses.replace(limits, timeout=float(timeout))
     ensure_tools_on_path()
-    # the course, read once into plain values: no stage below reaches back into it
     files = course.grading_files(assignment)
-    # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
-    # process checks that a sandbox works here and reads the notebooks and the gradebook;
-    # closed at once if there is nothing to grade.
     runner = None
-    if files.submissions if students is None else set(files.submissions) & set(students):
-        try:
+    try:
+        # The sandboxes get ready (a template imports numpy, matplotlib, scalebook) while this
+        # process checks that a sandbox works here and reads the notebooks and the gradebook;
+        # none start when there is nothing to grade.
+        if files.submissions if students is None else set(files.submissions) & set(students):
             runner = start_runner(kind=sandbox, limits=limits, workers=workers, scheduler=scheduler,
                                   course_root=files.root, release_notebook=files.release_notebook)
-        except RunnerError as exc:
-            raise GradingError(str(exc)) from None
-    # the sandbox check waits on a sandboxed Python: in a thread, while this one reads the notebook
-    sandbox_check = None
-    if scheduler is None:
-        pool = cf.ThreadPoolExecutor(1, thread_name_prefix="check")
-        sandbox_check = pool.submit(check_sandbox)
-        pool.shutdown(wait=False)  # its one thread ends when the check does
-    try:
-        try:
-            spec = load_spec(assignment, files.source_notebook, files.release_notebook, files.secret)
-            # the instructor's solutions are graded as a student of their own, numbers included
-            solver_numbers = spec.numbers_for(SELF_CHECK_STUDENT)
-        except SpecError as exc:
-            raise GradingError(str(exc)) from None
+        sandbox_check = sandbox_check_started(scheduler)
+        spec = load_spec(assignment, files.source_notebook, files.release_notebook, files.secret)
+        # the instructor's solutions are graded as a student of their own, numbers included
+        solver_numbers = spec.numbers_for(SELF_CHECK_STUDENT)
         why = sandbox_check.result() if sandbox_check is not None else None
         if why is not None:
             raise GradingError(f"the grading sandbox does not work here: {why}")
         # the solutions run while the gradebook is read; judged before any student is graded
         self_checked = None
         if self_check and runner is not None:
-            self_checked = start_self_check(spec, solver_numbers, limits,
-                                            lambda job: runner.submit("(solutions)", job))
+            solutions = solution_submission(spec, SELF_CHECK_STUDENT,
+                                            solver_numbers.key if solver_numbers is not None else None)
+            validation = validate(spec, solutions)
+            self_checked = validation, runner.submit("(solutions)", validation.steps)
         with open_gradebook(files.gradebook_url) as gb, \
                 open_claims(files.gradebook_url, files.root, assignment) as claims:
-            try:
-                ensure_in_gradebook(gb, spec)
-            except GradebookMismatch as exc:
-                raise GradingError(str(exc)) from None
+            ensure_in_gradebook(gb, spec)
             layout = gradebook_layout(gb, assignment)
             graded_before = graded_submissions(gb, assignment)
             plan = plan_grading(files.submissions, graded_before, students=students, force=force)
@@ -206,13 +184,15 @@ def grade_assignment(course: Course, assignment: str, *, workers: int | None = N
                 report.sandbox = sandbox if scheduler is None else f"{sandbox} on dask {scheduler}"
                 report.memory_cap = memory_cap(limits) if scheduler is None else "as on each Dask worker"
                 if self_checked is not None:
-                    check_solutions(spec, solver_numbers, limits, self_checked)
+                    check_solutions(spec, solver_numbers, limits, *self_checked)
                 with progress_bar(len(plan.todo), assignment, progress) as advance:
                     _GradingRun(gb, layout, spec, limits, claims, runner, report, force,
                                 advance).grade(plan.todo)
-    except BaseException:
+    except BaseException as exc:
         if runner is not None:
             runner.close(abort=True)
+        if isinstance(exc, CANNOT_START):
+            raise GradingError(str(exc)) from exc.__cause__
         raise
     if runner is not None:
         runner.close()
@@ -283,7 +263,6 @@ class _GradingRun:
             if opened.failed is not None:
                 raise opened.failed
             validation = validate(self.spec, opened.data, missing=opened.why)
-            job = validation.job(self.limits)
         except Exception as exc:  # an input validation did not foresee: this one only
             self.record(task, None, None, failed=("reading the notebook", exc))
             return None
@@ -291,7 +270,7 @@ class _GradingRun:
             self.record(task, validation, None)
             return None
         try:
-            future = self.runner.submit(student, job)
+            future = self.runner.submit(student, validation.steps)
         except Exception as exc:  # the pool or the cluster, not the submission
             self.report.errors[student] = (f"the sandbox could not be started: "
                                            f"{type(exc).__name__}: {exc}")[:500]

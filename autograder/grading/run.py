@@ -1,6 +1,6 @@
 """Grading, stage 2 -- run: the students' code in sandboxes, many at once.
 
-Two runners with the same three verbs (``submit(student, job)`` -> future, ``wait_any(futures)``
+Two runners with the same three verbs (``submit(student, steps)`` -> future, ``wait_any(futures)``
 -> the finished ones, ``close(abort)``):
 
 - :class:`LocalRunner`: a pool of sandboxes on this machine (``sandbox/``), by default one per
@@ -86,8 +86,10 @@ class LocalRunner:
         finally:
             self.pool.put(sb)
 
-    def submit(self, student: str, job: dict) -> cf.Future:
-        return self.executor.submit(self._run, job, time.monotonic())
+    def submit(self, student: str, steps: list[dict]) -> cf.Future:
+        """Run ``steps`` (a validated notebook's, :class:`.submission.Validation`) under this
+        runner's limits, in the next free sandbox."""
+        return self.executor.submit(self._run, self.limits.job(steps), time.monotonic())
 
     def wait_any(self, futures: set) -> set:
         done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -120,10 +122,10 @@ class DaskRunner:
         self.workers = threads
         self.completed: as_completed | None = None   # every job submitted, as they finish
 
-    def submit(self, student: str, job: dict):
+    def submit(self, student: str, steps: list[dict]):
         from ..sandbox import run_remote
 
-        fut = self.client.submit(run_remote, job, self.limits, self.kind, pure=False,
+        fut = self.client.submit(run_remote, self.limits.job(steps), self.limits, self.kind, pure=False,
                                  key=f"grade-{student}-{uuid.uuid4().hex}")
         if self.completed is None:
             from distributed import as_completed

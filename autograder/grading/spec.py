@@ -7,14 +7,12 @@ course's secret. It takes paths and the secret as plain values, from the caller
 (``grade.grade_assignment``, ``grade.course_spec``), so the stages that judge a notebook never
 reach back into the course. :meth:`Spec.numbers_for` draws the numbers one student is graded
 on, once, into plain :class:`StudentNumbers` that the check is handed: the check never calls
-the solver's drawing itself. :func:`solution_submission` makes the instructor's solutions a
-submission, for the self-check. Only the instructor's files are read here; nothing here runs
+the solver's drawing itself. Only the instructor's files are read here; nothing here runs
 student code.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import json
@@ -153,17 +151,3 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path, secret: bytes | N
     from scalebook.homework import spec_for  # late: it imports NumPy and the homework's solver
     return Spec(assignment, name, tests, locked, release, source_nb, release_cells, source_cells,
                 spec_for(assignment), secret is not None, secret)
-
-
-def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT, key: str | None = None) -> bytes:
-    """The release notebook with every answer cell holding the instructor's solution (and,
-    for a homework with per-student numbers, ``student``'s id and ``key`` in its identity
-    cell)."""
-    solutions = {c.grade_id: c.source for c in spec.source_cells if c.is_answer and c.grade_id}
-    nb = copy.deepcopy(spec.release)
-    for cell, seen in zip(nb.get("cells", []), spec.release_cells):
-        if seen.grade_id in solutions:
-            cell["source"] = solutions[seen.grade_id]
-        if key is not None and seen.identity:
-            cell["source"] = f"STUDENT_ID = {student!r}\nHOMEWORK_KEY = {key!r}\n"
-    return json.dumps(nb).encode()

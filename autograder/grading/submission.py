@@ -4,20 +4,21 @@
 grader uses; :func:`validate` compares each locked cell with the release (nbgrader checksum and
 grade_id) and plans the sandboxed run: the submission's code cells in order, read-only cells
 restored to the instructor's version, test cells replaced by *capture* steps that report the
-values their answer names hold there. Runs in the grader's own process and never executes the
-student's code: the notebook is only data here. See ``DESIGN.md``.
+values their answer names hold there. :func:`solution_submission` makes the instructor's
+solutions a submission, for the self-check. Runs in the grader's own process and never
+executes the student's code: the notebook is only data here. See ``DESIGN.md``.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
 
 from ..notebook import IDENTITY, IDENTITY_NAMES, Cell, checksum, read_cells
-from ..sandbox import Limits
 from .result import TAMPERED
-from .spec import Spec
+from .spec import SELF_CHECK_STUDENT, Spec
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_CELLS = 5000              # cells in a submission (the homework has under 100)
@@ -38,10 +39,6 @@ class Validation:
     steps: list[dict]                     # the job for sandbox/inside/ (job.py)
     test_positions: dict[str, int]        # grade_id -> index of the test cell in the submission
     cells: tuple[Cell, ...] = ()          # the submission's cells, read once (notebook.read_cells)
-
-    def job(self, limits: Limits) -> dict:
-        return {"steps": self.steps,
-                "limits": {"cell_output": limits.cell_output, "total_output": limits.total_output}}
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -248,3 +245,17 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
             continue  # a tampered copy of a test cell: never run
         steps.append({"kind": "code", "index": i, "source": restored.get(i, cell.source)})
     return Validation(nb, None, tampered, problems, steps, positions, cells)
+
+
+def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT, key: str | None = None) -> bytes:
+    """The release notebook with every answer cell holding the instructor's solution (and,
+    for a homework with per-student numbers, ``student``'s id and ``key`` in its identity
+    cell)."""
+    solutions = {c.grade_id: c.source for c in spec.source_cells if c.is_answer and c.grade_id}
+    nb = copy.deepcopy(spec.release)
+    for cell, seen in zip(nb.get("cells", []), spec.release_cells):
+        if seen.grade_id in solutions:
+            cell["source"] = solutions[seen.grade_id]
+        if key is not None and seen.identity:
+            cell["source"] = f"STUDENT_ID = {student!r}\nHOMEWORK_KEY = {key!r}\n"
+    return json.dumps(nb).encode()

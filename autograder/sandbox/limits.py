@@ -48,6 +48,11 @@ class Limits:
         return {"as": int(self.memory), "cpu": cpu, "nproc": nproc,
                 "fsize": int(self.fsize), "nofile": int(self.nofile)}
 
+    def job(self, steps: list[dict]) -> dict:
+        """The job ``sandbox/inside/`` runs under these limits: the notebook's ``steps`` (its code
+        cells and captures, in order) and the print output it keeps, per cell and in all."""
+        return {"steps": steps, "limits": {"cell_output": self.cell_output, "total_output": self.total_output}}
+
     def job_memory_bytes(self) -> int:
         """The memory cap of one submission's whole process tree (and its tmpfs files)."""
         return int(self.memory if self.job_memory is None else self.job_memory)
