@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 import math
 import random
-import time
 
 import pytest
 
@@ -124,6 +123,14 @@ def _state(driver, problem_id: str) -> dict:
         problem_id)
 
 
+#: Whether the block of problem ``arguments[0]`` has answered a request after count
+#: ``arguments[1]`` and has nothing running (for lb.wait_for: the wait happens in the page).
+_ANSWERED = """
+const s = document.querySelector(`section.practice[data-problem='${arguments[0]}']`).sbPractice;
+return s.done > arguments[1] && !s.busy;
+"""
+
+
 def _click_and_wait(driver, problem_id: str, button: str, timeout: float = 120) -> dict:
     from selenium.webdriver.common.by import By
 
@@ -131,13 +138,9 @@ def _click_and_wait(driver, problem_id: str, button: str, timeout: float = 120) 
     element = _block(driver, problem_id).find_element(By.CSS_SELECTOR, f"button[name='{button}']")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     element.click()
-    deadline = time.monotonic() + timeout
-    while True:
-        state = _state(driver, problem_id)
-        if state["done"] > before and not state["busy"]:
-            return state
-        assert time.monotonic() < deadline, f"{problem_id}: no answer to {button}"
-        time.sleep(0.05)
+    if not lb.wait_for(driver, _ANSWERED, problem_id, before, timeout=timeout):
+        raise AssertionError(f"{problem_id}: no answer to {button}")
+    return _state(driver, problem_id)
 
 
 def _text(driver, problem_id: str, selector: str) -> str:
@@ -219,10 +222,7 @@ def test_keyboard_only_a_reader_checks_an_answer(desktop):
     v = draw(problem, 0)
     before = _state(driver, problem.id)["done"]
     field.send_keys(f"{float(problem.parts[0].expected(v)):.6g}", Keys.ENTER)  # Enter submits
-    deadline = time.monotonic() + 120
-    while _state(driver, problem.id)["done"] == before or _state(driver, problem.id)["busy"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    assert lb.wait_for(driver, _ANSWERED, problem.id, before, timeout=120)
     verdict = _text(driver, problem.id, f".practice-verdict[data-answer='{problem.parts[0].answer}']")
     assert verdict == "✓ Right"
 
