@@ -75,6 +75,22 @@ def chromium() -> Iterator[object]:
 SERVER: str | None = None
 
 
+def all_pages() -> list[str]:
+    """Every page of the built site, as paths under _build/html without ".html"; not the root's
+    redirect (a bare ``<meta http-equiv="Refresh">`` to book/index.html, itself in the list):
+    opened, it is already on its way to that page, and a script run on it meets a document
+    being replaced."""
+    return sorted(p.relative_to(HTML).with_suffix("").as_posix()
+                  for p in HTML.glob("**/*.html")
+                  if "_static" not in p.parts and "_sources" not in p.parts
+                  and not _is_redirect(p))
+
+
+def _is_redirect(path) -> bool:
+    head = path.read_text("utf-8")[:400].lower()
+    return head.lstrip().startswith("<meta http-equiv=\"refresh\"") and "<body" not in head
+
+
 def page_url(page: str) -> str:
     if SERVER is not None:
         return f"{SERVER}/book/{page}.html"

@@ -1,6 +1,7 @@
 """The live site as a reader uses it, in Chromium: hostile input typed into a page, a drag, back
-and reload, a long search that can be cancelled, a busy button, every page at a phone's width
-and through axe, and the runtime over HTTP."""
+and reload, a long search that can be cancelled, a busy button, every page at a phone's width,
+and the runtime over HTTP. (Every page through axe is in test_live_widgets.py, which has run
+axe on the widget pages as loaded already.)"""
 
 from __future__ import annotations
 
@@ -192,28 +193,12 @@ def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
     assert not lb.console_errors(desktop)
 
 
-def _all_pages() -> list[str]:
-    """Every page of the built site, as paths under _build/html without ".html"; not the root's
-    redirect (a bare ``<meta http-equiv="Refresh">`` to book/index.html, itself in the list):
-    opened, it is already on its way to that page, and a script run on it meets a document
-    being replaced."""
-    return sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
-                  for p in lb.HTML.glob("**/*.html")
-                  if "_static" not in p.parts and "_sources" not in p.parts
-                  and not _is_redirect(p))
-
-
-def _is_redirect(path) -> bool:
-    head = path.read_text("utf-8")[:400].lower()
-    return head.lstrip().startswith("<meta http-equiv=\"refresh\"") and "<body" not in head
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 def test_no_page_is_wider_than_a_phone(phone):
     """At 390 x 844 no page of the book scrolls sideways (long inline code did on two)."""
     wide = {}
-    for page in _all_pages():
+    for page in lb.all_pages():
         phone.get((lb.HTML / f"{page}.html").as_uri())
         # lay out every section, not only those near the screen (book.css skips the others'
         # rendering, and a skipped section's overflow would not count)
@@ -223,19 +208,6 @@ def test_no_page_is_wider_than_a_phone(phone):
         if lb.overflow_x(phone):
             wide[page] = lb.wide_elements(phone)
     assert wide == {}
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_every_page_is_axe_clean(desktop):
-    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book."""
-    found = {}
-    for page in _all_pages():
-        desktop.get((lb.HTML / f"{page}.html").as_uri())
-        violations = lb.axe_violations(desktop)
-        if violations:
-            found[page] = violations
-    assert found == {}
 
 
 @pytest.mark.browser

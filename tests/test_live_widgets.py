@@ -293,8 +293,16 @@ def _gzip_size(path: Path) -> int:
 
 
 
+@pytest.fixture(scope="module")
+def axe_as_loaded() -> dict[str, list]:
+    """axe's violations on pages of the site as loaded at 1280 x 900, before any touch, by
+    page ("book/rooflines"): what first_touch_at_desktop found on its pages, which
+    test_every_page_is_axe_clean then need not run again on the same page in the same state."""
+    return {}
+
+
 @pytest.fixture(scope="module", params=list(lb.LIVE_PAGES))
-def first_touch_at_desktop(request, browser) -> dict:
+def first_touch_at_desktop(request, browser, axe_as_loaded) -> dict:
     """A widget page opened fresh from disk at 1280 x 900 and its first widget touched once,
     with what a reader's first touch shows on the way, for the two tests that need a page's
     first touch at a laptop's size (its widget's scenario, its layout and start-up): one cold
@@ -312,7 +320,7 @@ def first_touch_at_desktop(request, browser) -> dict:
         "const img = document.querySelectorAll('.sb-live')[arguments[0]]"
         ".querySelector('.sb-live-figure img'); return img.complete && img.naturalWidth > 0",
         index)
-    seen["axe_before_touch"] = lb.axe_violations(browser)
+    seen["axe_before_touch"] = axe_as_loaded[f"book/{page}"] = lb.axe_violations(browser)
     seen["reserved_height"] = reserved_height(browser, index)
     lb.watch_long_tasks(browser)
     lb.touch(browser, index, first)
@@ -391,3 +399,20 @@ def test_widget_is_live_from_disk(browser, first_touch_at_desktop):
     after = lb.requests(browser)
     assert not lb.outside(after), f"{page} loads from outside the site: {lb.outside(after)}"
     assert not lb.console_errors(browser)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_is_axe_clean(desktop, axe_as_loaded):
+    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book, as loaded at
+    1280 x 900. A widget page's run before its first touch above is that run; the others (or
+    all, when this test runs alone) are loaded and run here."""
+    found = {}
+    for page in lb.all_pages():
+        violations = axe_as_loaded.get(page)
+        if violations is None:
+            desktop.get((lb.HTML / f"{page}.html").as_uri())
+            violations = lb.axe_violations(desktop)
+        if violations:
+            found[page] = violations
+    assert found == {}
