@@ -16,7 +16,6 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -74,6 +73,22 @@ def chromium() -> Iterator[object]:
 #: Where pages are opened: None, from disk (file://, the default); else the address of a
 #: static HTTP server of HTML (:func:`http_server`), as a reader's static host serves them.
 SERVER: str | None = None
+
+
+def all_pages() -> list[str]:
+    """Every page of the built site, as paths under _build/html without ".html"; not the root's
+    redirect (a bare ``<meta http-equiv="Refresh">`` to book/index.html, itself in the list):
+    opened, it is already on its way to that page, and a script run on it meets a document
+    being replaced."""
+    return sorted(p.relative_to(HTML).with_suffix("").as_posix()
+                  for p in HTML.glob("**/*.html")
+                  if "_static" not in p.parts and "_sources" not in p.parts
+                  and not _is_redirect(p))
+
+
+def _is_redirect(path) -> bool:
+    head = path.read_text("utf-8")[:400].lower()
+    return head.lstrip().startswith("<meta http-equiv=\"refresh\"") and "<body" not in head
 
 
 def page_url(page: str) -> str:
@@ -163,12 +178,40 @@ def open_page(driver, page: str) -> list[str]:
     """Load ``page`` from disk and return the URLs it requested before any touch."""
     requests(driver)  # drop what came before
     driver.get(page_url(page))
-    deadline = time.monotonic() + 30
-    while driver.execute_script("return document.readyState") != "complete":
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{page} did not finish loading")
-        time.sleep(0.05)
+    if not wait_for(driver, "return document.readyState === 'complete'", timeout=30):
+        raise TimeoutError(f"{page} did not finish loading")
     return requests(driver)
+
+
+#: Waits inside the page until ``condition`` (a function body over ``args``) returns a truthy
+#: value, checking every 20 ms on the page's timer; answers that value, or null at the
+#: deadline.
+_WAIT_FOR = """
+const [condition, args, timeout] = arguments;
+const done = arguments[arguments.length - 1];
+const test = new Function(condition);
+const deadline = performance.now() + timeout * 1000;
+(function check() {
+  let value = null;
+  try { value = test.apply(null, args); } catch (error) { value = null; }
+  if (value) return done(value);
+  if (performance.now() > deadline) return done(null);
+  setTimeout(check, 20);
+})();
+"""
+
+
+def wait_for(driver, condition: str, *args, timeout: float = 20.0):
+    """Wait until the JavaScript function body ``condition`` (its arguments ``args``) returns
+    a truthy value in the page, and return that value; None if it never did in ``timeout``
+    seconds. The waiting happens in the page (one WebDriver call), not in a loop of calls from
+    here, which would keep chromedriver, the page and this process busy the whole time."""
+    previous = driver.timeouts.script
+    driver.set_script_timeout(timeout + 30)
+    try:
+        return driver.execute_async_script(_WAIT_FOR, condition, list(args), timeout)
+    finally:
+        driver.set_script_timeout(previous)
 
 
 def widget_element(driver, index: int):
@@ -184,18 +227,28 @@ def widget_state(driver, index: int) -> dict:
         " redraws: s.redraws};", index)
 
 
+#: Whether widget ``arguments[0]`` has reached ``arguments[1]``: "live" (its first live
+#: picture drawn, nothing running; "failed" if it could not start) or "settled" (a request
+#: finished after count ``arguments[2]``, nothing queued or running), for :func:`wait_for`.
+_REACHED = """
+const [index, until, before] = arguments;
+const s = document.querySelectorAll('.sb-live')[index].sbLive;
+if (until === 'live' && s.state === 'failed') return 'failed';
+if (until === 'live' && s.state === 'live' && s.last != null && !s.busy) return until;
+if (until === 'settled' && s.done > before && !s.busy) return until;
+return null;
+"""
+
+
 def wait_live(driver, index: int, timeout: float = 60.0) -> dict:
     """Wait until widget ``index`` has drawn its first live picture; returns its state."""
-    deadline = time.monotonic() + timeout
-    while True:
-        state = widget_state(driver, index)
-        if state["state"] == "failed":
-            raise RuntimeError(f"widget {index} failed to start: {console_errors(driver)}")
-        if state["state"] == "live" and state["last"] is not None and not state["busy"]:
-            return state
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"widget {index} not live after {timeout} s: {state['state']}")
-        time.sleep(0.02)
+    outcome = wait_for(driver, _REACHED, index, "live", 0, timeout=timeout)
+    state = widget_state(driver, index)
+    if outcome == "failed":
+        raise RuntimeError(f"widget {index} failed to start: {console_errors(driver)}")
+    if outcome != "live":
+        raise TimeoutError(f"widget {index} not live after {timeout} s: {state['state']}")
+    return state
 
 
 def touch(driver, index: int, control: str) -> None:
@@ -229,14 +282,11 @@ return before;
 def settle(driver, index: int, done_before: int, timeout: float = 60.0) -> dict:
     """Wait until widget ``index`` has finished a request after ``done_before`` and has
     nothing queued or running (Python answers in a worker, asynchronously); its state."""
-    deadline = time.monotonic() + timeout
-    while True:
-        state = widget_state(driver, index)
-        if state["done"] > done_before and not state["busy"]:
-            return state
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"widget {index} did not settle in {timeout} s: {state['state']}")
-        time.sleep(0.02)
+    outcome = wait_for(driver, _REACHED, index, "settled", done_before, timeout=timeout)
+    state = widget_state(driver, index)
+    if outcome != "settled":
+        raise TimeoutError(f"widget {index} did not settle in {timeout} s: {state['state']}")
+    return state
 
 
 def move(driver, index: int, control: str, how: str, value: object) -> float | None:

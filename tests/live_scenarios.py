@@ -6,7 +6,6 @@ first touch and moves are, and how what a page shows is held against CPython's
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -254,11 +253,7 @@ return {stacked: !!box && box.classList.contains('sb-live-stacked'),
 def reserved_height(driver, index: int) -> float:
     """The widget's height before the touch, once the page reserved the live picture's room
     (sbLive.reserved: after the static picture is decoded)."""
-    for _ in range(200):
-        if driver.execute_script("return !!document.querySelectorAll('.sb-live')[arguments[0]]"
-                                 ".sbLive.reserved", index):
-            break
-        time.sleep(0.05)
-    else:
+    if not lb.wait_for(driver, "return !!document.querySelectorAll('.sb-live')[arguments[0]]"
+                               ".sbLive.reserved", index, timeout=10):
         raise AssertionError("the page did not reserve the live picture's room")
     return driver.execute_script(FIGURE, index)["height"]

@@ -1,11 +1,10 @@
-"""Each page with a live widget, in Chromium at a laptop's and at a phone's size: the panels
-side by side or stacked, nothing scrolls sideways, going live moves nothing that follows, no
-script of the widgets blocks the main thread, and axe finds nothing to fault. The fixtures
-``desktop`` and ``phone`` are in conftest.py; the scenarios in live_scenarios.py."""
+"""Each page with a live widget, in Chromium at a phone's size: the panels stacked, nothing
+scrolls sideways, going live moves nothing that follows, and axe finds nothing to fault. The
+same page at a laptop's size is in test_live_widgets.py, which starts Python once per page
+for its first touch there and its widget's scenario. The fixture ``phone`` is in conftest.py;
+the scenarios in live_scenarios.py."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -44,39 +43,3 @@ def test_phone_stacks_readable_charts_and_nothing_scrolls_sideways(phone, page):
     assert lb.overflow_x(phone) == 0, lb.wide_elements(phone)
     assert lb.axe_violations(phone) == []
     assert not lb.console_errors(phone)
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-@pytest.mark.parametrize("page", list(lb.LIVE_PAGES))
-def test_desktop_side_by_side_without_layout_shift_and_no_long_task(desktop, page):
-    """At 1280 x 900 the panels stand side by side; going live moves what follows the figure
-    by at most 2 px (the page reserved the live picture's room before the touch); while
-    Python starts (touch to ready) no script of the widgets blocks the main thread over 50 ms
-    (Python starts in a worker; what else the browser does meanwhile is not the widgets'; the
-    first picture's drawing is measured by the bench); axe finds nothing to fault before or
-    after the touch."""
-    module, first, index = first_touch(page)
-    lb.open_page(desktop, page)
-    assert lb.axe_violations(desktop) == []
-    before = reserved_height(desktop, index)
-    lb.watch_long_tasks(desktop)
-    lb.touch(desktop, index, first)
-    state = lb.wait_live(desktop, index, timeout=120)
-    starting = [t for t in lb.own_script_blocks(desktop, state["timings"]["touch"],
-                                                state["timings"]["ready"]) if t[1] > 50]
-    assert starting == [], (starting, lb.long_tasks(desktop, state["timings"]["touch"]))
-    # Chart.js was warmed up while Python started (widgets.js warmCharts), to its last step:
-    # a warm-up that threw would leave the first picture's drawing to pay Chart.js's compile
-    warm = "return performance.getEntriesByName('sb-live-charts-warm').length"
-    for _ in range(100):
-        if desktop.execute_script(warm):
-            break
-        time.sleep(0.1)
-    assert desktop.execute_script(warm) == 1
-    figure = desktop.execute_script(FIGURE, index)
-    assert not figure["stacked"]
-    assert not lb.console_errors(desktop)
-    assert lb.axe_violations(desktop) == []
-    shift = figure["height"] - before  # the widget's own height: what follows it moves by this
-    assert abs(shift) <= 2, shift

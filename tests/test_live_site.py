@@ -1,6 +1,7 @@
 """The live site as a reader uses it, in Chromium: hostile input typed into a page, a drag, back
-and reload, a long search that can be cancelled, a busy button, every page at a phone's width
-and through axe, and the runtime over HTTP."""
+and reload, a long search that can be cancelled, a busy button, every page at a phone's width,
+and the runtime over HTTP. (Every page through axe is in test_live_widgets.py, which has run
+axe on the widget pages as loaded already.)"""
 
 from __future__ import annotations
 
@@ -15,15 +16,40 @@ from scalebook.live import render
 pytestmark = pytest.mark.book  # reads the built site (make test: after the build)
 
 
+def _live(driver, page: str) -> tuple[str, str, int]:
+    """``page`` open with its first widget live at the book's settings: the page the test
+    before left live, put back to the book's settings with its reset button (which also
+    clears the address), or else opened fresh and touched. Its module, first control, index.
+    Starting Python is most of what a page costs here, and these tests ask nothing of the
+    start; the tests that do (a button pressed before Python is ready, Back and reload, the
+    runtime over HTTP) open their own page."""
+    module, first, index = first_touch(page)
+    state = None
+    if driver.execute_script("return location.href.split(/[?#]/)[0]") == lb.page_url(page):
+        state = lb.widget_state(driver, index)
+    if state is not None and state["state"] == "live" and not state["busy"]:
+        driver.execute_script("document.querySelectorAll('.sb-live')[arguments[0]]"
+                              ".querySelector('.sb-live-reset').click()", index)
+        lb.settle(driver, index, state["done"])
+        assert "sb-" not in driver.execute_script("return location.search + location.hash")
+    else:
+        lb.open_page(driver, page)
+        lb.touch(driver, index, first)
+        lb.wait_live(driver, index, timeout=120)
+    return module, first, index
+
+
 #: The issue's hostile inputs, typed into the page: (page, control, value, message start).
+#: A page's inputs together (Python starts once per page), the planner's last: the search
+#: test that follows goes on from its live page.
 HOSTILE_ON_PAGE = [
     ("transformers", "d_model", "1e200", "d_model: 1e+200 is out of range"),
     ("transformers", "n_layers", "1e300", "n_layers: 1e+300 is out of range"),
+    ("transformers", "n_chips", "abc", "chips: enter a whole number"),
+    ("sharded-matmuls", "mesh", "X" * 100_000, "mesh: 100,000 characters is too long"),
     ("parallelism", "d_model", "1e200", "d_model: 1e+200 is out of range"),
     ("parallelism", "d_ff", "1e300", "d_ff: 1e+300 is out of range"),
     ("parallelism", "dp", "1e200", "dp: 1e+200 is out of range"),
-    ("sharded-matmuls", "mesh", "X" * 100_000, "mesh: 100,000 characters is too long"),
-    ("transformers", "n_chips", "abc", "chips: enter a whole number"),
 ]
 
 
@@ -35,11 +61,8 @@ def test_hostile_inputs_show_messages_keep_the_picture_and_lock_nothing(desktop)
     field back brings the picture back."""
     opened = None
     for page, control, value, message in HOSTILE_ON_PAGE:
-        module, first, index = first_touch(page)
         if page != opened:
-            lb.open_page(desktop, page)
-            lb.touch(desktop, index, first)
-            lb.wait_live(desktop, index, timeout=120)
+            module, first, index = _live(desktop, page)
             opened = page
         good = lb.widget_state(desktop, index)["last"]
         old = lb.control_value(desktop, index, control)
@@ -66,70 +89,6 @@ def test_hostile_inputs_show_messages_keep_the_picture_and_lock_nothing(desktop)
     assert not lb.console_errors(desktop)
 
 
-_DRAG = """
-const [index, name, positions] = arguments;
-const root = document.querySelectorAll('.sb-live')[index];
-const field = root.querySelector(`[name='${name}']`);
-const before = root.sbLive.done;
-for (const p of positions) {
-  field.value = String(p);
-  field.dispatchEvent(new Event('input', {bubbles: true}));
-}
-return before;
-"""
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_a_drag_of_60_moves_settles_on_its_final_value(desktop):
-    """60 input events in one go (a fast drag): the widget renders far fewer times than
-    that (moves of one control replace each other while Python works) and ends showing
-    exactly CPython's picture for the final value."""
-    module, first, index = first_touch("rooflines")
-    lb.open_page(desktop, "rooflines")
-    lb.touch(desktop, index, first)
-    lb.wait_live(desktop, index, timeout=120)
-    drawn = len(lb.widget_state(desktop, index)["redraws"])
-    positions = [2 + k / 8 for k in range(60)]
-    state = lb.settle(desktop, index, desktop.execute_script(_DRAG, index, "B", positions))
-    assert len(state["redraws"]) - drawn <= 3, len(state["redraws"]) - drawn
-    assert state["last"]["values"]["B"] == 2 ** positions[-1]
-    check_state(desktop, module, index, None, "B")
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
-    """The widget's settings go into the page's address; after leaving the page and coming
-    Back (or a reload) the controls show them and the picture is CPython's for them; reset
-    returns to the book's settings and clears the address."""
-    module, first, index = first_touch("rooflines")
-    lb.open_page(desktop, "rooflines")
-    lb.touch(desktop, index, first)
-    lb.wait_live(desktop, index, timeout=120)
-    lb.move(desktop, index, "chip", "label", "H100")
-    lb.move(desktop, index, "B", "value", 11.0)
-    values = lb.widget_state(desktop, index)["last"]["values"]
-    assert "sb-roofline=" in desktop.current_url
-    lb.open_page(desktop, "hardware")
-    desktop.back()
-    for _ in range(2):  # Back, then a reload
-        state = lb.wait_live(desktop, index, timeout=120)
-        assert state["last"]["values"] == values
-        assert lb.control_value(desktop, index, "chip") == "H100"
-        check_state(desktop, module, index, None, None)
-        desktop.refresh()
-    lb.wait_live(desktop, index, timeout=120)
-    done = lb.widget_state(desktop, index)["done"]
-    desktop.execute_script(
-        "document.querySelectorAll('.sb-live')[arguments[0]].querySelector('.sb-live-reset').click()",
-        index)
-    state = lb.settle(desktop, index, done)
-    assert state["last"]["values"]["chip"] == "TPU v5e"
-    assert "sb-roofline=" not in desktop.current_url
-    assert not lb.console_errors(desktop)
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 def test_best_layout_shows_progress_blocks_nothing_and_cancels(desktop):
@@ -137,10 +96,7 @@ def test_best_layout_shows_progress_blocks_nothing_and_cancels(desktop):
     button, and no script of the widgets blocks the main thread over 50 ms while it searches
     (the search runs in the worker); cancelling keeps the old
     picture and the widget (with Python restarted) answers the next move."""
-    module, first, index = first_touch("parallelism")
-    lb.open_page(desktop, "parallelism")
-    lb.touch(desktop, index, first)
-    lb.wait_live(desktop, index, timeout=120)
+    module, first, index = _live(desktop, "parallelism")
     since = lb.watch_long_tasks(desktop)
     lb.press(desktop, index, "best")
     state = lb.widget_state(desktop, index)
@@ -179,20 +135,62 @@ return [root.sbLive.state, root.sbLive.redraws.length,
 """
 
 
-def _all_pages() -> list[str]:
-    """Every page of the built site, as paths under _build/html without ".html"; not the root's
-    redirect (a bare ``<meta http-equiv="Refresh">`` to book/index.html, itself in the list):
-    opened, it is already on its way to that page, and a script run on it meets a document
-    being replaced."""
-    return sorted(p.relative_to(lb.HTML).with_suffix("").as_posix()
-                  for p in lb.HTML.glob("**/*.html")
-                  if "_static" not in p.parts and "_sources" not in p.parts
-                  and not _is_redirect(p))
+_DRAG = """
+const [index, name, positions] = arguments;
+const root = document.querySelectorAll('.sb-live')[index];
+const field = root.querySelector(`[name='${name}']`);
+const before = root.sbLive.done;
+for (const p of positions) {
+  field.value = String(p);
+  field.dispatchEvent(new Event('input', {bubbles: true}));
+}
+return before;
+"""
 
 
-def _is_redirect(path) -> bool:
-    head = path.read_text("utf-8")[:400].lower()
-    return head.lstrip().startswith("<meta http-equiv=\"refresh\"") and "<body" not in head
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_drag_of_60_moves_settles_on_its_final_value(desktop):
+    """60 input events in one go (a fast drag): the widget renders far fewer times than
+    that (moves of one control replace each other while Python works) and ends showing
+    exactly CPython's picture for the final value."""
+    module, first, index = _live(desktop, "rooflines")
+    drawn = len(lb.widget_state(desktop, index)["redraws"])
+    positions = [2 + k / 8 for k in range(60)]
+    state = lb.settle(desktop, index, desktop.execute_script(_DRAG, index, "B", positions))
+    assert len(state["redraws"]) - drawn <= 3, len(state["redraws"]) - drawn
+    assert state["last"]["values"]["B"] == 2 ** positions[-1]
+    check_state(desktop, module, index, None, "B")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
+    """The widget's settings go into the page's address; after leaving the page and coming
+    Back (or a reload) the controls show them and the picture is CPython's for them; reset
+    returns to the book's settings and clears the address."""
+    module, first, index = _live(desktop, "rooflines")
+    lb.move(desktop, index, "chip", "label", "H100")
+    lb.move(desktop, index, "B", "value", 11.0)
+    values = lb.widget_state(desktop, index)["last"]["values"]
+    assert "sb-roofline=" in desktop.current_url
+    lb.open_page(desktop, "hardware")
+    desktop.back()
+    for again in (desktop.refresh, None):  # Back, then a reload
+        state = lb.wait_live(desktop, index, timeout=120)
+        assert state["last"]["values"] == values
+        assert lb.control_value(desktop, index, "chip") == "H100"
+        check_state(desktop, module, index, None, None)
+        if again:
+            again()
+    done = lb.widget_state(desktop, index)["done"]
+    desktop.execute_script(
+        "document.querySelectorAll('.sb-live')[arguments[0]].querySelector('.sb-live-reset').click()",
+        index)
+    state = lb.settle(desktop, index, done)
+    assert state["last"]["values"]["chip"] == "TPU v5e"
+    assert "sb-roofline=" not in desktop.current_url
+    assert not lb.console_errors(desktop)
 
 
 @pytest.mark.browser
@@ -200,7 +198,7 @@ def _is_redirect(path) -> bool:
 def test_no_page_is_wider_than_a_phone(phone):
     """At 390 x 844 no page of the book scrolls sideways (long inline code did on two)."""
     wide = {}
-    for page in _all_pages():
+    for page in lb.all_pages():
         phone.get((lb.HTML / f"{page}.html").as_uri())
         # lay out every section, not only those near the screen (book.css skips the others'
         # rendering, and a skipped section's overflow would not count)
@@ -210,19 +208,6 @@ def test_no_page_is_wider_than_a_phone(phone):
         if lb.overflow_x(phone):
             wide[page] = lb.wide_elements(phone)
     assert wide == {}
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-def test_every_page_is_axe_clean(desktop):
-    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book."""
-    found = {}
-    for page in _all_pages():
-        desktop.get((lb.HTML / f"{page}.html").as_uri())
-        violations = lb.axe_violations(desktop)
-        if violations:
-            found[page] = violations
-    assert found == {}
 
 
 @pytest.mark.browser

@@ -11,9 +11,11 @@ Three layers, cheapest first:
   Python, move controls, and check what the page shows against CPython's
   :func:`scalebook.live.render` for the same control values, and against the Jupyter widget.
 
-Each page at a laptop's and a phone's size is in test_live_pages.py, the site as a reader uses
-it (hostile input, drag, back and reload, axe, HTTP) in test_live_site.py: three files, so a
-parallel run opens them in three browsers at once.
+Each page's first touch at a laptop's size (its layout, no layout shift, no long task while
+Python starts, axe before and after) is checked here too, on the same cold start as its
+widget's scenario. Each page at a phone's size is in test_live_pages.py, the site as a reader
+uses it (hostile input, drag, back and reload, axe, HTTP) in test_live_site.py: three files,
+so a parallel run opens them in three browsers at once.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 import pytest
 
 import live_browser as lb
-from live_scenarios import SCENARIOS, built_page, check_state, jupyter, jupyter_at
+from live_scenarios import (FIGURE, SCENARIOS, built_page, check_state, first_touch, jupyter,
+                            jupyter_at, reserved_height)
 from scalebook.live import MESSAGE_LIMIT, render, render_json
 from scalebook.widgets import figure as F
 
@@ -290,16 +293,85 @@ def _gzip_size(path: Path) -> int:
 
 
 
+@pytest.fixture(scope="module")
+def axe_as_loaded() -> dict[str, list]:
+    """axe's violations on pages of the site as loaded at 1280 x 900, before any touch, by
+    page ("book/rooflines"): what first_touch_at_desktop found on its pages, which
+    test_every_page_is_axe_clean then need not run again on the same page in the same state."""
+    return {}
+
+
+@pytest.fixture(scope="module", params=list(lb.LIVE_PAGES))
+def first_touch_at_desktop(request, browser, axe_as_loaded) -> dict:
+    """A widget page opened fresh from disk at 1280 x 900 and its first widget touched once,
+    with what a reader's first touch shows on the way, for the two tests that need a page's
+    first touch at a laptop's size (its widget's scenario, its layout and start-up): one cold
+    start of Python serves both, where each used to load the page and start Python again.
+    The page stays open and live for the scenario's moves (pytest runs a page's tests
+    together: the fixture is module-scoped and parametrized by page)."""
+    page = request.param
+    module, first, index = first_touch(page)
+    built_page(page)
+    lb.viewport(browser, 1280, 900)
+    lb.console_errors(browser)  # drop what an earlier page logged
+    seen: dict = {"page": page, "module": module, "index": index}
+    seen["requests_before_touch"] = lb.open_page(browser, page)
+    seen["static_figure_decoded"] = browser.execute_script(
+        "const img = document.querySelectorAll('.sb-live')[arguments[0]]"
+        ".querySelector('.sb-live-figure img'); return img.complete && img.naturalWidth > 0",
+        index)
+    seen["axe_before_touch"] = axe_as_loaded[f"book/{page}"] = lb.axe_violations(browser)
+    seen["reserved_height"] = reserved_height(browser, index)
+    lb.watch_long_tasks(browser)
+    lb.touch(browser, index, first)
+    seen["loading"] = browser.execute_script(
+        "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
+        "return [root.sbLive.state, root.querySelector('.sb-live-message').textContent];", index)
+    state = lb.wait_live(browser, index, timeout=120)  # how fast: bench/live_widgets.py
+    touched, ready = state["timings"]["touch"], state["timings"]["ready"]
+    seen["blocks_while_starting"] = [t for t in lb.own_script_blocks(browser, touched, ready)
+                                     if t[1] > 50]
+    seen["long_tasks_while_starting"] = lb.long_tasks(browser, touched)
+    # Chart.js was warmed up while Python started (widgets.js warmCharts), to its last step:
+    # a warm-up that threw would leave the first picture's drawing to pay Chart.js's compile
+    warm = "return performance.getEntriesByName('sb-live-charts-warm').length"
+    lb.wait_for(browser, warm, timeout=10)
+    seen["charts_warmed"] = browser.execute_script(warm)
+    seen["figure_when_live"] = browser.execute_script(FIGURE, index)
+    seen["console_errors_when_live"] = lb.console_errors(browser)
+    seen["axe_when_live"] = lb.axe_violations(browser)
+    return seen
+
+
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("module", SCENARIOS)
-def test_widget_is_live_from_disk(desktop, module):
-    browser = desktop
-    page, first, moves = SCENARIOS[module]
-    built_page(page)
-    index = lb.LIVE_PAGES[page].index(module)
-    lb.console_errors(browser)  # drop what an earlier page logged
-    before = lb.open_page(browser, page)
+def test_desktop_side_by_side_without_layout_shift_and_no_long_task(first_touch_at_desktop):
+    """At 1280 x 900 the panels stand side by side; going live moves what follows the figure
+    by at most 2 px (the page reserved the live picture's room before the touch); while
+    Python starts (touch to ready) no script of the widgets blocks the main thread over 50 ms
+    (Python starts in a worker; what else the browser does meanwhile is not the widgets'; the
+    first picture's drawing is measured by the bench); axe finds nothing to fault before or
+    after the touch."""
+    seen = first_touch_at_desktop
+    assert seen["axe_before_touch"] == []
+    assert seen["blocks_while_starting"] == [], (seen["blocks_while_starting"],
+                                                 seen["long_tasks_while_starting"])
+    assert seen["charts_warmed"] == 1
+    figure = seen["figure_when_live"]
+    assert not figure["stacked"]
+    assert not seen["console_errors_when_live"]
+    assert seen["axe_when_live"] == []
+    shift = figure["height"] - seen["reserved_height"]  # what follows the widget moves by this
+    assert abs(shift) <= 2, shift
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_widget_is_live_from_disk(browser, first_touch_at_desktop):
+    seen = first_touch_at_desktop
+    page, module, index = seen["page"], seen["module"], seen["index"]
+    _first, moves = SCENARIOS[module][1:]
+    before = seen["requests_before_touch"]
     assert not lb.outside(before), f"{page} loads from outside the site: {lb.outside(before)}"
     # Sphinx appends "?v=<checksum>" once the files exist in _static (a rebuild)
     live_files = {u.split("?")[0].rsplit("/", 1)[-1] for u in before if "/_static/live/" in u}
@@ -313,17 +385,11 @@ def test_widget_is_live_from_disk(desktop, module):
     assert raw < PAGE_BYTES_BEFORE_TOUCH, (
         f"{page}: {raw:,} bytes from disk before a touch "
         f"({sum(_gzip_size(f) for f in files):,} gzip-compressed)")
-    assert browser.execute_script(  # before the touch: the static figure, decoded
-        "const img = document.querySelectorAll('.sb-live')[arguments[0]]"
-        ".querySelector('.sb-live-figure img'); return img.complete && img.naturalWidth > 0",
-        index)
+    assert seen["static_figure_decoded"]  # before the touch: the static figure, decoded
+    # the reader sees it is coming
+    assert seen["loading"] == ["loading", "loading Python…"], seen["loading"]
+    assert not seen["console_errors_when_live"]
 
-    lb.touch(browser, index, first)
-    loading = browser.execute_script(
-        "const root = document.querySelectorAll('.sb-live')[arguments[0]];"
-        "return [root.sbLive.state, root.querySelector('.sb-live-message').textContent];", index)
-    assert loading == ["loading", "loading Python…"], loading  # the reader sees it is coming
-    lb.wait_live(browser, index, timeout=120)  # how fast: bench/live_widgets.py
     summary = check_state(browser, module, index, None)["summary_html"]
     for control, how, value in moves:
         assert lb.move(browser, index, control, how, value) is not None, control
@@ -333,3 +399,20 @@ def test_widget_is_live_from_disk(desktop, module):
     after = lb.requests(browser)
     assert not lb.outside(after), f"{page} loads from outside the site: {lb.outside(after)}"
     assert not lb.console_errors(browser)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_page_is_axe_clean(desktop, axe_as_loaded):
+    """axe-core (WCAG 2.1 A and AA) finds nothing on any page of the book, as loaded at
+    1280 x 900. A widget page's run before its first touch above is that run; the others (or
+    all, when this test runs alone) are loaded and run here."""
+    found = {}
+    for page in lb.all_pages():
+        violations = axe_as_loaded.get(page)
+        if violations is None:
+            desktop.get((lb.HTML / f"{page}.html").as_uri())
+            violations = lb.axe_violations(desktop)
+        if violations:
+            found[page] = violations
+    assert found == {}

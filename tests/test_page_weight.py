@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -194,11 +193,8 @@ def test_every_icon_the_site_names_is_in_its_subset():
 
 
 def _wait(driver, script: str, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not driver.execute_script(script):
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.05)
+    if not lb.wait_for(driver, script, timeout=timeout):
+        raise TimeoutError(what)
 
 
 #: Font Awesome's icons as the page shows them: the SVGs it drew (prefix, name, whether it

@@ -2,9 +2,10 @@
 the page's verdicts and hints are the CPython grader's, a reader's clicks work, the score is
 kept in localStorage, and the blocks are accessible and fit a phone.
 
-One page load per chapter. The many draws go through the page's own runtime (the Python the
-page runs in its worker, `window.sbPracticeRuntime()` of web/src/practice.js, the call every
-click makes), a few through real clicks and keys.
+One page load per chapter: a reader's clicks and keys go on from the page the verdicts used;
+the accessibility and phone checks open their own. The many draws go through the page's own
+runtime (the Python the page runs in its worker, `window.sbPracticeRuntime()` of
+web/src/practice.js, the call every click makes), a few through real clicks and keys.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import html
 import math
 import random
-import time
 
 import pytest
 
@@ -42,6 +42,18 @@ def _open(driver, chapter: str) -> None:
     outside = lb.outside(lb.open_page(driver, _page(chapter)))
     assert not outside, outside
     driver.execute_script("window.localStorage.clear()")
+
+
+@pytest.fixture(scope="module")
+def chapter_page(request, browser) -> str:
+    """The chapter ``request.param`` opened once at 1280 x 900 for the tests that read its
+    page as it loads or drive it from there (pytest runs them together: the fixture is
+    module-scoped, parametrized by chapter). The verdicts go through the page's runtime
+    without touching its blocks, so a reader's first clicks after them meet the blocks as
+    loaded; Python, started by the verdicts, is not started again for them."""
+    lb.viewport(browser, 1280, 900)
+    _open(browser, request.param)
+    return request.param
 
 
 #: Runs a list of [controls, changed] through the page's runtime, one after another (the
@@ -78,10 +90,9 @@ def _cases(problem, v, rng: random.Random) -> list[dict[str, str]]:
     return cases
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS_WITH_PROBLEMS)
-def test_the_pages_verdicts_and_hints_are_the_graders(desktop, chapter):
-    driver = desktop
-    _open(driver, chapter)
+@pytest.mark.parametrize("chapter_page", CHAPTERS_WITH_PROBLEMS, indirect=True)
+def test_the_pages_verdicts_and_hints_are_the_graders(desktop, chapter_page):
+    driver, chapter = desktop, chapter_page
     problems = CHAPTERS[chapter]
     on_page = driver.execute_script(
         "return [...document.querySelectorAll('section.practice')].map(s => s.dataset.problem)")
@@ -124,6 +135,14 @@ def _state(driver, problem_id: str) -> dict:
         problem_id)
 
 
+#: Whether the block of problem ``arguments[0]`` has answered a request after count
+#: ``arguments[1]`` and has nothing running (for lb.wait_for: the wait happens in the page).
+_ANSWERED = """
+const s = document.querySelector(`section.practice[data-problem='${arguments[0]}']`).sbPractice;
+return s.done > arguments[1] && !s.busy;
+"""
+
+
 def _click_and_wait(driver, problem_id: str, button: str, timeout: float = 120) -> dict:
     from selenium.webdriver.common.by import By
 
@@ -131,13 +150,9 @@ def _click_and_wait(driver, problem_id: str, button: str, timeout: float = 120) 
     element = _block(driver, problem_id).find_element(By.CSS_SELECTOR, f"button[name='{button}']")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     element.click()
-    deadline = time.monotonic() + timeout
-    while True:
-        state = _state(driver, problem_id)
-        if state["done"] > before and not state["busy"]:
-            return state
-        assert time.monotonic() < deadline, f"{problem_id}: no answer to {button}"
-        time.sleep(0.05)
+    if not lb.wait_for(driver, _ANSWERED, problem_id, before, timeout=timeout):
+        raise AssertionError(f"{problem_id}: no answer to {button}")
+    return _state(driver, problem_id)
 
 
 def _text(driver, problem_id: str, selector: str) -> str:
@@ -161,11 +176,10 @@ def _type(driver, problem_id: str, answer: str, text: str) -> None:
     field.send_keys(text)
 
 
-def test_a_reader_draws_slips_gets_the_hint_then_the_solution_and_a_score(desktop):
-    driver = desktop
-    chapter = CHAPTERS_WITH_PROBLEMS[-1]
+@pytest.mark.parametrize("chapter_page", CHAPTERS_WITH_PROBLEMS[-1:], indirect=True)
+def test_a_reader_draws_slips_gets_the_hint_then_the_solution_and_a_score(desktop, chapter_page):
+    driver, chapter = desktop, chapter_page
     problem = next((p for p in CHAPTERS[chapter] if p.worked), CHAPTERS[chapter][0])
-    _open(driver, chapter)
     assert driver.execute_script("return document.querySelector('.practice-score').hidden") is False
     for _ in range(2):  # draw again as often as wanted
         state = _click_and_wait(driver, problem.id, "new")
@@ -207,22 +221,18 @@ def test_a_reader_draws_slips_gets_the_hint_then_the_solution_and_a_score(deskto
     assert not lb.console_errors(driver)
 
 
-def test_keyboard_only_a_reader_checks_an_answer(desktop):
+@pytest.mark.parametrize("chapter_page", CHAPTERS_WITH_PROBLEMS[:1], indirect=True)
+def test_keyboard_only_a_reader_checks_an_answer(desktop, chapter_page):
     from selenium.webdriver.common.keys import Keys
 
-    driver = desktop
-    chapter = CHAPTERS_WITH_PROBLEMS[0]
+    driver, chapter = desktop, chapter_page
     problem = CHAPTERS[chapter][0]
-    _open(driver, chapter)
     field = _block(driver, problem.id).find_element("css selector", "input")
     driver.execute_script("arguments[0].focus()", field)
     v = draw(problem, 0)
     before = _state(driver, problem.id)["done"]
     field.send_keys(f"{float(problem.parts[0].expected(v)):.6g}", Keys.ENTER)  # Enter submits
-    deadline = time.monotonic() + 120
-    while _state(driver, problem.id)["done"] == before or _state(driver, problem.id)["busy"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    assert lb.wait_for(driver, _ANSWERED, problem.id, before, timeout=120)
     verdict = _text(driver, problem.id, f".practice-verdict[data-answer='{problem.parts[0].answer}']")
     assert verdict == "✓ Right"
 
