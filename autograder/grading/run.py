@@ -125,8 +125,8 @@ class DaskRunner:
     def submit(self, student: str, steps: list[dict]):
         from ..sandbox import run_remote
 
-        fut = self.client.submit(run_remote, self.limits.job(steps), self.limits, self.kind, pure=False,
-                                 key=f"grade-{student}-{uuid.uuid4().hex}")
+        fut = self.client.submit(run_remote, self.limits.job(steps), self.limits, self.kind,
+                                 pure=False, key=f"grade-{student}-{uuid.uuid4().hex}")
         if self.completed is None:
             from distributed import as_completed
 

@@ -76,12 +76,16 @@ class Spec:
     release_cells: tuple[Cell, ...]     # the two notebooks' cells, read once (notebook.read_cells)
     source_cells: tuple[Cell, ...]
     variants: VariantSpec | None = None  # what the homework varies (None: same for everyone)
-    variants_on: bool = False            # the course gives per-student numbers
     secret: bytes | None = dataclasses.field(default=None, repr=False)  # the course's
+
+    @property
+    def variants_on(self) -> bool:
+        """Whether the course gives per-student numbers: it has a secret to draw them with."""
+        return self.secret is not None
 
     def key_for(self, student: str) -> str | None:
         """``student``'s homework key (None: no per-student numbers in this course)."""
-        if self.variants is None or not self.variants_on or self.secret is None:
+        if self.variants is None or self.secret is None:
             return None
         return student_key(self.secret, student)
 
@@ -150,4 +154,4 @@ def load_spec(assignment: str, src_path: Path, rel_path: Path, secret: bytes | N
         raise SpecError(f"{src_path} has no autograder test cells")
     from scalebook.homework import spec_for  # late: it imports NumPy and the homework's solver
     return Spec(assignment, name, tests, locked, release, source_nb, release_cells, source_cells,
-                spec_for(assignment), secret is not None, secret)
+                spec_for(assignment), secret)

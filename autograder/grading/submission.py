@@ -247,7 +247,8 @@ def validate(spec: Spec, data: bytes | None, *, missing: str | None = None) -> V
     return Validation(nb, None, tampered, problems, steps, positions, cells)
 
 
-def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT, key: str | None = None) -> bytes:
+def solution_submission(spec: Spec, student: str = SELF_CHECK_STUDENT,
+                        key: str | None = None) -> bytes:
     """The release notebook with every answer cell holding the instructor's solution (and,
     for a homework with per-student numbers, ``student``'s id and ``key`` in its identity
     cell)."""

@@ -51,7 +51,8 @@ class Limits:
     def job(self, steps: list[dict]) -> dict:
         """The job ``sandbox/inside/`` runs under these limits: the notebook's ``steps`` (its code
         cells and captures, in order) and the print output it keeps, per cell and in all."""
-        return {"steps": steps, "limits": {"cell_output": self.cell_output, "total_output": self.total_output}}
+        return {"steps": steps,
+                "limits": {"cell_output": self.cell_output, "total_output": self.total_output}}
 
     def job_memory_bytes(self) -> int:
         """The memory cap of one submission's whole process tree (and its tmpfs files)."""
