@@ -63,6 +63,15 @@ pdf: book
 TEST_WORKERS ?= auto
 BOOK_WORKERS ?= auto
 BUILD_FAILED := 97
+# One JAX compilation cache for the run, on disk in _build/jax-cache: the same program is
+# compiled by many processes (each worker, each notebook kernel the tests start, the book's
+# kernels), and the first compile now serves the others (a quarter of the tests' CPU time).
+# The cache key is the program, the compiler options and the JAX version, so a changed program
+# compiles afresh; `make clean` empties it. The grading sandbox builds its own environment and
+# compiles as a student's Jupyter would.
+test: export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
+test: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
+test: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES := -1
 test: check-system $(STAMP) $(NODE_STAMP)
 	@mkdir -p _build
 	@echo "make test: the book, its PDF and then the tests marked book run behind the others (logs: _build/make-pdf.log, _build/test-book.log)"

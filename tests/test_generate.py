@@ -84,10 +84,12 @@ def test_generation_is_deterministic(fresh, again, assignment):
 
 @pytest.mark.slow
 def test_generate_check_command_reports_up_to_date(capsys):
-    assert cli.main(["generate", "--check", *ASSIGNMENTS]) == 0
+    """The command's wiring, on one assignment: whether every assignment is up to date is
+    ``test_committed_exercises_match_a_fresh_generation``'s question (the same comparison, on
+    a generation this file makes once)."""
+    assert cli.main(["generate", "--check", ASSIGNMENTS[-1]]) == 0
     out = capsys.readouterr().out
-    for assignment in ASSIGNMENTS:
-        assert f"{assignment}: exercises/{assignment}/ is up to date" in out
+    assert f"{ASSIGNMENTS[-1]}: exercises/{ASSIGNMENTS[-1]}/ is up to date" in out
 
 
 @pytest.mark.slow
