@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -130,13 +131,15 @@ def test_convention_matrix(assignment):
             for c in part.accepted:
                 if not judge(part, v, c.value(v)).passed:
                     failures.append((v.key, part.answer, c.name))
-            within = targets(part, v)   # what the grader computes per wrong answer, once here
-            for name, wrong, hint in part.hinted():
-                value = wrong(v)
+            # what the grader computes per wrong answer, once here: each slip's value with it
+            within = targets(part, v)
+            assert [h[0] for h in within.hinted] == [h[0] for h in part.hinted()]
+            for (name, wrong, hint), (*_, value, _) in zip(part.hinted(), within.hinted):
                 if value != value:                  # NaN: this slip does not apply here
                     # ... or is silent (a Distinct near the answer): it passes, or earns a hint
-                    if isinstance(wrong, Distinct) and wrong.raw(v) == wrong.raw(v):
-                        quiet = judge(part, v, wrong.raw(v), within)
+                    raw = wrong.raw(v) if isinstance(wrong, Distinct) else math.nan
+                    if raw == raw:
+                        quiet = judge(part, v, raw, within)
                         if not (quiet.passed or quiet.hints):
                             failures.append((v.key, part.answer, name, "fails with no hint"))
                     continue
