@@ -68,7 +68,8 @@ BUILD_FAILED := 97
 # kernels), and the first compile now serves the others (a quarter of the tests' CPU time).
 # The cache key is the program, the compiler options and the JAX version, so a changed program
 # compiles afresh; `make clean` empties it. The grading sandbox builds its own environment and
-# compiles as a student's Jupyter would.
+# compiles as a student's Jupyter would (a cache students' sandboxes shared could carry one
+# submission's planted executable into another's grading).
 test: export JAX_COMPILATION_CACHE_DIR := $(CURDIR)/_build/jax-cache
 test: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS := 0
 test: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES := -1

@@ -134,7 +134,7 @@ def test_convention_matrix(assignment):
             # what the grader computes per wrong answer, once here: each slip's value with it
             within = targets(part, v)
             assert [h[0] for h in within.hinted] == [h[0] for h in part.hinted()]
-            for (name, wrong, hint), (*_, value, _) in zip(part.hinted(), within.hinted):
+            for (name, wrong, hint), (_n, _c, value, _h) in zip(part.hinted(), within.hinted):
                 if value != value:                  # NaN: this slip does not apply here
                     # ... or is silent (a Distinct near the answer): it passes, or earns a hint
                     raw = wrong.raw(v) if isinstance(wrong, Distinct) else math.nan
