@@ -76,6 +76,16 @@
       const config = chartConfig(panel);
       const options = {...config.options, responsive: false, events: []};
       let chart = null;
+      // its scales first, each alone and then together, a step each: Chart.js compiles its
+      // first vertical log axis alone in ~30 ms here, where the whole chart at once took ~50
+      const scales = Object.entries(config.options.scales || {});
+      const subsets = [...scales.map(scale => [scale]),
+        ...scales.slice(1).map((_, k) => scales.slice(0, k + 2))];
+      for (const subset of subsets) {
+        steps.push(() => new window.Chart(document.createElement("canvas"), {type: config.type,
+          data: {labels: config.data.labels, datasets: []}, options: {animation: false,
+            responsive: false, events: [], scales: Object.fromEntries(subset)}}).destroy());
+      }
       steps.push(() => {
         const canvas = document.createElement("canvas");
         canvas.width = 320;
