@@ -443,25 +443,47 @@ def axe_violations(driver) -> list[dict]:
     then reports "incomplete", never a violation, either way."""
     if not driver.execute_script("return !!window.axe"):
         driver.execute_script(AXE.read_text(encoding="utf-8"))
-    return driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}, preload: false})"
-        ".then(r => done("
-        "  r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n =>"
-        "    n.target.join(' ') + ' :: ' + n.failureSummary.slice(0, 300))}))),"
-        "  e => done([{id: 'axe failed', impact: 'critical', nodes: [String(e)]}]));", WCAG_AA)
+    with every_section_rendered(driver):
+        return driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}, preload: false})"
+            ".then(r => done("
+            "  r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n =>"
+            "    n.target.join(' ') + ' :: ' + n.failureSummary.slice(0, 300))}))),"
+            "  e => done([{id: 'axe failed', impact: 'critical', nodes: [String(e)]}]));", WCAG_AA)
 
 
 def overflow_x(driver) -> int:
-    """How many CSS pixels the page is wider than its viewport (0: no sideways scrolling)."""
-    return driver.execute_script(
-        "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scrolling), in
+    any of its sections, near the screen or not."""
+    with every_section_rendered(driver):
+        return driver.execute_script(
+            "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
+
+
+@contextmanager
+def every_section_rendered(driver) -> Iterator[None]:
+    """For the time of the block, the page renders every section, not only those near the
+    screen (book.css: ``content-visibility: auto``), as each looks once a reader scrolls to
+    it. A measure of the whole page needs it: a skipped section's overflow does not widen the
+    page, and axe cannot find the colours behind text that is not painted. Afterwards the
+    page skips its far sections again."""
+    driver.execute_script(
+        "const s = document.createElement('style'); s.id = 'sb-test-every-section';"
+        "s.textContent = '* { content-visibility: visible !important; }';"
+        "document.head.append(s); document.body.offsetHeight;")
+    try:
+        yield
+    finally:
+        driver.execute_script("document.getElementById('sb-test-every-section')?.remove()")
 
 
 def wide_elements(driver) -> list[str]:
     """The elements that reach past the viewport's right edge (for a failure message)."""
-    return driver.execute_script(
-        "return [...document.querySelectorAll('body *')].filter(e => {"
-        "  const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && r.width > 0"
-        "    && getComputedStyle(e).position !== 'fixed';"
-        "}).slice(0, 8).map(e => e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 60))")
+    with every_section_rendered(driver):
+        return driver.execute_script(
+            "return [...document.querySelectorAll('body *')].filter(e => {"
+            "  const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1"
+            "    && r.width > 0 && getComputedStyle(e).position !== 'fixed';"
+            "}).slice(0, 8).map(e => e.tagName + '.' + e.className + ' '"
+            "  + (e.textContent || '').slice(0, 60))")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bookpage import built_page, has_number, visible_text
+from live_browser import every_section_rendered
 
 from scalebook import collectives, get_chip, parallelism, roofline, training, transformer
 from scalebook.sharding import Mesh, plan_matmul
@@ -205,11 +206,12 @@ def test_chapter_renders_in_a_browser(browser, name):
         typeset = browser.execute_script("return document.querySelectorAll('mjx-container').length")
         assert typeset > 0, f"{name}: no formula was typeset by MathJax"
 
-        # a full-page screenshot, kept as a build artifact
-        height = browser.execute_script("return document.documentElement.scrollHeight")
-        browser.set_window_size(1300, min(height + 100, 16000))
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        assert browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+        # a full-page screenshot, kept as a build artifact: every section at its real height
+        with every_section_rendered(browser):
+            height = browser.execute_script("return document.documentElement.scrollHeight")
+            browser.set_window_size(1300, min(height + 100, 16000))
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            assert browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
 
         problems = []
         for entry in browser.get_log("browser"):

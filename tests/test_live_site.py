@@ -193,6 +193,33 @@ def test_back_and_reload_restore_the_settings_with_their_picture(desktop):
     assert not lb.console_errors(desktop)
 
 
+#: Per section of the chapter (h2 and below), whether its content is skipped (not rendered).
+_SKIPPED = """
+const sections = [...document.querySelectorAll('.bd-article section > section')];
+return sections.map(s => !s.firstElementChild.checkVisibility({contentVisibilityAuto: true}));
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_far_sections_are_not_rendered_and_whole_page_measures_still_reach_them(phone):
+    """On screen a chapter renders only the sections near the view (book.css), so a widget
+    going live does not re-lay out the whole chapter; the tests' whole-page measures
+    (sideways overflow, axe) render every section first, so nothing a far section does
+    escapes them."""
+    phone.get((lb.HTML / "book" / "parallelism.html").as_uri())
+    skipped = phone.execute_script(_SKIPPED)
+    assert len(skipped) > 10 and not skipped[0] and skipped[-1], skipped
+    assert lb.overflow_x(phone) == 0
+    phone.execute_script(
+        "const far = [...document.querySelectorAll('.bd-article section > section')].pop();"
+        "const code = document.createElement('code'); code.style.whiteSpace = 'pre';"
+        "code.textContent = 'x'.repeat(400); far.append(code);")
+    assert phone.execute_script(_SKIPPED)[-1], "the far section is still skipped"
+    assert lb.overflow_x(phone) > 0, "a far section's overflow escaped the measure"
+    assert phone.execute_script(_SKIPPED)[-1], "the measure left the far section rendered"
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_no_page_is_wider_than_a_phone(phone):
@@ -200,12 +227,7 @@ def test_no_page_is_wider_than_a_phone(phone):
     wide = {}
     for page in lb.all_pages():
         phone.get((lb.HTML / f"{page}.html").as_uri())
-        # lay out every section, not only those near the screen (book.css skips the others'
-        # rendering, and a skipped section's overflow would not count)
-        phone.execute_script("const s = document.createElement('style'); s.textContent = "
-                             "'* { content-visibility: visible !important; }'; "
-                             "document.head.append(s); document.body.offsetHeight;")
-        if lb.overflow_x(phone):
+        if lb.overflow_x(phone):   # every section laid out, near the screen or not
             wide[page] = lb.wide_elements(phone)
     assert wide == {}
 
