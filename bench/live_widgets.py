@@ -44,6 +44,8 @@ PAGES = {
     "inference": ("cache_dtype", "batch", list(range(0, 24, 2))),
     "transformers": ("remat", "mfu", [0.3, 0.4, 0.5, 0.6, 0.45]),
     "parallelism": ("remat", None, []),
+    "moe-long-context": ("capacity_factor", None, []),
+    "serving-systems": ("policy", None, []),
 }
 
 #: Move a control and return when its picture is drawn: works on today's widgets (which
