@@ -706,3 +706,36 @@ def test_the_best_layout_is_searched_once_per_question():
     except ValueError:
         return                                  # a float count is refused: never the cached plan
     assert by_float is not first and by_float == first
+
+
+@pytest.mark.slow  # prices every fitting layout of a dozen searches twice
+def test_the_search_skips_only_plans_that_could_not_win(monkeypatch):
+    """The search prices a fitting plan only when its compute floor could beat the best so far.
+    The floor is below every priced step, and a search that prices every fitting plan (floor
+    0) picks the very same plan, step and memory, with and without a share limit."""
+    from scalebook import training
+
+    cases = [(llama3_70b(), "H100", 128, 512, {}), (llama3_70b(), "TPU v5p", 256, 512, {}),
+             (llama3_8b(), "B200", 64, 256, {"max_comms_share": 0.1}),
+             (llama3_70b(), "H100", 512, 1024, {"overlap": False}),
+             (llama3_8b(), "TPU v5e", 256, 512, {"param_dtype": "fp32", "max_tp": 8}),
+             (llama3_70b(), "H100", 256, 256, {"compute_efficiency": 0.5, "max_pp": 4})]
+    rate = get_chip("H100").flops("bf16")
+    for layout in (TrainingLayout(fsdp=16, tp=8, remat="full"),
+                   TrainingLayout(dp=4, tp=8, pp=4, zero_stage=1, microbatches=8)):
+        plan = plan_training(llama3_70b(), layout, "H100", global_batch=512, seq_len=4096)
+        floor = training._step_floor(llama3_70b(), layout, 512, 4096, rate)
+        assert 0 < floor <= plan.step_time.total * (1 + 1e-12), layout
+
+    def search(cfg, chip, n, batch, options):   # the search itself, not its cache
+        return training._search_layouts(cfg, chip, n, batch, 4096, options.pop("max_tp", None),
+                                        options.pop("max_pp", None),
+                                        options.pop("max_comms_share", None),
+                                        tuple(sorted(options.items())))
+
+    pruned = [search(*c[:4], dict(c[4])) for c in cases]
+    monkeypatch.setattr(training, "_step_floor", lambda *args: 0.0)
+    priced_all = [search(*c[:4], dict(c[4])) for c in cases]
+    for case, a, b in zip(cases, pruned, priced_all):
+        assert a.layout == b.layout, case[1:]
+        assert a.step_time == b.step_time and a.memory == b.memory, case[1:]
