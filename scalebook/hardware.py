@@ -273,6 +273,12 @@ class Chip:
                                  f"got {source!r}")
         object.__setattr__(self, "cited", MappingProxyType(cited))
 
+    def __hash__(self) -> int:
+        """By name: equal chips share one, and two chips of one name that differ in a figure
+        (a what-if copy, :func:`dataclasses.replace`) are unequal, so a cache keyed by a chip
+        never answers one for the other. (The generated hash would fail on the FLOPs table.)"""
+        return hash(self.name)
+
     @property
     def is_gpu(self) -> bool:
         """A GPU (vendor in :data:`GPU_VENDORS`: NVIDIA, AMD), which lives in a node of

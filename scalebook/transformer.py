@@ -22,6 +22,7 @@ context length where it turns compute-bound on a chip (for decode, usually never
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -162,6 +163,13 @@ def param_count(cfg: TransformerConfig) -> ParamCount:
     """
     if not isinstance(cfg, TransformerConfig):
         raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    return _param_count(cfg)
+
+
+@functools.lru_cache(maxsize=256)
+def _param_count(cfg: TransformerConfig) -> ParamCount:
+    """:func:`param_count`, kept per config (frozen, so one answer serves every caller): a
+    layout search or a class's draw counts the same model's parameters thousands of times."""
     D, L, dh = cfg.d_model, cfg.n_layers, cfg.d_head
     q_width, kv_width = cfg.n_heads * dh, cfg.n_kv_heads * dh
     embedding = cfg.vocab_size * D

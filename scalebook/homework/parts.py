@@ -401,8 +401,10 @@ def sources(part: Part, v: Mapping[str, Any], value: Any, within: Targets | None
         return True, ()
     out: list[tuple[str, tuple[str, ...], str]] = []
     for name, names, wrong, hint in t.hinted:
+        if not _matches(value, wrong, part.rel):  # NaN is never near
+            continue
         text = _fill(hint, v, value)
-        if _matches(value, wrong, part.rel) and text not in [h for *_n, h in out]:  # NaN never near
+        if text not in [h for *_n, h in out]:
             out.append((name, names, text))
     if len(out) <= 1:
         found = _catalog_hint(t, value, out[0][1] if out else ())
