@@ -21,8 +21,8 @@ as the solver counts).
 ``decode_step(...).time`` and ``prefill(...).time`` exactly (the tests hold it to that). The
 AllReduce time is priced by :func:`scalebook.inference.tp_comm_time` at every power of two of
 tokens up to 2**20 and interpolated linearly between (the alpha-beta cost is linear in bytes for
-one algorithm): a ``tp_comm_time`` call costs about half a millisecond, too slow for a simulator
-that takes thousands of steps.
+one algorithm): a ``tp_comm_time`` call for a token count not asked before costs about half a
+millisecond, too slow for a simulator that takes thousands of steps of ever-changing batches.
 """
 
 from __future__ import annotations
