@@ -17,7 +17,8 @@ Read statically from the source (``ast``), in the order the code is written; not
   followed).
 - **An event**: entering a function of the house (``autograder``, ``scalebook``) that gets me:
   as an argument, as ``self`` (a method of a value whose class is known from an annotation, a
-  return annotation or a constructor), or as an attribute ``self`` put me down in. Each
+  return annotation or a constructor, also one called on the object a constructor has just
+  made, ``Stage(me).run()``), or as an attribute ``self`` put me down in. Each
   function is walked once; a call into one already walked is an event, without walking it
   again. The walk ends after ``stops`` events (400: the whole grading run).
 - **A stay**: the path entering a module and staying in it (events in a row in one module
@@ -176,6 +177,8 @@ class Walk:
                 if f.attr in self.modules[target].functions:
                     return target, f.attr, False
             kind = types.get(owner)
+            if isinstance(f.value, ast.Call):    # Stage(...).grade(...): the object just made
+                kind = self.returns_class(module, f.value, cls, types)
             if kind is not None and f"{kind[1]}.{f.attr}" in self.modules[kind[0]].functions:
                 return kind[0], f"{kind[1]}.{f.attr}", True
         return None
@@ -240,8 +243,9 @@ class Walk:
                                 changed = True
                                 if cls and name.startswith("self."):
                                     self.put_down.setdefault((module_name, cls), set()).add(name[5:])
+        # in the order they run: by where they start, and of a(b).c() the inner a(b) first
         calls = sorted((n for n in ast.walk(node) if isinstance(n, ast.Call)),
-                       key=lambda n: (n.lineno, n.col_offset))
+                       key=lambda n: (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
         for call in calls:
             if len(self.events) >= self.stops:
                 return
