@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from scalebook.variants import VariantSpec, default_variant, fill_placeholders
 
-from .nbgrader_config import COURSE_ID, IGNORED_NAMES, nbgrader_config, write_course_config
+from .nbgrader_config import (COURSE_ID, IGNORED_NAMES, gradebook_version_in_process, nbgrader_config,
+                              write_course_config)
 from .notebook import is_identity_cell, read_cells
 from .notebook import text as cell_text
 
@@ -49,8 +50,10 @@ DEFAULT_COURSE_ROOT = REPO / "autograder" / "course"
 def ensure_tools_on_path() -> None:
     """Put this interpreter's ``bin/`` first on PATH.
 
-    nbgrader's ``Gradebook`` runs the ``alembic`` command when it creates a database, and finds
-    it through PATH; with ``.venv/bin/python -m autograder`` (venv not activated) it would not.
+    nbgrader runs its tools as commands found through PATH (``alembic``: its ``Gradebook``
+    does when it creates a database, unless :func:`.nbgrader_config.gradebook_version_in_process`
+    has been called; its migrations do); with ``.venv/bin/python -m autograder`` (venv not
+    activated) they would not be found.
     """
     bindir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
@@ -69,6 +72,7 @@ def open_gradebook(url: str) -> Iterator[Gradebook]:
     from nbgrader.api import Gradebook
 
     ensure_tools_on_path()
+    gradebook_version_in_process()
     try:
         gb = Gradebook(url, course_id=COURSE_ID)
     except ModuleNotFoundError as exc:  # e.g. postgresql:// without its driver
@@ -442,6 +446,7 @@ def run_generate_assignment(course: Course, assignment: str) -> Path:
     from traitlets.config import Config
 
     ensure_tools_on_path()
+    gradebook_version_in_process()
     Path(course.root).mkdir(parents=True, exist_ok=True)
     config = nbgrader_config(course.root, course.gradebook_url)
     config.merge(Config({"GenerateAssignment": {"create_assignment": True, "force": True}}))

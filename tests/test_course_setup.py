@@ -77,3 +77,33 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     assert proc.stdout.startswith("student,"), proc.stdout
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert Course(root).root == root
+
+
+@pytest.mark.slow  # runs nbgrader's `alembic heads` command once, to compare (3 s)
+def test_a_new_gradebook_gets_nbgraders_schema_version_without_a_command(tmp_path, monkeypatch):
+    """A gradebook the autograder creates records the revision nbgrader's own ``alembic heads``
+    command prints, read in this process: no command is run (each one is a new Python, 3 s of
+    CPU, for every course and scratch gradebook)."""
+    import nbgrader.api
+    from nbgrader.dbutil import write_alembic_ini
+
+    from autograder.course import ensure_tools_on_path, open_gradebook
+    from autograder.nbgrader_config import alembic_head
+
+    ensure_tools_on_path()
+    write_alembic_ini(str(tmp_path / "alembic.ini"), f"sqlite:///{tmp_path / 'unused.db'}")
+    out = subprocess.run(["alembic", "-c", str(tmp_path / "alembic.ini"), "heads"],
+                         capture_output=True, text=True, check=True)
+    assert alembic_head() == out.stdout.split("\n")[0].split(" ")[0]
+
+    def no_command(*args, **kwargs):
+        raise AssertionError(f"a command was run: {args}")
+
+    def nbgraders_own():   # stands for nbgrader's lookup, whatever an earlier test made of it
+        raise AssertionError("nbgrader's own version lookup (the alembic command) ran")
+
+    monkeypatch.setattr(nbgrader.api.sp, "check_output", no_command)
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgraders_own)
+    with open_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        version = gb.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
+    assert version == alembic_head()
