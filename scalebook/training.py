@@ -1280,9 +1280,8 @@ def _search_layouts(cfg: TransformerConfig, chip: Chip | str, n_chips: int, glob
     seq_len = positive_int(seq_len, "seq_len")
     tp_cap = positive_int(max_tp, "max_tp") if max_tp is not None else min(cfg.n_heads, 64)
     pp_cap = positive_int(max_pp, "max_pp") if max_pp is not None else min(cfg.n_layers, 64)
-    precision = {k: kwargs[k] for k in ("param_dtype", "master_fp32", "optimizer", "precision")
-                 if k in kwargs}
-    nbytes = _policy_bytes(**precision)
+    nbytes = _policy_bytes(**{k: kwargs[k] for k in ("param_dtype", "master_fp32", "optimizer",
+                                                     "precision") if k in kwargs})
     flops_per_second = chip.flops("bf16") * _efficiency(kwargs.get("compute_efficiency", 1.0))
     best: TrainingPlan | None = None
 

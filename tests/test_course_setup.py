@@ -86,6 +86,7 @@ def test_a_new_gradebook_gets_nbgraders_schema_version_without_a_command(tmp_pat
     CPU, for every course and scratch gradebook)."""
     import nbgrader.api
     from nbgrader.dbutil import write_alembic_ini
+    from sqlalchemy import text
 
     from autograder.course import ensure_tools_on_path, open_gradebook
     from autograder.nbgrader_config import alembic_head
@@ -105,5 +106,5 @@ def test_a_new_gradebook_gets_nbgraders_schema_version_without_a_command(tmp_pat
     monkeypatch.setattr(nbgrader.api.sp, "check_output", no_command)
     monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgraders_own)
     with open_gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
-        version = gb.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
+        version = gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar()
     assert version == alembic_head()
