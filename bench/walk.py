@@ -4,7 +4,8 @@ between the modules of the grader and the solver.
 
     .venv/bin/python bench/walk.py [--trace] [--stops N]
 
-Read statically from the source (``ast``), in the order the code is written; nothing is run.
+Read statically from the source (``ast``), in the order the calls run (a call's arguments
+before it: of ``f(g(me))``, ``g`` first); nothing is run.
 
 - **What is followed** ("me"): the parameter, and every value made from it -- a name assigned
   from an expression that holds me (``files = course.grading_files(a)``, ``spec =
@@ -243,9 +244,10 @@ class Walk:
                                 changed = True
                                 if cls and name.startswith("self."):
                                     self.put_down.setdefault((module_name, cls), set()).add(name[5:])
-        # in the order they run: by where they start, and of a(b).c() the inner a(b) first
+        # in the order they run: by where they end, so that of f(g(x)) and of a(b).c() the
+        # inner call, which runs first, comes first
         calls = sorted((n for n in ast.walk(node) if isinstance(n, ast.Call)),
-                       key=lambda n: (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
+                       key=lambda n: (n.end_lineno, n.end_col_offset, -n.lineno, -n.col_offset))
         for call in calls:
             if len(self.events) >= self.stops:
                 return

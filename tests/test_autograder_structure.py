@@ -285,6 +285,16 @@ def test_walk_follows_a_method_of_the_object_just_made(tmp_path):
     assert _house(tmp_path, stage)["path"] == ["autograder.grade"]
 
 
+def test_walk_takes_the_calls_in_the_order_they_run(tmp_path):
+    """Of ``write(judge(course))`` the argument's call runs first: the path goes to ``judge``'s
+    module, then to ``write``'s, as the program does (written order would say the opposite)."""
+    files = {"autograder/judge.py": "def judge(c):\n    pass\n",
+             "autograder/write.py": "def write(c):\n    pass\n",
+             "autograder/grade.py": "from .judge import judge\nfrom .write import write\n"
+                                    "def grade_assignment(course):\n    write(judge(course))\n"}
+    assert _house(tmp_path, files)["path"] == ["autograder.grade", "autograder.judge", "autograder.write"]
+
+
 def test_walk_counts_a_climb_back_up_from_the_solver(tmp_path):
     """The grader is one room above the solver modules it imports: coming back from the solver
     into the grader is a climb; ending in the solver is not."""
@@ -304,19 +314,20 @@ def test_walk_counts_a_climb_back_up_from_the_solver(tmp_path):
 # grade_assignment reads the course once into plain values (GradingFiles) and calls the stages
 # in a line: course -> run -> spec -> (the solver draws the self-check's numbers) -> submission
 # (the instructor's solutions made a submission and validated) -> notebook -> the gradebook
-# (course.open_gradebook) -> claims -> record -> plan -> check (the solutions judged) -> grade:
-# 13 stays, 1 climb, 2 returns. That was all the walk saw until it followed a method called on
-# the object just made: the students' stages run as `_GradingRun(...).grade(todo)`, and with
-# them the whole run is 118 events, 35 stays, 1 climb, 22 returns. Each student's path goes
-# plan -> record -> plan -> submission -> grade -> record -> check -> record -> autograded ->
-# notebook -> ... -> record -> grade: the record stage calls the checker and the notebook writer
-# and is called back between them; making it a line is what is left of the goal. The climb is
-# the self-check's numbers: drawn by the solver (scalebook.variants) from a key made of the
-# course's secret; the grader then makes the solutions' notebook with that key and judges them
-# on those numbers, so the path comes back up from the solver once. Before: 17 stays, 1 climb,
-# 6 returns (setup only); 29, 3, 18 before that; 43, 3, 32 on the tree before that. This keeps
-# the walk from getting longer.
-WALK_CEILING = {"stays": 35, "climbs": 1}
+# (course.open_gradebook) -> claims -> record -> plan -> check (the solutions judged) -> grade.
+# Then each student: record (the gradebook asked whether another grader recorded them since)
+# -> plan (the notebook read) -> submission -> grade -> record -> check -> autograded ->
+# notebook -> safe_cells -> ... -> record -> grade. The whole run is 118 events, 32 stays in
+# 13 modules, 1 climb, 19 returns. 13 modules is a floor: the stages are one module each and
+# the run enters each, so no line through them is shorter than 13 stays while they stay apart;
+# and each student's stages come back to the grading run that hands them the next submission.
+# The climb is the self-check's numbers: drawn by the solver (scalebook.variants) from a key
+# made of the course's secret; the grader then makes the solutions' notebook with that key and
+# judges them on those numbers, so the path comes back up from the solver once. Before: 35
+# stays, 1 climb, 22 returns (calls taken in written order, and the plan asking the gradebook
+# itself); 13, 1, 2 over the setup alone; 29, 3, 18 before that; 43, 3, 32 on the tree before
+# that. This keeps the walk from getting longer.
+WALK_CEILING = {"stays": 32, "climbs": 1}
 
 
 def test_the_walk_from_grade_assignment_gets_no_longer():

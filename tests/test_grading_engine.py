@@ -535,6 +535,39 @@ def test_grade_assignment(course, sandbox_kind):
         assert gb.find_grade("q2-test", A, A, "alice").needs_manual_grade is False
 
 
+def test_a_claimed_task_is_opened_from_what_the_gradebook_says_now(tmp_path):
+    """``open_task`` reads no database: handed what the gradebook holds for the student now, it
+    skips a submission another grader recorded since the plan, with the same content, and reads
+    the notebook otherwise (also when that grading was of other content, and under ``force``:
+    None)."""
+    from datetime import datetime, timezone
+
+    from autograder.course import DIGEST_FILE, GRADING_RECORD, Where
+    from autograder.grading.plan import Task, open_task
+
+    submitted, autograded = tmp_path / "submitted" / "ann" / "hw1", tmp_path / "autograded" / "ann" / "hw1"
+    submitted.mkdir(parents=True)
+    autograded.mkdir(parents=True)
+    data = b'{"cells": []}'
+    (submitted / "hw1.ipynb").write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    where = Where(submitted, submitted.resolve(), "hw1.ipynb", autograded)
+    task = Task("ann", None, digest, where)
+    recorded = statuses.SubmissionResult("ann", "hw1", statuses.GRADED, {"q": 1.0}, {"q": 1.0}, {}, [])
+    (autograded / GRADING_RECORD).write_text(json.dumps(recorded.to_json()))
+    (autograded / DIGEST_FILE).write_text(digest + "\n")
+    now = {"ann": datetime(2026, 11, 20, tzinfo=timezone.utc)}
+
+    opened = open_task(task, now)
+    assert opened.graded_meanwhile and opened.previous is not None and opened.previous.student == "ann"
+    for done_now in (None, {}, {"bob": now["ann"]}):
+        opened = open_task(task, done_now)
+        assert not opened.graded_meanwhile and opened.data == data, done_now
+    (autograded / DIGEST_FILE).write_text("0" * 64 + "\n")    # that grading was of other content
+    opened = open_task(task, now)
+    assert not opened.graded_meanwhile and opened.data == data
+
+
 @in_sandbox
 def test_one_submission_cannot_stop_the_class(course, monkeypatch):
     """Whatever the grader trips over in one submission stays with that submission: an

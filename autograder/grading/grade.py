@@ -51,7 +51,7 @@ from .claims import open_claims
 from ..course import Course, ensure_tools_on_path, open_gradebook
 from .plan import Task, open_task, plan_grading
 from .record import (GradebookMismatch, build_record, commit_results, ensure_in_gradebook,
-                     gradebook_layout, graded_submissions, write_files)
+                     gradebook_layout, graded_submission, graded_submissions, write_files)
 from .result import GRADED, SubmissionResult
 from .run import RunnerError, start_runner
 from ..sandbox import Limits, check_sandbox, memory_cap
@@ -253,7 +253,9 @@ class _GradingRun:
         """Read and validate one claimed submission: (future, validation) if its code must
         run, else None (already recorded, by another grader or here)."""
         student = task.student
-        opened = open_task(self.gb, self.layout, task, force=self.force)
+        # the gradebook's errors propagate (nothing can be graded); reading's stay with the task
+        done_now = None if self.force else graded_submission(self.gb, self.layout, student)
+        opened = open_task(task, done_now)
         if opened.graded_meanwhile:
             self.report.skipped_already_graded.append(student)
             if opened.previous is not None:

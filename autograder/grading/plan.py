@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 
 from ..course import DIGEST_FILE, GRADING_RECORD, Course, Where
-from .record import GradebookLayout, graded_submission
 from .result import SubmissionResult
 from .submission import MAX_NOTEBOOK_BYTES
 
@@ -121,16 +120,15 @@ class Opened:
     failed: Exception | None = None
 
 
-def open_task(gb, layout: GradebookLayout, task: Task, *, force: bool) -> Opened:
-    """Whether another grader recorded ``task`` since the plan was made (unless ``force``),
-    else its notebook's bytes: the plan's last word on one submission, once it is claimed.
-    The gradebook's errors propagate (nothing can be graded); reading's stay with the task."""
-    if not force:
-        done = graded_submission(gb, layout, task.student)
-        if task.student in done and unchanged(
-                done[task.student], task.timestamp, digest=task.digest,
-                graded_digest=graded_digest(task.where)):
-            return Opened(True, previous=read_result(task.where.autograded))
+def open_task(task: Task, done_now: dict[str, datetime | None] | None) -> Opened:
+    """The plan's last word on one submission, once it is claimed: whether another grader
+    recorded ``task`` since the plan was made (``done_now``: what the gradebook holds as graded
+    for this student now, from :func:`.record.graded_submission`; None with ``force``, when
+    that does not count), else its notebook's bytes. Reading's errors stay with the task."""
+    if done_now is not None and task.student in done_now and unchanged(
+            done_now[task.student], task.timestamp, digest=task.digest,
+            graded_digest=graded_digest(task.where)):
+        return Opened(True, previous=read_result(task.where.autograded))
     try:
         data, why = read_submission(task.where)
     except Exception as exc:  # an input reading did not foresee: this submission only
