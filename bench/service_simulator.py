@@ -5,8 +5,8 @@ For each scenario it runs ``simulate`` (60 simulated seconds, the widget's trace
 and prints the median wall time, the steps simulated, the speed as simulated / wall seconds
 (the budget: a 60 s trace in under a second, i.e. a ratio above 60), and, as the comparison,
 the ratio of the time ``inference.decode_step`` would take to price the same number of steps
-one call each (each batch size's tensor-parallel AllReduce priced afresh, as a first ask) to the whole
-simulation's time.
+one call each (each batch size's tensor-parallel AllReduce priced afresh, as a first ask) to
+the whole simulation's time.
 
     .venv/bin/python bench/service_simulator.py
 

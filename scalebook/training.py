@@ -412,6 +412,10 @@ class TrainingMemory:
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations
 
+    def fits(self, chip: Chip) -> bool:
+        """Whether these bytes fit in ``chip``'s HBM (all of it: no headroom kept)."""
+        return self.total <= chip.hbm_bytes
+
 
 @dataclass(frozen=True)
 class StepTime:
@@ -976,7 +980,7 @@ def _policy_bytes(param_dtype: str = "bf16", master_fp32: bool = True, optimizer
                   precision: PrecisionPolicy | None = None) -> _PolicyBytes:
     """:func:`plan_training`'s precision arguments as bytes per parameter (checked)."""
     if not isinstance(master_fp32, bool):
-        raise ValueError("overlap and master_fp32 must be True or False")
+        raise ValueError(f"master_fp32 must be True or False, got {master_fp32!r}")
     b_param = bytes_per_element(canonical_dtype(param_dtype))
     key = optimizer.strip().lower() if isinstance(optimizer, str) else None
     if key not in OPTIMIZERS:
@@ -1081,7 +1085,7 @@ def _plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | 
     if n_chips is not None:
         n_chips = positive_int(n_chips, "n_chips")
     if not isinstance(overlap, bool):
-        raise ValueError("overlap and master_fp32 must be True or False")
+        raise ValueError(f"overlap must be True or False, got {overlap!r}")
     nbytes = _policy_bytes(param_dtype, master_fp32, optimizer, precision)
     b_param = nbytes.param
     peak = chip.flops("bf16")
@@ -1177,7 +1181,7 @@ def _plan_training(cfg: TransformerConfig, layout: TrainingLayout, chip: Chip | 
 
     # ---- flags
     flags = []
-    fits = memory.total <= chip.hbm_bytes
+    fits = memory.fits(chip)
     if not fits:
         flags.append(f"does not fit: needs {format_bytes(memory.total)} of "
                      f"{format_bytes(chip.hbm_bytes)} HBM")
@@ -1322,8 +1326,8 @@ def _search_layouts(cfg: TransformerConfig, chip: Chip | str, n_chips: int, glob
                     fitting = next((layout for layout in (
                         TrainingLayout(dp=dp, fsdp=fsdp, tp=tp, pp=pp, zero_stage=zero,
                                        microbatches=m, remat=remat) for remat in REMAT_MODES)
-                        if _step_memory(cfg, layout, global_batch, seq_len, nbytes).total
-                        <= chip.hbm_bytes), None)
+                        if _step_memory(cfg, layout, global_batch, seq_len, nbytes).fits(chip)),
+                        None)
                     if fitting is None:
                         continue
                     if could_win(fitting):
