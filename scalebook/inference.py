@@ -285,8 +285,13 @@ def tp_comm_time(cfg: TransformerConfig, chip: Chip | str, *, n_chips: int, toke
     Not overlapped with compute. 0 on one chip.
     """
     cfg, chip = _cfg(cfg), get_chip(chip)
-    return _tp_comm_seconds(cfg, chip, positive_int(n_chips, "n_chips"),
-                            positive_int(tokens, "tokens"), dtype, algorithm)
+    question = (cfg, chip, positive_int(n_chips, "n_chips"), positive_int(tokens, "tokens"),
+                dtype, algorithm)
+    if isinstance(dtype, str) and isinstance(algorithm, str):
+        return _tp_comm_seconds(*question)
+    # not a key the cache can hold: priced uncached, where the dtype and algorithm checks
+    # refuse it by name
+    return _tp_comm_seconds.__wrapped__(*question)
 
 
 @functools.lru_cache(maxsize=4096)

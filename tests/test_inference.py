@@ -139,6 +139,16 @@ def test_past_k_chips_the_cache_is_copied_not_split():
     assert inf.max_batch(L70, V5E, context_len=4096, n_chips=16) == int(free16 // (2 * 4096 * 327_680))
 
 
+def test_tp_comm_time_refuses_a_dtype_or_algorithm_that_is_not_a_string_by_name():
+    """The pricing is kept per question; a question the cache cannot key is still answered by
+    the dtype and algorithm checks, not by the cache's ``unhashable type``."""
+    with pytest.raises(ValueError, match="dtype must be a string"):
+        inf.tp_comm_time(L70, H100, n_chips=8, tokens=16, dtype=["bf16"])
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        inf.tp_comm_time(L70, H100, n_chips=8, tokens=16, algorithm=["ring"])
+    assert inf.tp_comm_time(L70, H100, n_chips=1, tokens=16, algorithm=["ring"]) == 0.0
+
+
 def test_tp_on_a_v5e_4x2_runs_over_its_two_real_axes():
     # 8 v5e chips are a 4x2 slice without wraparound: each AllReduce is 2 AllGathers whose
     # link bandwidths add over the two axes (W + W, lines) and whose hops add (3 + 1).
